@@ -1,0 +1,161 @@
+/**
+ * `pnpm bench`: signalbox against hand-written loops, per tool step, in one process and one run.
+ *
+ *   pnpm bench                      full run (about 2-3 minutes on 2 cores)
+ *   pnpm bench --quick              smoke mode (seconds)
+ *   pnpm bench --json results.json  also write every sample as JSON
+ *   pnpm bench --only in-process,xstate,heap,http,concurrency
+ *   pnpm bench --server in-process  model server in this process (default: a child process)
+ *   pnpm bench --rounds 9
+ *
+ * See BENCHMARKS.md for what is measured and the figures.
+ */
+import { writeFileSync } from 'node:fs'
+import { availableParallelism, cpus, totalmem } from 'node:os'
+import { parseArgs } from 'node:util'
+import { gc } from './lib/measure.ts'
+import { startBenchServer } from './lib/model-server.ts'
+import { type Check, renderChecks, renderTable, type Table } from './lib/report.ts'
+import { httpConcurrencyScenario, inProcessConcurrencyScenario } from './scenarios/concurrency.ts'
+import { heapScenario } from './scenarios/heap.ts'
+import { httpLongRunScenario } from './scenarios/http.ts'
+import { inProcessScenario } from './scenarios/in-process.ts'
+import type { ScenarioOptions } from './scenarios/options.ts'
+import { xstateFloorScenario } from './scenarios/xstate-floor.ts'
+
+const SCENARIOS = ['in-process', 'xstate', 'heap', 'http', 'concurrency'] as const
+type ScenarioName = (typeof SCENARIOS)[number]
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    json: { type: 'string' },
+    only: { type: 'string' },
+    server: { type: 'string', default: 'child-process' },
+    rounds: { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+})
+
+if (args.help) {
+  console.log(
+    `pnpm bench [--quick] [--json <file>] [--only ${SCENARIOS.join(',')}] [--server child-process|in-process] [--rounds N]`,
+  )
+  process.exit(0)
+}
+
+const only = new Set<ScenarioName>(
+  args.only
+    ? args.only.split(',').map((name) => {
+        if (!(SCENARIOS as readonly string[]).includes(name))
+          throw new Error(`--only: unknown scenario "${name}" (${SCENARIOS.join(', ')})`)
+        return name as ScenarioName
+      })
+    : SCENARIOS,
+)
+const serverWhere = args.server === 'in-process' ? 'in-process' : 'child-process'
+if (args.server !== 'in-process' && args.server !== 'child-process') throw new Error('--server is child-process or in-process')
+
+const quick = args.quick === true
+// Sizes: the full run follows issue 2 §11; --quick only proves every path works.
+const plan = quick
+  ? {
+      rounds: 3,
+      warmup: 1,
+      inProcessSteps: [50],
+      xstateSteps: 50,
+      heapRuns: 100,
+      httpSteps: 50,
+      httpConcurrent: [20],
+      concurrentSteps: 10,
+      inProcessConcurrent: 200,
+    }
+  : {
+      rounds: 7,
+      warmup: 2,
+      inProcessSteps: [20, 200],
+      xstateSteps: 200,
+      heapRuns: 1000,
+      httpSteps: 200,
+      httpConcurrent: [50, 200],
+      concurrentSteps: 20,
+      inProcessConcurrent: 1000,
+    }
+const rounds = args.rounds ? Number(args.rounds) : plan.rounds
+if (!Number.isInteger(rounds) || rounds < 1) throw new Error('--rounds must be a positive integer')
+
+const cpuModel = cpus()[0]?.model ?? 'unknown'
+const meta = {
+  date: new Date().toISOString(),
+  command: `pnpm bench${process.argv.slice(2).length ? ` ${process.argv.slice(2).join(' ')}` : ''}`,
+  node: process.version,
+  v8: process.versions.v8,
+  platform: `${process.platform} ${process.arch}`,
+  nproc: availableParallelism(),
+  cpu: cpuModel,
+  memoryGiB: Math.round(totalmem() / 2 ** 30),
+  quick,
+  rounds,
+  server: serverWhere,
+  gc: gc !== undefined,
+}
+
+console.log(
+  `signalbox bench${quick ? ' (--quick)' : ''}: node ${meta.node}, ${meta.nproc} cpus (${cpuModel}), ${rounds} interleaved rounds`,
+)
+
+let dots = 0
+const options: ScenarioOptions = {
+  quick,
+  rounds,
+  warmup: plan.warmup,
+  progress: () => {
+    if (process.stderr.isTTY) process.stderr.write(dots++ % 50 === 49 ? '.\n' : '.')
+  },
+}
+
+const tables: Table[] = []
+function show(table: Table | undefined): void {
+  if (!table) return
+  tables.push(table)
+  if (dots > 0 && process.stderr.isTTY) process.stderr.write('\n')
+  dots = 0
+  console.log(`\n## ${table.title}\n${table.note}\n`)
+  console.log(renderTable(table, 'text'))
+  if (table.checks.length > 0) console.log(`\n${renderChecks(table.checks, 'text')}`)
+}
+
+const started = process.hrtime.bigint()
+
+if (only.has('in-process')) {
+  for (const steps of plan.inProcessSteps) show(await inProcessScenario(steps, options))
+}
+if (only.has('xstate')) show(await xstateFloorScenario(plan.xstateSteps, options))
+if (only.has('heap')) {
+  if (gc) show(await heapScenario(plan.heapRuns, 5))
+  else console.log('\n(heap per parked run skipped: gc is not available)')
+}
+if (only.has('concurrency')) {
+  show(await inProcessConcurrencyScenario(plan.inProcessConcurrent, plan.concurrentSteps, options))
+}
+if (only.has('http') || only.has('concurrency')) {
+  const server = await startBenchServer(serverWhere)
+  try {
+    if (only.has('http')) show(await httpLongRunScenario(server.url, plan.httpSteps, options))
+    if (only.has('concurrency')) {
+      for (const runs of plan.httpConcurrent) show(await httpConcurrencyScenario(server.url, runs, plan.concurrentSteps, options))
+    }
+  } finally {
+    await server.close()
+  }
+}
+
+const seconds = Number(process.hrtime.bigint() - started) / 1e9
+const checks: Check[] = tables.flatMap((t) => t.checks)
+if (checks.length > 0) console.log(`\n## Targets\n${renderChecks(checks, 'text')}`)
+console.log(`\nfinished in ${seconds.toFixed(1)} s (model server: ${serverWhere})`)
+
+if (args.json) {
+  writeFileSync(args.json, `${JSON.stringify({ meta: { ...meta, seconds }, tables }, null, 2)}\n`)
+  console.log(`results written to ${args.json}`)
+}

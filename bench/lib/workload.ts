@@ -1,0 +1,66 @@
+/**
+ * The workload every variant runs: one cheap no-op tool, and a fake model that asks for that
+ * tool until the conversation holds N tool results, then answers. Nothing here sleeps: the model
+ * answers at once, so what is left to measure is the loop and its transport.
+ */
+import { type Tool, tool } from '@signalbox/core'
+import type { Responder, ScriptStep } from '@signalbox/core/testing'
+import { z } from 'zod'
+
+export const PROMPT = 'Call the noop tool until I tell you to stop.'
+export const FINAL_ANSWER = 'done'
+
+/** The one tool: validated by zod in signalbox, JSON-parsed in the bare loops (as the seed does). */
+export const noopTool: Tool<{ step: number }> = tool({
+  name: 'noop',
+  description: 'Does nothing and answers "ok".',
+  schema: z.object({ step: z.number().int() }),
+  execute: async () => 'ok',
+})
+
+/** The same JSON Schema signalbox sends, so every variant sends the same request bodies. */
+export const toolSchemas = [
+  {
+    type: 'function' as const,
+    function: { name: noopTool.name, description: noopTool.description, parameters: noopTool.parameters },
+  },
+]
+
+/** Model names carry the run length (`bench-200`), so one server answers every scenario. */
+export const modelFor = (steps: number): string => `bench-${steps}`
+
+const stepsByModel = new Map<string, number>()
+function stepsOf(model: string): number {
+  let steps = stepsByModel.get(model)
+  if (steps === undefined) {
+    const match = /^bench-(\d+)$/.exec(model)
+    if (!match) throw new Error(`bench model names look like "bench-<steps>", got "${model}"`)
+    steps = Number(match[1])
+    stepsByModel.set(model, steps)
+  }
+  return steps
+}
+
+export function countToolResults(messages: readonly { role: string }[]): number {
+  let n = 0
+  for (const message of messages) if (message.role === 'tool') n++
+  return n
+}
+
+/** Tool call until the conversation has N tool results, then the final answer. */
+export function nextStep(model: string, messages: readonly { role: string }[]): ScriptStep {
+  const done = countToolResults(messages)
+  return done >= stepsOf(model) ? { content: FINAL_ANSWER } : { toolCalls: [{ name: 'noop', arguments: { step: done } }] }
+}
+
+/** The responder for the scripted model server and the scripted provider (`model` picks N). */
+export const responder: Responder = (request) => nextStep(request.model, request.messages)
+
+/** Five hooks that do nothing, for the "with hooks" variants (signalbox's and the seed's shapes agree). */
+export const noopHooks = {
+  beforeTurn: async () => {},
+  beforeProviderCall: async () => {},
+  beforeToolExecution: async () => {},
+  afterToolExecution: async () => {},
+  afterTurn: async () => {},
+}

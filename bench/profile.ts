@@ -1,0 +1,32 @@
+/**
+ * One in-process variant in a loop, nothing else (no forced GCs, no other variants), to be run
+ * under the V8 profiler:
+ *
+ *   node --cpu-prof --cpu-prof-dir=/tmp/signalbox-prof --import tsx bench/profile.ts signalbox
+ *   node --import tsx bench/profile-summary.ts /tmp/signalbox-prof/<file>.cpuprofile
+ *
+ * Variants: bare, bare-hooks, bare-provider, signalbox (default), signalbox-hooks.
+ * Options: --steps 200 (per run), --seconds 8 (profiled time, after a warm-up).
+ */
+import { parseArgs } from 'node:util'
+import { inProcessVariants } from './scenarios/in-process.ts'
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { steps: { type: 'string', default: '200' }, seconds: { type: 'string', default: '8' } },
+})
+const id = positionals[0] ?? 'signalbox'
+const variant = inProcessVariants(Number(values.steps)).find((v) => v.id === id)
+if (!variant) throw new Error(`unknown variant "${id}"`)
+
+for (let i = 0; i < 5; i++) await variant.run()
+const until = process.hrtime.bigint() + BigInt(Number(values.seconds) * 1e9)
+let runs = 0
+let steps = 0
+const start = process.hrtime.bigint()
+while (process.hrtime.bigint() < until) {
+  steps += await variant.run()
+  runs++
+}
+const ns = Number(process.hrtime.bigint() - start)
+console.log(`${variant.label}: ${runs} runs, ${steps} tool steps, ${(ns / steps / 1000).toFixed(1)} µs per tool step`)

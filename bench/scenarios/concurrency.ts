@@ -1,0 +1,64 @@
+/**
+ * Scenario (c): many agents at once. N runs of M tool steps start together (one agent definition,
+ * N runs in flight, as N copies of the bare loop share one client); throughput in tool steps/s.
+ */
+import { measureInterleaved, type Variant } from '../lib/measure.ts'
+import { buildRows, type Table } from '../lib/report.ts'
+import { HTTP_COMPARATORS, HTTP_LABELS, httpRunners } from './http.ts'
+import { inProcessVariants } from './in-process.ts'
+import type { ScenarioOptions } from './options.ts'
+
+function concurrently(runs: number, one: () => Promise<number>): () => Promise<number> {
+  return async () => {
+    const all: Promise<number>[] = []
+    for (let i = 0; i < runs; i++) all.push(one())
+    let steps = 0
+    for (const ran of await Promise.all(all)) steps += ran
+    return steps
+  }
+}
+
+export async function httpConcurrencyScenario(
+  url: string,
+  runs: number,
+  steps: number,
+  options: ScenarioOptions,
+): Promise<Table> {
+  const runners = httpRunners({ url, steps, withHooks: false })
+  const order = ['fetch', 'openai', 'signalbox', 'openaiStream', 'signalboxStream'] as const
+  const variants: Variant[] = order.map((id) => ({ id, label: HTTP_LABELS[id], run: concurrently(runs, runners[id]) }))
+  const measured = await measureInterleaved(variants, {
+    rounds: options.rounds,
+    warmup: options.warmup,
+    minSampleMs: 0,
+    onSample: options.progress,
+  })
+  return {
+    id: `http-concurrent-${runs}`,
+    title: `(c) Over HTTP, ${runs} concurrent runs of ${steps} tool steps`,
+    note: `Throughput (higher is better), median of ${options.rounds} interleaved rounds; ${runs * steps} tool steps per sample. Ratios below 1 mean fewer steps per second than the baseline.`,
+    metric: 'steps-per-second',
+    baseline: 'fetch',
+    rows: buildRows(measured, 'steps-per-second', 'fetch', HTTP_COMPARATORS),
+    checks: [],
+  }
+}
+
+export async function inProcessConcurrencyScenario(runs: number, steps: number, options: ScenarioOptions): Promise<Table> {
+  const variants = inProcessVariants(steps).map((v) => ({ ...v, run: concurrently(runs, v.run) }))
+  const measured = await measureInterleaved(variants, {
+    rounds: options.rounds,
+    warmup: options.warmup,
+    minSampleMs: options.quick ? 20 : 100,
+    onSample: options.progress,
+  })
+  return {
+    id: `in-process-concurrent-${runs}`,
+    title: `(c) In-process, ${runs} concurrent runs of ${steps} tool steps`,
+    note: `Throughput (higher is better), median of ${options.rounds} interleaved rounds; ${runs * steps} tool steps per batch.`,
+    metric: 'steps-per-second',
+    baseline: 'bare',
+    rows: buildRows(measured, 'steps-per-second', 'bare', { 'signalbox-hooks': 'bare-hooks', signalbox: 'bare-provider' }),
+    checks: [],
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * Scenario (b): over HTTP against the scripted model server, one long run of 200 tool steps.
+ * Like is compared with like: signalbox streaming against the openai-SDK loop streaming, and
+ * signalbox with `stream: false` against the openai-SDK loop without streaming.
+ */
+import { OpenAIProvider } from '@signalbox/core'
+import OpenAI from 'openai'
+import { type Chat, fetchChat, openaiChat, openaiStreamChat, runBareLoop } from '../lib/bare-loops.ts'
+import { measureInterleaved, type Variant } from '../lib/measure.ts'
+import { buildRows, type Check, type Comparator, rowById, type Table } from '../lib/report.ts'
+import { benchAgent, runAgent } from '../lib/signalbox.ts'
+import { modelFor, PROMPT } from '../lib/workload.ts'
+import type { ScenarioOptions } from './options.ts'
+
+export const HTTP_TARGET_RATIO = 1.1
+const API_KEY = 'bench'
+
+export interface HttpVariantOptions {
+  url: string
+  steps: number
+  withHooks: boolean
+}
+
+/** The HTTP variants, as "one run" functions; the concurrency scenario reuses them. */
+export function httpRunners({ url, steps, withHooks }: HttpVariantOptions) {
+  const model = modelFor(steps)
+  // The client configuration signalbox's OpenAIProvider builds for itself.
+  const client = new OpenAI({ baseURL: url, apiKey: API_KEY, maxRetries: 0 })
+  const checked = (ran: number) => {
+    if (ran !== steps) throw new Error(`expected ${steps} tool steps, ran ${ran}`)
+    return ran
+  }
+  const bare = (chat: Chat) => async () => checked(await runBareLoop(chat, PROMPT))
+  const agent = (stream: boolean, hooks: boolean) => {
+    const a = benchAgent(new OpenAIProvider({ baseURL: url, model, apiKey: API_KEY, stream }), hooks)
+    return async () => checked(await runAgent(a))
+  }
+  return {
+    fetch: bare(fetchChat(url, model, API_KEY)),
+    openai: bare(openaiChat(client, model)),
+    openaiStream: bare(openaiStreamChat(client, model)),
+    signalbox: agent(false, false),
+    signalboxStream: agent(true, false),
+    ...(withHooks ? { signalboxHooks: agent(false, true), signalboxStreamHooks: agent(true, true) } : {}),
+  }
+}
+
+export const HTTP_LABELS = {
+  fetch: 'bare loop, plain fetch (seed)',
+  openai: 'bare loop, openai SDK',
+  openaiStream: 'bare loop, openai SDK, streaming',
+  signalbox: 'signalbox, stream: false',
+  signalboxStream: 'signalbox, streaming',
+  signalboxHooks: 'signalbox, stream: false + 5 hooks',
+  signalboxStreamHooks: 'signalbox, streaming + 5 hooks',
+} as const
+
+export const HTTP_COMPARATORS: Comparator = {
+  signalbox: 'openai',
+  signalboxHooks: 'openai',
+  signalboxStream: 'openaiStream',
+  signalboxStreamHooks: 'openaiStream',
+}
+
+export async function httpLongRunScenario(url: string, steps: number, options: ScenarioOptions): Promise<Table> {
+  const runners = httpRunners({ url, steps, withHooks: true })
+  const order: (keyof typeof HTTP_LABELS)[] = [
+    'fetch',
+    'openai',
+    'signalbox',
+    'signalboxHooks',
+    'openaiStream',
+    'signalboxStream',
+    'signalboxStreamHooks',
+  ]
+  const variants: Variant[] = order.map((id) => ({ id, label: HTTP_LABELS[id], run: runners[id]! }))
+  const measured = await measureInterleaved(variants, {
+    rounds: options.rounds,
+    warmup: options.warmup,
+    minSampleMs: 0,
+    onSample: options.progress,
+  })
+  const rows = buildRows(measured, 'us-per-step', 'fetch', HTTP_COMPARATORS)
+  const ratio = (id: string) => rowById(rows, id).vsComparator?.ratio ?? Number.NaN
+  const check = (id: string, name: string): Check => ({
+    name,
+    value: ratio(id),
+    unit: 'x',
+    target: `≤ ${HTTP_TARGET_RATIO.toFixed(2)}x`,
+    pass: ratio(id) <= HTTP_TARGET_RATIO,
+  })
+  return {
+    id: `http-${steps}`,
+    title: `(b) Over HTTP (scripted model server): one run of ${steps} tool steps`,
+    note: `Per tool step, median of ${options.rounds} interleaved rounds (one run per sample). "like-for-like" is signalbox over the openai-SDK loop with the same streaming mode.`,
+    metric: 'us-per-step',
+    baseline: 'fetch',
+    rows,
+    checks: [
+      check('signalbox', 'signalbox stream:false vs openai-SDK loop'),
+      check('signalboxStream', 'signalbox streaming vs openai-SDK loop streaming'),
+      check('signalboxHooks', 'signalbox stream:false + 5 hooks vs openai-SDK loop'),
+      check('signalboxStreamHooks', 'signalbox streaming + 5 hooks vs openai-SDK loop streaming'),
+    ],
+  }
+}

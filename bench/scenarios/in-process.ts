@@ -1,0 +1,84 @@
+/**
+ * Scenario (a): in-process, no HTTP. The scripted model answers at once, so the figure left is
+ * the loop's own cost per tool step: signalbox's statechart versus the seed's loop.
+ */
+import { ScriptedProvider } from '@signalbox/core/testing'
+import { providerChat, responderChat, runBareLoop } from '../lib/bare-loops.ts'
+import { measureInterleaved, type Variant } from '../lib/measure.ts'
+import { buildRows, type Check, rowById, type Table } from '../lib/report.ts'
+import { benchAgent, runAgent } from '../lib/signalbox.ts'
+import { modelFor, nextStep, noopHooks, PROMPT, responder } from '../lib/workload.ts'
+import type { ScenarioOptions } from './options.ts'
+
+export const IN_PROCESS_TARGET_US = 50
+
+export function inProcessVariants(steps: number): Variant[] {
+  const model = modelFor(steps)
+  const provider = new ScriptedProvider({ script: responder, model, record: false })
+  const plain = benchAgent(provider, false)
+  const hooked = benchAgent(provider, true)
+  const direct = responderChat(model, nextStep)
+  const viaProvider = providerChat(provider)
+  const checked = (ran: number) => {
+    if (ran !== steps) throw new Error(`expected ${steps} tool steps, ran ${ran}`)
+    return ran
+  }
+  return [
+    { id: 'bare', label: 'bare loop, responder called directly', run: async () => checked(await runBareLoop(direct, PROMPT)) },
+    {
+      id: 'bare-hooks',
+      label: 'bare loop + 5 no-op hooks',
+      run: async () => checked(await runBareLoop(direct, PROMPT, noopHooks)),
+    },
+    {
+      id: 'bare-provider',
+      label: 'bare loop on ScriptedProvider',
+      run: async () => checked(await runBareLoop(viaProvider, PROMPT)),
+    },
+    { id: 'signalbox', label: 'signalbox', run: async () => checked(await runAgent(plain)) },
+    { id: 'signalbox-hooks', label: 'signalbox + 5 no-op hooks', run: async () => checked(await runAgent(hooked)) },
+  ]
+}
+
+export async function inProcessScenario(steps: number, options: ScenarioOptions): Promise<Table> {
+  const measured = await measureInterleaved(inProcessVariants(steps), {
+    rounds: options.rounds,
+    warmup: options.warmup,
+    minSampleMs: options.quick ? 20 : 60,
+    onSample: options.progress,
+  })
+  const rows = buildRows(measured, 'us-per-step', 'bare', { 'signalbox-hooks': 'bare-hooks', signalbox: 'bare-provider' })
+  const us = (id: string) => rowById(rows, id).median
+  const checks: Check[] = [
+    {
+      name: 'signalbox overhead per tool step (signalbox − bare loop)',
+      value: us('signalbox') - us('bare'),
+      unit: 'µs',
+      target: `< ${IN_PROCESS_TARGET_US} µs`,
+      pass: us('signalbox') - us('bare') < IN_PROCESS_TARGET_US,
+    },
+    {
+      name: 'same, both on the ScriptedProvider (runtime only)',
+      value: us('signalbox') - us('bare-provider'),
+      unit: 'µs',
+      target: `< ${IN_PROCESS_TARGET_US} µs`,
+      pass: us('signalbox') - us('bare-provider') < IN_PROCESS_TARGET_US,
+    },
+    {
+      name: 'with 5 no-op hooks (signalbox + hooks − bare + hooks)',
+      value: us('signalbox-hooks') - us('bare-hooks'),
+      unit: 'µs',
+      target: `< ${IN_PROCESS_TARGET_US} µs`,
+      pass: us('signalbox-hooks') - us('bare-hooks') < IN_PROCESS_TARGET_US,
+    },
+  ]
+  return {
+    id: `in-process-${steps}`,
+    title: `(a) In-process, no HTTP: one run of ${steps} tool steps`,
+    note: `Per tool step, median of ${options.rounds} interleaved rounds. "+µs / step" is the row minus the bare loop; "like-for-like" compares signalbox with the bare loop on the same ScriptedProvider, and the hooked agent with the hooked bare loop.`,
+    metric: 'us-per-step',
+    baseline: 'bare',
+    rows,
+    checks,
+  }
+}

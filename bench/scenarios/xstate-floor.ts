@@ -1,0 +1,201 @@
+/**
+ * Where the in-process time goes. The same workload as a minimal XState machine (one state per
+ * wait, each wait an invoked promise actor, one assign per reply), then the same machine with
+ * each of signalbox's per-step ingredients added on its own: pass-through (eventless) states,
+ * extra assign actions, extra invoked actors. Together with the counts of those ingredients in one
+ * signalbox tool step (read with XState's inspection API), this splits signalbox's cost per step.
+ *
+ * xstate is not a dependency of the bench: it is loaded from @signalbox/core's own resolution,
+ * so this is the very copy the agent machine runs on.
+ */
+import { createRequire } from 'node:module'
+import { createAgent } from '@signalbox/core'
+import { ScriptedProvider } from '@signalbox/core/testing'
+import { type Message, responderChat, runBareLoop } from '../lib/bare-loops.ts'
+import { measureInterleaved, median, nsPerStep, type Variant } from '../lib/measure.ts'
+import { buildRows, type Table } from '../lib/report.ts'
+import { benchAgent, runAgent } from '../lib/signalbox.ts'
+import { countToolResults, modelFor, nextStep, noopHooks, noopTool, PROMPT, responder } from '../lib/workload.ts'
+import type { ScenarioOptions } from './options.ts'
+
+// Loosely typed: only what is used below.
+type AnyFn = (...args: any[]) => any
+interface XState {
+  setup(config: Record<string, unknown>): { createMachine(config: Record<string, unknown>): unknown }
+  createActor(
+    machine: unknown,
+    options?: Record<string, unknown>,
+  ): { subscribe(o: Record<string, AnyFn>): unknown; start(): void }
+  fromPromise(fn: AnyFn): unknown
+  assign(fn: AnyFn): unknown
+}
+const xstate = createRequire(import.meta.resolve('@signalbox/core'))('xstate') as XState
+
+interface Shape {
+  /** Pass-through states after each tool result (each one microstep). */
+  hops: number
+  /** Extra assign actions on the tool's done transition (each one context copy and snapshot). */
+  assigns: number
+  /** Extra invoked no-op promise actors per step (each one actor lifecycle and macrostep). */
+  invokes: number
+}
+
+/** The loop as a minimal XState machine, with optional extra per-step ingredients. */
+function floorMachine(steps: number, shape: Shape) {
+  const { setup, fromPromise, assign } = xstate
+  const model = modelFor(steps)
+  const chat = responderChat(model, nextStep)
+  const extra: Record<string, unknown> = {}
+  const after: string[] = []
+  for (let i = 0; i < shape.invokes; i++) after.push(`invoke${i}`)
+  for (let i = 0; i < shape.hops; i++) after.push(`hop${i}`)
+  after.forEach((name, i) => {
+    const next = after[i + 1] ?? 'callingModel'
+    extra[name] = name.startsWith('hop')
+      ? { always: [{ guard: () => false, target: 'done' }, { target: next }] }
+      : { invoke: { src: 'noop', onDone: { target: next } } }
+  })
+  const bumps = Array.from({ length: shape.assigns }, (_, i) => assign(() => ({ [`field${i}`]: i })))
+  return setup({
+    actors: {
+      callModel: fromPromise(({ input }: { input: Message[] }) => chat(input)),
+      runTool: fromPromise(({ input }: { input: { arguments: string } }) =>
+        noopTool.execute(JSON.parse(input.arguments) as { step: number }, undefined as never),
+      ),
+      noop: fromPromise(async () => undefined),
+    },
+  }).createMachine({
+    context: { messages: [{ role: 'user', content: PROMPT }] as Message[] },
+    initial: 'callingModel',
+    states: {
+      callingModel: {
+        invoke: {
+          src: 'callModel',
+          input: ({ context }: { context: { messages: Message[] } }) => context.messages,
+          onDone: [
+            {
+              guard: ({ event }: { event: { output: { finishReason: string } } }) => event.output.finishReason !== 'tool_calls',
+              target: 'done',
+            },
+            {
+              target: 'runningTool',
+              actions: assign(
+                ({ context, event }: { context: { messages: Message[] }; event: { output: { message: Message } } }) => ({
+                  messages: [...context.messages, event.output.message],
+                }),
+              ),
+            },
+          ],
+        },
+      },
+      runningTool: {
+        invoke: {
+          src: 'runTool',
+          input: ({ context }: { context: { messages: Message[] } }) => {
+            const last = context.messages[context.messages.length - 1] as Extract<Message, { role: 'assistant' }>
+            return last.tool_calls![0]!.function
+          },
+          onDone: {
+            target: after[0] ?? 'callingModel',
+            actions: [
+              assign(({ context, event }: { context: { messages: Message[] }; event: { output: string } }) => {
+                const last = context.messages[context.messages.length - 1] as Extract<Message, { role: 'assistant' }>
+                return {
+                  messages: [...context.messages, { role: 'tool', tool_call_id: last.tool_calls![0]!.id, content: event.output }],
+                }
+              }),
+              ...bumps,
+            ],
+          },
+        },
+      },
+      ...extra,
+      done: { type: 'final' },
+    },
+    output: ({ context }: { context: { messages: Message[] } }) => countToolResults(context.messages),
+  })
+}
+
+function runMachine(machine: unknown): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const actor = xstate.createActor(machine)
+    actor.subscribe({
+      complete: () => resolve((actor as unknown as { getSnapshot(): { output: number } }).getSnapshot().output),
+      error: reject,
+    })
+    actor.start()
+  })
+}
+
+/** XState's own counts for one signalbox tool step: actors created, microsteps, actions, snapshots. */
+export async function countPerStep(steps: number, withHooks: boolean): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {}
+  const provider = new ScriptedProvider({ script: responder, model: modelFor(steps), record: false })
+  const agent = createAgent({
+    provider,
+    tools: [noopTool],
+    maxTurns: 1000,
+    ...(withHooks ? { hooks: noopHooks } : {}),
+    inspect: (event: { type: string }) => {
+      const key = event.type.replace('@xstate.', '')
+      counts[key] = (counts[key] ?? 0) + 1
+    },
+  })
+  await agent.run(PROMPT)
+  return Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, v / steps]))
+}
+
+export async function xstateFloorScenario(steps: number, options: ScenarioOptions): Promise<Table> {
+  const provider = new ScriptedProvider({ script: responder, model: modelFor(steps), record: false })
+  const agent = benchAgent(provider, false)
+  const direct = responderChat(modelFor(steps), nextStep)
+  const shapes: { id: string; label: string; shape: Shape }[] = [
+    { id: 'xstate', label: 'minimal XState loop (2 invokes, 2 assigns)', shape: { hops: 0, assigns: 0, invokes: 0 } },
+    { id: 'xstate-hops', label: 'minimal + 10 pass-through states', shape: { hops: 10, assigns: 0, invokes: 0 } },
+    { id: 'xstate-assigns', label: 'minimal + 4 extra assign actions', shape: { hops: 0, assigns: 4, invokes: 0 } },
+    { id: 'xstate-invokes', label: 'minimal + 5 invoked no-op actors', shape: { hops: 0, assigns: 0, invokes: 5 } },
+  ]
+  const variants: Variant[] = [
+    { id: 'bare', label: 'bare loop, responder called directly', run: () => runBareLoop(direct, PROMPT) },
+    ...shapes.map(({ id, label, shape }) => {
+      const machine = floorMachine(steps, shape)
+      return { id, label, run: () => runMachine(machine) }
+    }),
+    { id: 'signalbox', label: 'signalbox', run: () => runAgent(agent) },
+  ]
+  const measured = await measureInterleaved(variants, {
+    rounds: options.rounds,
+    warmup: options.warmup,
+    minSampleMs: options.quick ? 20 : 60,
+    onSample: options.progress,
+  })
+  const rows = buildRows(measured, 'us-per-step', 'bare', {
+    'xstate-hops': 'xstate',
+    'xstate-assigns': 'xstate',
+    'xstate-invokes': 'xstate',
+    signalbox: 'xstate',
+  })
+  const us = (id: string) => median(nsPerStep(measured.find((m) => m.variant.id === id)!)) / 1000
+  const unit = {
+    hop: (us('xstate-hops') - us('xstate')) / 10,
+    assign: (us('xstate-assigns') - us('xstate')) / 4,
+    invoke: (us('xstate-invokes') - us('xstate')) / 5,
+  }
+  const plain = await countPerStep(steps, false)
+  const hooked = await countPerStep(steps, true)
+  const fmt = (n: number | undefined) => (n ?? 0).toFixed(1)
+  return {
+    id: `xstate-floor-${steps}`,
+    title: `Where the time goes: XState's floor and unit costs (runs of ${steps} tool steps, in-process)`,
+    note: [
+      `Unit costs from the rows below: one pass-through state ≈ ${unit.hop.toFixed(1)} µs, one extra assign ≈ ${unit.assign.toFixed(1)} µs, one extra invoked actor ≈ ${unit.invoke.toFixed(1)} µs.`,
+      `Per signalbox tool step (XState inspection): ${fmt(plain.actor)} actors, ${fmt(plain.microstep)} microsteps, ${fmt(plain.action)} actions, ${fmt(plain.snapshot)} snapshots; with 5 hooks: ${fmt(hooked.actor)} actors, ${fmt(hooked.microstep)} microsteps, ${fmt(hooked.action)} actions, ${fmt(hooked.snapshot)} snapshots.`,
+      '"like-for-like" is each row over the minimal XState loop.',
+    ].join('\n'),
+    metric: 'us-per-step',
+    baseline: 'bare',
+    rows,
+    checks: [],
+    extra: { unitCostsUs: unit, perStep: { signalbox: plain, signalboxHooks: hooked } },
+  }
+}

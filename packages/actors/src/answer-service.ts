@@ -1,0 +1,75 @@
+import {
+  type Answer,
+  type Answerer,
+  AnswerMessage,
+  type Bus,
+  type Clock,
+  createSubjects,
+  encodeMessage,
+  PROTOCOL_VERSION,
+  type Question,
+  QuestionMessage,
+  type Subjects,
+} from '@signalbox/core'
+import { createRejectionReporter } from './rejections.ts'
+import { type RequestService, type ServiceMode, serveDurableRequests } from './request-service.ts'
+
+export interface AnswerServiceOptions {
+  bus: Bus
+  /** Who answers: `terminalAnswerer()`, `functionAnswerer(...)`, or your own. */
+  answerer: Answerer
+  subjects?: Subjects
+  agentId?: string
+  /** `broadcast` (default): everyone watching sees the question; the first answer counts. */
+  mode?: ServiceMode
+  group?: string
+  clock?: Clock
+  onQuestion?(question: Question): void
+  onAnswer?(question: Question, answer: Answer): void
+  onSettled?(questionId: string, answer: Answer): void
+  onError?(error: unknown): void
+}
+
+/** A person (or a program) answering the agents' questions from `ask.<agent>`. */
+export function startAnswerService(options: AnswerServiceOptions): RequestService {
+  const { bus } = options
+  const subjects = options.subjects ?? createSubjects()
+  const report = createRejectionReporter({ bus, subjects, component: 'answerer', ...(options.clock ? { clock: options.clock } : {}) })
+  const agentToken = options.agentId ?? '*'
+  return serveDurableRequests({
+    bus,
+    subject: `${subjects.prefix}.ask.${agentToken}`,
+    schema: QuestionMessage,
+    idOf: (question) => question.questionId,
+    deadlineOf: (question) => question.deadline,
+    mode: options.mode ?? 'broadcast',
+    group: options.group ?? 'answerers',
+    report,
+    settlements: {
+      subject: `${subjects.prefix}.ask.${agentToken}.answers`,
+      schema: AnswerMessage,
+      idOf: (answer) => answer.questionId,
+      onSettled: (id, { v: _v, type: _type, ...answer }) => options.onSettled?.(id, answer),
+    },
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.onError ? { onError: options.onError } : {}),
+    handle: async (message, signal) => {
+      const { v: _v, type: _type, ...question } = message
+      options.onQuestion?.(question)
+      const answer = await options.answerer.answer(question, { signal })
+      const reply: AnswerMessage = {
+        v: PROTOCOL_VERSION,
+        type: 'answer',
+        questionId: question.questionId,
+        answer: answer.answer,
+        answeredBy: answer.answeredBy,
+        answeredAt: answer.answeredAt,
+      }
+      await bus.durablePublish(subjects.answers(question.agentId), encodeMessage(reply), {
+        msgId: `answer-${question.questionId}-${answer.answeredBy}`,
+        signal,
+      })
+      options.onAnswer?.(question, answer)
+    },
+  })
+}

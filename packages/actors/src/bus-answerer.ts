@@ -1,0 +1,59 @@
+import {
+  type Answer,
+  type Answerer,
+  AnswerMessage,
+  type Bus,
+  BusClosedError,
+  type Clock,
+  createSubjects,
+  encodeMessage,
+  PROTOCOL_VERSION,
+  ProtocolError,
+  type Question,
+  type QuestionMessage,
+  type Subjects,
+} from '@signalbox/core'
+import { createRejectionReporter } from './rejections.ts'
+import { DurableReplyWaiter } from './reply-waiter.ts'
+
+export interface BusAnswererOptions {
+  bus: Bus
+  subjects?: Subjects
+  clock?: Clock
+}
+
+export interface BusAnswerer extends Answerer {
+  close(): void
+}
+
+/**
+ * The agent's side of escalation: the question goes out durably on `ask.<agent>`, the answer
+ * comes back on `ask.<agent>.answers`. Use it as the `answerer` of `askHumanTool`.
+ */
+export function createBusAnswerer(options: BusAnswererOptions): BusAnswerer {
+  const { bus } = options
+  const subjects = options.subjects ?? createSubjects()
+  const report = createRejectionReporter({ bus, subjects, component: 'agent-questions', ...(options.clock ? { clock: options.clock } : {}) })
+  const waiter = new DurableReplyWaiter<typeof AnswerMessage, Question>({
+    bus,
+    schema: AnswerMessage,
+    idOf: (answer) => answer.questionId,
+    reportInvalid: report,
+    onRejected: ({ reply, reason, context }) =>
+      report(subjects.answers(context.agentId), JSON.stringify(reply), new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Answer rejected: ${reason}`)),
+  })
+  return {
+    async answer(question, { signal }): Promise<Answer> {
+      await waiter.listen(subjects.answers(question.agentId))
+      const answered = waiter.expect(question.questionId, question, () => undefined, signal)
+      answered.catch(() => {})
+      const message: QuestionMessage = { v: PROTOCOL_VERSION, type: 'question', ...question }
+      await bus.durablePublish(subjects.ask(question.agentId), encodeMessage(message), { msgId: question.questionId, signal })
+      const { v: _v, type: _type, ...answer } = await answered
+      return answer
+    },
+    close() {
+      waiter.close(new BusClosedError('the bus answerer was closed'))
+    },
+  }
+}

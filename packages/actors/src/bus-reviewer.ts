@@ -1,0 +1,100 @@
+import {
+  type ApprovalDecision,
+  ApprovalDecisionMessage,
+  type ApprovalRequest,
+  type ApprovalRequestMessage,
+  type AuditLog,
+  type Bus,
+  BusClosedError,
+  type Clock,
+  createSubjects,
+  encodeMessage,
+  PROTOCOL_VERSION,
+  ProtocolError,
+  type Reviewer,
+  type Subjects,
+  systemClock,
+} from '@signalbox/core'
+import { createRejectionReporter } from './rejections.ts'
+import { DurableReplyWaiter } from './reply-waiter.ts'
+
+export interface BusReviewerOptions {
+  bus: Bus
+  subjects?: Subjects
+  /** Where rejected (late, duplicate, mismatched) decisions are recorded. Usually the agent's audit. */
+  audit?: AuditLog
+  clock?: Clock
+}
+
+export interface BusReviewer extends Reviewer {
+  /** Stops listening; pending reviews fail (the agent then denies by default). */
+  close(): void
+}
+
+/**
+ * The agent's side of remote approval: the request goes out durably on
+ * `approvals.<agent>`, decisions come back on `approvals.<agent>.decisions`. Both travel on the
+ * durable path, so a server restart in between loses neither.
+ */
+export function createBusReviewer(options: BusReviewerOptions): BusReviewer {
+  const { bus } = options
+  const subjects = options.subjects ?? createSubjects()
+  const clock = options.clock ?? systemClock
+  const report = createRejectionReporter({ bus, subjects, component: 'agent-approvals', clock })
+  const waiter = new DurableReplyWaiter<typeof ApprovalDecisionMessage, ApprovalRequest>({
+    bus,
+    schema: ApprovalDecisionMessage,
+    idOf: (decision) => decision.requestId,
+    reportInvalid: report,
+    onRejected: ({ reply, reason, context: request }) => {
+      report(
+        subjects.approvalDecisions(request.agentId),
+        JSON.stringify(reply),
+        new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Decision rejected: ${reason}`),
+      )
+      void options.audit?.record({
+        kind: 'approval.rejected',
+        agentId: request.agentId,
+        runId: request.runId,
+        runPath: request.runPath,
+        callId: reply.callId,
+        toolName: request.toolName,
+        shown: request.arguments,
+        digest: request.digest,
+        decision: reply.approved ? 'approved' : 'denied',
+        reason,
+        actor: reply.reviewer,
+        requestedAt: request.requestedAt,
+        decidedAt: clock.now(),
+      })
+    },
+  })
+
+  return {
+    async review(request, { signal }): Promise<ApprovalDecision> {
+      await waiter.listen(subjects.approvalDecisions(request.agentId))
+      const decided = waiter.expect(
+        request.requestId,
+        request,
+        (decision) => {
+          if (decision.callId !== request.callId) return `callId ${decision.callId} does not match the pending call ${request.callId}`
+          if (decision.digest !== request.digest) return 'the digest does not match the pending call (arguments differ from what was shown)'
+          return undefined
+        },
+        signal,
+      )
+      // The wait is registered first, so a reviewer that answers at once is not missed.
+      decided.catch(() => {})
+      const message: ApprovalRequestMessage = { v: PROTOCOL_VERSION, type: 'approval.request', ...request }
+      await bus.durablePublish(subjects.approvals(request.agentId), encodeMessage(message), {
+        msgId: request.requestId,
+        signal,
+      })
+      const { v: _v, type: _type, ...decision } = await decided
+      return decision
+    },
+    close() {
+      waiter.close(new BusClosedError('the bus reviewer was closed'))
+    },
+  }
+}

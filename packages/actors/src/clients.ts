@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto'
+import {
+  type AgentEvent,
+  type Bus,
+  type Clock,
+  ControlReplyMessage,
+  type ControlRequestMessage,
+  createSubjects,
+  decodeMessage,
+  encodeMessage,
+  ErrorMessage,
+  EventMessage,
+  PROTOCOL_VERSION,
+  SignalboxError,
+  type SteerMessage,
+  type Subjects,
+  type Subscription,
+  systemClock,
+} from '@signalbox/core'
+import { z } from 'zod'
+
+/** Queues a correction for an agent (every active run, or one `runId`). Durable: survives a server restart. */
+export async function sendSteering(options: {
+  bus: Bus
+  agentId: string
+  text: string
+  from: string
+  runId?: string
+  subjects?: Subjects
+  clock?: Clock
+  signal?: AbortSignal
+}): Promise<SteerMessage> {
+  const subjects = options.subjects ?? createSubjects()
+  const message: SteerMessage = {
+    v: PROTOCOL_VERSION,
+    type: 'steer',
+    steerId: `steer_${randomUUID()}`,
+    text: options.text,
+    from: options.from,
+    ...(options.runId ? { runId: options.runId } : {}),
+    sentAt: (options.clock ?? systemClock).now(),
+  }
+  await options.bus.durablePublish(subjects.steer(options.agentId), encodeMessage(message), {
+    msgId: message.steerId,
+    ...(options.signal ? { signal: options.signal } : {}),
+  })
+  return message
+}
+
+const ControlReply = z.discriminatedUnion('type', [ControlReplyMessage, ErrorMessage])
+
+/** Asks an agent for its runs' states, or cancels them. */
+export async function sendControl(options: {
+  bus: Bus
+  agentId: string
+  request: { type: 'control.status' } | { type: 'control.cancel'; runId?: string; reason?: string; from?: string }
+  subjects?: Subjects
+  timeoutMs?: number
+  signal?: AbortSignal
+}): Promise<ControlReplyMessage> {
+  const subjects = options.subjects ?? createSubjects()
+  const message = { v: PROTOCOL_VERSION, ...options.request } as ControlRequestMessage
+  const response = await options.bus.request(subjects.control(options.agentId), encodeMessage(message), {
+    timeoutMs: options.timeoutMs ?? 5_000,
+    ...(options.signal ? { signal: options.signal } : {}),
+  })
+  const decoded = decodeMessage(response.data, ControlReply, { maxBytes: options.bus.maxPayload })
+  if (!decoded.ok) throw decoded.error
+  if (decoded.value.type === 'error') throw new SignalboxError(decoded.value.error.code, decoded.value.error.message, { fault: 'peer' })
+  return decoded.value
+}
+
+/** Calls `onEvent` for every event of one agent, or of all agents. Observe only. */
+export function watchEvents(options: {
+  bus: Bus
+  agentId?: string
+  subjects?: Subjects
+  onEvent: (event: AgentEvent, meta: { truncated: boolean; subject: string }) => void
+  signal?: AbortSignal
+}): Subscription {
+  const subjects = options.subjects ?? createSubjects()
+  const subject = options.agentId ? subjects.events(options.agentId) : subjects.eventsAll()
+  return options.bus.subscribe(
+    subject,
+    (message) => {
+      const decoded = decodeMessage(message.data, EventMessage, { maxBytes: options.bus.maxPayload })
+      if (!decoded.ok) return
+      options.onEvent(decoded.value.event as unknown as AgentEvent, { truncated: decoded.value.truncated === true, subject: message.subject })
+    },
+    options.signal ? { signal: options.signal } : {},
+  )
+}

@@ -1,0 +1,1 @@
+export { connectNatsBus, defaultStreamName, NatsBus, type NatsBusOptions, type NatsDurableOptions } from './nats-bus.ts'

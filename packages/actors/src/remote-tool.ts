@@ -1,0 +1,118 @@
+import {
+  type Bus,
+  BusNoRespondersError,
+  BusTimeoutError,
+  createSubjects,
+  decodeMessage,
+  encodeMessage,
+  ErrorMessage,
+  PROTOCOL_VERSION,
+  type Subjects,
+  type Tool,
+  type ToolCallMessage,
+  ToolDescriptionMessage,
+  type ToolDescribeMessage,
+  ToolError,
+  ToolResultMessage,
+} from '@signalbox/core'
+import { z } from 'zod'
+
+export interface RemoteToolOptions {
+  bus: Bus
+  name: string
+  description: string
+  /** JSON Schema of the arguments (the host validates them fully). */
+  parameters: Record<string, unknown>
+  needsApproval?: boolean
+  /** How long to wait for the host. Default 60 s. */
+  timeoutMs?: number
+  subjects?: Subjects
+}
+
+const ToolReply = z.discriminatedUnion('type', [ToolResultMessage, ErrorMessage])
+
+/**
+ * A tool that runs on a tool host elsewhere on the bus. For the agent it is just a tool: no
+ * host, a timeout or a host that crashes mid-call become error results the model reads.
+ */
+export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
+  const { bus, name } = options
+  const subjects = options.subjects ?? createSubjects()
+  const subject = subjects.tool(name)
+  const timeoutMs = options.timeoutMs ?? 60_000
+  return {
+    name,
+    description: options.description,
+    parameters: options.parameters,
+    ...(options.needsApproval ? { needsApproval: true } : {}),
+    validate: (args) =>
+      args !== null && typeof args === 'object' && !Array.isArray(args)
+        ? { ok: true, value: args }
+        : { ok: false, issues: ['(root): the arguments must be a JSON object'] },
+    async execute(args, context) {
+      const call: ToolCallMessage = {
+        v: PROTOCOL_VERSION,
+        type: 'tool.call',
+        callId: context.callId,
+        toolName: name,
+        agentId: context.agentId,
+        runId: context.runId,
+        arguments: args,
+        deadline: context.clock.now() + timeoutMs,
+      }
+      let response: Awaited<ReturnType<Bus['request']>>
+      try {
+        response = await bus.request(subject, encodeMessage(call), { timeoutMs, signal: context.signal })
+      } catch (error) {
+        if (error instanceof BusNoRespondersError) {
+          throw new ToolError('TOOL_UNAVAILABLE', `No tool host is serving "${name}" right now. Try another way, or tell the person.`, {
+            cause: error,
+          })
+        }
+        if (error instanceof BusTimeoutError) {
+          throw new ToolError('TOOL_TIMEOUT', `"${name}" did not answer within ${Math.round(timeoutMs / 1000)}s (its host may have stopped).`, {
+            cause: error,
+          })
+        }
+        throw error
+      }
+      const decoded = decodeMessage(response.data, ToolReply, { maxBytes: bus.maxPayload })
+      if (!decoded.ok) throw new ToolError('TOOL_BAD_REPLY', `The host of "${name}" sent an invalid reply: ${decoded.error.message}`)
+      const reply = decoded.value
+      if (reply.type === 'error') throw new ToolError(reply.error.code, reply.error.message)
+      return reply.output
+    },
+  }
+}
+
+/** Asks the hosts on the bus to describe the named tools, and returns them as remote tools. */
+export async function discoverTools(options: {
+  bus: Bus
+  names: string[]
+  subjects?: Subjects
+  timeoutMs?: number
+  signal?: AbortSignal
+}): Promise<Tool<unknown>[]> {
+  const subjects = options.subjects ?? createSubjects()
+  const request: ToolDescribeMessage = { v: PROTOCOL_VERSION, type: 'tool.describe' }
+  return Promise.all(
+    options.names.map(async (name) => {
+      const response = await options.bus.request(subjects.toolDescribe(name), encodeMessage(request), {
+        timeoutMs: options.timeoutMs ?? 5_000,
+        ...(options.signal ? { signal: options.signal } : {}),
+      })
+      const decoded = decodeMessage(response.data, ToolDescriptionMessage, { maxBytes: options.bus.maxPayload })
+      if (!decoded.ok) throw decoded.error
+      const d = decoded.value
+      return remoteTool({
+        bus: options.bus,
+        subjects,
+        name: d.name,
+        description: d.description,
+        parameters: d.parameters,
+        ...(d.needsApproval ? { needsApproval: true } : {}),
+        ...(d.timeoutMs ? { timeoutMs: d.timeoutMs } : {}),
+      })
+    }),
+  )
+}

@@ -1,0 +1,134 @@
+import { AbortedError, type Bus, decodeMessage, type SignalboxError, type Subscription } from '@signalbox/core'
+import type { z } from 'zod'
+import type { RejectionReporter } from './rejections.ts'
+
+interface Waiter<T> {
+  resolve(value: T): void
+  reject(error: unknown): void
+  /** Why this reply cannot be applied to the pending request, or `undefined` when it can. */
+  check(reply: T): string | undefined
+}
+
+export interface ReplyRejection<T, C> {
+  id: string
+  reply: T
+  reason: string
+  /** What the request was (its context), when this process made it. */
+  context: C
+}
+
+/**
+ * Waits for replies (decisions, answers) that arrive on a durable subject, matched to pending
+ * requests by id. The first valid reply wins; a reply for a request already settled (late or
+ * duplicate) or one that does not match the request is reported, never applied. Replies for
+ * ids this process never asked about belong to another host of the same agent and are ignored.
+ */
+export class DurableReplyWaiter<S extends z.ZodType, C> {
+  readonly #bus: Bus
+  readonly #schema: S
+  readonly #idOf: (reply: z.output<S>) => string
+  readonly #onRejected: (rejection: ReplyRejection<z.output<S>, C>) => void
+  readonly #reportInvalid: RejectionReporter
+  readonly #pending = new Map<string, Waiter<z.output<S>> & { context: C }>()
+  /** Recently settled ids (oldest first) with their context, to tell a late reply from a stranger's. */
+  readonly #settled = new Map<string, C>()
+  readonly #consumers = new Map<string, Subscription>()
+
+  constructor(options: {
+    bus: Bus
+    schema: S
+    idOf: (reply: z.output<S>) => string
+    onRejected: (rejection: ReplyRejection<z.output<S>, C>) => void
+    reportInvalid: RejectionReporter
+  }) {
+    this.#bus = options.bus
+    this.#schema = options.schema
+    this.#idOf = options.idOf
+    this.#onRejected = options.onRejected
+    this.#reportInvalid = options.reportInvalid
+  }
+
+  /** Starts (once) the consumer of `subject` and resolves when it is live. */
+  listen(subject: string): Promise<void> {
+    let consumer = this.#consumers.get(subject)
+    if (!consumer) {
+      consumer = this.#bus.durableConsume(subject, (message) => {
+        message.ack()
+        const decoded = decodeMessage(message.data, this.#schema, { maxBytes: this.#bus.maxPayload })
+        if (!decoded.ok) {
+          this.#reportInvalid(message.subject, message.data, decoded.error as SignalboxError)
+          return
+        }
+        this.#route(decoded.value)
+      })
+      this.#consumers.set(subject, consumer)
+    }
+    return consumer.ready
+  }
+
+  /** Registers interest in `id` before the request goes out, so no fast reply is missed. */
+  expect(
+    id: string,
+    context: C,
+    check: (reply: z.output<S>) => string | undefined,
+    signal: AbortSignal,
+  ): Promise<z.output<S>> {
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(new AbortedError('The request was withdrawn.'))
+      const onAbort = () => {
+        this.#settle(id, context)
+        reject(new AbortedError('The request was withdrawn.'))
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+      this.#pending.set(id, {
+        resolve: (value) => {
+          signal.removeEventListener('abort', onAbort)
+          resolve(value)
+        },
+        reject: (error) => {
+          signal.removeEventListener('abort', onAbort)
+          reject(error)
+        },
+        check,
+        context,
+      })
+    })
+  }
+
+  /** Fails every pending wait (the actor is shutting down). */
+  close(reason: Error): void {
+    for (const consumer of this.#consumers.values()) consumer.unsubscribe()
+    this.#consumers.clear()
+    for (const [id, waiter] of this.#pending) {
+      this.#settle(id, waiter.context)
+      waiter.reject(reason)
+    }
+  }
+
+  #route(reply: z.output<S>): void {
+    const id = this.#idOf(reply)
+    const waiter = this.#pending.get(id)
+    if (!waiter) {
+      if (this.#settled.has(id)) {
+        this.#onRejected({ id, reply, reason: 'the request was already settled (late or duplicate reply)', context: this.#settled.get(id) as C })
+      }
+      return
+    }
+    const mismatch = waiter.check(reply)
+    if (mismatch !== undefined) {
+      this.#onRejected({ id, reply, reason: mismatch, context: waiter.context })
+      return
+    }
+    this.#settle(id, waiter.context)
+    waiter.resolve(reply)
+  }
+
+  #settle(id: string, context: C): void {
+    this.#pending.delete(id)
+    this.#settled.set(id, context)
+    if (this.#settled.size > 10_000) {
+      const oldest = this.#settled.keys().next().value
+      if (oldest !== undefined) this.#settled.delete(oldest)
+    }
+  }
+}

@@ -1,0 +1,166 @@
+import {
+  AbortedError,
+  type Bus,
+  type Clock,
+  decodeMessage,
+  type DurableMessage,
+  type SignalboxError,
+  type Subscription,
+  systemClock,
+} from '@signalbox/core'
+import type { z } from 'zod'
+import type { RejectionReporter } from './rejections.ts'
+
+export type ServiceMode = 'shared' | 'broadcast'
+
+/** Where answers to the requests are published, so a request settled by anyone is dropped here. */
+export interface Settlements<R extends z.ZodType> {
+  subject: string
+  schema: R
+  idOf(reply: z.output<R>): string
+  onSettled?(id: string, reply: z.output<R>): void
+}
+
+export interface RequestServiceOptions<S extends z.ZodType, R extends z.ZodType = z.ZodType> {
+  bus: Bus
+  /** Subject (pattern) the requests arrive on. */
+  subject: string
+  schema: S
+  idOf(request: z.output<S>): string
+  deadlineOf(request: z.output<S>): number
+  /**
+   * `shared`: instances with the same `group` split the requests (each is handled once; if an
+   * instance dies mid-way, another gets it). `broadcast`: every instance sees every request
+   * (a room of people; the agent applies the first valid answer).
+   */
+  mode: ServiceMode
+  group: string
+  handle(request: z.output<S>, signal: AbortSignal): Promise<void>
+  settlements?: Settlements<R>
+  report: RejectionReporter
+  clock?: Clock
+  onError?(error: unknown, request: z.output<S>): void
+}
+
+export interface RequestService {
+  readonly ready: Promise<void>
+  /** Requests being handled now, by id. */
+  readonly inFlight: ReadonlySet<string>
+  /** Someone else settled this request: skip it, and stop handling it if in flight. */
+  settled(id: string): void
+  close(): void
+}
+
+const ACK_WAIT_MS = 30_000
+
+/**
+ * Serves requests that arrive on the durable path (approvals, questions): decodes them, skips
+ * expired and already-handled ones, keeps the message alive while a person decides, and only
+ * acknowledges once the reply is stored, so a crash mid-decision hands the request to another
+ * instance instead of losing it.
+ */
+export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType>(
+  options: RequestServiceOptions<S, R>,
+): RequestService {
+  const { bus } = options
+  const clock = options.clock ?? systemClock
+  const inFlight = new Map<string, AbortController>()
+  const handled = new Set<string>()
+  const stop = new AbortController()
+  const markHandled = (id: string) => {
+    handled.add(id)
+    if (handled.size > 10_000) handled.delete(handled.values().next().value as string)
+  }
+
+  const onMessage = async (message: DurableMessage) => {
+    const decoded = decodeMessage(message.data, options.schema, { maxBytes: bus.maxPayload })
+    if (!decoded.ok) {
+      message.ack()
+      options.report(message.subject, message.data, decoded.error as SignalboxError)
+      return
+    }
+    const request = decoded.value
+    const id = options.idOf(request)
+    const remaining = options.deadlineOf(request) - clock.now()
+    if (handled.has(id) || inFlight.has(id) || remaining <= 0) {
+      message.ack()
+      return
+    }
+    const controller = new AbortController()
+    inFlight.set(id, controller)
+    const onStop = () => controller.abort(new AbortedError('the service is stopping'))
+    stop.signal.addEventListener('abort', onStop, { once: true })
+    const deadline = clock.setTimeout(() => controller.abort(new AbortedError('the request expired')), remaining)
+    const keepAlive = setInterval(() => message.working(), ACK_WAIT_MS / 3)
+    try {
+      await options.handle(request, controller.signal)
+      markHandled(id)
+      message.ack()
+    } catch (error) {
+      if (controller.signal.aborted && !stop.signal.aborted) {
+        // Expired, or settled by someone else: nobody is waiting for this answer any more.
+        message.ack()
+      } else if (stop.signal.aborted) {
+        // Shutting down: leave it for another instance.
+        message.nak()
+      } else {
+        options.onError?.(error, request)
+        message.nak(1_000)
+      }
+    } finally {
+      inFlight.delete(id)
+      clearInterval(keepAlive)
+      clock.clearTimeout(deadline)
+      stop.signal.removeEventListener('abort', onStop)
+    }
+  }
+
+  const subscription: Subscription = bus.durableConsume(
+    options.subject,
+    (message) => {
+      // Handled concurrently: one slow person must not hold the queue.
+      onMessage(message).catch((error) => options.onError?.(error, undefined as z.output<S>))
+    },
+    {
+      ...(options.mode === 'shared' ? { durableName: options.group } : {}),
+      // Requests published before this instance started are still pending: read the log.
+      deliverAll: true,
+      ackWaitMs: ACK_WAIT_MS,
+      signal: stop.signal,
+    },
+  )
+
+  const settledIn = options.settlements
+  const watch: Subscription | undefined = settledIn
+    ? bus.durableConsume(
+        settledIn.subject,
+        (message) => {
+          message.ack()
+          const decoded = decodeMessage(message.data, settledIn.schema, { maxBytes: bus.maxPayload })
+          if (!decoded.ok) return
+          const id = settledIn.idOf(decoded.value)
+          markHandled(id)
+          inFlight.get(id)?.abort(new AbortedError('settled elsewhere'))
+          settledIn.onSettled?.(id, decoded.value)
+        },
+        { deliverAll: true, signal: stop.signal },
+      )
+    : undefined
+
+  return {
+    ready: Promise.all([subscription.ready, watch?.ready]).then(() => {}),
+    get inFlight() {
+      return new Set(inFlight.keys())
+    },
+    settled(id) {
+      markHandled(id)
+      inFlight.get(id)?.abort(new AbortedError('settled elsewhere'))
+    },
+    close() {
+      stop.abort()
+      subscription.unsubscribe()
+      watch?.unsubscribe()
+    },
+  }
+}
+

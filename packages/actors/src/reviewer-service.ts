@@ -1,0 +1,91 @@
+import {
+  ApprovalDecisionMessage,
+  type ApprovalDecision,
+  type ApprovalRequest,
+  ApprovalRequestMessage,
+  type Bus,
+  type Clock,
+  createSubjects,
+  encodeMessage,
+  PROTOCOL_VERSION,
+  type Reviewer,
+  type Subjects,
+} from '@signalbox/core'
+import { createRejectionReporter } from './rejections.ts'
+import { type RequestService, type ServiceMode, serveDurableRequests } from './request-service.ts'
+
+export interface ReviewerServiceOptions {
+  bus: Bus
+  /** Decides each request: `policyReviewer(...)`, `terminalReviewer()`, or your own. */
+  reviewer: Reviewer
+  subjects?: Subjects
+  /** Which agents' requests to serve: one agent id, or all (default). */
+  agentId?: string
+  /** `shared` (default): instances of `group` split the requests. `broadcast`: each sees all. */
+  mode?: ServiceMode
+  group?: string
+  clock?: Clock
+  onRequest?(request: ApprovalRequest): void
+  onDecision?(request: ApprovalRequest, decision: ApprovalDecision): void
+  /** A decision on a request this service saw, made by someone else (or this service). */
+  onSettled?(requestId: string, decision: ApprovalDecision): void
+  onError?(error: unknown): void
+}
+
+export interface ReviewerService extends RequestService {}
+
+/**
+ * A reviewer on the bus: takes approval requests from `approvals.<agent>`, asks its `reviewer`,
+ * and stores the decision durably on `approvals.<agent>.decisions`. It also watches decisions
+ * so a request another reviewer settled is dropped here.
+ */
+export function startReviewerService(options: ReviewerServiceOptions): ReviewerService {
+  const { bus } = options
+  const subjects = options.subjects ?? createSubjects()
+  const report = createRejectionReporter({ bus, subjects, component: 'reviewer', ...(options.clock ? { clock: options.clock } : {}) })
+  const agentToken = options.agentId ?? '*'
+  const requestSubject = `${subjects.prefix}.approvals.${agentToken}`
+  const decisionSubject = `${subjects.prefix}.approvals.${agentToken}.decisions`
+
+  return serveDurableRequests({
+    bus,
+    subject: requestSubject,
+    schema: ApprovalRequestMessage,
+    idOf: (request) => request.requestId,
+    deadlineOf: (request) => request.deadline,
+    mode: options.mode ?? 'shared',
+    group: options.group ?? 'reviewers',
+    report,
+    settlements: {
+      subject: decisionSubject,
+      schema: ApprovalDecisionMessage,
+      idOf: (decision) => decision.requestId,
+      onSettled: (id, { v: _v, type: _type, ...decision }) => options.onSettled?.(id, decision),
+    },
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.onError ? { onError: options.onError } : {}),
+    handle: async (message, signal) => {
+      const { v: _v, type: _type, ...request } = message
+      options.onRequest?.(request)
+      const decision = await options.reviewer.review(request, { signal })
+      const reply: ApprovalDecisionMessage = {
+        v: PROTOCOL_VERSION,
+        type: 'approval.decision',
+        requestId: request.requestId,
+        // Quote what was shown; a reviewer cannot re-bind its decision to another call.
+        callId: request.callId,
+        digest: request.digest,
+        approved: decision.approved,
+        ...(decision.reason === undefined ? {} : { reason: decision.reason }),
+        reviewer: decision.reviewer,
+        decidedAt: decision.decidedAt,
+      }
+      await bus.durablePublish(subjects.approvalDecisions(request.agentId), encodeMessage(reply), {
+        msgId: `decision-${request.requestId}-${decision.reviewer}`,
+        signal,
+      })
+      options.onDecision?.(request, decision)
+    },
+  })
+
+}

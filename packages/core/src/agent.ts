@@ -1,0 +1,290 @@
+import { type Actor, createActor, type InspectionEvent, type Observer } from 'xstate'
+import { type Clock, systemClock } from './clock.ts'
+import { ConfigError, type SerializedError, SignalboxError } from './errors.ts'
+import { type AgentEventType, EventEmitter, type EventListener, type RunStatus } from './events.ts'
+import { HookChain, type Hooks } from './hooks.ts'
+import type { AuditEntry, AuditLog, Reviewer } from './hitl/types.ts'
+import { type IdGenerator, randomIds } from './ids.ts'
+import { createAgentMachine, type AgentMachine } from './machine/agent-machine.ts'
+import type { AgentOutput, SteeringItem, StopReason } from './machine/context.ts'
+import { defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
+import type { Message, Usage } from './messages.ts'
+import type { Provider } from './provider/provider.ts'
+import { assertToolName, type Tool, toToolSpec } from './tool.ts'
+
+export interface AgentOptions {
+  /** The agent's id on the bus and in events. Default `agent`. */
+  id?: string
+  provider: Provider
+  tools?: Tool<any>[]
+  hooks?: Hooks | Hooks[]
+  /** The system prompt. */
+  instructions?: string
+  /** Turns (model calls) before the run fails with `MAX_TURNS_EXCEEDED`. Default 10. */
+  maxTurns?: number
+  /** Decides on calls to tools that need approval. Without one, such calls are denied. */
+  reviewer?: Reviewer
+  /** Where decisions, timeouts, steering and answers are recorded. Default: in memory (`agent.audit`). */
+  audit?: AuditLog
+  /** How long a reviewer has before the call is denied by default. Default 5 minutes. */
+  approvalTimeoutMs?: number
+  /** `cancel-next` (default) cancels the next tool call; `cancel-batch` the rest of the reply's calls. */
+  steeringPolicy?: SteeringPolicy
+  retry?: Partial<RetryPolicy>
+  clock?: Clock
+  ids?: IdGenerator
+  /** XState inspection (e.g. the Stately inspector's `inspect`). */
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
+  /** Called when an event listener or the audit log throws. Default: ignore. */
+  onInternalError?: (error: unknown, where: string) => void
+}
+
+export interface RunOptions {
+  signal?: AbortSignal
+  runId?: string
+  /** Parent run when this run is a child in a run tree (delegation). */
+  parentRunId?: string
+  /** Run ids from the root down to the parent. */
+  runPath?: string[]
+}
+
+export interface RunResult {
+  runId: string
+  status: RunStatus
+  /** The model's final answer (status `done`). */
+  output: string
+  stopReason: StopReason | undefined
+  error: SerializedError | undefined
+  turns: number
+  usage: Usage
+  messages: Message[]
+  /** Corrections that arrived after the last tool boundary and were never delivered. */
+  pendingSteering: SteeringItem[]
+}
+
+/** A run failed (`failed`) or was cancelled; `result` holds the transcript so far. */
+export class RunFailedError extends SignalboxError {
+  readonly result: RunResult
+  constructor(result: RunResult) {
+    const error = result.error ?? { code: 'RUN_FAILED', message: 'The run failed.' }
+    super(error.code, error.message, {
+      ...(error.fault ? { fault: error.fault } : {}),
+      details: { ...error.details, runId: result.runId, status: result.status },
+    })
+    this.result = result
+  }
+}
+
+export interface RunHandle {
+  readonly runId: string
+  readonly actor: Actor<AgentMachine>
+  /** Resolves with the result when the run is `done`; rejects with `RunFailedError` otherwise. */
+  readonly result: Promise<RunResult>
+  steer(text: string, options?: { from?: string }): void
+  cancel(reason?: string): void
+}
+
+/** Keeps the audit trail in memory; the default when no `audit` log is given. */
+export class MemoryAuditLog implements AuditLog {
+  readonly entries: AuditEntry[] = []
+  record(entry: AuditEntry): void {
+    this.entries.push(entry)
+  }
+}
+
+/**
+ * An agent definition. Each `run()` is one XState actor running the agent machine; several
+ * runs of one agent may be in flight at once.
+ */
+export class Agent {
+  readonly id: string
+  readonly machine: AgentMachine
+  readonly audit: AuditLog
+  readonly #events: EventEmitter
+  readonly #options: AgentOptions
+  readonly #clock: Clock
+  readonly #ids: IdGenerator
+  readonly #maxTurns: number
+  readonly #active = new Map<string, RunHandle>()
+  #queuedSteering: SteeringItem[] = []
+
+  constructor(options: AgentOptions) {
+    if (!options?.provider || typeof options.provider.complete !== 'function') {
+      throw new ConfigError('createAgent needs a provider (e.g. new OpenAIProvider({ baseURL, model })).')
+    }
+    const maxTurns = options.maxTurns ?? 10
+    if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ConfigError(`maxTurns must be a positive integer, got ${maxTurns}.`)
+    this.id = options.id ?? 'agent'
+    assertAgentId(this.id)
+    this.#options = options
+    this.#maxTurns = maxTurns
+    this.#clock = options.clock ?? systemClock
+    this.#ids = options.ids ?? randomIds
+    const reportInternalError = options.onInternalError ?? (() => {})
+    // The error handler is user code too: if it throws, the run still goes on.
+    const onInternalError = (error: unknown, where: string) => {
+      try {
+        reportInternalError(error, where)
+      } catch {
+        // nothing left to report to
+      }
+    }
+    this.#events = new EventEmitter({ onListenerError: (error) => onInternalError(error, 'event listener') })
+    this.audit = options.audit ?? new MemoryAuditLog()
+
+    const tools = new Map<string, Tool<unknown>>()
+    for (const t of options.tools ?? []) {
+      assertToolName(t.name)
+      if (tools.has(t.name)) throw new ConfigError(`Two tools are named "${t.name}".`)
+      tools.set(t.name, t as Tool<unknown>)
+    }
+    const audit = this.audit
+    this.machine = createAgentMachine({
+      agentId: this.id,
+      provider: options.provider,
+      tools,
+      toolSpecs: [...tools.values()].map(toToolSpec),
+      hooks: new HookChain(options.hooks),
+      reviewer: options.reviewer,
+      events: this.#events,
+      recordAudit: (entry) => {
+        // The audit log may be remote (JetStream): its failures are reported, never thrown into the run.
+        try {
+          const pending = audit.record(entry)
+          if (pending && typeof pending.catch === 'function') pending.catch((error) => onInternalError(error, 'audit'))
+        } catch (error) {
+          onInternalError(error, 'audit')
+        }
+      },
+      clock: this.#clock,
+      ids: this.#ids,
+      retry: { ...defaultRetryPolicy, ...options.retry },
+      approvalTimeoutMs: options.approvalTimeoutMs ?? 5 * 60_000,
+      steeringPolicy: options.steeringPolicy ?? 'cancel-next',
+    })
+  }
+
+  /** Observe the agent's runs. Returns an unsubscribe function. */
+  on<T extends AgentEventType | '*'>(type: T, listener: EventListener<T>): () => void {
+    return this.#events.on(type, listener)
+  }
+
+  /** Runs to the end. Resolves with the final answer; rejects with `RunFailedError` if it fails or is cancelled. */
+  run(input: string | Message[], options: RunOptions = {}): Promise<RunResult> {
+    return this.start(input, options).result
+  }
+
+  /** Starts a run and returns its handle at once. */
+  start(input: string | Message[], options: RunOptions = {}): RunHandle {
+    const runId = options.runId ?? this.#ids('run')
+    const steering = this.#queuedSteering
+    this.#queuedSteering = []
+    const actor = createActor(this.machine, {
+      id: runId,
+      clock: this.#clock,
+      ...(this.#options.inspect ? { inspect: this.#options.inspect } : {}),
+      input: {
+        agentId: this.id,
+        runId,
+        ...(options.runPath ? { runPath: options.runPath } : {}),
+        ...(options.parentRunId ? { parentRunId: options.parentRunId } : {}),
+        input,
+        ...(this.#options.instructions ? { instructions: this.#options.instructions } : {}),
+        maxTurns: this.#maxTurns,
+        steering,
+        startedAt: this.#clock.now(),
+      },
+    })
+    const { signal } = options
+    let onAbort: (() => void) | undefined
+    const result = new Promise<RunResult>((resolve, reject) => {
+      actor.subscribe({
+        complete: () => {
+          const output = actor.getSnapshot().output as AgentOutput
+          const runResult = toRunResult(runId, output)
+          if (output.status === 'done') resolve(runResult)
+          else reject(new RunFailedError(runResult))
+        },
+        // A root actor without an error observer would crash the process (XState rethrows).
+        error: (error) => {
+          reject(error instanceof Error ? error : new Error(String(error)))
+        },
+      })
+    }).finally(() => {
+      this.#active.delete(runId)
+      if (onAbort) signal?.removeEventListener('abort', onAbort)
+    })
+    const handle: RunHandle = {
+      runId,
+      actor,
+      result,
+      steer: (text, steerOptions) => {
+        assertSteeringText(text)
+        actor.send({ type: 'agent.steer', text, from: steerOptions?.from ?? 'user' })
+      },
+      cancel: (reason) => actor.send({ type: 'agent.cancel', reason: reason ?? 'cancelled by request' }),
+    }
+    this.#active.set(runId, handle)
+    actor.start()
+    if (signal) {
+      onAbort = () => handle.cancel(`signal aborted${signal.reason ? `: ${String(signal.reason)}` : ''}`)
+      if (signal.aborted) onAbort()
+      else signal.addEventListener('abort', onAbort, { once: true })
+    }
+    // A signal that was already aborted has cancelled the run before it started.
+    if (actor.getSnapshot().status === 'active') actor.send({ type: 'agent.start' })
+    return handle
+  }
+
+  /**
+   * Queues a correction for every active run (applied at its next tool call). With no run
+   * in flight, it waits for the next run.
+   */
+  steer(text: string, options: { from?: string } = {}): void {
+    assertSteeringText(text)
+    if (this.#active.size === 0) {
+      this.#queuedSteering.push({ text, from: options.from ?? 'user', at: this.#clock.now() })
+      return
+    }
+    for (const handle of this.#active.values()) handle.steer(text, options)
+  }
+
+  /** Cancels every active run; their model calls and tools are aborted. */
+  cancel(reason?: string): void {
+    for (const handle of this.#active.values()) handle.cancel(reason)
+  }
+
+  /** Runs in flight, by run id. */
+  get runs(): ReadonlyMap<string, RunHandle> {
+    return this.#active
+  }
+}
+
+export function createAgent(options: AgentOptions): Agent {
+  return new Agent(options)
+}
+
+function toRunResult(runId: string, output: AgentOutput): RunResult {
+  return {
+    runId,
+    status: output.status,
+    output: output.output ?? '',
+    stopReason: output.stopReason,
+    error: output.error,
+    turns: output.turns,
+    usage: output.usage,
+    messages: output.messages,
+    pendingSteering: output.pendingSteering,
+  }
+}
+
+const AGENT_ID = /^[a-zA-Z0-9_-]{1,64}$/
+function assertAgentId(id: string): void {
+  // Agent ids become bus subject tokens.
+  if (!AGENT_ID.test(id)) throw new ConfigError(`Invalid agent id "${id}": use 1-64 letters, digits, "_" or "-".`)
+}
+
+function assertSteeringText(text: string): void {
+  if (typeof text !== 'string' || text.trim() === '') throw new ConfigError('A steering correction needs some text.')
+}
+

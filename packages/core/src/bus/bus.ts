@@ -1,0 +1,121 @@
+/**
+ * The transport the actors talk over. Two implementations share one contract (and one
+ * conformance suite): the in-process bus (embedded default, no server) and NATS.
+ * Payloads are bytes; protocol messages are JSON validated in `protocol/`.
+ */
+export type BusHeaders = Record<string, string>
+
+export interface BusMessage {
+  readonly subject: string
+  readonly data: Uint8Array
+  readonly headers: BusHeaders | undefined
+  /** Reply subject when the sender expects an answer (request/reply). */
+  readonly reply: string | undefined
+  /** Answers a request. Returns false when the message had no reply subject. */
+  respond(data: Uint8Array | string, options?: { headers?: BusHeaders }): boolean
+  /** The payload decoded as UTF-8 text. */
+  text(): string
+}
+
+export interface SubscribeOptions {
+  /** Queue group: each message goes to one member of the group only. */
+  queue?: string
+  /** Aborting unsubscribes. */
+  signal?: AbortSignal
+}
+
+export interface RequestOptions {
+  /** Milliseconds before the request fails with `BusTimeoutError`. */
+  timeoutMs: number
+  signal?: AbortSignal
+  headers?: BusHeaders
+}
+
+export interface PublishOptions {
+  headers?: BusHeaders
+  reply?: string
+}
+
+export type MessageHandler = (message: BusMessage) => void | Promise<void>
+
+export interface Subscription {
+  readonly subject: string
+  readonly queue: string | undefined
+  /**
+   * Resolves once the server routes messages to this subscription (for a durable consumer:
+   * once the consumer exists). Publish a request only after its reply consumer is ready.
+   * Rejects if the subscription could not be set up.
+   */
+  readonly ready: Promise<void>
+  unsubscribe(): void
+  readonly closed: boolean
+}
+
+/** A message kept by the durable path: published at least once, delivered until acknowledged. */
+export interface DurableMessage extends BusMessage {
+  /** Sequence in the durable log (monotonic per stream). */
+  readonly seq: number
+  ack(): void
+  /** Asks for redelivery later (e.g. the handler could not process it yet). */
+  nak(delayMs?: number): void
+  /** Still working on it: postpones redelivery by another ack wait (a person is deciding). */
+  working(): void
+}
+
+export interface DurablePublishOptions {
+  /** De-duplication id: a second publish with the same id inside the window is dropped. */
+  msgId: string
+  headers?: BusHeaders
+  signal?: AbortSignal
+}
+
+export interface DurableConsumeOptions {
+  /**
+   * Consumers with the same durable name share the messages (each delivered to one of them);
+   * without a name, the consumer is private and starts at new messages.
+   */
+  durableName?: string
+  /** Start from the first message still in the log instead of new ones (private consumers). */
+  deliverAll?: boolean
+  /** Milliseconds before an unacknowledged message is redelivered. */
+  ackWaitMs?: number
+  signal?: AbortSignal
+}
+
+export type DurableHandler = (message: DurableMessage) => void | Promise<void>
+
+export type BusStatus =
+  | { type: 'disconnect'; server?: string }
+  | { type: 'reconnect'; server?: string }
+  | { type: 'reconnecting' }
+  | { type: 'error'; error: Error }
+  | { type: 'closed' }
+
+export interface Bus {
+  /** For logs: `in-process` or the NATS connection name. */
+  readonly name: string
+  /** Largest payload accepted, in bytes. Larger publishes throw `BusPayloadTooLargeError`. */
+  readonly maxPayload: number
+
+  publish(subject: string, data: Uint8Array | string, options?: PublishOptions): void
+  subscribe(subject: string, handler: MessageHandler, options?: SubscribeOptions): Subscription
+  /**
+   * Request/reply. Fails with `BusNoRespondersError` at once when nobody listens,
+   * `BusTimeoutError` after `timeoutMs`, `AbortedError` when the signal aborts.
+   */
+  request(subject: string, data: Uint8Array | string, options: RequestOptions): Promise<BusMessage>
+
+  /**
+   * The path for messages that must not be lost (approvals, decisions, steering, audit):
+   * acknowledged by the server, de-duplicated by `msgId`, replayable. On NATS this is JetStream.
+   */
+  durablePublish(subject: string, data: Uint8Array | string, options: DurablePublishOptions): Promise<{ seq: number; duplicate: boolean }>
+  durableConsume(subject: string, handler: DurableHandler, options?: DurableConsumeOptions): Subscription
+
+  /** Resolves when everything published so far has reached the server. */
+  flush(signal?: AbortSignal): Promise<void>
+  /** Connection status changes (disconnect, reconnect). The in-process bus never reports any. */
+  onStatus(listener: (status: BusStatus) => void): () => void
+  /** Drains subscriptions and closes. Idempotent. */
+  close(): Promise<void>
+}

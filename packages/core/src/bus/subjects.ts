@@ -1,0 +1,163 @@
+/**
+ * The one place subjects are built. Every variable part (agent id, tool name, event type...) is a
+ * single token checked by `assertToken`, so an id can never inject a `.`, `*` or `>` and widen a
+ * subscription or land on somebody else's subject.
+ *
+ * Layout (prefix `signalbox.v1`):
+ *   <prefix>.approvals.<agent>             approval requests
+ *   <prefix>.approvals.<agent>.decisions   decisions on them
+ *   <prefix>.ask.<agent>                   questions to a human
+ *   <prefix>.ask.<agent>.answers           their answers
+ *   <prefix>.agents.<agent>.steer          steering
+ *   <prefix>.agents.<agent>.control        cancel / status (request/reply)
+ *   <prefix>.agents.<agent>.events.<type>  observe-only events (`tool.end` → `tool_end`)
+ *   <prefix>.tools.<tool>                  tool calls (request/reply, queue group of workers)
+ *   <prefix>.tools.<tool>.describe         a remote tool's description (request/reply)
+ *   <prefix>.audit.<agent>.<kind>          audit trail
+ *   <prefix>.errors.<component>            rejected messages nobody could be told about
+ *   <prefix>.inspect.<runtime>             inspection relay
+ *   <prefix>.directory                     who is on the bus
+ */
+import { InvalidSubjectError } from './errors.ts'
+
+export const DEFAULT_SUBJECT_PREFIX = 'signalbox.v1'
+export const MAX_TOKEN_LENGTH = 128
+
+const ILLEGAL_TOKEN_CHAR = /[.*>\s]/
+
+/** Throws `InvalidSubjectError` unless `token` is usable as one literal subject token. */
+export function assertToken(token: string): string {
+  if (typeof token !== 'string' || token.length === 0) throw new InvalidSubjectError(String(token), 'a token must not be empty')
+  if (token.length > MAX_TOKEN_LENGTH) {
+    throw new InvalidSubjectError(token, `a token must be at most ${MAX_TOKEN_LENGTH} characters`)
+  }
+  const illegal = ILLEGAL_TOKEN_CHAR.exec(token)
+  if (illegal) throw new InvalidSubjectError(token, `a token must not contain ${JSON.stringify(illegal[0])}`)
+  return token
+}
+
+// One regex per check keeps validation cheap on the publish path (no split, no allocation).
+const LITERAL_SUBJECT = /^[^\s.*>]+(?:\.[^\s.*>]+)*$/
+const PATTERN_SUBJECT = /^(?:(?:[^\s.*>]+|\*)\.)*(?:[^\s.*>]+|\*|>)$/
+
+/** A subject a message can be published to: non-empty tokens, no wildcards, no whitespace. */
+export function assertPublishSubject(subject: string): string {
+  if (typeof subject !== 'string' || !LITERAL_SUBJECT.test(subject)) {
+    throw new InvalidSubjectError(String(subject), 'not a publishable subject (empty token, wildcard or whitespace)')
+  }
+  return subject
+}
+
+/** A subject a subscription can listen on: like a publish subject, plus whole-token `*` and a final `>`. */
+export function assertSubscribeSubject(subject: string): string {
+  if (typeof subject !== 'string' || !PATTERN_SUBJECT.test(subject)) {
+    throw new InvalidSubjectError(
+      String(subject),
+      'not a subscribable subject (empty token, whitespace, or a wildcard that is not a whole token / `>` not last)',
+    )
+  }
+  return subject
+}
+
+/** Event types are dotted (`tool.end`); a dot would split the token, so it becomes `_`. */
+export function encodeEventType(type: string): string {
+  return assertToken(type.replaceAll('.', '_'))
+}
+
+/**
+ * NATS wildcard matching of a literal `subject` against `pattern`:
+ * `*` matches exactly one token, `>` (last) matches one or more remaining tokens.
+ */
+export function subjectMatches(pattern: string, subject: string): boolean {
+  if (pattern === subject) return true
+  return tokensMatch(pattern.split('.'), subject.split('.'))
+}
+
+/** `subjectMatches` on pre-split tokens (the in-process bus splits each pattern once). */
+export function tokensMatch(pattern: readonly string[], subject: readonly string[]): boolean {
+  const n = pattern.length
+  for (let i = 0; i < n; i++) {
+    const p = pattern[i]
+    if (p === '>') return subject.length > i
+    if (i >= subject.length) return false
+    if (p !== '*' && p !== subject[i]) return false
+  }
+  return subject.length === n
+}
+
+/**
+ * True when every subject matched by `subject` (which may itself contain wildcards) is also
+ * matched by `pattern`. Used to check that a durable filter falls inside the durable store.
+ */
+export function subjectCovers(pattern: string, subject: string): boolean {
+  const pt = pattern.split('.')
+  const st = subject.split('.')
+  for (let i = 0; i < st.length; i++) {
+    const p = pt[i]
+    const s = st[i]
+    if (p === undefined) return false
+    if (p === '>') return true
+    if (s === '>') return false
+    if (p === '*') continue
+    if (s === '*' || p !== s) return false
+  }
+  return pt.length === st.length
+}
+
+/** The subjects whose messages must survive restarts and reconnects (the default durable store). */
+export function defaultDurableSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): string[] {
+  return [`${prefix}.approvals.>`, `${prefix}.audit.>`, `${prefix}.agents.*.steer`, `${prefix}.ask.>`]
+}
+
+export interface Subjects {
+  readonly prefix: string
+  /** Approval requests for one agent. */
+  approvals(agentId: string): string
+  /** Decisions on one agent's approval requests. */
+  approvalDecisions(agentId: string): string
+  /** Questions from one agent to a human. */
+  ask(agentId: string): string
+  /** Answers to one agent's questions. */
+  answers(agentId: string): string
+  steer(agentId: string): string
+  control(agentId: string): string
+  tool(toolName: string): string
+  /** One event type of one agent (`tool.end` → `...events.tool_end`), or all of its events (`...events.>`). */
+  events(agentId: string, type?: string): string
+  /** Every event of every agent (subscribe only). */
+  eventsAll(): string
+  /** The audit trail: all of it, one agent's (`...audit.<agent>.>`), or one kind of one agent's. */
+  audit(agentId?: string, kind?: string): string
+  /** A remote tool's description (request/reply). */
+  toolDescribe(toolName: string): string
+  /** Rejections of messages that had nobody to reply to, per component. */
+  errors(component?: string): string
+  inspect(runtimeId: string): string
+  directory(): string
+}
+
+/** Builds the subject set for `prefix` (itself validated token by token). */
+export function createSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): Subjects {
+  for (const token of prefix.split('.')) assertToken(token)
+  return {
+    prefix,
+    approvals: (agentId) => `${prefix}.approvals.${assertToken(agentId)}`,
+    approvalDecisions: (agentId) => `${prefix}.approvals.${assertToken(agentId)}.decisions`,
+    ask: (agentId) => `${prefix}.ask.${assertToken(agentId)}`,
+    answers: (agentId) => `${prefix}.ask.${assertToken(agentId)}.answers`,
+    steer: (agentId) => `${prefix}.agents.${assertToken(agentId)}.steer`,
+    control: (agentId) => `${prefix}.agents.${assertToken(agentId)}.control`,
+    tool: (toolName) => `${prefix}.tools.${assertToken(toolName)}`,
+    events: (agentId, type) =>
+      `${prefix}.agents.${assertToken(agentId)}.events.${type === undefined ? '>' : encodeEventType(type)}`,
+    eventsAll: () => `${prefix}.agents.*.events.>`,
+    audit: (agentId, kind) =>
+      agentId === undefined
+        ? `${prefix}.audit.>`
+        : `${prefix}.audit.${assertToken(agentId)}.${kind === undefined ? '>' : encodeEventType(kind)}`,
+    toolDescribe: (toolName) => `${prefix}.tools.${assertToken(toolName)}.describe`,
+    errors: (component) => `${prefix}.errors.${component === undefined ? '>' : assertToken(component)}`,
+    inspect: (runtimeId) => `${prefix}.inspect.${assertToken(runtimeId)}`,
+    directory: () => `${prefix}.directory`,
+  }
+}

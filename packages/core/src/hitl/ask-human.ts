@@ -1,0 +1,130 @@
+import { z } from 'zod'
+import { type Clock, systemClock } from '../clock.ts'
+import { AbortedError, describeError, isAbortError, ToolError } from '../errors.ts'
+import { randomIds } from '../ids.ts'
+import { type Tool, tool } from '../tool.ts'
+import type { Answerer, Question } from './types.ts'
+
+export interface AskHumanOptions {
+  /** Tool name the model calls. Default `ask_human`. */
+  name?: string
+  description?: string
+  answerer: Answerer
+  /** How long to wait for an answer. Default 5 minutes. */
+  timeoutMs?: number
+  /** What the model reads when nobody answers in time. */
+  noAnswerText?: (question: string, timeoutMs: number) => string
+  clock?: Clock
+}
+
+/**
+ * Escalation: a tool the model calls when it is unsure; it waits for a person's answer.
+ * No answer in time is a clear result for the model, not a crash.
+ */
+export function askHumanTool(options: AskHumanOptions): Tool<{ question: string }> {
+  const timeoutMs = options.timeoutMs ?? 5 * 60_000
+  const noAnswer =
+    options.noAnswerText ??
+    ((question: string, ms: number) =>
+      `No answer from the person within ${Math.round(ms / 1000)}s to: "${question}". Do not guess: stop and say what you need, or choose a safe action.`)
+  return tool({
+    name: options.name ?? 'ask_human',
+    description: options.description ?? 'Ask the person a question when you are not sure what they want. Waits for their answer.',
+    schema: z.object({ question: z.string().min(1).describe('The question, in plain words.') }),
+    execute: async ({ question }, context) => {
+      const clock = options.clock ?? context.clock ?? systemClock
+      const askedAt = clock.now()
+      const asked: Question = {
+        questionId: randomIds('question'),
+        agentId: context.agentId,
+        runId: context.runId,
+        runPath: context.runPath,
+        callId: context.callId,
+        question,
+        deadline: askedAt + timeoutMs,
+        askedAt,
+      }
+      context.emit({ type: 'question.asked', question: asked })
+      const controller = new AbortController()
+      const onAbort = () => controller.abort(context.signal.reason)
+      context.signal.addEventListener('abort', onAbort, { once: true })
+      let timedOut = false
+      const timer = clock.setTimeout(() => {
+        timedOut = true
+        controller.abort()
+      }, timeoutMs)
+      try {
+        // The deadline holds even for an answerer that ignores its signal.
+        const answer = await untilAborted(options.answerer.answer(asked, { signal: controller.signal }), controller.signal)
+        if (timedOut) throw new Error('timed out')
+        const latencyMs = answer.answeredAt - askedAt
+        context.emit({ type: 'question.answered', question: asked, answer: answer.answer, answeredBy: answer.answeredBy, latencyMs })
+        await context.audit.record({
+          kind: 'question.answered',
+          agentId: context.agentId,
+          runId: context.runId,
+          runPath: context.runPath,
+          callId: context.callId,
+          toolName: options.name ?? 'ask_human',
+          shown: question,
+          decision: answer.answer,
+          actor: answer.answeredBy,
+          requestedAt: askedAt,
+          decidedAt: answer.answeredAt,
+          latencyMs,
+        })
+        return answer.answer
+      } catch (error) {
+        if (timedOut) {
+          const now = clock.now()
+          context.emit({ type: 'question.timeout', question: asked })
+          await context.audit.record({
+            kind: 'question.timeout',
+            agentId: context.agentId,
+            runId: context.runId,
+            runPath: context.runPath,
+            callId: context.callId,
+            toolName: options.name ?? 'ask_human',
+            shown: question,
+            decision: 'timeout',
+            actor: 'system',
+            requestedAt: askedAt,
+            decidedAt: now,
+            latencyMs: now - askedAt,
+          })
+          return noAnswer(question, timeoutMs)
+        }
+        if (isAbortError(error) || context.signal.aborted) throw error
+        throw new ToolError('QUESTION_FAILED', `Could not ask the person: ${describeError(error)}`, { cause: error })
+      } finally {
+        clock.clearTimeout(timer)
+        context.signal.removeEventListener('abort', onAbort)
+      }
+    },
+  })
+}
+
+/** Settles like `work`, or rejects as soon as `signal` aborts (a late settle of `work` is ignored). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    work.catch(() => {})
+    return Promise.reject(new AbortedError('The question was withdrawn.'))
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      work.catch(() => {})
+      reject(new AbortedError('The question was withdrawn.'))
+    }
+    signal.addEventListener('abort', onAbort, { once: true })
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(error)
+      },
+    )
+  })
+}

@@ -1,0 +1,85 @@
+import type { Clock } from '../clock.ts'
+import { systemClock } from '../clock.ts'
+import { AbortedError, ConfigError } from '../errors.ts'
+import type { ApprovalDecision, ApprovalRequest, Reviewer } from './types.ts'
+
+type Verdict = boolean | { approved: boolean; reason?: string }
+
+function decide(request: ApprovalRequest, verdict: Verdict, reviewer: string, clock: Clock): ApprovalDecision {
+  const { approved, reason } = typeof verdict === 'boolean' ? { approved: verdict, reason: undefined } : verdict
+  return {
+    requestId: request.requestId,
+    callId: request.callId,
+    digest: request.digest,
+    approved,
+    ...(reason === undefined ? {} : { reason }),
+    reviewer,
+    decidedAt: clock.now(),
+  }
+}
+
+/** A reviewer that is a function: a policy decides (e.g. amounts under a limit). */
+export function policyReviewer(
+  policy: (request: ApprovalRequest, options: { signal: AbortSignal }) => Verdict | Promise<Verdict>,
+  options: { name?: string; clock?: Clock } = {},
+): Reviewer {
+  const name = options.name ?? 'policy'
+  const clock = options.clock ?? systemClock
+  return {
+    async review(request, { signal }) {
+      const verdict = await policy(request, { signal })
+      return decide(request, verdict, name, clock)
+    },
+  }
+}
+
+export type ScriptedVerdict = Verdict | 'never' | ((request: ApprovalRequest) => Verdict | 'never')
+
+/**
+ * A reviewer for tests: answers from a list, in order, and records what it was shown.
+ * `'never'` models a person who walked away (waits until aborted). It fails loudly when asked
+ * more often than scripted.
+ */
+export class ScriptedReviewer implements Reviewer {
+  readonly requests: ApprovalRequest[] = []
+  readonly #verdicts: ScriptedVerdict[]
+  readonly #name: string
+  readonly #clock: Clock
+  readonly #delayMs: number
+
+  constructor(verdicts: ScriptedVerdict[], options: { name?: string; clock?: Clock; delayMs?: number } = {}) {
+    this.#verdicts = [...verdicts]
+    this.#name = options.name ?? 'scripted-reviewer'
+    this.#clock = options.clock ?? systemClock
+    this.#delayMs = options.delayMs ?? 0
+  }
+
+  async review(request: ApprovalRequest, { signal }: { signal: AbortSignal }): Promise<ApprovalDecision> {
+    this.requests.push(request)
+    const next = this.#verdicts.shift()
+    if (next === undefined) {
+      throw new ConfigError(`ScriptedReviewer: unexpected approval request #${this.requests.length} for "${request.toolName}".`)
+    }
+    const verdict = typeof next === 'function' ? next(request) : next
+    if (verdict === 'never' || this.#delayMs > 0) {
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = () => {
+          if (timer !== undefined) this.#clock.clearTimeout(timer)
+          reject(new AbortedError('The approval request was withdrawn.'))
+        }
+        const timer = verdict === 'never' ? undefined : this.#clock.setTimeout(() => {
+          signal.removeEventListener('abort', onAbort)
+          resolve()
+        }, this.#delayMs)
+        if (signal.aborted) onAbort()
+        else signal.addEventListener('abort', onAbort, { once: true })
+      })
+    }
+    return decide(request, verdict as Verdict, this.#name, this.#clock)
+  }
+
+  /** Verdicts not consumed yet. */
+  get remaining(): number {
+    return this.#verdicts.length
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * The human-in-the-loop contracts. Reviewers and answerers are separate actors: the agent
+ * sends a request and waits (abortable) for one answer. In-process they are plain objects;
+ * over the bus they are remote services speaking `protocol/`.
+ */
+
+/** What a reviewer is shown: the exact call that will run if approved. */
+export interface ApprovalRequest {
+  /** Unique per request (a call may be asked once). */
+  requestId: string
+  agentId: string
+  runId: string
+  /** Run ids from the root of the run tree down to this run's parent (empty for a root run). */
+  runPath: string[]
+  callId: string
+  toolName: string
+  /** The parsed, validated arguments the tool will receive. */
+  arguments: unknown
+  /** sha256 of the canonical JSON of `{ toolName, arguments }`: a decision must quote it. */
+  digest: string
+  /** Epoch milliseconds. No decision by then means the safe default (deny). */
+  deadline: number
+  requestedAt: number
+}
+
+export interface ApprovalDecision {
+  requestId: string
+  callId: string
+  digest: string
+  approved: boolean
+  reason?: string
+  /** Who decided (a person, a policy, a service). */
+  reviewer: string
+  decidedAt: number
+}
+
+export interface Reviewer {
+  /** Resolves with the reviewer's decision. Must stop waiting when `signal` aborts. */
+  review(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<ApprovalDecision>
+}
+
+export interface Question {
+  questionId: string
+  agentId: string
+  runId: string
+  runPath: string[]
+  callId: string
+  question: string
+  deadline: number
+  askedAt: number
+}
+
+export interface Answer {
+  questionId: string
+  answer: string
+  /** Who answered. */
+  answeredBy: string
+  answeredAt: number
+}
+
+export interface Answerer {
+  answer(question: Question, options: { signal: AbortSignal }): Promise<Answer>
+}
+
+export type AuditKind =
+  | 'approval.granted'
+  | 'approval.denied'
+  | 'approval.timeout'
+  | 'approval.rejected'
+  | 'steering.applied'
+  | 'question.answered'
+  | 'question.timeout'
+
+/** One line of the audit trail: who decided what, when, and exactly what they saw. */
+export interface AuditEntry {
+  kind: AuditKind
+  agentId: string
+  runId: string
+  runPath: string[]
+  callId?: string
+  toolName?: string
+  /** What the person was shown (the exact arguments, the question, the correction). */
+  shown?: unknown
+  digest?: string
+  /** `approved`, `denied`, `timeout`, the answer text, the correction text... */
+  decision?: string
+  reason?: string
+  /** Who decided; `system` for timeouts. */
+  actor: string
+  requestedAt?: number
+  decidedAt: number
+  latencyMs?: number
+}
+
+export interface AuditLog {
+  record(entry: AuditEntry): void | Promise<void>
+}

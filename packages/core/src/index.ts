@@ -1,0 +1,110 @@
+export { Agent, createAgent, MemoryAuditLog, RunFailedError } from './agent.ts'
+export type { AgentOptions, RunHandle, RunOptions, RunResult } from './agent.ts'
+export { type Clock, sleep, systemClock } from './clock.ts'
+export {
+  AbortedError,
+  ConfigError,
+  describeError,
+  deserializeError,
+  type ErrorFault,
+  HookError,
+  isAbortError,
+  MaxTurnsExceededError,
+  ProviderError,
+  RunCancelledError,
+  type SerializedError,
+  serializeError,
+  SignalboxError,
+  TimeoutError,
+  ToolError,
+} from './errors.ts'
+export {
+  AGENT_EVENT_TYPES,
+  type AgentEvent,
+  type AgentEventOf,
+  type AgentEventType,
+  EventEmitter,
+  type EventListener,
+  type RunStatus,
+  type ToolOutcome,
+} from './events.ts'
+export {
+  allow,
+  type AfterToolExecutionContext,
+  type AfterToolExecutionResult,
+  type AfterTurnContext,
+  type BeforeProviderCallContext,
+  type BeforeProviderCallResult,
+  type BeforeToolExecutionContext,
+  type BeforeToolExecutionResult,
+  type BeforeTurnContext,
+  type BeforeTurnResult,
+  deny,
+  HOOK_POINTS,
+  HookChain,
+  type HookPoint,
+  type Hooks,
+  type LegacyToolGate,
+  respond,
+  type ToolGate,
+} from './hooks.ts'
+export { callDigest, canonicalJson } from './hitl/digest.ts'
+export type {
+  Answer,
+  Answerer,
+  ApprovalDecision,
+  ApprovalRequest,
+  AuditEntry,
+  AuditKind,
+  AuditLog,
+  Question,
+  Reviewer,
+} from './hitl/types.ts'
+export { type IdGenerator, randomIds, sequentialIds } from './ids.ts'
+export { type AgentMachine, createAgentMachine } from './machine/agent-machine.ts'
+export type { AgentContext, AgentInput, AgentOutput, SteeringItem, StopReason } from './machine/context.ts'
+export { defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
+export type {
+  AssistantMessage,
+  Message,
+  SystemMessage,
+  ToolCall,
+  ToolMessage,
+  Usage,
+  UserMessage,
+} from './messages.ts'
+export { OpenAIProvider, type OpenAIProviderOptions } from './provider/openai-provider.ts'
+export type {
+  FinishReason,
+  Provider,
+  ProviderCallOptions,
+  ProviderRequest,
+  ProviderResponse,
+  ToolSpec,
+} from './provider/provider.ts'
+export {
+  type ApprovalRule,
+  formatIssues,
+  stringifyToolOutput,
+  type Tool,
+  type ToolContext,
+  type ToolDefinition,
+  tool,
+  type ValidationResult,
+} from './tool.ts'
+export { functionAnswerer, ScriptedAnswerer } from './hitl/answerers.ts'
+export { type AskHumanOptions, askHumanTool } from './hitl/ask-human.ts'
+export { policyReviewer, ScriptedReviewer, type ScriptedVerdict } from './hitl/reviewers.ts'
+export { type TerminalOptions, terminalAnswerer, terminalReviewer } from './hitl/terminal.ts'
+export {
+  type DecodeResult,
+  decodeMessage,
+  encodeMessage,
+  errorMessage,
+  payloadSample,
+  ProtocolError,
+  type ProtocolErrorCode,
+} from './protocol/codec.ts'
+export * from './protocol/schemas.ts'
+export * from './bus/index.ts'
+export { statePath } from './machine/state-path.ts'

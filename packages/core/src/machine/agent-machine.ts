@@ -1,0 +1,862 @@
+import { assign, setup } from 'xstate'
+import {
+  HookError,
+  MaxTurnsExceededError,
+  RunCancelledError,
+  serializeError,
+} from '../errors.ts'
+import type { AgentEvent, ToolOutcome } from '../events.ts'
+import type { ToolGate } from '../hooks.ts'
+import { callDigest } from '../hitl/digest.ts'
+import type { ApprovalDecision, ApprovalRequest, AuditEntry } from '../hitl/types.ts'
+import { addUsage, emptyUsage, type Message, type ToolMessage } from '../messages.ts'
+import type { ProviderResponse } from '../provider/provider.ts'
+import { createAgentActors, eventFields, isRetryable } from './actors.ts'
+import type { AgentContext, AgentInput, AgentMachineEvent, AgentOutput, CurrentCall } from './context.ts'
+import type { AgentRuntime } from './runtime.ts'
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
+type EventBody = DistributiveOmit<AgentEvent, 'agentId' | 'runId' | 'runPath' | 'parentRunId' | 'at'>
+
+/**
+ * The agent loop as a statechart. States are the loop's phases and its five hook points; every
+ * wait (hook, model, reviewer, tool) is an invoked actor inside a state, so leaving the state
+ * (cancel, steering, timeout) stops the work and aborts its signal.
+ *
+ * A hook state with no hook registered is passed through in the same macrostep (an eventless
+ * transition), so an agent pays only for the hooks it has.
+ */
+export function createAgentMachine(runtime: AgentRuntime) {
+  const { clock } = runtime
+  const emit = (context: AgentContext, body: EventBody) => {
+    if (!runtime.events.has(body.type)) return
+    runtime.events.emit({ ...eventFields(context), at: clock.now(), ...body } as AgentEvent)
+  }
+  const audit = (context: AgentContext, entry: Omit<AuditEntry, 'agentId' | 'runId' | 'runPath'>) =>
+    runtime.recordAudit({ agentId: context.agentId, runId: context.runId, runPath: context.runPath, ...entry })
+
+  const setResult = (context: AgentContext, result: NonNullable<CurrentCall['result']>): Partial<AgentContext> => ({
+    current: context.current ? { ...context.current, result } : undefined,
+  })
+
+  return setup({
+    types: {
+      context: {} as AgentContext,
+      events: {} as AgentMachineEvent,
+      input: {} as AgentInput,
+      output: {} as AgentOutput,
+    },
+    actors: createAgentActors(runtime),
+    guards: {
+      hasBeforeTurn: () => runtime.hooks.has('beforeTurn'),
+      hasBeforeProviderCall: () => runtime.hooks.has('beforeProviderCall'),
+      hasBeforeToolExecution: () => runtime.hooks.has('beforeToolExecution'),
+      hasAfterToolExecution: () => runtime.hooks.has('afterToolExecution'),
+      hasAfterTurn: () => runtime.hooks.has('afterTurn'),
+      turnLimitReached: ({ context }) => context.turn > context.maxTurns,
+      replyHasToolCalls: ({ context }) => context.calls.length > 0,
+      allCallsHandled: ({ context }) => context.callIndex >= context.calls.length,
+      steeringPending: ({ context }) => context.steering.length > 0 || context.batchSteered,
+      callIsInvalid: ({ context }) => context.current?.invalid !== undefined,
+      approvalAlways: ({ context }) => {
+        const rule = context.current ? runtime.tools.get(context.current.toolName)?.needsApproval : undefined
+        return rule === true
+      },
+      approvalByRule: ({ context }) => {
+        const rule = context.current ? runtime.tools.get(context.current.toolName)?.needsApproval : undefined
+        return typeof rule === 'function'
+      },
+    },
+    actions: {
+      emitTurnStart: ({ context }) => emit(context, { type: 'turn.start', turn: context.turn }),
+      emitTurnEnd: ({ context }) => emit(context, { type: 'turn.end', turn: context.turn, toolCalls: context.calls.length }),
+      emitRunError: ({ context }) => {
+        if (context.error) emit(context, { type: 'run.error', error: context.error })
+      },
+      emitRunEnd: ({ context }) =>
+        emit(context, {
+          type: 'run.end',
+          status: context.status as 'done' | 'failed' | 'cancelled',
+          ...(context.output === undefined ? {} : { output: context.output }),
+          ...(context.error ? { error: context.error } : {}),
+          turns: context.turn,
+          usage: context.usage,
+        }),
+      failWithHookError: assign(({ event }) => {
+        const error = (event as { error?: unknown }).error
+        return {
+          error: serializeError(error instanceof HookError ? error : new HookError('unknown', error)),
+          stopReason: 'hook_error' as const,
+        }
+      }),
+      applySteering: assign(({ context }) => {
+        const call = context.current as CurrentCall
+        const items = context.steering
+        if (items.length === 0) {
+          // cancel-batch: an earlier call of this reply already carried the correction.
+          return setResult(context, {
+            output: 'Cancelled: a correction from the person replaced the remaining calls of this reply.',
+            isError: false,
+            outcome: 'steered',
+          })
+        }
+        const text = items.map((item) => item.text).join('\n')
+        const from = [...new Set(items.map((item) => item.from))].join(', ')
+        emit(context, { type: 'steering.applied', callId: call.callId, toolName: call.toolName, text, from })
+        const now = clock.now()
+        for (const item of items) {
+          audit(context, {
+            kind: 'steering.applied',
+            callId: call.callId,
+            toolName: call.toolName,
+            shown: { toolName: call.toolName, arguments: call.rawArguments },
+            decision: item.text,
+            actor: item.from,
+            requestedAt: item.at,
+            decidedAt: now,
+            latencyMs: now - item.at,
+          })
+        }
+        return {
+          ...setResult(context, { output: `Cancelled. The person says: ${text}`, isError: false, outcome: 'steered' }),
+          steering: [],
+          batchSteered: runtime.steeringPolicy === 'cancel-batch',
+        }
+      }),
+      openApproval: assign(({ context }) => {
+        const call = context.current as CurrentCall
+        const now = clock.now()
+        const request: ApprovalRequest = {
+          requestId: runtime.ids('request'),
+          agentId: context.agentId,
+          runId: context.runId,
+          runPath: context.runPath,
+          callId: call.callId,
+          toolName: call.toolName,
+          arguments: call.args,
+          digest: callDigest(call.toolName, call.args),
+          deadline: now + runtime.approvalTimeoutMs,
+          requestedAt: now,
+        }
+        emit(context, { type: 'approval.requested', request })
+        return { current: { ...call, approval: request } }
+      }),
+      approvalDecided: assign(({ context, event }) => {
+        const decision = (event as { decision: ApprovalDecision }).decision
+        const request = context.current?.approval as ApprovalRequest
+        const latencyMs = decision.decidedAt - request.requestedAt
+        emit(context, { type: 'approval.decided', request, decision, latencyMs })
+        audit(context, {
+          kind: decision.approved ? 'approval.granted' : 'approval.denied',
+          callId: request.callId,
+          toolName: request.toolName,
+          shown: request.arguments,
+          digest: request.digest,
+          decision: decision.approved ? 'approved' : 'denied',
+          ...(decision.reason === undefined ? {} : { reason: decision.reason }),
+          actor: decision.reviewer,
+          requestedAt: request.requestedAt,
+          decidedAt: decision.decidedAt,
+          latencyMs,
+        })
+        if (decision.approved) return {}
+        const why = decision.reason ? `: ${decision.reason}` : ' (no reason given)'
+        return setResult(context, {
+          output: `Denied by ${decision.reviewer}${why}. The call "${request.toolName}" was not executed.`,
+          isError: true,
+          outcome: 'approval_denied',
+        })
+      }),
+      approvalTimedOut: assign(({ context }) => {
+        const request = context.current?.approval as ApprovalRequest
+        const now = clock.now()
+        emit(context, { type: 'approval.timeout', request })
+        audit(context, {
+          kind: 'approval.timeout',
+          callId: request.callId,
+          toolName: request.toolName,
+          shown: request.arguments,
+          digest: request.digest,
+          decision: 'timeout',
+          reason: 'no decision before the deadline; the safe default is to deny',
+          actor: 'system',
+          requestedAt: request.requestedAt,
+          decidedAt: now,
+          latencyMs: now - request.requestedAt,
+        })
+        const seconds = Math.round((request.deadline - request.requestedAt) / 1000)
+        return setResult(context, {
+          output: `Not executed: nobody approved "${request.toolName}" within ${seconds}s, so it was denied by default. Ask the person, or choose another action.`,
+          isError: true,
+          outcome: 'approval_timeout',
+        })
+      }),
+      approvalUnavailable: assign(({ context, event }) => {
+        const reason = (event as { reason: string }).reason
+        const request = context.current?.approval as ApprovalRequest
+        const now = clock.now()
+        emit(context, { type: 'approval.timeout', request })
+        audit(context, {
+          kind: 'approval.timeout',
+          callId: request.callId,
+          toolName: request.toolName,
+          shown: request.arguments,
+          digest: request.digest,
+          decision: 'unavailable',
+          reason: `no reviewer could decide: ${reason}`,
+          actor: 'system',
+          requestedAt: request.requestedAt,
+          decidedAt: now,
+          latencyMs: now - request.requestedAt,
+        })
+        return setResult(context, {
+          output: `Not executed: "${request.toolName}" needs a person's approval and no reviewer could decide (${reason}). It was denied by default.`,
+          isError: true,
+          outcome: 'approval_timeout',
+        })
+      }),
+      recordToolResult: assign(({ context }) => {
+        const call = context.current as CurrentCall
+        const result = call.result ?? { output: '', isError: false, outcome: 'executed' as ToolOutcome }
+        const message: ToolMessage = { role: 'tool', tool_call_id: call.callId, content: result.output }
+        emit(context, {
+          type: 'tool.end',
+          callId: call.callId,
+          toolName: call.toolName,
+          output: result.output,
+          isError: result.isError,
+          outcome: result.outcome,
+          durationMs: clock.now() - call.startedAt,
+        })
+        return {
+          messages: [...context.messages, message],
+          toolResults: [...context.toolResults, message],
+          callIndex: context.callIndex + 1,
+          current: undefined,
+        }
+      }),
+    },
+    delays: {
+      approvalDeadline: ({ context }) => Math.max(0, (context.current?.approval?.deadline ?? 0) - clock.now()),
+      retryDelay: ({ context }) => context.retryDelayMs,
+    },
+  }).createMachine({
+    id: 'agent',
+    description: 'One run of a signalbox agent: call the model, run the tools it asks for, feed results back, repeat.',
+    context: ({ input }) => createContext(input),
+    initial: 'idle',
+    output: ({ context }) => ({
+      status: context.status === 'done' || context.status === 'failed' || context.status === 'cancelled' ? context.status : 'failed',
+      output: context.output,
+      error: context.error,
+      stopReason: context.stopReason,
+      turns: context.turn,
+      usage: context.usage,
+      messages: context.messages,
+      pendingSteering: context.steering,
+    }),
+    states: {
+      idle: {
+        description: 'Created, not started.',
+        on: {
+          'agent.start': {
+            target: 'running',
+            actions: ({ context }) => emit(context, { type: 'run.start', input: context.input }),
+          },
+          // E.g. `run(input, { signal })` with a signal that was already aborted.
+          'agent.cancel': {
+            target: 'cancelled',
+            actions: assign({
+              stopReason: 'cancelled',
+              error: ({ event }) => serializeError(new RunCancelledError(event.reason ?? 'cancelled by request')),
+            }),
+          },
+        },
+      },
+      running: {
+        description: 'The loop. A correction can be queued at any time; cancel ends the run and aborts its work.',
+        initial: 'turn',
+        on: {
+          'agent.cancel': {
+            target: 'cancelled',
+            actions: assign({
+              stopReason: 'cancelled',
+              error: ({ event }) => serializeError(new RunCancelledError(event.reason ?? 'cancelled by request')),
+            }),
+          },
+          'agent.steer': {
+            actions: [
+              assign({
+                steering: ({ context, event }) => [
+                  ...context.steering,
+                  { text: event.text, from: event.from ?? 'user', at: clock.now() },
+                ],
+              }),
+              ({ context, event }) => emit(context, { type: 'steering.queued', text: event.text, from: event.from ?? 'user' }),
+            ],
+          },
+          // A decision that arrives when no approval is pending is late: record it, never apply it.
+          'approval.decision': {
+            actions: ({ context, event }) => rejectDecision(context, event.decision, 'no approval is pending (late or duplicate decision)'),
+          },
+        },
+        states: {
+          turn: {
+            description: 'One trip round the loop: the model, then the tools it asked for.',
+            initial: 'beforeTurn',
+            entry: [
+              assign({
+                turn: ({ context }) => context.turn + 1,
+                calls: [],
+                callIndex: 0,
+                toolResults: [],
+                reply: undefined,
+                finishReason: undefined,
+                batchSteered: false,
+              }),
+            ],
+            states: {
+              beforeTurn: {
+                description: 'Hook point: check a budget, log the turn, or stop the run.',
+                tags: ['hook'],
+                always: [
+                  {
+                    guard: 'turnLimitReached',
+                    target: '#agent.failed',
+                    actions: assign({
+                      turn: ({ context }) => context.turn - 1,
+                      stopReason: 'max_turns',
+                      error: ({ context }) => serializeError(new MaxTurnsExceededError(context.maxTurns)),
+                    }),
+                  },
+                  { guard: { type: 'hasBeforeTurn' }, target: 'runningBeforeTurn' },
+                  { target: 'beforeProviderCall', actions: 'emitTurnStart' },
+                ],
+              },
+              runningBeforeTurn: {
+                description: 'Hook point beforeTurn: waiting for the hooks.',
+                tags: ['hook', 'wait'],
+                invoke: {
+                  src: 'beforeTurnHook',
+                  input: ({ context }) => context,
+                  onDone: [
+                    {
+                      guard: ({ event }) => event.output?.stop === true,
+                      target: '#agent.cancelled',
+                      actions: assign({
+                        stopReason: 'hook_stop',
+                        error: ({ event }) =>
+                          serializeError(new RunCancelledError(`stopped by beforeTurn hook: ${event.output?.reason ?? ''}`)),
+                      }),
+                    },
+                    { target: 'beforeProviderCall', actions: 'emitTurnStart' },
+                  ],
+                  onError: { target: '#agent.failed', actions: 'failWithHookError' },
+                },
+              },
+              beforeProviderCall: {
+                description: 'Hook point: change what is sent (trim messages, add context, hide a tool).',
+                tags: ['hook'],
+                always: [
+                  { guard: 'hasBeforeProviderCall', target: 'runningBeforeProviderCall' },
+                  { target: 'callingModel', actions: assign({ modelAttempt: 1, outgoing: undefined }) },
+                ],
+              },
+              runningBeforeProviderCall: {
+                description: 'Hook point beforeProviderCall: waiting for the hooks.',
+                tags: ['hook', 'wait'],
+                invoke: {
+                  src: 'beforeProviderCallHook',
+                  input: ({ context }) => context,
+                  onDone: {
+                    target: 'callingModel',
+                    actions: assign({ modelAttempt: 1, outgoing: ({ event }) => event.output }),
+                  },
+                  onError: { target: '#agent.failed', actions: 'failWithHookError' },
+                },
+              },
+              callingModel: {
+                description: 'Waiting for the model (streaming). Transient errors are retried with backoff.',
+                tags: ['wait', 'model'],
+                entry: ({ context }) => {
+                  if (!runtime.events.has('model.request')) return
+                  const sent = context.outgoing ?? { messages: context.messages, tools: runtime.toolSpecs }
+                  emit(context, {
+                    type: 'model.request',
+                    turn: context.turn,
+                    attempt: context.modelAttempt,
+                    messages: sent.messages,
+                    tools: sent.tools.map((t) => t.name),
+                  })
+                },
+                invoke: {
+                  src: 'callModel',
+                  input: ({ context }) => ({
+                    turn: context.turn,
+                    messages: context.outgoing?.messages ?? context.messages,
+                    tools: context.outgoing?.tools ?? runtime.toolSpecs,
+                    base: eventFields(context),
+                  }),
+                  onDone: {
+                    target: 'routingReply',
+                    actions: [
+                      assign(({ context, event }) => acceptReply(context, event.output)),
+                      ({ context, event }) =>
+                        emit(context, {
+                          type: 'model.response',
+                          turn: context.turn,
+                          message: event.output.message,
+                          finishReason: event.output.finishReason,
+                          ...(event.output.usage ? { usage: event.output.usage } : {}),
+                          durationMs: event.output.durationMs,
+                        }),
+                    ],
+                  },
+                  onError: [
+                    {
+                      guard: ({ context, event }) =>
+                        isRetryable(event.error) && context.modelAttempt < runtime.retry.maxAttempts,
+                      target: 'waitingToRetry',
+                      actions: [
+                        assign({
+                          lastModelError: ({ event }) => serializeError(event.error),
+                          retryDelayMs: ({ context, event }) => retryDelay(runtime, context.modelAttempt, event.error),
+                        }),
+                        ({ context }) =>
+                          emit(context, {
+                            type: 'model.retry',
+                            turn: context.turn,
+                            attempt: context.modelAttempt,
+                            delayMs: context.retryDelayMs,
+                            error: context.lastModelError ?? { code: 'UNKNOWN_ERROR', message: '' },
+                          }),
+                      ],
+                    },
+                    {
+                      target: '#agent.failed',
+                      actions: assign({
+                        error: ({ event }) => serializeError(event.error),
+                        stopReason: 'provider_error',
+                        outgoing: undefined,
+                      }),
+                    },
+                  ],
+                },
+              },
+              waitingToRetry: {
+                description: 'Backing off before calling the model again.',
+                tags: ['wait'],
+                after: {
+                  retryDelay: {
+                    target: 'callingModel',
+                    actions: assign({ modelAttempt: ({ context }) => context.modelAttempt + 1 }),
+                  },
+                },
+              },
+              routingReply: {
+                description: 'Did the model ask for tools, or answer?',
+                always: [{ guard: 'replyHasToolCalls', target: 'toolCalls' }, { target: 'afterTurn' }],
+              },
+              toolCalls: {
+                description: 'One pass per tool call the model asked for, in order.',
+                initial: 'nextCall',
+                states: {
+                  nextCall: {
+                    always: [
+                      { guard: 'allCallsHandled', target: '#agent.running.turn.afterTurn' },
+                      { target: 'steeringCheck', actions: assign(({ context }) => ({ current: openCall(context) })) },
+                    ],
+                  },
+                  steeringCheck: {
+                    description: 'A queued correction cancels this call; the model reads the correction instead.',
+                    always: [
+                      { guard: 'steeringPending', target: 'afterToolExecution', actions: 'applySteering' },
+                      { target: 'validatingArguments' },
+                    ],
+                  },
+                  validatingArguments: {
+                    description: 'Unknown tool or arguments that fail the schema: the tool does not run.',
+                    always: [
+                      {
+                        guard: 'callIsInvalid',
+                        target: 'afterToolExecution',
+                        actions: assign(({ context }) => {
+                          const invalid = context.current?.invalid
+                          return setResult(context, {
+                            output: invalid?.message ?? 'Invalid call.',
+                            isError: true,
+                            outcome: invalid?.outcome ?? 'invalid_arguments',
+                          })
+                        }),
+                      },
+                      { target: 'beforeToolExecution' },
+                    ],
+                  },
+                  beforeToolExecution: {
+                    description: 'Hook point: allow the call, deny it with a reason, or answer it with a ready result.',
+                    tags: ['hook'],
+                    always: [
+                      { guard: 'hasBeforeToolExecution', target: 'runningBeforeToolExecution' },
+                      { target: 'approvalCheck' },
+                    ],
+                  },
+                  runningBeforeToolExecution: {
+                    description: 'Hook point beforeToolExecution: waiting for the hooks.',
+                    tags: ['hook', 'wait'],
+                    invoke: {
+                      src: 'beforeToolExecutionHook',
+                      input: ({ context }) => context,
+                      onDone: [
+                        {
+                          guard: ({ event }) => event.output.action !== 'allow',
+                          target: 'afterToolExecution',
+                          actions: assign(({ context, event }) => setResult(context, gateResult(event.output))),
+                        },
+                        { target: 'approvalCheck' },
+                      ],
+                      onError: { target: '#agent.failed', actions: 'failWithHookError' },
+                    },
+                  },
+                  approvalCheck: {
+                    description: 'Does this call need a person\u2019s yes?',
+                    always: [
+                      { guard: 'approvalAlways', target: 'awaitingApproval', actions: 'openApproval' },
+                      { guard: 'approvalByRule', target: 'evaluatingApprovalRule' },
+                      { target: 'executingTool' },
+                    ],
+                  },
+                  evaluatingApprovalRule: {
+                    description: 'The tool\u2019s needsApproval predicate looks at the arguments.',
+                    invoke: {
+                      src: 'evaluateApprovalRule',
+                      input: ({ context }) => context,
+                      onDone: [
+                        { guard: ({ event }) => event.output, target: 'awaitingApproval', actions: 'openApproval' },
+                        { target: 'executingTool' },
+                      ],
+                      onError: {
+                        target: '#agent.failed',
+                        actions: assign({
+                          error: ({ event }) => serializeError(new HookError('needsApproval', event.error)),
+                          stopReason: 'hook_error',
+                        }),
+                      },
+                    },
+                  },
+                  awaitingApproval: {
+                    description: 'Waiting for a reviewer\u2019s decision on the exact call. No answer by the deadline: deny.',
+                    tags: ['wait', 'human'],
+                    invoke: {
+                      src: 'requestApproval',
+                      input: ({ context }) => ({ request: context.current?.approval as ApprovalRequest }),
+                    },
+                    after: {
+                      approvalDeadline: { target: 'afterToolExecution', actions: 'approvalTimedOut' },
+                    },
+                    on: {
+                      'approval.decision': [
+                        {
+                          guard: ({ context, event }) => decisionMatches(context, event.decision) && (event.decision as ApprovalDecision).approved,
+                          target: 'executingTool',
+                          actions: 'approvalDecided',
+                        },
+                        {
+                          guard: ({ context, event }) => decisionMatches(context, event.decision),
+                          target: 'afterToolExecution',
+                          actions: 'approvalDecided',
+                        },
+                        {
+                          actions: ({ context, event }) =>
+                            rejectDecision(context, event.decision, mismatchReason(context, event.decision)),
+                        },
+                      ],
+                      'approval.unavailable': {
+                        target: 'afterToolExecution',
+                        actions: 'approvalUnavailable',
+                      },
+                      // A correction while the person is still deciding withdraws the request.
+                      'agent.steer': {
+                        target: 'steeringCheck',
+                        actions: [
+                          assign({
+                            steering: ({ context, event }) => [
+                              ...context.steering,
+                              { text: event.text, from: event.from ?? 'user', at: clock.now() },
+                            ],
+                          }),
+                          ({ context, event }) =>
+                            emit(context, { type: 'steering.queued', text: event.text, from: event.from ?? 'user' }),
+                        ],
+                      },
+                    },
+                  },
+                  executingTool: {
+                    description: 'The tool runs (locally or on a remote host). A throw becomes an error result.',
+                    tags: ['wait', 'tool'],
+                    entry: ({ context }) =>
+                      emit(context, {
+                        type: 'tool.start',
+                        callId: context.current?.callId ?? '',
+                        toolName: context.current?.toolName ?? '',
+                        arguments: context.current?.args,
+                      }),
+                    invoke: {
+                      src: 'executeTool',
+                      input: ({ context }) => context,
+                      onDone: {
+                        target: 'afterToolExecution',
+                        actions: assign(({ context, event }) =>
+                          setResult(context, { output: event.output, isError: false, outcome: 'executed' }),
+                        ),
+                      },
+                      onError: {
+                        target: 'afterToolExecution',
+                        actions: assign(({ context, event }) => {
+                          const error = serializeError(event.error)
+                          const timeout = error.code === 'TIMEOUT'
+                          return setResult(context, {
+                            output: `Error: ${error.message}`,
+                            isError: true,
+                            outcome: timeout ? 'timeout' : 'failed',
+                          })
+                        }),
+                      },
+                    },
+                  },
+                  afterToolExecution: {
+                    description: 'Hook point: rewrite what the model will read (mask personal data, shorten output).',
+                    tags: ['hook'],
+                    always: [
+                      { guard: 'hasAfterToolExecution', target: 'runningAfterToolExecution' },
+                      { target: 'nextCall', actions: 'recordToolResult' },
+                    ],
+                  },
+                  runningAfterToolExecution: {
+                    description: 'Hook point afterToolExecution: waiting for the hooks.',
+                    tags: ['hook', 'wait'],
+                    invoke: {
+                      src: 'afterToolExecutionHook',
+                      input: ({ context }) => context,
+                      onDone: {
+                        target: 'nextCall',
+                        actions: [
+                          assign(({ context, event }) => {
+                            const result = context.current?.result
+                            return setResult(context, {
+                              output: event.output.output,
+                              isError: event.output.isError,
+                              outcome: result?.outcome ?? 'executed',
+                            })
+                          }),
+                          'recordToolResult',
+                        ],
+                      },
+                      onError: { target: '#agent.failed', actions: 'failWithHookError' },
+                    },
+                  },
+                },
+              },
+              afterTurn: {
+                description: 'Hook point: save progress, update a dashboard, count the cost.',
+                tags: ['hook'],
+                always: [{ guard: 'hasAfterTurn', target: 'runningAfterTurn' }, { target: 'turnEnd' }],
+              },
+              runningAfterTurn: {
+                description: 'Hook point afterTurn: waiting for the hooks.',
+                tags: ['hook', 'wait'],
+                invoke: {
+                  src: 'afterTurnHook',
+                  input: ({ context }) => context,
+                  onDone: { target: 'turnEnd' },
+                  onError: { target: '#agent.failed', actions: 'failWithHookError' },
+                },
+              },
+              turnEnd: {
+                always: [
+                  {
+                    guard: 'replyHasToolCalls',
+                    target: '#agent.running.nextTurn',
+                    actions: 'emitTurnEnd',
+                  },
+                  {
+                    target: '#agent.done',
+                    actions: [
+                      'emitTurnEnd',
+                      assign({ output: ({ context }) => context.reply?.content ?? '', stopReason: 'final_answer' }),
+                    ],
+                  },
+                ],
+              },
+            },
+          },
+          nextTurn: { always: 'turn' },
+        },
+      },
+      done: {
+        description: 'The model gave its final answer.',
+        type: 'final',
+        entry: [assign({ status: 'done' }), 'emitRunEnd'],
+      },
+      failed: {
+        description: 'A hook threw, the provider refused, or maxTurns was reached.',
+        type: 'final',
+        entry: [assign({ status: 'failed' }), 'emitRunError', 'emitRunEnd'],
+      },
+      cancelled: {
+        description: 'Cancelled by request, by an aborted signal, or stopped by a beforeTurn hook.',
+        type: 'final',
+        entry: [assign({ status: 'cancelled' }), 'emitRunEnd'],
+      },
+    },
+  })
+
+  function openCall(context: AgentContext): CurrentCall {
+    const call = context.calls[context.callIndex]
+    if (!call) throw new Error('no call at index')
+    const name = call.function.name
+    const base: CurrentCall = {
+      callId: call.id,
+      toolName: name,
+      rawArguments: call.function.arguments,
+      args: undefined,
+      startedAt: clock.now(),
+      invalid: undefined,
+      approval: undefined,
+      result: undefined,
+    }
+    const tool = runtime.tools.get(name)
+    if (!tool) {
+      const names = [...runtime.tools.keys()]
+      return {
+        ...base,
+        invalid: {
+          outcome: 'unknown_tool',
+          message: `Error: unknown tool "${name}". Available tools: ${names.length > 0 ? names.join(', ') : '(none)'}.`,
+        },
+      }
+    }
+    let parsed: unknown
+    const raw = call.function.arguments.trim()
+    try {
+      // Some endpoints send "" for a call without arguments.
+      parsed = raw === '' ? {} : JSON.parse(raw)
+    } catch (error) {
+      return {
+        ...base,
+        invalid: {
+          outcome: 'invalid_arguments',
+          message: `Error: the arguments for "${name}" are not valid JSON (${(error as Error).message}). Send one JSON object that matches the tool's schema.`,
+        },
+      }
+    }
+    const validation = tool.validate(parsed)
+    if (!validation.ok) {
+      return {
+        ...base,
+        args: parsed,
+        invalid: {
+          outcome: 'invalid_arguments',
+          message: `Error: invalid arguments for "${name}", the tool did not run:\n${validation.issues.map((issue) => `- ${issue}`).join('\n')}`,
+        },
+      }
+    }
+    return { ...base, args: validation.value }
+  }
+
+  function decisionMatches(context: AgentContext, decision: unknown): boolean {
+    return mismatchReason(context, decision) === ''
+  }
+
+  function mismatchReason(context: AgentContext, decision: unknown): string {
+    const request = context.current?.approval
+    if (!request) return 'no approval is pending'
+    if (!decision || typeof decision !== 'object') return 'the decision is not an object'
+    const d = decision as Partial<ApprovalDecision>
+    if (typeof d.approved !== 'boolean') return 'the decision has no boolean "approved"'
+    if (typeof d.reviewer !== 'string' || d.reviewer === '') return 'the decision does not say who decided'
+    if (d.requestId !== request.requestId) return `requestId ${String(d.requestId)} does not match the pending request`
+    if (d.callId !== request.callId) return `callId ${String(d.callId)} does not match the pending call ${request.callId}`
+    if (d.digest !== request.digest) return 'the digest does not match the pending call (arguments differ from what was shown)'
+    return ''
+  }
+
+  function rejectDecision(context: AgentContext, decision: unknown, reason: string): void {
+    const request = context.current?.approval
+    emit(context, { type: 'approval.rejected', ...(request ? { request } : {}), decision, reason })
+    const d = (decision && typeof decision === 'object' ? decision : {}) as Partial<ApprovalDecision>
+    audit(context, {
+      kind: 'approval.rejected',
+      ...(typeof d.callId === 'string' ? { callId: d.callId } : {}),
+      ...(request ? { toolName: request.toolName, shown: request.arguments, digest: request.digest } : {}),
+      decision: typeof d.approved === 'boolean' ? (d.approved ? 'approved' : 'denied') : 'malformed',
+      reason,
+      actor: typeof d.reviewer === 'string' ? d.reviewer : 'unknown',
+      decidedAt: clock.now(),
+    })
+  }
+}
+
+function createContext(input: AgentInput): AgentContext {
+  const messages: Message[] = []
+  if (input.instructions) messages.push({ role: 'system', content: input.instructions })
+  if (typeof input.input === 'string') messages.push({ role: 'user', content: input.input })
+  else messages.push(...input.input)
+  const lastUser = [...messages].reverse().find((m) => m.role === 'user')
+  return {
+    agentId: input.agentId,
+    runId: input.runId,
+    runPath: input.runPath ?? [],
+    parentRunId: input.parentRunId,
+    input: typeof input.input === 'string' ? input.input : ((lastUser?.content as string | undefined) ?? ''),
+    maxTurns: input.maxTurns,
+    messages,
+    turn: 0,
+    usage: emptyUsage(),
+    outgoing: undefined,
+    modelAttempt: 1,
+    retryDelayMs: 0,
+    lastModelError: undefined,
+    reply: undefined,
+    finishReason: undefined,
+    calls: [],
+    callIndex: 0,
+    current: undefined,
+    toolResults: [],
+    steering: input.steering ?? [],
+    batchSteered: false,
+    status: 'idle',
+    output: undefined,
+    error: undefined,
+    stopReason: undefined,
+    startedAt: input.startedAt,
+  }
+}
+
+function acceptReply(context: AgentContext, response: ProviderResponse): Partial<AgentContext> {
+  const message = response.message
+  return {
+    reply: message,
+    finishReason: response.finishReason,
+    calls: message.tool_calls ?? [],
+    callIndex: 0,
+    messages: [...context.messages, message],
+    usage: addUsage(context.usage, response.usage),
+    outgoing: undefined,
+  }
+}
+
+function gateResult(gate: ToolGate): NonNullable<CurrentCall['result']> {
+  if (gate.action === 'deny') return { output: gate.reason, isError: true, outcome: 'denied' }
+  if (gate.action === 'respond') return { output: gate.result, isError: false, outcome: 'responded' }
+  throw new Error('allow has no result')
+}
+
+/** Exponential backoff with full jitter, bounded; a server's Retry-After wins when given. */
+function retryDelay(runtime: AgentRuntime, attempt: number, error: unknown): number {
+  const retryAfter = (error as { details?: { retryAfterMs?: unknown } })?.details?.retryAfterMs
+  if (typeof retryAfter === 'number' && retryAfter >= 0) return Math.min(retryAfter, runtime.retry.maxDelayMs)
+  const ceiling = Math.min(runtime.retry.maxDelayMs, runtime.retry.baseDelayMs * 2 ** (attempt - 1))
+  return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2)
+}
+
+export type AgentMachine = ReturnType<typeof createAgentMachine>

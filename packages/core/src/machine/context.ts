@@ -1,0 +1,97 @@
+import type { SerializedError } from '../errors.ts'
+import type { RunStatus, ToolOutcome } from '../events.ts'
+import type { ApprovalRequest } from '../hitl/types.ts'
+import type { AssistantMessage, Message, ToolCall, ToolMessage, Usage } from '../messages.ts'
+import type { ToolSpec } from '../provider/provider.ts'
+
+/**
+ * Everything a run knows, as plain JSON: a snapshot can be persisted and restored. Functions,
+ * tools, the provider and the reviewer live in the `AgentRuntime` the actors close over.
+ */
+export interface AgentContext {
+  agentId: string
+  runId: string
+  runPath: string[]
+  parentRunId: string | undefined
+  input: string
+  maxTurns: number
+  /** The transcript, as the model reads it. */
+  messages: Message[]
+  turn: number
+  usage: Usage
+  /** What `beforeProviderCall` decided to send this turn (cleared after the call). */
+  outgoing: { messages: Message[]; tools: ToolSpec[] } | undefined
+  /** Attempt number of the current model call (1 = first try). */
+  modelAttempt: number
+  retryDelayMs: number
+  lastModelError: SerializedError | undefined
+  /** The model's reply this turn. */
+  reply: AssistantMessage | undefined
+  finishReason: string | undefined
+  /** Tool calls of this turn's reply, handled one by one, in order. */
+  calls: ToolCall[]
+  callIndex: number
+  current: CurrentCall | undefined
+  toolResults: ToolMessage[]
+  /** Corrections queued by a person, applied at the next tool call. */
+  steering: SteeringItem[]
+  /** With the `cancel-batch` policy: the rest of this reply's calls are cancelled too. */
+  batchSteered: boolean
+  status: RunStatus | 'running' | 'idle'
+  output: string | undefined
+  error: SerializedError | undefined
+  stopReason: StopReason | undefined
+  startedAt: number
+}
+
+export type StopReason = 'final_answer' | 'max_turns' | 'hook_stop' | 'cancelled' | 'hook_error' | 'provider_error'
+
+export interface SteeringItem {
+  text: string
+  from: string
+  at: number
+}
+
+/** The tool call being handled. `result` is set once something decided what the model reads. */
+export interface CurrentCall {
+  callId: string
+  toolName: string
+  rawArguments: string
+  args: unknown
+  startedAt: number
+  /** Set when the machine can't run the call (unknown tool, bad arguments). */
+  invalid: { outcome: ToolOutcome; message: string } | undefined
+  approval: ApprovalRequest | undefined
+  result: { output: string; isError: boolean; outcome: ToolOutcome } | undefined
+}
+
+export interface AgentInput {
+  agentId: string
+  runId: string
+  runPath?: string[]
+  parentRunId?: string
+  input: string | Message[]
+  instructions?: string
+  maxTurns: number
+  /** Corrections queued before the run started. */
+  steering?: SteeringItem[]
+  startedAt: number
+}
+
+export interface AgentOutput {
+  status: RunStatus
+  output: string | undefined
+  error: SerializedError | undefined
+  stopReason: StopReason | undefined
+  turns: number
+  usage: Usage
+  messages: Message[]
+  pendingSteering: SteeringItem[]
+}
+
+export type AgentMachineEvent =
+  | { type: 'agent.start' }
+  | { type: 'agent.cancel'; reason?: string }
+  | { type: 'agent.steer'; text: string; from?: string }
+  | { type: 'approval.decision'; decision: unknown }
+  | { type: 'approval.unavailable'; reason: string }

@@ -1,0 +1,38 @@
+import type { Clock } from '../clock.ts'
+import type { EventEmitter } from '../events.ts'
+import type { HookChain } from '../hooks.ts'
+import type { AuditEntry, Reviewer } from '../hitl/types.ts'
+import type { IdGenerator } from '../ids.ts'
+import type { Provider, ToolSpec } from '../provider/provider.ts'
+import type { Tool } from '../tool.ts'
+
+export type SteeringPolicy = 'cancel-next' | 'cancel-batch'
+
+export interface RetryPolicy {
+  /** Total attempts for one model call, including the first. */
+  maxAttempts: number
+  baseDelayMs: number
+  maxDelayMs: number
+}
+
+export const defaultRetryPolicy: RetryPolicy = { maxAttempts: 4, baseDelayMs: 500, maxDelayMs: 8_000 }
+
+/**
+ * What the machine's actors close over: the live, non-serializable parts of an agent.
+ * The machine's context holds only data.
+ */
+export interface AgentRuntime {
+  agentId: string
+  provider: Provider
+  tools: ReadonlyMap<string, Tool<unknown>>
+  toolSpecs: ToolSpec[]
+  hooks: HookChain
+  reviewer: Reviewer | undefined
+  events: EventEmitter
+  recordAudit(entry: AuditEntry): void
+  clock: Clock
+  ids: IdGenerator
+  retry: RetryPolicy
+  approvalTimeoutMs: number
+  steeringPolicy: SteeringPolicy
+}

@@ -1,0 +1,38 @@
+import type { AssistantMessage, Message, Usage } from '../messages.ts'
+
+/** A tool as the model sees it: name, description, JSON Schema of the arguments. */
+export interface ToolSpec {
+  name: string
+  description: string
+  parameters: Record<string, unknown>
+}
+
+export interface ProviderRequest {
+  messages: Message[]
+  tools: ToolSpec[]
+}
+
+export type FinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter' | (string & {})
+
+export interface ProviderResponse {
+  message: AssistantMessage
+  finishReason: FinishReason
+  usage: Usage | undefined
+  /** The model that answered, as the endpoint reported it. */
+  model: string
+}
+
+export interface ProviderCallOptions {
+  signal: AbortSignal
+  /** Called for each streamed text fragment, in order. */
+  onTextDelta?: (delta: string) => void
+}
+
+/**
+ * A chat-completions model. `complete` makes one attempt; retrying transient failures is the
+ * agent's job (so there is one retry policy, visible as events), not the provider's.
+ */
+export interface Provider {
+  readonly model: string
+  complete(request: ProviderRequest, options: ProviderCallOptions): Promise<ProviderResponse>
+}

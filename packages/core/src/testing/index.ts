@@ -1,0 +1,16 @@
+/** signalbox testing kit: a scripted model, over HTTP (OpenAI wire format) or in-process. */
+export {
+  type RecordedRequest,
+  type RequestExpectation,
+  type Responder,
+  type Script,
+  type ScriptedDelay,
+  type ScriptedError,
+  ScriptedModelError,
+  type ScriptedReply,
+  type ScriptedToolCall,
+  type Scripts,
+  type ScriptStep,
+} from './script.ts'
+export { type ScriptedModelServer, type ScriptedModelServerOptions, startScriptedModelServer } from './scripted-model-server.ts'
+export { ScriptedProvider, type ScriptedProviderOptions } from './scripted-provider.ts'

@@ -1,0 +1,117 @@
+import { z } from 'zod'
+import type { Clock } from './clock.ts'
+import { ConfigError } from './errors.ts'
+import type { AgentEvent } from './events.ts'
+import type { AuditLog } from './hitl/types.ts'
+import type { ToolSpec } from './provider/provider.ts'
+
+/** What a running tool gets besides its arguments. */
+export interface ToolContext {
+  /** Aborts when the run is cancelled, the call times out, or the state is left. */
+  signal: AbortSignal
+  callId: string
+  agentId: string
+  runId: string
+  runPath: string[]
+  clock: Clock
+  audit: AuditLog
+  /** Reports an observe-only event on the agent's event stream (e.g. `question.asked`). */
+  emit(event: ToolEmittedEvent): void
+}
+
+/** Events a tool may report; the agent adds the run fields. */
+export type ToolEmittedEvent = DistributiveOmit<AgentEvent, 'agentId' | 'runId' | 'runPath' | 'parentRunId' | 'at'>
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
+
+export type ValidationResult<T> = { ok: true; value: T } | { ok: false; issues: string[] }
+
+export type ApprovalRule<A> = boolean | ((args: A) => boolean | Promise<boolean>)
+
+export interface Tool<A = unknown> {
+  readonly name: string
+  readonly description: string
+  /** JSON Schema of the arguments, as sent to the model. */
+  readonly parameters: Record<string, unknown>
+  /** Checks arguments the model produced (already JSON-parsed). */
+  validate(args: unknown): ValidationResult<A>
+  execute(args: A, context: ToolContext): unknown | Promise<unknown>
+  /** Irreversible tools wait for a reviewer's yes before they run. */
+  readonly needsApproval?: ApprovalRule<A>
+  /** Milliseconds before the call is aborted and the model reads a timeout error. */
+  readonly timeoutMs?: number
+}
+
+export interface ToolDefinition<S extends z.ZodType> {
+  name: string
+  description: string
+  schema: S
+  execute: (args: z.output<S>, context: ToolContext) => unknown | Promise<unknown>
+  needsApproval?: ApprovalRule<z.output<S>>
+  timeoutMs?: number
+}
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/
+
+export function assertToolName(name: string): void {
+  // The chat-completions API only accepts these names; failing here beats a 400 mid-run.
+  if (!TOOL_NAME.test(name)) {
+    throw new ConfigError(`Invalid tool name "${name}": use 1-64 letters, digits, "_" or "-".`, { name })
+  }
+}
+
+/** Defines a tool from a zod schema; the JSON Schema the model sees is generated from it. */
+export function tool<S extends z.ZodType>(definition: ToolDefinition<S>): Tool<z.output<S>> {
+  assertToolName(definition.name)
+  const { schema } = definition
+  const parameters = toParameters(schema, definition.name)
+  return {
+    name: definition.name,
+    description: definition.description,
+    parameters,
+    validate: (args) => {
+      const parsed = schema.safeParse(args)
+      if (parsed.success) return { ok: true, value: parsed.data }
+      return { ok: false, issues: formatIssues(parsed.error) }
+    },
+    execute: definition.execute,
+    ...(definition.needsApproval === undefined ? {} : { needsApproval: definition.needsApproval }),
+    ...(definition.timeoutMs === undefined ? {} : { timeoutMs: definition.timeoutMs }),
+  }
+}
+
+function toParameters(schema: z.ZodType, name: string): Record<string, unknown> {
+  let json: Record<string, unknown>
+  try {
+    json = z.toJSONSchema(schema, { target: 'draft-07', io: 'input', unrepresentable: 'throw' }) as Record<string, unknown>
+  } catch (cause) {
+    throw new ConfigError(`Tool "${name}": its zod schema cannot be expressed as JSON Schema (${String(cause)}).`)
+  }
+  if (json.type !== 'object') {
+    throw new ConfigError(`Tool "${name}": the schema must be a z.object(...), got JSON Schema type ${String(json.type)}.`)
+  }
+  const { $schema: _ignored, ...rest } = json
+  return rest
+}
+
+/** One line per problem, with the path, so the model can fix its call. */
+export function formatIssues(error: z.ZodError): string[] {
+  return error.issues.map((issue) => {
+    const path = issue.path.length > 0 ? issue.path.map(String).join('.') : '(root)'
+    return `${path}: ${issue.message}`
+  })
+}
+
+export function toToolSpec(t: Tool<unknown>): ToolSpec {
+  return { name: t.name, description: t.description, parameters: t.parameters }
+}
+
+/** Normalizes what a tool returned into the text the model reads. */
+export function stringifyToolOutput(value: unknown): string {
+  if (typeof value === 'string') return value
+  if (value === undefined) return ''
+  try {
+    return JSON.stringify(value)
+  } catch {
+    return String(value)
+  }
+}

@@ -1,0 +1,251 @@
+import { SimulatedClock, waitFor } from 'xstate'
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import {
+  type AgentOptions,
+  type ApprovalDecision,
+  type ApprovalRequest,
+  callDigest,
+  createAgent,
+  MemoryAuditLog,
+  policyReviewer,
+  type Reviewer,
+  ScriptedReviewer,
+  sequentialIds,
+  tool,
+} from '../../src/index.ts'
+import { ScriptedProvider } from '../../src/testing/index.ts'
+import { deferred, eventsOf, recordEvents, toolResultIn } from './helpers.ts'
+
+function payTool(needsApproval: boolean | ((args: { to: string; amount: number }) => boolean) = true) {
+  const paid: { to: string; amount: number }[] = []
+  const t = tool({
+    name: 'pay',
+    description: 'Pay someone. Irreversible.',
+    schema: z.object({ to: z.string(), amount: z.number() }),
+    needsApproval,
+    execute: (args) => {
+      paid.push(args)
+      return `paid ${args.amount} to ${args.to}`
+    },
+  })
+  return { tool: t, paid }
+}
+
+interface SetupOptions extends Partial<Omit<AgentOptions, 'reviewer'>> {
+  calls?: { id: string; amount: number }[]
+  reviewer?: Reviewer | ((clock: SimulatedClock) => Reviewer)
+}
+
+/** One reply paying ACME (call `c1`, 250 by default), then a final answer; the clock starts at 1,000,000. */
+function setup(options: SetupOptions = {}) {
+  const { calls = [{ id: 'c1', amount: 250 }], reviewer, ...rest } = options
+  const clock = new SimulatedClock()
+  clock.set(1_000_000)
+  const pay = payTool()
+  const provider = new ScriptedProvider({
+    script: [{ toolCalls: calls.map((c) => ({ id: c.id, name: 'pay', arguments: { to: 'ACME', amount: c.amount } })) }, { content: 'over' }],
+  })
+  const agent = createAgent({
+    provider,
+    tools: [pay.tool],
+    clock,
+    ids: sequentialIds(),
+    ...(reviewer ? { reviewer: typeof reviewer === 'function' ? reviewer(clock) : reviewer } : {}),
+    ...rest,
+  })
+  const events = recordEvents(agent)
+  const audit = () => (agent.audit as MemoryAuditLog).entries
+  const read = (id = 'c1') => toolResultIn(provider.requests[1]?.messages ?? [], id) ?? ''
+  return { clock, agent, events, audit, read, paid: pay.paid, provider }
+}
+
+describe('approval requests', () => {
+  it('show the exact call, its ids, the digest of the arguments and the deadline', async () => {
+    let reviewer!: ScriptedReviewer
+    const s = setup({ reviewer: (clock) => (reviewer = new ScriptedReviewer([true], { clock })), approvalTimeoutMs: 30_000 })
+    await s.agent.run('pay ACME', { runId: 'run_x' })
+    const [request] = reviewer.requests
+    expect(request).toEqual({
+      requestId: 'request_1',
+      agentId: 'agent',
+      runId: 'run_x',
+      runPath: [],
+      callId: 'c1',
+      toolName: 'pay',
+      arguments: { to: 'ACME', amount: 250 },
+      digest: callDigest('pay', { to: 'ACME', amount: 250 }),
+      deadline: 1_000_000 + 30_000,
+      requestedAt: 1_000_000,
+    })
+    expect(request?.digest).toMatch(/^sha256:[0-9a-f]{64}$/)
+    expect(callDigest('pay', { amount: 250, to: 'ACME' })).toBe(request?.digest)
+    expect(callDigest('pay', { to: 'ACME', amount: 251 })).not.toBe(request?.digest)
+  })
+
+  it('have a declared default deadline of five minutes', async () => {
+    const s = setup({ reviewer: policyReviewer(() => true) })
+    await s.agent.run('pay')
+    const request = eventsOf(s.events, 'approval.requested')[0]?.request
+    expect((request?.deadline ?? 0) - (request?.requestedAt ?? 0)).toBe(5 * 60_000)
+  })
+
+  it('a predicate on the arguments decides which calls need approval', async () => {
+    const clock = new SimulatedClock()
+    const pay = payTool((args) => args.amount > 100)
+    const provider = new ScriptedProvider({
+      script: [
+        {
+          toolCalls: [
+            { id: 'small', name: 'pay', arguments: { to: 'A', amount: 50 } },
+            { id: 'big', name: 'pay', arguments: { to: 'B', amount: 500 } },
+          ],
+        },
+        { content: 'over' },
+      ],
+    })
+    const reviewer = new ScriptedReviewer([true], { clock })
+    await createAgent({ provider, tools: [pay.tool], reviewer, clock }).run('pay')
+    expect(reviewer.requests.map((r) => r.callId)).toEqual(['big'])
+    expect(pay.paid.map((p) => p.to)).toEqual(['A', 'B'])
+  })
+})
+
+describe('decisions', () => {
+  it('approve: the tool runs; granted is audited with who, what they saw and the latency', async () => {
+    const s = setup({ reviewer: (clock) => new ScriptedReviewer([true], { clock, delayMs: 1_500, name: 'tina' }) })
+    const { agent, events } = s
+    const handle = agent.start('pay')
+    await waitFor(handle.actor, (snap) => snap.hasTag('human'))
+    expect(s.paid).toEqual([])
+    s.clock.increment(1_500)
+    await handle.result
+    expect(s.paid).toEqual([{ to: 'ACME', amount: 250 }])
+    expect(eventsOf(events, 'approval.decided')[0]).toMatchObject({ decision: { approved: true, reviewer: 'tina' }, latencyMs: 1_500 })
+    expect((agent.audit as MemoryAuditLog).entries).toEqual([
+      expect.objectContaining({
+        kind: 'approval.granted',
+        actor: 'tina',
+        callId: 'c1',
+        toolName: 'pay',
+        shown: { to: 'ACME', amount: 250 },
+        digest: callDigest('pay', { to: 'ACME', amount: 250 }),
+        decision: 'approved',
+        requestedAt: 1_000_000,
+        decidedAt: 1_001_500,
+        latencyMs: 1_500,
+      }),
+    ])
+  })
+
+  it('deny with a reason: the tool never runs and the model reads the reason', async () => {
+    const s = setup({ reviewer: new ScriptedReviewer([{ approved: false, reason: 'Tina said no, ask her first' }], { name: 'tina' }) })
+    await s.agent.run('pay')
+    expect(s.paid).toEqual([])
+    expect(s.read()).toContain('Tina said no, ask her first')
+    expect(eventsOf(s.events, 'tool.end')[0]).toMatchObject({ isError: true, outcome: 'approval_denied' })
+    expect(s.audit()).toEqual([
+      expect.objectContaining({ kind: 'approval.denied', actor: 'tina', decision: 'denied', reason: 'Tina said no, ask her first' }),
+    ])
+  })
+
+  it('one denied call does not drop the approved ones in the same reply', async () => {
+    const s = setup({
+      calls: [
+        { id: 'c1', amount: 10 },
+        { id: 'c2', amount: 20 },
+        { id: 'c3', amount: 30 },
+      ],
+      reviewer: policyReviewer((r) => ((r.arguments as { amount: number }).amount === 20 ? { approved: false, reason: 'no' } : true)),
+    })
+    await s.agent.run('pay')
+    expect(s.paid.map((p) => p.amount)).toEqual([10, 30])
+    expect([s.read('c1'), s.read('c3')]).toEqual(['paid 10 to ACME', 'paid 30 to ACME'])
+    expect(s.read('c2')).toContain('no')
+  })
+
+  it('no decision by the deadline: denied by default, recorded as a timeout by the system', async () => {
+    const signal = deferred<AbortSignal>()
+    const reviewer: Reviewer = {
+      review: (_request, options) => {
+        signal.resolve(options.signal)
+        return new Promise(() => {})
+      },
+    }
+    const s = setup({ reviewer, approvalTimeoutMs: 60_000 })
+    const handle = s.agent.start('pay')
+    const reviewerSignal = await signal.promise
+    s.clock.increment(59_999)
+    expect(handle.actor.getSnapshot().hasTag('human')).toBe(true)
+    s.clock.increment(1)
+    await handle.result
+    expect(reviewerSignal.aborted).toBe(true)
+    expect(s.paid).toEqual([])
+    expect(s.read()).toMatch(/nobody approved "pay" within 60s/)
+    expect(s.read()).toMatch(/denied by default/)
+    expect(eventsOf(s.events, 'approval.timeout')).toHaveLength(1)
+    expect(eventsOf(s.events, 'approval.decided')).toEqual([])
+    expect(eventsOf(s.events, 'tool.end')[0]).toMatchObject({ outcome: 'approval_timeout', isError: true })
+    expect(s.audit()).toEqual([
+      expect.objectContaining({ kind: 'approval.timeout', actor: 'system', decision: 'timeout', decidedAt: 1_060_000, latencyMs: 60_000 }),
+    ])
+  })
+
+  it('no reviewer configured: denied at once with a clear message', async () => {
+    const s = setup()
+    await s.agent.run('pay')
+    expect(s.paid).toEqual([])
+    expect(s.read()).toMatch(/needs a person's approval/)
+    expect(s.read()).toMatch(/no reviewer is configured/)
+    expect(s.clock.now()).toBe(1_000_000)
+  })
+})
+
+describe('a decision that does not match the pending call', () => {
+  const forgeries: [string, (r: ApprovalRequest) => Partial<ApprovalDecision>, RegExp][] = [
+    ['callId', () => ({ callId: 'c-other' }), /callId c-other does not match/],
+    ['digest', () => ({ digest: callDigest('pay', { to: 'EVIL', amount: 250 }) }), /digest does not match/],
+    ['requestId', () => ({ requestId: 'request_99' }), /requestId request_99 does not match/],
+  ]
+  it.each(forgeries)('with a wrong %s is rejected, audited, and never applied', async (_what, forge, why) => {
+    const reviewer: Reviewer = {
+      review: async (request) => ({
+        requestId: request.requestId,
+        callId: request.callId,
+        digest: request.digest,
+        approved: true,
+        reviewer: 'mallory',
+        decidedAt: 1_000_000,
+        ...forge(request),
+      }),
+    }
+    const s = setup({ reviewer, approvalTimeoutMs: 10_000 })
+    const handle = s.agent.start('pay')
+    await waitFor(handle.actor, () => eventsOf(s.events, 'approval.rejected').length > 0)
+    expect(handle.actor.getSnapshot().hasTag('human')).toBe(true)
+    expect(s.paid).toEqual([])
+    s.clock.increment(10_000)
+    await handle.result
+    expect(s.paid).toEqual([])
+    expect(eventsOf(s.events, 'approval.rejected')[0]?.reason).toMatch(why)
+    expect(eventsOf(s.events, 'approval.decided')).toEqual([])
+    expect(s.audit().map((e) => e.kind)).toEqual(['approval.rejected', 'approval.timeout'])
+    expect(s.audit()[0]).toMatchObject({ actor: 'mallory', decision: 'approved', reason: expect.stringMatching(why) })
+  })
+
+  it('a decision sent when nothing is pending is rejected', async () => {
+    const gate = deferred()
+    const s = setup({
+      reviewer: new ScriptedReviewer([true]),
+      hooks: { afterToolExecution: () => gate.promise.then(() => undefined) },
+    })
+    const { events } = s
+    const handle = s.agent.start('pay')
+    await waitFor(handle.actor, (snap) => snap.hasTag('hook'))
+    handle.actor.send({ type: 'approval.decision', decision: { requestId: 'request_1', callId: 'c1', approved: false, reviewer: 'late' } })
+    gate.resolve()
+    await handle.result
+    expect(eventsOf(events, 'approval.rejected')[0]?.reason).toMatch(/no approval is pending/)
+    expect(s.paid).toHaveLength(1)
+  })
+})

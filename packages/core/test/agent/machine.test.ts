@@ -1,0 +1,128 @@
+import { type AnyStateNode, SimulatedClock, waitFor } from 'xstate'
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import {
+  type AgentContext,
+  createAgent,
+  createAgentMachine,
+  ScriptedReviewer,
+  sequentialIds,
+  tool,
+} from '../../src/index.ts'
+import { ScriptedProvider } from '../../src/testing/index.ts'
+import { runFailure } from './helpers.ts'
+
+function stateKeys(node: AnyStateNode, into = new Set<string>()): Set<string> {
+  for (const [key, child] of Object.entries(node.states)) {
+    into.add(key)
+    stateKeys(child, into)
+  }
+  return into
+}
+
+describe('the agent machine', () => {
+  it('is exported with the loop phases and the five hook points as states', () => {
+    const agent = createAgent({ provider: new ScriptedProvider({ script: [] }) })
+    const keys = stateKeys(agent.machine.root)
+    for (const state of [
+      'idle',
+      'running',
+      'turn',
+      'beforeTurn',
+      'beforeProviderCall',
+      'callingModel',
+      'toolCalls',
+      'steeringCheck',
+      'beforeToolExecution',
+      'awaitingApproval',
+      'executingTool',
+      'afterToolExecution',
+      'afterTurn',
+      'done',
+      'failed',
+      'cancelled',
+    ]) {
+      expect(keys, `state ${state}`).toContain(state)
+    }
+    expect(agent.machine.id).toBe('agent')
+    expect(typeof createAgentMachine).toBe('function')
+  })
+
+  it('has done, failed and cancelled as its only final states', () => {
+    const agent = createAgent({ provider: new ScriptedProvider({ script: [] }) })
+    const finals = Object.entries(agent.machine.root.states)
+      .filter(([, node]) => node.type === 'final')
+      .map(([key]) => key)
+    expect(finals.sort()).toEqual(['cancelled', 'done', 'failed'])
+  })
+
+  it('keeps the context JSON-serializable at every snapshot of a run with tools and approval', async () => {
+    const clock = new SimulatedClock()
+    const contexts: AgentContext[] = []
+    const pay = tool({
+      name: 'pay',
+      description: 'Pay an invoice.',
+      schema: z.object({ invoice: z.string(), amount: z.number() }),
+      needsApproval: (args) => args.amount > 100,
+      execute: async ({ invoice }) => ({ paid: invoice, at: 'now' }),
+    })
+    const lookup = tool({
+      name: 'lookup',
+      description: 'Look an invoice up.',
+      schema: z.object({ invoice: z.string() }),
+      execute: async ({ invoice }) => `invoice ${invoice}: 250 EUR`,
+    })
+    const provider = new ScriptedProvider({
+      script: [
+        { toolCalls: [{ id: 'c1', name: 'lookup', arguments: { invoice: 'A-1' } }] },
+        {
+          toolCalls: [
+            { id: 'c2', name: 'pay', arguments: { invoice: 'A-1', amount: 250 } },
+            { id: 'c3', name: 'pay', arguments: { invoice: 'B-2', amount: 250 } },
+            { id: 'c4', name: 'nope', arguments: '{not json' },
+          ],
+        },
+        { content: 'Paid A-1; B-2 was refused.' },
+      ],
+    })
+    const agent = createAgent({
+      provider,
+      tools: [pay, lookup],
+      reviewer: new ScriptedReviewer([true, { approved: false, reason: 'not this one' }], { clock }),
+      hooks: { afterToolExecution: ({ output }) => output.replace('250', '***') },
+      clock,
+      ids: sequentialIds(),
+      inspect: (event) => {
+        if (event.type !== '@xstate.snapshot') return
+        const context = (event.snapshot as { context?: AgentContext }).context
+        if (context && typeof context === 'object' && 'runId' in context) contexts.push(context)
+      },
+    })
+    const result = await agent.run('Pay invoice A-1 and B-2.')
+    expect(result.status).toBe('done')
+    // Snapshots from idle through the approval waits to done.
+    expect(contexts.length).toBeGreaterThan(10)
+    expect(contexts.some((c) => c.current?.approval !== undefined)).toBe(true)
+    for (const context of contexts) {
+      expect(JSON.parse(JSON.stringify(context))).toEqual(context)
+    }
+  })
+
+  it('exposes the current phase so a run can be watched (tags for waits)', async () => {
+    const clock = new SimulatedClock()
+    const drop = tool({ name: 'drop', description: 'Drop.', schema: z.object({}), needsApproval: true, execute: () => 'dropped' })
+    const agent = createAgent({
+      provider: new ScriptedProvider({ script: [{ toolCalls: [{ name: 'drop', arguments: {} }] }, { content: 'ok' }] }),
+      tools: [drop],
+      reviewer: new ScriptedReviewer(['never'], { clock }),
+      clock,
+    })
+    const handle = agent.start('drop it')
+    const waiting = await waitFor(handle.actor, (s) => s.matches({ running: { turn: { toolCalls: 'awaitingApproval' } } }))
+    expect(waiting.hasTag('human')).toBe(true)
+    handle.cancel('test over')
+    const error = await runFailure(handle.result)
+    expect(error.result.status).toBe('cancelled')
+    expect(handle.actor.getSnapshot().value).toBe('cancelled')
+  })
+})

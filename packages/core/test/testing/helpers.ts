@@ -1,0 +1,24 @@
+import OpenAI from 'openai'
+import { afterEach } from 'vitest'
+import { type ScriptedModelServer, type Scripts, startScriptedModelServer } from '../../src/testing/index.ts'
+
+const open: ScriptedModelServer[] = []
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((server) => server.close()))
+})
+
+/** A scripted server closed after the test, and a real openai client pointed at it. */
+export async function serve(scripts: Scripts): Promise<{ server: ScriptedModelServer; client: OpenAI }> {
+  const server = await startScriptedModelServer({ scripts })
+  open.push(server)
+  return { server, client: new OpenAI({ baseURL: server.url, apiKey: 'test', maxRetries: 0 }) }
+}
+
+export const weatherTool = {
+  type: 'function' as const,
+  function: {
+    name: 'get_weather',
+    description: 'Weather for a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+}

@@ -1,0 +1,201 @@
+/**
+ * Spawns a private nats-server for tests that stop, restart or break the server (the shared one at
+ * `NATS_URL` must never be touched). Like nats.js's `nst/src/launcher.ts`: a port the test did not
+ * hard-code, wait for readiness (TCP, then a JetStream API answer), kill by pid, and always clean up,
+ * even when the test process exits early.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { rmSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+
+export interface NatsServerOptions {
+  /** Enable JetStream (`-js -sd <storeDir>`). Default true. */
+  jetstream?: boolean
+  /** JetStream store directory. Default: a fresh temp dir, deleted by `dispose()` / at exit. */
+  storeDir?: string
+  /** Default: a free port picked by the OS. */
+  port?: number
+  /** How long to wait for readiness. Default 10 s. */
+  startTimeoutMs?: number
+}
+
+export interface NatsServer {
+  readonly url: string
+  readonly port: number
+  /** Pid of the running process (changes on `restart()`); undefined while stopped. */
+  readonly pid: number | undefined
+  readonly storeDir: string
+  readonly running: boolean
+  /** SIGTERM, then SIGKILL after 5 s; by pid. Keeps the store dir (for `restart()`). */
+  stop(): Promise<void>
+  /** Stops if running, then starts again on the same port and store dir; resolves when ready. */
+  restart(): Promise<void>
+  /** Stops and removes the store dir if this helper created it. */
+  dispose(): Promise<void>
+}
+
+const live = new Set<ChildProcess>()
+const tempDirs = new Set<string>()
+let exitHookInstalled = false
+
+function installExitHook(): void {
+  if (exitHookInstalled) return
+  exitHookInstalled = true
+  // Last resort if a test forgot (or never reached) its teardown: no orphan servers, no temp dirs.
+  process.once('exit', () => {
+    for (const child of live) {
+      try {
+        if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL')
+      } catch {
+        // already gone
+      }
+    }
+    for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true })
+  })
+}
+
+/** Binds port 0, reads the port the OS picked, releases it. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.unref()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      const port = typeof address === 'object' && address !== null ? address.port : 0
+      server.close(() => (port > 0 ? resolve(port) : reject(new Error('no free port'))))
+    })
+  })
+}
+
+export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServer> {
+  installExitHook()
+  const jetstream = options.jetstream ?? true
+  const port = options.port ?? (await freePort())
+  const ownsStoreDir = options.storeDir === undefined
+  const storeDir = options.storeDir ?? (await mkdtemp(path.join(os.tmpdir(), 'signalbox-nats-')))
+  if (ownsStoreDir) tempDirs.add(storeDir)
+  const startTimeoutMs = options.startTimeoutMs ?? 10_000
+  let child: ChildProcess | undefined
+  let output: string[] = []
+
+  const start = async (): Promise<void> => {
+    const args = ['-a', '127.0.0.1', '-p', String(port)]
+    if (jetstream) args.push('-js', '-sd', storeDir)
+    output = []
+    const proc = spawn('nats-server', args, { stdio: ['ignore', 'pipe', 'pipe'] })
+    child = proc
+    live.add(proc)
+    const keep = (chunk: Buffer) => {
+      // Only the tail is kept, for the error message when the server does not come up.
+      output.push(...chunk.toString('utf8').split('\n').filter(Boolean))
+      if (output.length > 40) output.splice(0, output.length - 40)
+    }
+    proc.stdout?.on('data', keep)
+    proc.stderr?.on('data', keep)
+    proc.once('exit', () => live.delete(proc))
+    const spawnError = new Promise<never>((_, reject) => proc.once('error', reject))
+    spawnError.catch(() => {})
+    const deadline = Date.now() + startTimeoutMs
+    for (;;) {
+      if (proc.exitCode !== null || proc.signalCode !== null) {
+        throw new Error(`nats-server exited during startup (code ${proc.exitCode}):\n${output.join('\n')}`)
+      }
+      if (await Promise.race([probe(port, jetstream), spawnError])) return
+      if (Date.now() > deadline) {
+        await stop()
+        throw new Error(`nats-server on port ${port} not ready after ${startTimeoutMs} ms:\n${output.join('\n')}`)
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+
+  const stop = async (): Promise<void> => {
+    const proc = child
+    child = undefined
+    if (proc === undefined || proc.pid === undefined || proc.exitCode !== null || proc.signalCode !== null) return
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()))
+    signal(proc.pid, 'SIGTERM')
+    const timer = setTimeout(() => signal(proc.pid as number, 'SIGKILL'), 5_000)
+    try {
+      await exited
+    } finally {
+      clearTimeout(timer)
+      live.delete(proc)
+    }
+  }
+
+  await start()
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    get pid() {
+      return child?.pid
+    },
+    storeDir,
+    get running() {
+      return child !== undefined && child.exitCode === null && child.signalCode === null
+    },
+    stop,
+    restart: async () => {
+      await stop()
+      await start()
+    },
+    dispose: async () => {
+      await stop()
+      if (ownsStoreDir) {
+        await rm(storeDir, { recursive: true, force: true })
+        tempDirs.delete(storeDir)
+      }
+    },
+  }
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name)
+  } catch {
+    // already exited
+  }
+}
+
+/**
+ * One readiness attempt over the raw NATS protocol (the test workspace has no NATS client):
+ * INFO → CONNECT; then PING/PONG, or with JetStream a `$JS.API.INFO` request that must get an
+ * account-info answer (a 503 status means JetStream is not up yet).
+ */
+function probe(port: number, jetstream: boolean, timeoutMs = 1_000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1')
+    let buffer = ''
+    let sent = false
+    const done = (ok: boolean) => {
+      clearTimeout(timer)
+      socket.destroy()
+      resolve(ok)
+    }
+    const timer = setTimeout(() => done(false), timeoutMs)
+    socket.on('error', () => done(false))
+    socket.on('data', (chunk) => {
+      buffer += chunk.toString('latin1')
+      if (!sent && buffer.startsWith('INFO ') && buffer.includes('\r\n')) {
+        sent = true
+        socket.write(
+          jetstream
+            ? 'CONNECT {"verbose":false,"headers":true,"no_responders":true}\r\nSUB _INBOX.probe 1\r\nPUB $JS.API.INFO _INBOX.probe 0\r\n\r\n'
+            : 'CONNECT {"verbose":false}\r\nPING\r\n',
+        )
+        return
+      }
+      if (!jetstream) {
+        if (buffer.includes('PONG\r\n')) done(true)
+        return
+      }
+      if (buffer.includes('io.nats.jetstream.api.v1.account_info_response')) done(!buffer.includes('"error"'))
+      else if (buffer.includes('HMSG _INBOX.probe') && buffer.includes('503')) done(false)
+    })
+  })
+}
