@@ -4,6 +4,7 @@
  *   pnpm bench                      full run (about 2-3 minutes on 2 cores)
  *   pnpm bench --quick              smoke mode (seconds)
  *   pnpm bench --json results.json  also write every sample as JSON
+ *   pnpm bench --markdown out.md    also write the tables as Markdown (for BENCHMARKS.md)
  *   pnpm bench --only in-process,xstate,heap,http,concurrency
  *   pnpm bench --server in-process  model server in this process (default: a child process)
  *   pnpm bench --rounds 9
@@ -11,7 +12,7 @@
  * See BENCHMARKS.md for what is measured and the figures.
  */
 import { writeFileSync } from 'node:fs'
-import { availableParallelism, cpus, totalmem } from 'node:os'
+import { availableParallelism, cpus, loadavg, totalmem } from 'node:os'
 import { parseArgs } from 'node:util'
 import { gc } from './lib/measure.ts'
 import { startBenchServer } from './lib/model-server.ts'
@@ -30,6 +31,7 @@ const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     json: { type: 'string' },
+    markdown: { type: 'string' },
     only: { type: 'string' },
     server: { type: 'string', default: 'child-process' },
     rounds: { type: 'string' },
@@ -67,8 +69,10 @@ const plan = quick
       heapRuns: 100,
       httpSteps: 50,
       httpConcurrent: [20],
-      concurrentSteps: 10,
+      httpConcurrentSteps: 10,
       inProcessConcurrent: 200,
+      inProcessConcurrentSteps: 5,
+      concurrencyRounds: 3,
     }
   : {
       rounds: 7,
@@ -78,8 +82,11 @@ const plan = quick
       heapRuns: 1000,
       httpSteps: 200,
       httpConcurrent: [50, 200],
-      concurrentSteps: 20,
+      httpConcurrentSteps: 20,
       inProcessConcurrent: 1000,
+      inProcessConcurrentSteps: 10,
+      // Batches are long (seconds each): fewer rounds keep the full run near 3 minutes.
+      concurrencyRounds: 5,
     }
 const rounds = args.rounds ? Number(args.rounds) : plan.rounds
 if (!Number.isInteger(rounds) || rounds < 1) throw new Error('--rounds must be a positive integer')
@@ -98,6 +105,8 @@ const meta = {
   rounds,
   server: serverWhere,
   gc: gc !== undefined,
+  /** 1-minute load average when the run started: other work on the machine shows up here. */
+  loadAverageAtStart: Number(loadavg()[0]!.toFixed(2)),
 }
 
 console.log(
@@ -115,12 +124,16 @@ const options: ScenarioOptions = {
 }
 
 const tables: Table[] = []
+let mark = process.hrtime.bigint()
 function show(table: Table | undefined): void {
   if (!table) return
+  const now = process.hrtime.bigint()
+  table.seconds = Number(now - mark) / 1e9
+  mark = now
   tables.push(table)
   if (dots > 0 && process.stderr.isTTY) process.stderr.write('\n')
   dots = 0
-  console.log(`\n## ${table.title}\n${table.note}\n`)
+  console.log(`\n## ${table.title} [${table.seconds.toFixed(1)} s]\n${table.note}\n`)
   console.log(renderTable(table, 'text'))
   if (table.checks.length > 0) console.log(`\n${renderChecks(table.checks, 'text')}`)
 }
@@ -135,15 +148,18 @@ if (only.has('heap')) {
   if (gc) show(await heapScenario(plan.heapRuns, 5))
   else console.log('\n(heap per parked run skipped: gc is not available)')
 }
+const concurrencyOptions: ScenarioOptions = { ...options, rounds: Math.min(rounds, plan.concurrencyRounds), warmup: 1 }
 if (only.has('concurrency')) {
-  show(await inProcessConcurrencyScenario(plan.inProcessConcurrent, plan.concurrentSteps, options))
+  show(await inProcessConcurrencyScenario(plan.inProcessConcurrent, plan.inProcessConcurrentSteps, concurrencyOptions))
 }
 if (only.has('http') || only.has('concurrency')) {
   const server = await startBenchServer(serverWhere)
   try {
     if (only.has('http')) show(await httpLongRunScenario(server.url, plan.httpSteps, options))
     if (only.has('concurrency')) {
-      for (const runs of plan.httpConcurrent) show(await httpConcurrencyScenario(server.url, runs, plan.concurrentSteps, options))
+      for (const runs of plan.httpConcurrent) {
+        show(await httpConcurrencyScenario(server.url, runs, plan.httpConcurrentSteps, concurrencyOptions))
+      }
     }
   } finally {
     await server.close()
@@ -153,9 +169,21 @@ if (only.has('http') || only.has('concurrency')) {
 const seconds = Number(process.hrtime.bigint() - started) / 1e9
 const checks: Check[] = tables.flatMap((t) => t.checks)
 if (checks.length > 0) console.log(`\n## Targets\n${renderChecks(checks, 'text')}`)
-console.log(`\nfinished in ${seconds.toFixed(1)} s (model server: ${serverWhere})`)
+const loadAverageAtEnd = Number(loadavg()[0]!.toFixed(2))
+console.log(
+  `\nfinished in ${seconds.toFixed(1)} s (model server: ${serverWhere}; load average ${meta.loadAverageAtStart} → ${loadAverageAtEnd})`,
+)
 
+if (args.markdown) {
+  const sections = tables.map((t) => {
+    const checks = t.checks.length > 0 ? `\n\n${renderChecks(t.checks, 'markdown')}` : ''
+    return `### ${t.title}\n\n${t.note.replaceAll('\n', ' ')}\n\n${renderTable(t, 'markdown')}${checks}\n`
+  })
+  const header = `Command: \`${meta.command}\` · ${meta.date} · node ${meta.node} · ${meta.nproc} cpus (${meta.cpu}) · ${rounds} rounds · model server: ${serverWhere} · load average ${meta.loadAverageAtStart} → ${loadAverageAtEnd} · ${seconds.toFixed(0)} s\n`
+  writeFileSync(args.markdown, `${header}\n${sections.join('\n')}`)
+  console.log(`tables written to ${args.markdown}`)
+}
 if (args.json) {
-  writeFileSync(args.json, `${JSON.stringify({ meta: { ...meta, seconds }, tables }, null, 2)}\n`)
+  writeFileSync(args.json, `${JSON.stringify({ meta: { ...meta, seconds, loadAverageAtEnd }, tables }, null, 2)}\n`)
   console.log(`results written to ${args.json}`)
 }

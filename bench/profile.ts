@@ -5,7 +5,7 @@
  *   node --cpu-prof --cpu-prof-dir=/tmp/signalbox-prof --import tsx bench/profile.ts signalbox
  *   node --import tsx bench/profile-summary.ts /tmp/signalbox-prof/<file>.cpuprofile
  *
- * Variants: bare, bare-hooks, bare-provider, signalbox (default), signalbox-hooks.
+ * Variants: bare, bare-hooks, bare-provider, signalbox (default), signalbox-hooks, signalbox-observed.
  * Options: --steps 200 (per run), --seconds 8 (profiled time, after a warm-up).
  */
 import { parseArgs } from 'node:util'
@@ -16,7 +16,7 @@ const { values, positionals } = parseArgs({
   options: { steps: { type: 'string', default: '200' }, seconds: { type: 'string', default: '8' } },
 })
 const id = positionals[0] ?? 'signalbox'
-const variant = inProcessVariants(Number(values.steps)).find((v) => v.id === id)
+const variant = inProcessVariants(Number(values.steps), { observed: true }).find((v) => v.id === id)
 if (!variant) throw new Error(`unknown variant "${id}"`)
 
 for (let i = 0; i < 5; i++) await variant.run()

@@ -38,6 +38,8 @@ export interface Table {
   baseline: string
   rows: Row[]
   checks: Check[]
+  /** Wall time the table took, warm-up included. */
+  seconds?: number
   /** Anything else worth keeping in the JSON file. */
   extra?: Record<string, unknown>
 }

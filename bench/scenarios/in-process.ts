@@ -12,11 +12,14 @@ import type { ScenarioOptions } from './options.ts'
 
 export const IN_PROCESS_TARGET_US = 50
 
-export function inProcessVariants(steps: number): Variant[] {
+export function inProcessVariants(steps: number, options: { observed?: boolean } = {}): Variant[] {
   const model = modelFor(steps)
   const provider = new ScriptedProvider({ script: responder, model, record: false })
   const plain = benchAgent(provider, false)
   const hooked = benchAgent(provider, true)
+  const observed = benchAgent(provider, false)
+  // What the demo's trace, the CLI and the inspector do: listen to every event.
+  observed.on('*', () => {})
   const direct = responderChat(model, nextStep)
   const viaProvider = providerChat(provider)
   const checked = (ran: number) => {
@@ -37,11 +40,20 @@ export function inProcessVariants(steps: number): Variant[] {
     },
     { id: 'signalbox', label: 'signalbox', run: async () => checked(await runAgent(plain)) },
     { id: 'signalbox-hooks', label: 'signalbox + 5 no-op hooks', run: async () => checked(await runAgent(hooked)) },
+    ...(options.observed
+      ? [
+          {
+            id: 'signalbox-observed',
+            label: "signalbox + one '*' event listener",
+            run: async () => checked(await runAgent(observed)),
+          },
+        ]
+      : []),
   ]
 }
 
 export async function inProcessScenario(steps: number, options: ScenarioOptions): Promise<Table> {
-  const measured = await measureInterleaved(inProcessVariants(steps), {
+  const measured = await measureInterleaved(inProcessVariants(steps, { observed: true }), {
     rounds: options.rounds,
     warmup: options.warmup,
     minSampleMs: options.quick ? 20 : 60,
@@ -75,7 +87,7 @@ export async function inProcessScenario(steps: number, options: ScenarioOptions)
   return {
     id: `in-process-${steps}`,
     title: `(a) In-process, no HTTP: one run of ${steps} tool steps`,
-    note: `Per tool step, median of ${options.rounds} interleaved rounds. "+µs / step" is the row minus the bare loop; "like-for-like" compares signalbox with the bare loop on the same ScriptedProvider, and the hooked agent with the hooked bare loop.`,
+    note: `Per tool step, median of ${options.rounds} interleaved rounds. "+µs / step" is the row minus the bare loop; "like-for-like" compares signalbox with the bare loop on the same ScriptedProvider, and the hooked agent with the hooked bare loop. The '*' listener row is extra (not a target): it shows what observing every event costs.`,
     metric: 'us-per-step',
     baseline: 'bare',
     rows,

@@ -27,7 +27,9 @@ interface XState {
     options?: Record<string, unknown>,
   ): { subscribe(o: Record<string, AnyFn>): unknown; start(): void }
   fromPromise(fn: AnyFn): unknown
+  fromCallback(fn: AnyFn): unknown
   assign(fn: AnyFn): unknown
+  sendTo(to: string, event: unknown): unknown
 }
 const xstate = createRequire(import.meta.resolve('@signalbox/core'))('xstate') as XState
 
@@ -38,6 +40,8 @@ interface Shape {
   assigns: number
   /** Extra invoked no-op promise actors per step (each one actor lifecycle and macrostep). */
   invokes: number
+  /** Extra context fields (signalbox's context has 26), copied by every assign. */
+  fields: number
 }
 
 /** The loop as a minimal XState machine, with optional extra per-step ingredients. */
@@ -56,6 +60,7 @@ function floorMachine(steps: number, shape: Shape) {
       : { invoke: { src: 'noop', onDone: { target: next } } }
   })
   const bumps = Array.from({ length: shape.assigns }, (_, i) => assign(() => ({ [`field${i}`]: i })))
+  const wide = Object.fromEntries(Array.from({ length: shape.fields }, (_, i) => [`extra${i}`, i]))
   return setup({
     actors: {
       callModel: fromPromise(({ input }: { input: Message[] }) => chat(input)),
@@ -65,7 +70,7 @@ function floorMachine(steps: number, shape: Shape) {
       noop: fromPromise(async () => undefined),
     },
   }).createMachine({
-    context: { messages: [{ role: 'user', content: PROMPT }] as Message[] },
+    context: () => ({ ...wide, messages: [{ role: 'user', content: PROMPT }] as Message[] }),
     initial: 'callingModel',
     states: {
       callingModel: {
@@ -116,6 +121,74 @@ function floorMachine(steps: number, shape: Shape) {
   })
 }
 
+/**
+ * The same states, but no actor per wait: one long-lived callback actor per run does the model
+ * and tool calls on request (`sendTo`) and answers with events.
+ */
+function workerMachine(steps: number) {
+  const { setup, fromCallback, assign, sendTo } = xstate
+  const chat = responderChat(modelFor(steps), nextStep)
+  type Ctx = { context: { messages: Message[] } }
+  const lastCall = (messages: Message[]) =>
+    (messages[messages.length - 1] as Extract<Message, { role: 'assistant' }>).tool_calls![0]!
+  const worker = fromCallback(({ sendBack, receive }: { sendBack: AnyFn; receive: AnyFn }) => {
+    receive((event: { type: string; messages: Message[] }) => {
+      if (event.type === 'model.call') {
+        chat(event.messages).then(
+          (output) => sendBack({ type: 'model.done', output }),
+          (error) => sendBack({ type: 'failed', error }),
+        )
+      } else {
+        const call = lastCall(event.messages)
+        Promise.resolve(noopTool.execute(JSON.parse(call.function.arguments) as { step: number }, undefined as never)).then(
+          (output) => sendBack({ type: 'tool.done', output }),
+          (error) => sendBack({ type: 'failed', error }),
+        )
+      }
+    })
+  })
+  return setup({ actors: { worker } }).createMachine({
+    context: { messages: [{ role: 'user', content: PROMPT }] as Message[] },
+    invoke: { src: 'worker', id: 'worker' },
+    initial: 'callingModel',
+    states: {
+      callingModel: {
+        entry: sendTo('worker', ({ context }: Ctx) => ({ type: 'model.call', messages: context.messages })),
+        on: {
+          'model.done': [
+            {
+              guard: ({ event }: { event: { output: { finishReason: string } } }) => event.output.finishReason !== 'tool_calls',
+              target: 'done',
+            },
+            {
+              target: 'runningTool',
+              actions: assign(({ context, event }: Ctx & { event: { output: { message: Message } } }) => ({
+                messages: [...context.messages, event.output.message],
+              })),
+            },
+          ],
+        },
+      },
+      runningTool: {
+        entry: sendTo('worker', ({ context }: Ctx) => ({ type: 'tool.call', messages: context.messages })),
+        on: {
+          'tool.done': {
+            target: 'callingModel',
+            actions: assign(({ context, event }: Ctx & { event: { output: string } }) => ({
+              messages: [
+                ...context.messages,
+                { role: 'tool', tool_call_id: lastCall(context.messages).id, content: event.output },
+              ],
+            })),
+          },
+        },
+      },
+      done: { type: 'final' },
+    },
+    output: ({ context }: Ctx) => countToolResults(context.messages),
+  })
+}
+
 function runMachine(machine: unknown): Promise<number> {
   return new Promise((resolve, reject) => {
     const actor = xstate.createActor(machine)
@@ -150,17 +223,20 @@ export async function xstateFloorScenario(steps: number, options: ScenarioOption
   const agent = benchAgent(provider, false)
   const direct = responderChat(modelFor(steps), nextStep)
   const shapes: { id: string; label: string; shape: Shape }[] = [
-    { id: 'xstate', label: 'minimal XState loop (2 invokes, 2 assigns)', shape: { hops: 0, assigns: 0, invokes: 0 } },
-    { id: 'xstate-hops', label: 'minimal + 10 pass-through states', shape: { hops: 10, assigns: 0, invokes: 0 } },
-    { id: 'xstate-assigns', label: 'minimal + 4 extra assign actions', shape: { hops: 0, assigns: 4, invokes: 0 } },
-    { id: 'xstate-invokes', label: 'minimal + 5 invoked no-op actors', shape: { hops: 0, assigns: 0, invokes: 5 } },
+    { id: 'xstate', label: 'minimal XState loop (2 invokes, 2 assigns)', shape: { hops: 0, assigns: 0, invokes: 0, fields: 0 } },
+    { id: 'xstate-hops', label: 'minimal + 10 pass-through states', shape: { hops: 10, assigns: 0, invokes: 0, fields: 0 } },
+    { id: 'xstate-assigns', label: 'minimal + 4 extra assign actions', shape: { hops: 0, assigns: 4, invokes: 0, fields: 0 } },
+    { id: 'xstate-invokes', label: 'minimal + 5 invoked no-op actors', shape: { hops: 0, assigns: 0, invokes: 5, fields: 0 } },
+    { id: 'xstate-wide', label: 'minimal + 25 more context fields', shape: { hops: 0, assigns: 0, invokes: 0, fields: 25 } },
   ]
+  const worker = workerMachine(steps)
   const variants: Variant[] = [
     { id: 'bare', label: 'bare loop, responder called directly', run: () => runBareLoop(direct, PROMPT) },
     ...shapes.map(({ id, label, shape }) => {
       const machine = floorMachine(steps, shape)
       return { id, label, run: () => runMachine(machine) }
     }),
+    { id: 'xstate-worker', label: 'XState loop, 1 worker actor per run', run: () => runMachine(worker) },
     { id: 'signalbox', label: 'signalbox', run: () => runAgent(agent) },
   ]
   const measured = await measureInterleaved(variants, {
@@ -173,6 +249,8 @@ export async function xstateFloorScenario(steps: number, options: ScenarioOption
     'xstate-hops': 'xstate',
     'xstate-assigns': 'xstate',
     'xstate-invokes': 'xstate',
+    'xstate-wide': 'xstate',
+    'xstate-worker': 'xstate',
     signalbox: 'xstate',
   })
   const us = (id: string) => median(nsPerStep(measured.find((m) => m.variant.id === id)!)) / 1000
@@ -180,6 +258,7 @@ export async function xstateFloorScenario(steps: number, options: ScenarioOption
     hop: (us('xstate-hops') - us('xstate')) / 10,
     assign: (us('xstate-assigns') - us('xstate')) / 4,
     invoke: (us('xstate-invokes') - us('xstate')) / 5,
+    wideContext: us('xstate-wide') - us('xstate'),
   }
   const plain = await countPerStep(steps, false)
   const hooked = await countPerStep(steps, true)
@@ -188,9 +267,9 @@ export async function xstateFloorScenario(steps: number, options: ScenarioOption
     id: `xstate-floor-${steps}`,
     title: `Where the time goes: XState's floor and unit costs (runs of ${steps} tool steps, in-process)`,
     note: [
-      `Unit costs from the rows below: one pass-through state ≈ ${unit.hop.toFixed(1)} µs, one extra assign ≈ ${unit.assign.toFixed(1)} µs, one extra invoked actor ≈ ${unit.invoke.toFixed(1)} µs.`,
-      `Per signalbox tool step (XState inspection): ${fmt(plain.actor)} actors, ${fmt(plain.microstep)} microsteps, ${fmt(plain.action)} actions, ${fmt(plain.snapshot)} snapshots; with 5 hooks: ${fmt(hooked.actor)} actors, ${fmt(hooked.microstep)} microsteps, ${fmt(hooked.action)} actions, ${fmt(hooked.snapshot)} snapshots.`,
-      '"like-for-like" is each row over the minimal XState loop.',
+      `Unit costs from the rows below: one pass-through state ≈ ${unit.hop.toFixed(1)} µs, one extra assign ≈ ${unit.assign.toFixed(1)} µs, one extra invoked actor ≈ ${unit.invoke.toFixed(1)} µs; a 26-field context ≈ +${unit.wideContext.toFixed(1)} µs per step.`,
+      `Per signalbox tool step (XState inspection): ${fmt(plain.actor)} actors created, ${fmt(plain.microstep)} microsteps, ${fmt(plain.action)} actions, ${fmt(plain.event)} events; with 5 hooks: ${fmt(hooked.actor)} actors, ${fmt(hooked.microstep)} microsteps, ${fmt(hooked.action)} actions, ${fmt(hooked.event)} events.`,
+      '"like-for-like" is each row over the minimal XState loop. The worker row keeps the same states but makes no actor per wait: one callback actor per run does the calls and answers with events.',
     ].join('\n'),
     metric: 'us-per-step',
     baseline: 'bare',

@@ -3,15 +3,7 @@
  * is free and can be undone; dropping it spends the last coin, so it waits for her yes (approve).
  * She can shout a correction at any time (steer), and the agent asks her when unsure (escalate).
  */
-import {
-  type Agent,
-  type AgentOptions,
-  type Answerer,
-  askHumanTool,
-  createAgent,
-  type Reviewer,
-  tool,
-} from '@signalbox/core'
+import { type Agent, type AgentOptions, type Answerer, askHumanTool, createAgent, type Reviewer, tool } from '@signalbox/core'
 import { z } from 'zod'
 
 export const CLAW_INSTRUCTIONS =
@@ -47,7 +39,9 @@ export class ClawMachine {
     const won = this.position === 'home' ? undefined : this.position
     this.drops.push({ over: this.position, won })
     const left = `Coins left: ${this.coins}.`
-    return won ? `The claw dropped and grabbed the ${won}! It is in the prize chute. ${left}` : `The claw dropped on nothing. ${left}`
+    return won
+      ? `The claw dropped and grabbed the ${won}! It is in the prize chute. ${left}`
+      : `The claw dropped on nothing. ${left}`
   }
 }
 

@@ -39,6 +39,11 @@ exitQuietlyOnBrokenPipe()
 const argv = process.argv.slice(2)
 const auto = argv.includes('--auto')
 const playScenarios = auto && !useRealEndpoint(argv)
+if (!auto && !process.stdin.isTTY) {
+  // The terminal prompts need a person at a keyboard; piped or closed stdin would wait for nobody.
+  console.error('stdin is not a terminal: run this demo in a terminal, or pass --auto to run it unattended.')
+  process.exit(2)
+}
 const model = await openDemoModel({ scripts: playScenarios ? clawScripts : { [INTERACTIVE_MODEL]: interactiveClaw }, argv })
 let failed = false
 
@@ -55,7 +60,10 @@ try {
     const reviewer: Reviewer = auto ? policyReviewer(() => true, { name: 'auto-yes' }) : terminalReviewer({ name: 'tina' })
     const answerer: Answerer = auto ? functionAnswerer(() => ANSWER, { name: 'auto' }) : terminalAnswerer({ name: 'tina' })
     header(trace, `claw machine: you are Tina (${auto ? 'auto' : 'interactive'})`, model.describe(INTERACTIVE_MODEL))
-    if (!auto) trace.line(trace.c.dim('The agent may ask you which prize you mean, and waits for your yes before it drops the claw (60s).'))
+    if (!auto)
+      trace.line(
+        trace.c.dim('The agent may ask you which prize you mean, and waits for your yes before it drops the claw (60s).'),
+      )
     const ok = await playRun(trace, {
       agent: createClawAgent({
         provider: model.provider(INTERACTIVE_MODEL),
@@ -91,7 +99,9 @@ async function playScenario(model: DemoModel, scenario: ClawScenario, position: 
     approvalTimeoutMs: 1_000,
   })
   if (scenario.steer) {
-    trace.line(trace.c.dim(`Tina will shout ${JSON.stringify(scenario.steer.text)} once she sees ${scenario.steer.afterTool} end.`))
+    trace.line(
+      trace.c.dim(`Tina will shout ${JSON.stringify(scenario.steer.text)} once she sees ${scenario.steer.afterTool} end.`),
+    )
     tinaWatches(agent, scenario.steer)
   }
   const ok = await playRun(trace, { agent, prompt: scenario.prompt })

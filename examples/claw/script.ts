@@ -162,7 +162,8 @@ export const interactiveClaw: Responder = (request) => {
   const text = last.content
   const prize = mentionedPrize(text)
   if (name === 'ask_kid') {
-    if (text.startsWith('No answer from the person')) return { content: 'Tina did not answer, so I did nothing. Your coin is still in the machine.' }
+    if (text.startsWith('No answer from the person'))
+      return { content: 'Tina did not answer, so I did nothing. Your coin is still in the machine.' }
     if (prize) return moveTo(prize)
     return ask(`Sorry, which prize: ${PRIZES.join(', ')}?`)
   }
@@ -171,7 +172,8 @@ export const interactiveClaw: Responder = (request) => {
     const won = /grabbed the ([a-z ]+)!/.exec(text)?.[1]
     if (won) return { content: `Got it! The ${won} is in the prize chute.` }
     if (text.startsWith('Cancelled. The person says:')) return prize ? moveTo(prize) : ask('What should I do instead?')
-    if (text.includes('denied by default')) return { content: 'Nobody said yes in time, so I did not drop the claw: your last coin is safe.' }
+    if (text.includes('denied by default'))
+      return { content: 'Nobody said yes in time, so I did not drop the claw: your last coin is safe.' }
     if (prize) return moveTo(prize) // "Denied: the penguin!"
     return ask('You said no to dropping the claw. What should I do?')
   }

@@ -2,15 +2,7 @@
  * A readable, coloured trace of one agent run for the demos: the machine's states (from the run's
  * actor), your hooks' decisions (by wrapping them) and the agent's events (observe only).
  */
-import type {
-  Agent,
-  AgentEvent,
-  BeforeToolExecutionResult,
-  Hooks,
-  RunFailedError,
-  RunHandle,
-  RunResult,
-} from '@signalbox/core'
+import type { Agent, AgentEvent, BeforeToolExecutionResult, Hooks, RunFailedError, RunHandle, RunResult } from '@signalbox/core'
 import pc from 'picocolors'
 
 type Colors = ReturnType<typeof pc.createColors>
@@ -59,8 +51,11 @@ export function createTrace(options: TraceOptions = {}): Trace {
   const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`))
   const stats: TraceStats = { modelCalls: 0, toolCalls: 0, outcomes: {} }
 
-  const row = (label: string, color: (s: string) => string, detail: string) => write(`  ${color(label.padEnd(LABEL))}${detail}`)
-  const body = (text: string, color: (s: string) => string = c.dim) => {
+  // `undefined`, not `void`: the event switch below returns what these return.
+  const row = (label: string, color: (s: string) => string, detail: string): undefined => {
+    write(`  ${color(label.padEnd(LABEL))}${detail}`)
+  }
+  const body = (text: string, color: (s: string) => string = c.dim): undefined => {
     const lines = text.split('\n')
     const shown = lines.slice(0, 6)
     if (lines.length > shown.length) shown.push(`… ${lines.length - shown.length} more line(s)`)
@@ -73,7 +68,7 @@ export function createTrace(options: TraceOptions = {}): Trace {
     return c.red
   }
 
-  function onEvent(event: AgentEvent): void {
+  function onEvent(event: AgentEvent): undefined {
     switch (event.type) {
       case 'run.start':
         return row('run.start', c.bold, `${c.dim(event.runId)} ${quote(event.input)}`)
@@ -113,7 +108,11 @@ export function createTrace(options: TraceOptions = {}): Trace {
         stats.toolCalls++
         stats.outcomes[event.outcome] = (stats.outcomes[event.outcome] ?? 0) + 1
         const color = outcomeColor(event.outcome)
-        row('tool.end', color, `${event.toolName} · ${color(event.outcome)}${event.isError ? ' (error result)' : ''} · ${event.durationMs} ms`)
+        row(
+          'tool.end',
+          color,
+          `${event.toolName} · ${color(event.outcome)}${event.isError ? ' (error result)' : ''} · ${event.durationMs} ms`,
+        )
         return body(event.output, event.isError ? c.red : c.dim)
       }
       case 'turn.end':
@@ -151,7 +150,11 @@ export function createTrace(options: TraceOptions = {}): Trace {
         return row('run.error', c.red, `${event.error.code}: ${event.error.message}`)
       case 'run.end': {
         const color = event.status === 'done' ? c.green : c.red
-        return row('run.end', color, `${color(event.status)} · ${plural(event.turns, 'turn')} · ${event.usage.totalTokens} tokens`)
+        return row(
+          'run.end',
+          color,
+          `${color(event.status)} · ${plural(event.turns, 'turn')} · ${event.usage.totalTokens} tokens`,
+        )
       }
       default:
         return row((event as AgentEvent).type, c.dim, '')
@@ -159,7 +162,9 @@ export function createTrace(options: TraceOptions = {}): Trace {
   }
 
   function hookRow(name: string, point: string, subject: string, decision: string) {
-    write(`  ${c.magenta('hook'.padEnd(LABEL))}${c.magenta(name)} ${c.dim(`@ ${point}`)}${subject ? ` ${subject}` : ''} → ${decision}`)
+    write(
+      `  ${c.magenta('hook'.padEnd(LABEL))}${c.magenta(name)} ${c.dim(`@ ${point}`)}${subject ? ` ${subject}` : ''} → ${decision}`,
+    )
   }
 
   function wrap(set: Hooks): Hooks {
@@ -175,7 +180,12 @@ export function createTrace(options: TraceOptions = {}): Trace {
     if (beforeProviderCall) {
       out.beforeProviderCall = async (context) => {
         const result = await beforeProviderCall(context)
-        hookRow(beforeProviderCall.name, 'beforeProviderCall', `turn ${context.turn}`, result ? 'changed what is sent' : 'sends as is')
+        hookRow(
+          beforeProviderCall.name,
+          'beforeProviderCall',
+          `turn ${context.turn}`,
+          result ? 'changed what is sent' : 'sends as is',
+        )
         return result
       }
     }
@@ -192,7 +202,12 @@ export function createTrace(options: TraceOptions = {}): Trace {
         const result = await afterToolExecution(context)
         const rewritten = typeof result === 'string' ? result : result ? result.output : undefined
         const changed = rewritten !== undefined && rewritten !== context.output
-        hookRow(afterToolExecution.name, 'afterToolExecution', context.toolName, changed ? c.green('rewrote what the model reads:') : 'kept the output')
+        hookRow(
+          afterToolExecution.name,
+          'afterToolExecution',
+          context.toolName,
+          changed ? c.green('rewrote what the model reads:') : 'kept the output',
+        )
         if (changed) body(rewritten, c.green)
         return result
       }
@@ -220,7 +235,9 @@ export function createTrace(options: TraceOptions = {}): Trace {
         if (key === last) return
         last = key
         const tags = [...snapshot.tags]
-        write(`  ${c.cyan('state'.padEnd(LABEL))}${c.cyan(c.bold(path))}${tags.length > 0 ? c.dim(`  [${tags.join(', ')}]`) : ''}`)
+        write(
+          `  ${c.cyan('state'.padEnd(LABEL))}${c.cyan(c.bold(path))}${tags.length > 0 ? c.dim(`  [${tags.join(', ')}]`) : ''}`,
+        )
       }
       // The run started in `agent.start()`: show where it is now, then every change.
       show(handle.actor.getSnapshot())
@@ -248,7 +265,9 @@ export function createTrace(options: TraceOptions = {}): Trace {
       const result = (error as Partial<RunFailedError>).result
       write('')
       if (result) {
-        write(`${c.red('✘')} ${c.bold(result.status)} after ${result.turns} turn(s): ${result.error?.message ?? 'no reason given'}`)
+        write(
+          `${c.red('✘')} ${c.bold(result.status)} after ${result.turns} turn(s): ${result.error?.message ?? 'no reason given'}`,
+        )
       } else {
         write(`${c.red('✘')} ${error instanceof Error ? error.message : String(error)}`)
       }

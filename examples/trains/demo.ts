@@ -17,7 +17,9 @@ try {
   trace.line(c.bold('signalbox · trains: hooks change the loop, events only watch it'))
   trace.line(`${c.dim('model   ')} ${model.describe(TRAINS_MODEL)}`)
   trace.line(`${c.dim('hooks   ')} firstClassPolicy @ beforeToolExecution, maskIds @ afterToolExecution`)
-  trace.line(`${c.dim('legend  ')} ${c.cyan('state')} where the machine is · ${c.magenta('hook')} your code deciding · the rest are events`)
+  trace.line(
+    `${c.dim('legend  ')} ${c.cyan('state')} where the machine is · ${c.magenta('hook')} your code deciding · the rest are events`,
+  )
   trace.line()
 
   const agent = createTrainsAgent({

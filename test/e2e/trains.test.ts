@@ -2,8 +2,6 @@
  * The hooks seed end to end: the trains agent talks to the scripted model server over HTTP
  * through the real openai SDK (`OpenAIProvider`), and the tests check what the model was sent.
  */
-import { spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import type { Hooks } from '@signalbox/core'
 import type { ScriptStep } from '@signalbox/core/testing'
 import {
@@ -17,6 +15,7 @@ import {
 } from '@signalbox/examples/trains/agent.ts'
 import { TRAINS_ANSWER, TRAINS_MODEL, TRAINS_PROMPT, trainsScript } from '@signalbox/examples/trains/script.ts'
 import { describe, expect, it } from 'vitest'
+import { runExample } from './support/run-example.ts'
 import { eventsOf, lastMessage, onlyCall, recordEvents, scriptedModel } from './support/scripted.ts'
 
 const RAW_ID = PASSENGER.dni // '12.345.678'
@@ -116,8 +115,12 @@ describe('trains: the hooks and tools on their own', () => {
       action: 'deny',
       reason: 'Blocked by policy: first class needs a manager’s approval. Book tourist instead.',
     })
-    expect(await gate({ ...base, toolName: 'book_ticket', input: { train: 101, seat_class: 'tourist' } })).toEqual({ action: 'allow' })
-    expect(await gate({ ...base, toolName: 'find_trains', input: { to: 'Rosario', date: 'Friday' } })).toEqual({ action: 'allow' })
+    expect(await gate({ ...base, toolName: 'book_ticket', input: { train: 101, seat_class: 'tourist' } })).toEqual({
+      action: 'allow',
+    })
+    expect(await gate({ ...base, toolName: 'find_trains', input: { to: 'Rosario', date: 'Friday' } })).toEqual({
+      action: 'allow',
+    })
   })
 
   it('maskIds replaces every DNI number and nothing else', async () => {
@@ -136,9 +139,12 @@ describe('trains: the hooks and tools on their own', () => {
   })
 })
 
+// What `pnpm demo` runs (root package.json: "demo": "tsx examples/trains/demo.ts").
+const DEMO = 'examples/trains/demo.ts'
+
 describe('pnpm demo (examples/trains/demo.ts)', () => {
   it('runs offline, exits 0, and prints the states, the deny reason and the final answer, never the raw ID', async () => {
-    const { code, stdout, stderr } = await runDemo([], {})
+    const { code, stdout, stderr } = await runExample(DEMO)
     expect(stderr).toBe('')
     expect(code).toBe(0)
     expect(stdout).toContain('running.turn.callingModel')
@@ -153,7 +159,10 @@ describe('pnpm demo (examples/trains/demo.ts)', () => {
   })
 
   it('colours only when asked, and NO_COLOR wins', async () => {
-    const [forced, refused] = await Promise.all([runDemo([], { FORCE_COLOR: '1' }), runDemo([], { FORCE_COLOR: '1', NO_COLOR: '1' })])
+    const [forced, refused] = await Promise.all([
+      runExample(DEMO, [], { FORCE_COLOR: '1' }),
+      runExample(DEMO, [], { FORCE_COLOR: '1', NO_COLOR: '1' }),
+    ])
     expect(forced.code).toBe(0)
     expect(forced.stdout).toContain('\x1b[')
     expect(refused.code).toBe(0)
@@ -163,7 +172,7 @@ describe('pnpm demo (examples/trains/demo.ts)', () => {
   it('uses the endpoint from the environment when SIGNALBOX_MODEL is set, unless --scripted is passed', async () => {
     // Port 9 (discard) refuses connections: reaching for it proves the demo used the environment.
     const env = { SIGNALBOX_MODEL: 'no-such-model', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'none' }
-    const [real, scripted] = await Promise.all([runDemo([], env), runDemo(['--scripted'], env)])
+    const [real, scripted] = await Promise.all([runExample(DEMO, [], env), runExample(DEMO, ['--scripted'], env)])
     expect(real.code).toBe(1)
     expect(real.stdout).toContain('no-such-model at http://127.0.0.1:9/v1')
     expect(real.stdout).toContain('Could not reach the model endpoint http://127.0.0.1:9/v1')
@@ -171,29 +180,3 @@ describe('pnpm demo (examples/trains/demo.ts)', () => {
     expect(scripted.stdout).toContain(TRAINS_ANSWER)
   })
 })
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-
-function runDemo(args: string[], extraEnv: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env }
-  for (const key of ['SIGNALBOX_MODEL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'NO_COLOR', 'FORCE_COLOR']) delete env[key]
-  Object.assign(env, extraEnv)
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'examples/trains/demo.ts', ...args], {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: 25_000,
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString('utf8')
-    })
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString('utf8')
-    })
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}

@@ -53,10 +53,13 @@ export function startAnswerService(options: AnswerServiceOptions): RequestServic
     },
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.onError ? { onError: options.onError } : {}),
-    handle: async (message, signal) => {
+    decide: async (message, signal) => {
       const { v: _v, type: _type, ...question } = message
       options.onQuestion?.(question)
       const answer = await options.answerer.answer(question, { signal })
+      return { question, answer }
+    },
+    publish: async (_message, { question, answer }, signal) => {
       const reply: AnswerMessage = {
         v: PROTOCOL_VERSION,
         type: 'answer',

@@ -10,3 +10,15 @@ export { discoverTools, type RemoteToolOptions, remoteTool } from './remote-tool
 export type { RequestService, ServiceMode } from './request-service.ts'
 export { type ReviewerService, type ReviewerServiceOptions, startReviewerService } from './reviewer-service.ts'
 export { serveTools, TOOL_QUEUE_GROUP, type ToolHost, type ToolHostOptions } from './tool-host.ts'
+export {
+  type AgentSystemOptions,
+  AgentSystem,
+  ChildRunError,
+  createAgentSystem,
+  type SystemRunOptions,
+  type SystemRunResult,
+  type TreeLimits,
+} from './system/agent-system.ts'
+export { type ChildFailurePolicy, type DelegateOptions, delegateTool, type HandoffFilter, handoffFilters, handoffTool } from './system/delegation.ts'
+export { type Directory, type DirectoryChange, type DirectoryEntry, KvDirectory, MemoryDirectory } from './system/directory.ts'
+export { type FanOutResult, fanOut } from './system/fan-out.ts'

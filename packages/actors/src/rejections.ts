@@ -9,7 +9,40 @@ import {
   type SignalboxError,
   type Subjects,
   systemClock,
+  type WireError,
 } from '@signalbox/core'
+
+/** The protocol's limit on `error.message` (a longer one makes the whole reply invalid for the peer). */
+export const MAX_ERROR_MESSAGE_LENGTH = 4096
+/** Beyond this, `error.details` are replaced by a note: a reply must never outgrow the bus. */
+const MAX_DETAILS_BYTES = 16 * 1024
+
+/**
+ * An error as it may go on the wire: code and message within the protocol's limits, details
+ * bounded. Bad input can make an error huge (a megabyte-long "type" is quoted in the message
+ * and the details); unbounded, the reply would be invalid or larger than the bus carries, and
+ * the sender would get no answer at all.
+ */
+export function toWireError(error: { code: string; message: string; details?: Record<string, unknown> | undefined }): WireError {
+  const code = truncate(String(error.code || 'ERROR'), 128)
+  const message = truncate(String(error.message ?? ''), MAX_ERROR_MESSAGE_LENGTH)
+  let details = error.details
+  if (details !== undefined) {
+    let size: number
+    try {
+      size = Buffer.byteLength(JSON.stringify(details))
+    } catch {
+      size = Number.POSITIVE_INFINITY
+    }
+    if (size > MAX_DETAILS_BYTES) details = { truncated: true, size: Number.isFinite(size) ? size : null }
+  }
+  return { code, message, ...(details === undefined ? {} : { details }) }
+}
+
+/** `text` cut to at most `max` characters (marked with an ellipsis when cut). */
+export function truncate(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text
+}
 
 export interface RejectionReporter {
   /** Records a message that was refused and had nobody to reply to. Never throws. */
@@ -31,20 +64,21 @@ export function createRejectionReporter(options: {
   const clock = options.clock ?? systemClock
   const subject = subjects.errors(options.component)
   return (rejectedSubject, data, error) => {
+    const wire = toWireError(error)
     const message: RejectionMessage = {
       v: PROTOCOL_VERSION,
       type: 'rejection',
       component: options.component,
       subject: rejectedSubject,
-      error: { code: error.code, message: error.message },
+      error: { code: wire.code, message: wire.message },
       sample: payloadSample(data),
       at: clock.now(),
     }
-    options.onRejected?.(message)
     try {
+      options.onRejected?.(message)
       options.bus.publish(subject, encodeMessage(message))
     } catch {
-      // A closed or reconnecting bus: the rejection is informational only.
+      // A closed or reconnecting bus, a failing listener: the rejection is informational only.
     }
   }
 }

@@ -1,6 +1,7 @@
 import {
   type Bus,
   BusNoRespondersError,
+  BusPayloadTooLargeError,
   BusTimeoutError,
   createSubjects,
   decodeMessage,
@@ -70,9 +71,16 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
           })
         }
         if (error instanceof BusTimeoutError) {
-          throw new ToolError('TOOL_TIMEOUT', `"${name}" did not answer within ${Math.round(timeoutMs / 1000)}s (its host may have stopped).`, {
+          throw new ToolError('TOOL_TIMEOUT', `"${name}" did not answer within ${formatDuration(timeoutMs)} (its host may have stopped).`, {
             cause: error,
           })
+        }
+        if (error instanceof BusPayloadTooLargeError) {
+          throw new ToolError(
+            'TOOL_ARGUMENTS_TOO_LARGE',
+            `The arguments for "${name}" are ${error.size} bytes; the bus carries at most ${error.max}. Send less.`,
+            { cause: error },
+          )
         }
         throw error
       }
@@ -80,6 +88,9 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
       if (!decoded.ok) throw new ToolError('TOOL_BAD_REPLY', `The host of "${name}" sent an invalid reply: ${decoded.error.message}`)
       const reply = decoded.value
       if (reply.type === 'error') throw new ToolError(reply.error.code, reply.error.message)
+      if (reply.callId !== call.callId) {
+        throw new ToolError('TOOL_BAD_REPLY', `The host of "${name}" answered call ${reply.callId}, not ${call.callId}.`)
+      }
       return reply.output
     },
   }
@@ -115,4 +126,9 @@ export async function discoverTools(options: {
       })
     }),
   )
+}
+
+/** `300 ms`, `5s`, `90s`: a short delay must not read as "0s". */
+function formatDuration(ms: number): string {
+  return ms < 1_000 ? `${ms} ms` : `${Math.round(ms / 1000)}s`
 }

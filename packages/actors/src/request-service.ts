@@ -21,7 +21,7 @@ export interface Settlements<R extends z.ZodType> {
   onSettled?(id: string, reply: z.output<R>): void
 }
 
-export interface RequestServiceOptions<S extends z.ZodType, R extends z.ZodType = z.ZodType> {
+export interface RequestServiceOptions<S extends z.ZodType, R extends z.ZodType = z.ZodType, Reply = unknown> {
   bus: Bus
   /** Subject (pattern) the requests arrive on. */
   subject: string
@@ -35,7 +35,17 @@ export interface RequestServiceOptions<S extends z.ZodType, R extends z.ZodType 
    */
   mode: ServiceMode
   group: string
-  handle(request: z.output<S>, signal: AbortSignal): Promise<void>
+  /**
+   * Asks whoever decides (a person, a policy) for the reply. Its signal aborts at the deadline,
+   * at a stop, and when the request is settled elsewhere.
+   */
+  decide(request: z.output<S>, signal: AbortSignal): Promise<Reply>
+  /**
+   * Stores the reply. Its signal aborts only at the deadline or a stop: once decided, the reply's
+   * own echo on the settlement subject (which may arrive before the publish is acknowledged) must
+   * not abandon it.
+   */
+  publish(request: z.output<S>, reply: Reply, signal: AbortSignal): Promise<void>
   settlements?: Settlements<R>
   report: RejectionReporter
   clock?: Clock
@@ -52,6 +62,30 @@ export interface RequestService {
 }
 
 const ACK_WAIT_MS = 30_000
+/** Largest delay `setTimeout` honours (a longer one fires at once). */
+export const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** Settles like `work`, or rejects with the signal's reason as soon as it aborts (a late settle is ignored). */
+export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      work.catch(() => {})
+      reject(signal.reason instanceof Error ? signal.reason : new AbortedError('The operation was aborted.', signal.reason))
+    }
+    if (signal.aborted) return onAbort()
+    signal.addEventListener('abort', onAbort, { once: true })
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(error)
+      },
+    )
+  })
+}
 
 /**
  * Serves requests that arrive on the durable path (approvals, questions): decodes them, skips
@@ -59,8 +93,8 @@ const ACK_WAIT_MS = 30_000
  * acknowledges once the reply is stored, so a crash mid-decision hands the request to another
  * instance instead of losing it.
  */
-export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType>(
-  options: RequestServiceOptions<S, R>,
+export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, Reply>(
+  options: RequestServiceOptions<S, R, Reply>,
 ): RequestService {
   const { bus } = options
   const clock = options.clock ?? systemClock
@@ -86,23 +120,32 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType>(
       message.ack()
       return
     }
-    const controller = new AbortController()
-    inFlight.set(id, controller)
-    const onStop = () => controller.abort(new AbortedError('the service is stopping'))
+    // `lifetime`: deadline and stop. `deciding`: also a settlement elsewhere (only while deciding).
+    const lifetime = new AbortController()
+    const deciding = new AbortController()
+    const onLifetimeAbort = () => deciding.abort(lifetime.signal.reason)
+    lifetime.signal.addEventListener('abort', onLifetimeAbort, { once: true })
+    inFlight.set(id, deciding)
+    const onStop = () => lifetime.abort(new AbortedError('the service is stopping'))
     stop.signal.addEventListener('abort', onStop, { once: true })
-    const deadline = clock.setTimeout(() => controller.abort(new AbortedError('the request expired')), remaining)
+    // Clamped: a timer past 2^31-1 ms fires at once in Node, which would expire a far-off request now.
+    const deadline = clock.setTimeout(() => lifetime.abort(new AbortedError('the request expired')), Math.min(remaining, MAX_TIMER_MS))
     const keepAlive = setInterval(() => message.working(), ACK_WAIT_MS / 3)
     try {
-      await options.handle(request, controller.signal)
+      // A decider that ignores its signal (a stuck reviewer) must not keep the request in flight
+      // (and its message alive) after the deadline, a settlement elsewhere or a stop.
+      const reply = await untilAborted(options.decide(request, deciding.signal), deciding.signal)
+      inFlight.delete(id)
+      await untilAborted(options.publish(request, reply, lifetime.signal), lifetime.signal)
       markHandled(id)
       message.ack()
     } catch (error) {
-      if (controller.signal.aborted && !stop.signal.aborted) {
-        // Expired, or settled by someone else: nobody is waiting for this answer any more.
-        message.ack()
-      } else if (stop.signal.aborted) {
+      if (stop.signal.aborted) {
         // Shutting down: leave it for another instance.
         message.nak()
+      } else if (deciding.signal.aborted) {
+        // Expired, or settled by someone else: nobody is waiting for this answer any more.
+        message.ack()
       } else {
         options.onError?.(error, request)
         message.nak(1_000)
@@ -112,6 +155,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType>(
       clearInterval(keepAlive)
       clock.clearTimeout(deadline)
       stop.signal.removeEventListener('abort', onStop)
+      lifetime.signal.removeEventListener('abort', onLifetimeAbort)
     }
   }
 

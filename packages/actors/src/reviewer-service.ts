@@ -64,10 +64,13 @@ export function startReviewerService(options: ReviewerServiceOptions): ReviewerS
     },
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.onError ? { onError: options.onError } : {}),
-    handle: async (message, signal) => {
+    decide: async (message, signal) => {
       const { v: _v, type: _type, ...request } = message
       options.onRequest?.(request)
       const decision = await options.reviewer.review(request, { signal })
+      return { request, decision }
+    },
+    publish: async (_message, { request, decision }, signal) => {
       const reply: ApprovalDecisionMessage = {
         v: PROTOCOL_VERSION,
         type: 'approval.decision',
@@ -87,5 +90,4 @@ export function startReviewerService(options: ReviewerServiceOptions): ReviewerS
       options.onDecision?.(request, decision)
     },
   })
-
 }

@@ -8,7 +8,6 @@ import {
   encodeMessage,
   errorMessage,
   PROTOCOL_VERSION,
-  type SignalboxError,
   stringifyToolOutput,
   type Subjects,
   type Subscription,
@@ -20,8 +19,13 @@ import {
   type ToolResultMessage,
   type WireError,
 } from '@signalbox/core'
+import { toWireError } from './rejections.ts'
+import { MAX_TIMER_MS, untilAborted } from './request-service.ts'
 
 export const TOOL_QUEUE_GROUP = 'signalbox-tools'
+
+/** At most this many validation issues are listed in a `TOOL_INVALID_ARGUMENTS` reply. */
+const MAX_LISTED_ISSUES = 20
 
 export interface ToolHostOptions {
   bus: Bus
@@ -36,11 +40,17 @@ export interface ToolHostOptions {
 
 export interface ToolHost {
   readonly ready: Promise<void>
-  /** Calls running now. */
+  /** Calls running now (not answered yet). */
   readonly running: number
-  /** Stops taking calls; running calls are aborted. */
+  /**
+   * Stops taking calls. Running calls are aborted and answered at once with a
+   * `TOOL_HOST_STOPPED` error, so their callers do not wait for their timeout.
+   */
   close(): void
 }
+
+type Reply = ToolResultMessage | ReturnType<typeof errorMessage>
+type Outgoing = Reply | ToolDescriptionMessage
 
 /**
  * Serves tools on `tools.<name>` (request/reply, queue group) and their descriptions on
@@ -51,24 +61,35 @@ export function serveTools(options: ToolHostOptions): ToolHost {
   const subjects = options.subjects ?? createSubjects()
   const clock = options.clock ?? systemClock
   const queue = options.queue ?? TOOL_QUEUE_GROUP
-  const stop = new AbortController()
   const subscriptions: Subscription[] = []
-  let running = 0
+  /** Stops of the calls not answered yet. */
+  const running = new Set<() => void>()
+  let closed = false
 
-  const reply = (respond: (data: Uint8Array) => boolean, message: ToolResultMessage | ReturnType<typeof errorMessage>) => {
+  const send = (respond: (data: Uint8Array) => boolean, message: Outgoing) => {
     let data = encodeMessage(message)
     if (data.byteLength > bus.maxPayload) {
       data = encodeMessage(
-        errorMessage({
-          code: 'TOOL_RESULT_TOO_LARGE',
-          message: `The result is ${data.byteLength} bytes; the bus carries at most ${bus.maxPayload}. Return less.`,
-        }, message.type === 'tool.result' ? message.callId : undefined),
+        errorMessage(
+          {
+            code: 'TOOL_RESULT_TOO_LARGE',
+            message: `The result is ${data.byteLength} bytes; the bus carries at most ${bus.maxPayload}. Return less.`,
+          },
+          message.type === 'tool.result' ? message.callId : message.type === 'error' ? message.inReplyTo : undefined,
+        ),
       )
     }
     try {
       respond(data)
     } catch {
       // The caller is gone (closed bus); nothing else to do.
+    }
+  }
+  const safely = (fn: () => void) => {
+    try {
+      fn()
+    } catch {
+      // An observer callback must not cost the caller its reply.
     }
   }
 
@@ -87,7 +108,7 @@ export function serveTools(options: ToolHostOptions): ToolHost {
         subjects.toolDescribe(tool.name),
         (message) => {
           const decoded = decodeMessage(message.data, ToolDescribeMessage, { maxBytes: bus.maxPayload })
-          message.respond(encodeMessage(decoded.ok ? description : errorMessage(decoded.error.toJSON())))
+          send((data) => message.respond(data), decoded.ok ? description : errorMessage(toWireError(decoded.error)))
         },
         { queue },
       ),
@@ -98,63 +119,90 @@ export function serveTools(options: ToolHostOptions): ToolHost {
         async (message) => {
           const respond = (data: Uint8Array) => message.respond(data)
           const decoded = decodeMessage(message.data, ToolCallMessage, { maxBytes: bus.maxPayload })
-          if (!decoded.ok) return reply(respond, errorMessage((decoded.error as SignalboxError).toJSON()))
+          if (!decoded.ok) return send(respond, errorMessage(toWireError(decoded.error)))
           const call = decoded.value
           if (call.toolName !== tool.name) {
-            return reply(
+            return send(
               respond,
-              errorMessage({ code: 'TOOL_UNKNOWN', message: `This subject serves "${tool.name}", not "${call.toolName}".` }, call.callId),
+              errorMessage(toWireError({ code: 'TOOL_UNKNOWN', message: `This subject serves "${tool.name}", not "${call.toolName}".` }), call.callId),
             )
+          }
+          if (closed) {
+            return send(respond, errorMessage({ code: 'TOOL_HOST_STOPPED', message: `The tool host of "${tool.name}" is stopping.` }, call.callId))
           }
           const validation = tool.validate(call.arguments)
           if (!validation.ok) {
-            return reply(
+            // Bounded: a reply the caller cannot decode (message > 4096) would hide the real problem.
+            const listed = validation.issues.slice(0, MAX_LISTED_ISSUES).map((i) => `- ${i}`)
+            if (validation.issues.length > MAX_LISTED_ISSUES) listed.push(`- ... and ${validation.issues.length - MAX_LISTED_ISSUES} more`)
+            return send(
               respond,
               errorMessage(
-                {
+                toWireError({
                   code: 'TOOL_INVALID_ARGUMENTS',
-                  message: `Invalid arguments for "${tool.name}":\n${validation.issues.map((i) => `- ${i}`).join('\n')}`,
-                  details: { issues: validation.issues },
-                },
+                  message: `Invalid arguments for "${tool.name}":\n${listed.join('\n')}`,
+                  details: { issues: validation.issues.slice(0, MAX_LISTED_ISSUES) },
+                }),
                 call.callId,
               ),
             )
           }
           const started = clock.now()
-          options.onCall?.({ toolName: tool.name, callId: call.callId, agentId: call.agentId, runId: call.runId })
+          safely(() => options.onCall?.({ toolName: tool.name, callId: call.callId, agentId: call.agentId, runId: call.runId }))
           const controller = new AbortController()
-          const onStop = () => controller.abort(new AbortedError('the tool host is stopping'))
-          stop.signal.addEventListener('abort', onStop, { once: true })
-          let timedOut = false
-          const timer = clock.setTimeout(() => {
-            timedOut = true
-            controller.abort(new AbortedError('the call passed its deadline'))
-          }, Math.max(0, call.deadline - clock.now()))
-          running++
-          try {
-            const output = await tool.execute(validation.value, {
-              signal: controller.signal,
-              callId: call.callId,
-              agentId: call.agentId,
-              runId: call.runId,
-              runPath: [],
-              clock,
-              audit: { record: () => {} },
-              emit: () => {},
+          let answered = false
+          const answer = (reply: Reply) => {
+            if (answered) return
+            answered = true
+            running.delete(stopCall)
+            send(respond, reply)
+            const ok = reply.type === 'tool.result'
+            safely(() =>
+              options.onResult?.(
+                { toolName: tool.name, callId: call.callId },
+                { ok, durationMs: clock.now() - started, ...(reply.type === 'error' ? { error: reply.error } : {}) },
+              ),
+            )
+          }
+          const fail = (error: WireError) => answer(errorMessage(error, call.callId))
+          // Answered at once, even if the tool ignores its signal: the caller must not wait for its timeout.
+          const stopCall = () => {
+            fail({
+              code: 'TOOL_HOST_STOPPED',
+              message: `The tool host stopped while running "${tool.name}"; the call was aborted and may or may not have taken effect.`,
             })
-            if (timedOut) throw new AbortedError('the call passed its deadline')
-            reply(respond, { v: PROTOCOL_VERSION, type: 'tool.result', callId: call.callId, output: stringifyToolOutput(output) })
-            options.onResult?.({ toolName: tool.name, callId: call.callId }, { ok: true, durationMs: clock.now() - started })
+            controller.abort(new AbortedError('the tool host is stopping'))
+          }
+          running.add(stopCall)
+          // Clamped: a timer past 2^31-1 ms fires at once in Node (a far-off deadline would time out now).
+          const timer = clock.setTimeout(
+            () => {
+              fail({ code: 'TOOL_TIMEOUT', message: `"${tool.name}" passed its deadline on the host.` })
+              controller.abort(new AbortedError('the call passed its deadline'))
+            },
+            Math.min(MAX_TIMER_MS, Math.max(0, call.deadline - clock.now())),
+          )
+          try {
+            const work = Promise.resolve().then(() =>
+              tool.execute(validation.value, {
+                signal: controller.signal,
+                callId: call.callId,
+                agentId: call.agentId,
+                runId: call.runId,
+                runPath: [],
+                clock,
+                audit: { record: () => {} },
+                emit: () => {},
+              }),
+            )
+            const output = await untilAborted(work, controller.signal)
+            answer({ v: PROTOCOL_VERSION, type: 'tool.result', callId: call.callId, output: stringifyToolOutput(output) })
           } catch (error) {
-            const wire: WireError = timedOut
-              ? { code: 'TOOL_TIMEOUT', message: `"${tool.name}" passed its deadline on the host.` }
-              : { code: 'TOOL_FAILED', message: describeError(error) }
-            reply(respond, errorMessage(wire, call.callId))
-            options.onResult?.({ toolName: tool.name, callId: call.callId }, { ok: false, durationMs: clock.now() - started, error: wire })
+            // After a stop or the deadline the answer is already out; this only covers a throwing tool.
+            fail(toWireError({ code: 'TOOL_FAILED', message: describeError(error) }))
           } finally {
-            running--
+            running.delete(stopCall)
             clock.clearTimeout(timer)
-            stop.signal.removeEventListener('abort', onStop)
           }
         },
         { queue },
@@ -165,11 +213,13 @@ export function serveTools(options: ToolHostOptions): ToolHost {
   return {
     ready: Promise.all(subscriptions.map((s) => s.ready)).then(() => {}),
     get running() {
-      return running
+      return running.size
     },
     close() {
+      if (closed) return
+      closed = true
       for (const subscription of subscriptions) subscription.unsubscribe()
-      stop.abort()
+      for (const stopCall of [...running]) stopCall()
     },
   }
 }

@@ -8,6 +8,7 @@ import { type IdGenerator, randomIds } from './ids.ts'
 import { createAgentMachine, type AgentMachine } from './machine/agent-machine.ts'
 import type { AgentOutput, SteeringItem, StopReason } from './machine/context.ts'
 import { defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
+import type { HandoffResult } from './handoff.ts'
 import type { Message, Usage } from './messages.ts'
 import type { Provider } from './provider/provider.ts'
 import { assertToolName, type Tool, toToolSpec } from './tool.ts'
@@ -46,6 +47,10 @@ export interface RunOptions {
   parentRunId?: string
   /** Run ids from the root down to the parent. */
   runPath?: string[]
+  /** Lowers the agent's `maxTurns` for this run (a run tree passes down what is left). */
+  maxTurns?: number
+  /** Token budget for this run: past it, the run fails with `BUDGET_EXCEEDED` before the next turn. */
+  maxTokens?: number
 }
 
 export interface RunResult {
@@ -60,6 +65,8 @@ export interface RunResult {
   messages: Message[]
   /** Corrections that arrived after the last tool boundary and were never delivered. */
   pendingSteering: SteeringItem[]
+  /** Set when the run handed the conversation over (`stopReason: 'handoff'`). */
+  handoff?: HandoffResult
 }
 
 /** A run failed (`failed`) or was cancelled; `result` holds the transcript so far. */
@@ -106,6 +113,8 @@ export class Agent {
   readonly #ids: IdGenerator
   readonly #maxTurns: number
   readonly #active = new Map<string, RunHandle>()
+  readonly #handoffFilters = new Map<string, (messages: readonly Message[]) => Message[]>()
+  readonly #toolNames: string[]
   #queuedSteering: SteeringItem[] = []
 
   constructor(options: AgentOptions) {
@@ -138,6 +147,7 @@ export class Agent {
       if (tools.has(t.name)) throw new ConfigError(`Two tools are named "${t.name}".`)
       tools.set(t.name, t as Tool<unknown>)
     }
+    this.#toolNames = [...tools.keys()]
     const audit = this.audit
     this.machine = createAgentMachine({
       agentId: this.id,
@@ -161,6 +171,7 @@ export class Agent {
       retry: { ...defaultRetryPolicy, ...options.retry },
       approvalTimeoutMs: options.approvalTimeoutMs ?? 5 * 60_000,
       steeringPolicy: options.steeringPolicy ?? 'cancel-next',
+      handoffFilters: this.#handoffFilters,
     })
   }
 
@@ -190,7 +201,8 @@ export class Agent {
         ...(options.parentRunId ? { parentRunId: options.parentRunId } : {}),
         input,
         ...(this.#options.instructions ? { instructions: this.#options.instructions } : {}),
-        maxTurns: this.#maxTurns,
+        maxTurns: options.maxTurns === undefined ? this.#maxTurns : Math.max(1, Math.min(this.#maxTurns, options.maxTurns)),
+        ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
         steering,
         startedAt: this.#clock.now(),
       },
@@ -201,7 +213,8 @@ export class Agent {
       actor.subscribe({
         complete: () => {
           const output = actor.getSnapshot().output as AgentOutput
-          const runResult = toRunResult(runId, output)
+          const runResult = toRunResult(runId, output, this.#handoffFilters.get(runId))
+          this.#handoffFilters.delete(runId)
           if (output.status === 'done') resolve(runResult)
           else reject(new RunFailedError(runResult))
         },
@@ -254,6 +267,11 @@ export class Agent {
     for (const handle of this.#active.values()) handle.cancel(reason)
   }
 
+  /** The names of the agent's tools. */
+  get toolNames(): string[] {
+    return this.#toolNames
+  }
+
   /** Runs in flight, by run id. */
   get runs(): ReadonlyMap<string, RunHandle> {
     return this.#active
@@ -264,8 +282,18 @@ export function createAgent(options: AgentOptions): Agent {
   return new Agent(options)
 }
 
-function toRunResult(runId: string, output: AgentOutput): RunResult {
+/** On a hand-off the next agent brings its own instructions: the system prompt stays here. */
+const defaultHandoffFilter = (messages: readonly Message[]) => messages.filter((m) => m.role !== 'system')
+
+function toRunResult(
+  runId: string,
+  output: AgentOutput,
+  filter: ((messages: readonly Message[]) => Message[]) | undefined,
+): RunResult {
   return {
+    ...(output.handoff
+      ? { handoff: { ...output.handoff, messages: (filter ?? defaultHandoffFilter)(output.messages) } }
+      : {}),
     runId,
     status: output.status,
     output: output.output ?? '',

@@ -146,3 +146,20 @@ export function isAbortError(error: unknown): boolean {
   if (error instanceof AbortedError) return true
   return error instanceof Error && (error.name === 'AbortError' || error.name === 'APIUserAbortError')
 }
+
+/**
+ * A tool failure that must end the run (status `failed`) instead of being shown to the model,
+ * e.g. a supervisor giving up on a child.
+ */
+export class FatalToolError extends SignalboxError {
+  constructor(code: string, message: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
+    super(code, message, { fault: 'runtime', ...options })
+  }
+}
+
+/** A run tree or a run went over its token budget. */
+export class BudgetExceededError extends SignalboxError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('BUDGET_EXCEEDED', message, { fault: 'runtime', ...(details ? { details } : {}) })
+  }
+}

@@ -3,6 +3,8 @@ export type { AgentOptions, RunHandle, RunOptions, RunResult } from './agent.ts'
 export { type Clock, sleep, systemClock } from './clock.ts'
 export {
   AbortedError,
+  BudgetExceededError,
+  FatalToolError,
   ConfigError,
   describeError,
   deserializeError,
@@ -108,3 +110,4 @@ export {
 export * from './protocol/schemas.ts'
 export * from './bus/index.ts'
 export { statePath } from './machine/state-path.ts'
+export { Handoff, type HandoffResult, handoff } from './handoff.ts'

@@ -1,4 +1,12 @@
-import { type Agent, type AgentEvent, type AgentEventOf, type AgentEventType, type Message, OpenAIProvider, type ToolCall } from '@signalbox/core'
+import {
+  type Agent,
+  type AgentEvent,
+  type AgentEventOf,
+  type AgentEventType,
+  type Message,
+  OpenAIProvider,
+  type ToolCall,
+} from '@signalbox/core'
 import { type RecordedRequest, type ScriptedModelServer, type Scripts, startScriptedModelServer } from '@signalbox/core/testing'
 import { afterEach } from 'vitest'
 
@@ -11,7 +19,9 @@ afterEach(async () => {
  * The scripted model server on a free port (closed after the test), and a real `OpenAIProvider`
  * (the openai SDK, over HTTP) pointed at it for one scripted conversation.
  */
-export async function scriptedModel(scripts: Scripts): Promise<{ server: ScriptedModelServer; provider: (model: string) => OpenAIProvider }> {
+export async function scriptedModel(
+  scripts: Scripts,
+): Promise<{ server: ScriptedModelServer; provider: (model: string) => OpenAIProvider }> {
   const server = await startScriptedModelServer({ scripts })
   open.push(server)
   return { server, provider: (model) => new OpenAIProvider({ baseURL: server.url, apiKey: 'e2e-key', model }) }
@@ -38,9 +48,12 @@ export function toolCallsIn(messages: Message[]): ToolCall[] {
 /** The one call to `name` (fails if there is not exactly one). */
 export function onlyCall(messages: Message[], name: string, args?: Record<string, unknown>): ToolCall {
   const calls = toolCallsIn(messages).filter(
-    (c) => c.function.name === name && (args === undefined || JSON.stringify(JSON.parse(c.function.arguments)) === JSON.stringify(args)),
+    (c) =>
+      c.function.name === name &&
+      (args === undefined || JSON.stringify(JSON.parse(c.function.arguments)) === JSON.stringify(args)),
   )
-  if (calls.length !== 1) throw new Error(`expected exactly one call to ${name}${args ? ` ${JSON.stringify(args)}` : ''}, got ${calls.length}`)
+  if (calls.length !== 1)
+    throw new Error(`expected exactly one call to ${name}${args ? ` ${JSON.stringify(args)}` : ''}, got ${calls.length}`)
   return calls[0] as ToolCall
 }
 

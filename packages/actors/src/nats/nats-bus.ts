@@ -572,6 +572,7 @@ export class NatsBus implements Bus {
         acking.catch(() => {})
         try {
           const outcome = await raceOutcome(acking, reconnected, this.#closedSignal.promise, undefined)
+          if (process.env.SBX_DEBUG) console.log('ACK', Date.now() % 100000, reply.split('.').slice(4,7).join('.'), outcome.kind, attempt)
           if (outcome.kind === 'done') return
         } catch {
           // lost with the connection, or timed out: try again below
@@ -979,6 +980,7 @@ class NatsDurableConsumer implements Subscription {
 
   async #handle(msg: JsMsg): Promise<void> {
     const seq = msg.info.streamSequence
+    if (process.env.SBX_DEBUG) console.log('DELIVER', Date.now() % 100000, seq, 'dc', msg.info.deliveryCount, 'cseq', msg.info.deliverySequence, msg.headers?.get('Nats-Msg-Id'))
     this.#unacked.add(seq)
     if (seq > this.#highestSeen) this.#highestSeen = seq
     const message = new NatsDurableMessage(msg, this, this.#bus)

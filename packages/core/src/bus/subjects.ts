@@ -12,6 +12,9 @@
  *   <prefix>.agents.<agent>.control        cancel / status (request/reply)
  *   <prefix>.agents.<agent>.events.<type>  observe-only events (`tool.end` → `tool_end`)
  *   <prefix>.tools.<tool>                  tool calls (request/reply, queue group of workers)
+ *   <prefix>.agents.<agent>.run            start a run on one of the agent's hosts (request/reply)
+ *   <prefix>.runs.<runId>.result           how a remote run ended (durable)
+ *   <prefix>.heartbeats.<runId>            a parent's heartbeats for its remote child
  *   <prefix>.tools.<tool>.describe         a remote tool's description (request/reply)
  *   <prefix>.audit.<agent>.<kind>          audit trail
  *   <prefix>.errors.<component>            rejected messages nobody could be told about
@@ -106,7 +109,7 @@ export function subjectCovers(pattern: string, subject: string): boolean {
 
 /** The subjects whose messages must survive restarts and reconnects (the default durable store). */
 export function defaultDurableSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): string[] {
-  return [`${prefix}.approvals.>`, `${prefix}.audit.>`, `${prefix}.agents.*.steer`, `${prefix}.ask.>`]
+  return [`${prefix}.approvals.>`, `${prefix}.audit.>`, `${prefix}.agents.*.steer`, `${prefix}.ask.>`, `${prefix}.runs.>`]
 }
 
 export interface Subjects {
@@ -128,6 +131,12 @@ export interface Subjects {
   eventsAll(): string
   /** The audit trail: all of it, one agent's (`...audit.<agent>.>`), or one kind of one agent's. */
   audit(agentId?: string, kind?: string): string
+  /** Start a run of an agent on one of its hosts (request/reply, queue group). */
+  agentRun(agentId: string): string
+  /** How a remote run ended (durable). */
+  runResult(runId: string): string
+  /** The parent's heartbeats for a remote child run (plain publish). */
+  runHeartbeat(runId: string): string
   /** A remote tool's description (request/reply). */
   toolDescribe(toolName: string): string
   /** Rejections of messages that had nobody to reply to, per component. */
@@ -155,6 +164,9 @@ export function createSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): Subject
       agentId === undefined
         ? `${prefix}.audit.>`
         : `${prefix}.audit.${assertToken(agentId)}.${kind === undefined ? '>' : encodeEventType(kind)}`,
+    agentRun: (agentId) => `${prefix}.agents.${assertToken(agentId)}.run`,
+    runResult: (runId) => `${prefix}.runs.${assertToken(runId)}.result`,
+    runHeartbeat: (runId) => `${prefix}.heartbeats.${assertToken(runId)}`,
     toolDescribe: (toolName) => `${prefix}.tools.${assertToken(toolName)}.describe`,
     errors: (component) => `${prefix}.errors.${component === undefined ? '>' : assertToken(component)}`,
     inspect: (runtimeId) => `${prefix}.inspect.${assertToken(runtimeId)}`,

@@ -66,6 +66,7 @@ export type AuditKind =
   | 'approval.granted'
   | 'approval.denied'
   | 'approval.timeout'
+  | 'approval.unavailable'
   | 'approval.rejected'
   | 'steering.applied'
   | 'question.answered'

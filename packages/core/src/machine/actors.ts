@@ -3,6 +3,7 @@ import { describeError, ProviderError, TimeoutError } from '../errors.ts'
 import type { ApprovalRequest } from '../hitl/types.ts'
 import type { Message } from '../messages.ts'
 import type { ProviderResponse, ToolSpec } from '../provider/provider.ts'
+import { Handoff } from '../handoff.ts'
 import { stringifyToolOutput, type ToolEmittedEvent } from '../tool.ts'
 import type { AgentContext, AgentMachineEvent } from './context.ts'
 import type { AgentRuntime } from './runtime.ts'
@@ -22,7 +23,7 @@ export function createAgentActors(runtime: AgentRuntime) {
 
   return {
     beforeTurnHook: fromPromise(async ({ input, signal }: { input: AgentContext; signal: AbortSignal }) =>
-      runtime.hooks.beforeTurn({ ...hookBase(input, signal), messages: input.messages }),
+      runtime.hooks.beforeTurn({ ...hookBase(input, signal), messages: [...input.messages] }),
     ),
 
     beforeProviderCallHook: fromPromise(async ({ input, signal }: { input: AgentContext; signal: AbortSignal }) =>
@@ -91,7 +92,7 @@ export function createAgentActors(runtime: AgentRuntime) {
     }),
 
     executeTool: fromPromise(
-      async ({ input, signal }: { input: AgentContext; signal: AbortSignal }): Promise<string> => {
+      async ({ input, signal }: { input: AgentContext; signal: AbortSignal }): Promise<ToolRunOutput> => {
         const call = input.current
         const tool = call ? runtime.tools.get(call.toolName) : undefined
         if (!call || !tool) throw new Error('no tool to execute')
@@ -126,7 +127,14 @@ export function createAgentActors(runtime: AgentRuntime) {
           )
           // A tool that ignores its signal must not hold the run: the timeout wins the race.
           const output = await (timeoutMs === undefined ? work : raceAbort(work, toolSignal))
-          return stringifyToolOutput(output)
+          if (output instanceof Handoff) {
+            if (output.filter) runtime.handoffFilters.set(input.runId, output.filter)
+            return {
+              output: `Transferred the conversation to "${output.to}".`,
+              handoff: { to: output.to, ...(output.reason ? { reason: output.reason } : {}) },
+            }
+          }
+          return { output: stringifyToolOutput(output) }
         } catch (error) {
           if (timedOut) throw new TimeoutError(`Tool "${tool.name}" timed out after ${timeoutMs} ms.`, { timeoutMs })
           throw error
@@ -155,11 +163,17 @@ export function createAgentActors(runtime: AgentRuntime) {
       await runtime.hooks.afterTurn({
         ...hookBase(input, signal),
         reply,
-        toolResults: input.toolResults,
-        messages: input.messages,
+        toolResults: [...input.toolResults],
+        messages: [...input.messages],
       })
     }),
   }
+}
+
+/** What a tool run produced: the text the model reads, and maybe a hand-off. */
+export interface ToolRunOutput {
+  output: string
+  handoff?: { to: string; reason?: string }
 }
 
 export interface EventFields {

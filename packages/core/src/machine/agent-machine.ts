@@ -1,5 +1,7 @@
 import { assign, setup } from 'xstate'
 import {
+  BudgetExceededError,
+  FatalToolError,
   HookError,
   MaxTurnsExceededError,
   RunCancelledError,
@@ -54,6 +56,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
       hasAfterToolExecution: () => runtime.hooks.has('afterToolExecution'),
       hasAfterTurn: () => runtime.hooks.has('afterTurn'),
       turnLimitReached: ({ context }) => context.turn > context.maxTurns,
+      tokenBudgetSpent: ({ context }) => context.maxTokens !== undefined && context.usage.totalTokens >= context.maxTokens,
+      handoffRequested: ({ context }) => context.handoff !== undefined,
       replyHasToolCalls: ({ context }) => context.calls.length > 0,
       allCallsHandled: ({ context }) => context.callIndex >= context.calls.length,
       steeringPending: ({ context }) => context.steering.length > 0 || context.batchSteered,
@@ -197,7 +201,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
         const now = clock.now()
         emit(context, { type: 'approval.timeout', request })
         audit(context, {
-          kind: 'approval.timeout',
+          kind: 'approval.unavailable',
           callId: request.callId,
           toolName: request.toolName,
           shown: request.arguments,
@@ -254,6 +258,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
       usage: context.usage,
       messages: context.messages,
       pendingSteering: context.steering,
+      handoff: context.handoff,
     }),
     states: {
       idle: {
@@ -327,6 +332,21 @@ export function createAgentMachine(runtime: AgentRuntime) {
                       turn: ({ context }) => context.turn - 1,
                       stopReason: 'max_turns',
                       error: ({ context }) => serializeError(new MaxTurnsExceededError(context.maxTurns)),
+                    }),
+                  },
+                  {
+                    guard: 'tokenBudgetSpent',
+                    target: '#agent.failed',
+                    actions: assign({
+                      turn: ({ context }) => context.turn - 1,
+                      stopReason: 'max_tokens',
+                      error: ({ context }) =>
+                        serializeError(
+                          new BudgetExceededError(
+                            `The run used ${context.usage.totalTokens} tokens; its budget is ${context.maxTokens}.`,
+                            { maxTokens: context.maxTokens, used: context.usage.totalTokens },
+                          ),
+                        ),
                     }),
                   },
                   { guard: { type: 'hasBeforeTurn' }, target: 'runningBeforeTurn' },
@@ -470,6 +490,17 @@ export function createAgentMachine(runtime: AgentRuntime) {
                   steeringCheck: {
                     description: 'A queued correction cancels this call; the model reads the correction instead.',
                     always: [
+                      {
+                        guard: 'handoffRequested',
+                        target: 'afterToolExecution',
+                        actions: assign(({ context }) =>
+                          setResult(context, {
+                            output: `Not executed: the conversation was handed over to "${context.handoff?.to}".`,
+                            isError: false,
+                            outcome: 'steered',
+                          }),
+                        ),
+                      },
                       { guard: 'steeringPending', target: 'afterToolExecution', actions: 'applySteering' },
                       { target: 'validatingArguments' },
                     ],
@@ -520,6 +551,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
                   approvalCheck: {
                     description: 'Does this call need a person\u2019s yes?',
                     always: [
+                      // A correction that arrived while a hook was deciding still beats the call: it has not started.
+                      { guard: 'steeringPending', target: 'steeringCheck' },
                       { guard: 'approvalAlways', target: 'awaitingApproval', actions: 'openApproval' },
                       { guard: 'approvalByRule', target: 'evaluatingApprovalRule' },
                       { target: 'executingTool' },
@@ -531,6 +564,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                       src: 'evaluateApprovalRule',
                       input: ({ context }) => context,
                       onDone: [
+                        { guard: 'steeringPending', target: 'steeringCheck' },
                         { guard: ({ event }) => event.output, target: 'awaitingApproval', actions: 'openApproval' },
                         { target: 'executingTool' },
                       ],
@@ -605,11 +639,22 @@ export function createAgentMachine(runtime: AgentRuntime) {
                       input: ({ context }) => context,
                       onDone: {
                         target: 'afterToolExecution',
-                        actions: assign(({ context, event }) =>
-                          setResult(context, { output: event.output, isError: false, outcome: 'executed' }),
-                        ),
+                        actions: assign(({ context, event }) => ({
+                          ...setResult(context, { output: event.output.output, isError: false, outcome: 'executed' }),
+                          ...(event.output.handoff ? { handoff: event.output.handoff } : {}),
+                        })),
                       },
-                      onError: {
+                      onError: [
+                        {
+                          // A supervisor giving up on a child (or any fatal tool failure) ends the run.
+                          guard: ({ event }) => event.error instanceof FatalToolError,
+                          target: '#agent.failed',
+                          actions: assign({
+                            error: ({ event }) => serializeError(event.error),
+                            stopReason: 'tool_fatal',
+                          }),
+                        },
+                        {
                         target: 'afterToolExecution',
                         actions: assign(({ context, event }) => {
                           const error = serializeError(event.error)
@@ -620,7 +665,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
                             outcome: timeout ? 'timeout' : 'failed',
                           })
                         }),
-                      },
+                        },
+                      ],
                     },
                   },
                   afterToolExecution: {
@@ -673,6 +719,11 @@ export function createAgentMachine(runtime: AgentRuntime) {
               },
               turnEnd: {
                 always: [
+                  {
+                    guard: 'handoffRequested',
+                    target: '#agent.done',
+                    actions: ['emitTurnEnd', assign({ output: '', stopReason: 'handoff' })],
+                  },
                   {
                     guard: 'replyHasToolCalls',
                     target: '#agent.running.nextTurn',
@@ -809,6 +860,8 @@ function createContext(input: AgentInput): AgentContext {
     parentRunId: input.parentRunId,
     input: typeof input.input === 'string' ? input.input : ((lastUser?.content as string | undefined) ?? ''),
     maxTurns: input.maxTurns,
+    maxTokens: input.maxTokens,
+    handoff: undefined,
     messages,
     turn: 0,
     usage: emptyUsage(),

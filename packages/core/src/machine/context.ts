@@ -15,6 +15,10 @@ export interface AgentContext {
   parentRunId: string | undefined
   input: string
   maxTurns: number
+  /** Token budget of this run (a run tree passes down what is left). */
+  maxTokens: number | undefined
+  /** Set when a tool handed the conversation to another agent: the run ends after this reply. */
+  handoff: { to: string; reason?: string } | undefined
   /** The transcript, as the model reads it. */
   messages: Message[]
   turn: number
@@ -44,7 +48,16 @@ export interface AgentContext {
   startedAt: number
 }
 
-export type StopReason = 'final_answer' | 'max_turns' | 'hook_stop' | 'cancelled' | 'hook_error' | 'provider_error'
+export type StopReason =
+  | 'final_answer'
+  | 'handoff'
+  | 'max_turns'
+  | 'max_tokens'
+  | 'hook_stop'
+  | 'cancelled'
+  | 'hook_error'
+  | 'provider_error'
+  | 'tool_fatal'
 
 export interface SteeringItem {
   text: string
@@ -73,6 +86,7 @@ export interface AgentInput {
   input: string | Message[]
   instructions?: string
   maxTurns: number
+  maxTokens?: number
   /** Corrections queued before the run started. */
   steering?: SteeringItem[]
   startedAt: number
@@ -87,6 +101,7 @@ export interface AgentOutput {
   usage: Usage
   messages: Message[]
   pendingSteering: SteeringItem[]
+  handoff: { to: string; reason?: string } | undefined
 }
 
 export type AgentMachineEvent =

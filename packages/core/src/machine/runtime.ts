@@ -3,6 +3,7 @@ import type { EventEmitter } from '../events.ts'
 import type { HookChain } from '../hooks.ts'
 import type { AuditEntry, Reviewer } from '../hitl/types.ts'
 import type { IdGenerator } from '../ids.ts'
+import type { Message } from '../messages.ts'
 import type { Provider, ToolSpec } from '../provider/provider.ts'
 import type { Tool } from '../tool.ts'
 
@@ -35,4 +36,6 @@ export interface AgentRuntime {
   retry: RetryPolicy
   approvalTimeoutMs: number
   steeringPolicy: SteeringPolicy
+  /** Hand-off history filters by run id (functions cannot live in the machine's context). */
+  handoffFilters: Map<string, (messages: readonly Message[]) => Message[]>
 }

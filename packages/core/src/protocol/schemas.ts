@@ -154,6 +154,7 @@ export const AuditMessage = envelope('audit', {
       'approval.granted',
       'approval.denied',
       'approval.timeout',
+      'approval.unavailable',
       'approval.rejected',
       'steering.applied',
       'question.answered',
@@ -187,6 +188,78 @@ export const RejectionMessage = envelope('rejection', {
 })
 export type RejectionMessage = z.infer<typeof RejectionMessage>
 
+const wireMessage = z.object({
+  role: z.enum(['system', 'user', 'assistant', 'tool']),
+  content: z.string().nullable(),
+  tool_calls: z
+    .array(z.object({ id: z.string(), type: z.literal('function'), function: z.object({ name: z.string(), arguments: z.string() }) }))
+    .optional(),
+  tool_call_id: z.string().optional(),
+})
+
+const usage = z.object({
+  promptTokens: z.number().int().nonnegative(),
+  completionTokens: z.number().int().nonnegative(),
+  totalTokens: z.number().int().nonnegative(),
+})
+
+/** Request on `agents.<agent>.run` (queue group of the agent's hosts): start a run there. */
+export const RunRequestMessage = envelope('run.request', {
+  runId: id,
+  agentId: token,
+  /** A task, or a conversation handed over (hand-off). */
+  input: z.union([z.string().min(1).max(262_144), z.array(wireMessage).min(1).max(1_000)]),
+  parentRunId: id.optional(),
+  runPath,
+  /** Budget left in the run tree: the child's own maxTurns is lowered to it. */
+  maxTurns: z.number().int().positive().optional(),
+  maxTokens: z.number().int().positive().optional(),
+  /** The host cancels the run if no `run.heartbeat` arrives for this long (orphan guard). */
+  leaseMs: z.number().int().positive().optional(),
+  requestedBy: z.string().max(256).optional(),
+})
+export type RunRequestMessage = z.infer<typeof RunRequestMessage>
+
+/** Reply to `run.request`: the run started on this host. */
+export const RunAcceptedMessage = envelope('run.accepted', {
+  runId: id,
+  agentId: token,
+  hostId: z.string().min(1).max(256),
+})
+export type RunAcceptedMessage = z.infer<typeof RunAcceptedMessage>
+
+/** On `runs.<runId>.result` (durable): how a remote run ended. */
+export const RunResultMessage = envelope('run.result', {
+  runId: id,
+  agentId: token,
+  status: z.enum(['done', 'failed', 'cancelled']),
+  output: z.string(),
+  error: WireError.optional(),
+  turns: z.number().int().nonnegative(),
+  usage,
+  /** Set when the run handed the conversation to another agent. */
+  handoff: z.object({ to: token, reason: z.string().max(4096).optional(), messages: z.array(wireMessage) }).optional(),
+  hostId: z.string().min(1).max(256),
+})
+export type RunResultMessage = z.infer<typeof RunResultMessage>
+
+/** On `runs.<runId>.heartbeat` from the parent: the child is still wanted. */
+export const RunHeartbeatMessage = envelope('run.heartbeat', { runId: id, at: epochMs })
+export type RunHeartbeatMessage = z.infer<typeof RunHeartbeatMessage>
+
+/** A host announcing the agents it serves (directory entry). */
+export const DirectoryEntryMessage = envelope('directory.entry', {
+  agentId: token,
+  hostId: z.string().min(1).max(256),
+  description: z.string().max(4096).optional(),
+  tools: z.array(z.string()).max(1_000),
+  pid: z.number().int().optional(),
+  hostname: z.string().max(256).optional(),
+  startedAt: epochMs,
+  refreshedAt: epochMs,
+})
+export type DirectoryEntryMessage = z.infer<typeof DirectoryEntryMessage>
+
 export const PROTOCOL_MESSAGES = {
   'approval.request': ApprovalRequestMessage,
   'approval.decision': ApprovalDecisionMessage,
@@ -204,5 +277,10 @@ export const PROTOCOL_MESSAGES = {
   event: EventMessage,
   audit: AuditMessage,
   rejection: RejectionMessage,
+  'run.request': RunRequestMessage,
+  'run.accepted': RunAcceptedMessage,
+  'run.result': RunResultMessage,
+  'run.heartbeat': RunHeartbeatMessage,
+  'directory.entry': DirectoryEntryMessage,
 } as const
 export type ProtocolMessageType = keyof typeof PROTOCOL_MESSAGES

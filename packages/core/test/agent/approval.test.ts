@@ -1,64 +1,18 @@
-import { SimulatedClock, waitFor } from 'xstate'
 import { describe, expect, it } from 'vitest'
+import { SimulatedClock, waitFor } from 'xstate'
 import { z } from 'zod'
 import {
-  type AgentOptions,
-  type ApprovalDecision,
-  type ApprovalRequest,
   callDigest,
   createAgent,
-  MemoryAuditLog,
+  type MemoryAuditLog,
   policyReviewer,
   type Reviewer,
   ScriptedReviewer,
-  sequentialIds,
   tool,
 } from '../../src/index.ts'
 import { ScriptedProvider } from '../../src/testing/index.ts'
-import { deferred, eventsOf, recordEvents, toolResultIn } from './helpers.ts'
-
-function payTool(needsApproval: boolean | ((args: { to: string; amount: number }) => boolean) = true) {
-  const paid: { to: string; amount: number }[] = []
-  const t = tool({
-    name: 'pay',
-    description: 'Pay someone. Irreversible.',
-    schema: z.object({ to: z.string(), amount: z.number() }),
-    needsApproval,
-    execute: (args) => {
-      paid.push(args)
-      return `paid ${args.amount} to ${args.to}`
-    },
-  })
-  return { tool: t, paid }
-}
-
-interface SetupOptions extends Partial<Omit<AgentOptions, 'reviewer'>> {
-  calls?: { id: string; amount: number }[]
-  reviewer?: Reviewer | ((clock: SimulatedClock) => Reviewer)
-}
-
-/** One reply paying ACME (call `c1`, 250 by default), then a final answer; the clock starts at 1,000,000. */
-function setup(options: SetupOptions = {}) {
-  const { calls = [{ id: 'c1', amount: 250 }], reviewer, ...rest } = options
-  const clock = new SimulatedClock()
-  clock.set(1_000_000)
-  const pay = payTool()
-  const provider = new ScriptedProvider({
-    script: [{ toolCalls: calls.map((c) => ({ id: c.id, name: 'pay', arguments: { to: 'ACME', amount: c.amount } })) }, { content: 'over' }],
-  })
-  const agent = createAgent({
-    provider,
-    tools: [pay.tool],
-    clock,
-    ids: sequentialIds(),
-    ...(reviewer ? { reviewer: typeof reviewer === 'function' ? reviewer(clock) : reviewer } : {}),
-    ...rest,
-  })
-  const events = recordEvents(agent)
-  const audit = () => (agent.audit as MemoryAuditLog).entries
-  const read = (id = 'c1') => toolResultIn(provider.requests[1]?.messages ?? [], id) ?? ''
-  return { clock, agent, events, audit, read, paid: pay.paid, provider }
-}
+import { payTool, setup } from './approval-fixture.ts'
+import { deferred, eventsOf, runFailure } from './helpers.ts'
 
 describe('approval requests', () => {
   it('show the exact call, its ids, the digest of the arguments and the deadline', async () => {
@@ -121,7 +75,10 @@ describe('decisions', () => {
     s.clock.increment(1_500)
     await handle.result
     expect(s.paid).toEqual([{ to: 'ACME', amount: 250 }])
-    expect(eventsOf(events, 'approval.decided')[0]).toMatchObject({ decision: { approved: true, reviewer: 'tina' }, latencyMs: 1_500 })
+    expect(eventsOf(events, 'approval.decided')[0]).toMatchObject({
+      decision: { approved: true, reviewer: 'tina' },
+      latencyMs: 1_500,
+    })
     expect((agent.audit as MemoryAuditLog).entries).toEqual([
       expect.objectContaining({
         kind: 'approval.granted',
@@ -139,13 +96,20 @@ describe('decisions', () => {
   })
 
   it('deny with a reason: the tool never runs and the model reads the reason', async () => {
-    const s = setup({ reviewer: new ScriptedReviewer([{ approved: false, reason: 'Tina said no, ask her first' }], { name: 'tina' }) })
+    const s = setup({
+      reviewer: new ScriptedReviewer([{ approved: false, reason: 'Tina said no, ask her first' }], { name: 'tina' }),
+    })
     await s.agent.run('pay')
     expect(s.paid).toEqual([])
     expect(s.read()).toContain('Tina said no, ask her first')
     expect(eventsOf(s.events, 'tool.end')[0]).toMatchObject({ isError: true, outcome: 'approval_denied' })
     expect(s.audit()).toEqual([
-      expect.objectContaining({ kind: 'approval.denied', actor: 'tina', decision: 'denied', reason: 'Tina said no, ask her first' }),
+      expect.objectContaining({
+        kind: 'approval.denied',
+        actor: 'tina',
+        decision: 'denied',
+        reason: 'Tina said no, ask her first',
+      }),
     ])
   })
 
@@ -156,7 +120,9 @@ describe('decisions', () => {
         { id: 'c2', amount: 20 },
         { id: 'c3', amount: 30 },
       ],
-      reviewer: policyReviewer((r) => ((r.arguments as { amount: number }).amount === 20 ? { approved: false, reason: 'no' } : true)),
+      reviewer: policyReviewer((r) =>
+        (r.arguments as { amount: number }).amount === 20 ? { approved: false, reason: 'no' } : true,
+      ),
     })
     await s.agent.run('pay')
     expect(s.paid.map((p) => p.amount)).toEqual([10, 30])
@@ -187,8 +153,53 @@ describe('decisions', () => {
     expect(eventsOf(s.events, 'approval.decided')).toEqual([])
     expect(eventsOf(s.events, 'tool.end')[0]).toMatchObject({ outcome: 'approval_timeout', isError: true })
     expect(s.audit()).toEqual([
-      expect.objectContaining({ kind: 'approval.timeout', actor: 'system', decision: 'timeout', decidedAt: 1_060_000, latencyMs: 60_000 }),
+      expect.objectContaining({
+        kind: 'approval.timeout',
+        actor: 'system',
+        decision: 'timeout',
+        decidedAt: 1_060_000,
+        latencyMs: 60_000,
+      }),
     ])
+  })
+
+  it('cancelling the run withdraws the pending request (the reviewer signal aborts)', async () => {
+    const signal = deferred<AbortSignal>()
+    const reviewer: Reviewer = {
+      review: (_request, options) => {
+        signal.resolve(options.signal)
+        return new Promise(() => {})
+      },
+    }
+    const s = setup({ reviewer })
+    const handle = s.agent.start('pay')
+    const reviewerSignal = await signal.promise
+    handle.cancel('changed my mind')
+    expect(reviewerSignal.aborted).toBe(true)
+    expect((await runFailure(handle.result)).code).toBe('RUN_CANCELLED')
+    expect(s.paid).toEqual([])
+    expect(eventsOf(s.events, 'approval.timeout')).toEqual([])
+  })
+
+  it('a needsApproval predicate that throws fails the run closed, naming it', async () => {
+    const clock = new SimulatedClock()
+    const paid: unknown[] = []
+    const risky = tool({
+      name: 'pay',
+      description: 'Pay.',
+      schema: z.object({ to: z.string(), amount: z.number() }),
+      needsApproval: () => {
+        throw new Error('limits service down')
+      },
+      execute: (args) => paid.push(args),
+    })
+    const provider = new ScriptedProvider({ script: [{ toolCalls: [{ name: 'pay', arguments: { to: 'A', amount: 1 } }] }] })
+    const error = await runFailure(
+      createAgent({ provider, tools: [risky], clock, reviewer: policyReviewer(() => true) }).run('pay'),
+    )
+    expect(error.code).toBe('HOOK_FAILED')
+    expect(error.message).toMatch(/needsApproval.*limits service down/)
+    expect(paid).toEqual([])
   })
 
   it('no reviewer configured: denied at once with a clear message', async () => {
@@ -198,54 +209,5 @@ describe('decisions', () => {
     expect(s.read()).toMatch(/needs a person's approval/)
     expect(s.read()).toMatch(/no reviewer is configured/)
     expect(s.clock.now()).toBe(1_000_000)
-  })
-})
-
-describe('a decision that does not match the pending call', () => {
-  const forgeries: [string, (r: ApprovalRequest) => Partial<ApprovalDecision>, RegExp][] = [
-    ['callId', () => ({ callId: 'c-other' }), /callId c-other does not match/],
-    ['digest', () => ({ digest: callDigest('pay', { to: 'EVIL', amount: 250 }) }), /digest does not match/],
-    ['requestId', () => ({ requestId: 'request_99' }), /requestId request_99 does not match/],
-  ]
-  it.each(forgeries)('with a wrong %s is rejected, audited, and never applied', async (_what, forge, why) => {
-    const reviewer: Reviewer = {
-      review: async (request) => ({
-        requestId: request.requestId,
-        callId: request.callId,
-        digest: request.digest,
-        approved: true,
-        reviewer: 'mallory',
-        decidedAt: 1_000_000,
-        ...forge(request),
-      }),
-    }
-    const s = setup({ reviewer, approvalTimeoutMs: 10_000 })
-    const handle = s.agent.start('pay')
-    await waitFor(handle.actor, () => eventsOf(s.events, 'approval.rejected').length > 0)
-    expect(handle.actor.getSnapshot().hasTag('human')).toBe(true)
-    expect(s.paid).toEqual([])
-    s.clock.increment(10_000)
-    await handle.result
-    expect(s.paid).toEqual([])
-    expect(eventsOf(s.events, 'approval.rejected')[0]?.reason).toMatch(why)
-    expect(eventsOf(s.events, 'approval.decided')).toEqual([])
-    expect(s.audit().map((e) => e.kind)).toEqual(['approval.rejected', 'approval.timeout'])
-    expect(s.audit()[0]).toMatchObject({ actor: 'mallory', decision: 'approved', reason: expect.stringMatching(why) })
-  })
-
-  it('a decision sent when nothing is pending is rejected', async () => {
-    const gate = deferred()
-    const s = setup({
-      reviewer: new ScriptedReviewer([true]),
-      hooks: { afterToolExecution: () => gate.promise.then(() => undefined) },
-    })
-    const { events } = s
-    const handle = s.agent.start('pay')
-    await waitFor(handle.actor, (snap) => snap.hasTag('hook'))
-    handle.actor.send({ type: 'approval.decision', decision: { requestId: 'request_1', callId: 'c1', approved: false, reviewer: 'late' } })
-    gate.resolve()
-    await handle.result
-    expect(eventsOf(events, 'approval.rejected')[0]?.reason).toMatch(/no approval is pending/)
-    expect(s.paid).toHaveLength(1)
   })
 })

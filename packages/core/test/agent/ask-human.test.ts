@@ -1,12 +1,12 @@
-import { SimulatedClock, waitFor } from 'xstate'
 import { describe, expect, it } from 'vitest'
+import { SimulatedClock, waitFor } from 'xstate'
 import {
   type Answerer,
-  askHumanTool,
   type AskHumanOptions,
+  askHumanTool,
   createAgent,
   functionAnswerer,
-  MemoryAuditLog,
+  type MemoryAuditLog,
   type Question,
   ScriptedAnswerer,
 } from '../../src/index.ts'
@@ -43,7 +43,12 @@ describe('askHumanTool', () => {
     const result = await s.agent.run('Get me a prize')
     expect(result.output).toBe('Going for it.')
     expect(s.read()).toBe('The penguin!')
-    expect(answerer.questions[0]).toMatchObject({ question: 'The bear or the penguin?', callId: 'q1', deadline: 40_000, askedAt: 10_000 })
+    expect(answerer.questions[0]).toMatchObject({
+      question: 'The bear or the penguin?',
+      callId: 'q1',
+      deadline: 40_000,
+      askedAt: 10_000,
+    })
     const asked = eventsOf(s.events, 'question.asked')[0]
     expect(asked?.question).toMatchObject({ question: 'The bear or the penguin?', runId: result.runId })
     expect(eventsOf(s.events, 'question.answered')[0]).toMatchObject({ answer: 'The penguin!', answeredBy: 'tina', latencyMs: 0 })
@@ -88,7 +93,13 @@ describe('askHumanTool', () => {
     expect(eventsOf(s.events, 'question.timeout')).toHaveLength(1)
     expect(eventsOf(s.events, 'question.answered')).toEqual([])
     expect(s.audit()).toEqual([
-      expect.objectContaining({ kind: 'question.timeout', actor: 'system', decision: 'timeout', latencyMs: 30_000, decidedAt: 40_000 }),
+      expect.objectContaining({
+        kind: 'question.timeout',
+        actor: 'system',
+        decision: 'timeout',
+        latencyMs: 30_000,
+        decidedAt: 40_000,
+      }),
     ])
   })
 

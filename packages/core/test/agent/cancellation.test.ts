@@ -1,7 +1,7 @@
-import { SimulatedClock, waitFor } from 'xstate'
 import { describe, expect, it } from 'vitest'
+import { SimulatedClock, waitFor } from 'xstate'
 import { z } from 'zod'
-import { type Agent, createAgent, type RunHandle, tool, type ToolContext } from '../../src/index.ts'
+import { type Agent, createAgent, type RunHandle, type ToolContext, tool } from '../../src/index.ts'
 import { ScriptedProvider } from '../../src/testing/index.ts'
 import { deferred, eventsOf, ManualProvider, recordEvents, runFailure } from './helpers.ts'
 
@@ -103,7 +103,9 @@ describe('cancellation', () => {
 
   it('keeps the transcript so far in the cancelled result', async () => {
     const { tool: t, started } = blockingTool()
-    const provider = new ScriptedProvider({ script: [{ content: 'Starting.', toolCalls: [{ id: 'c1', name: 'long_job', arguments: {} }] }] })
+    const provider = new ScriptedProvider({
+      script: [{ content: 'Starting.', toolCalls: [{ id: 'c1', name: 'long_job', arguments: {} }] }],
+    })
     const agent = createAgent({ provider, tools: [t], clock: new SimulatedClock() })
     const handle = agent.start('go')
     await started

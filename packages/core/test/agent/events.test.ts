@@ -1,5 +1,5 @@
-import { SimulatedClock, waitFor } from 'xstate'
 import { describe, expect, it } from 'vitest'
+import { SimulatedClock, waitFor } from 'xstate'
 import { z } from 'zod'
 import {
   AGENT_EVENT_TYPES,
@@ -16,10 +16,7 @@ import { eventsOf, ManualProvider, recordEvents, recordingTool, runFailure, type
 
 const typicalScript = () =>
   new ScriptedProvider({
-    script: [
-      { toolCalls: [{ id: 'c1', name: 't', arguments: { x: 'a' } }] },
-      { content: 'The answer is forty two.' },
-    ],
+    script: [{ toolCalls: [{ id: 'c1', name: 't', arguments: { x: 'a' } }] }, { content: 'The answer is forty two.' }],
   })
 
 describe('events', () => {
@@ -131,6 +128,24 @@ describe('events', () => {
     expect(internal.every(([, where]) => where === 'event listener')).toBe(true)
   })
 
+  it('an onInternalError handler that throws does not break the run either', async () => {
+    const agent = createAgent({
+      provider: typicalScript(),
+      tools: [recordingTool('t').tool],
+      onInternalError: () => {
+        throw new Error('handler bug')
+      },
+    })
+    agent.on('*', () => {
+      throw new Error('listener bug')
+    })
+    agent.on('tool.end', () => Promise.reject(new Error('async listener bug')))
+    const result = await agent.run('question')
+    await new Promise<void>((resolve) => setImmediate(resolve))
+    expect(result.status).toBe('done')
+    expect(result.output).toBe('The answer is forty two.')
+  })
+
   it('listeners receive frozen copies: mutating them does not touch the transcript', async () => {
     const provider = typicalScript()
     const agent = createAgent({ provider, tools: [recordingTool('t').tool] })
@@ -188,7 +203,13 @@ describe('events', () => {
 
     // Approval granted, a forged decision rejected then a timeout; steering; a question.
     const clock = new SimulatedClock()
-    const drop = tool({ name: 'drop', description: 'Drop.', schema: z.object({ n: z.number() }), needsApproval: true, execute: () => 'ok' })
+    const drop = tool({
+      name: 'drop',
+      description: 'Drop.',
+      schema: z.object({ n: z.number() }),
+      needsApproval: true,
+      execute: () => 'ok',
+    })
     let reviews = 0
     const reviewer: Reviewer = {
       review: async (request) => ({

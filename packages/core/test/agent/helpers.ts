@@ -113,7 +113,10 @@ export class ManualProvider implements Provider {
               tool_calls: calls.map((c) => ({
                 id: c.id,
                 type: 'function',
-                function: { name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) },
+                function: {
+                  name: c.name,
+                  arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
+                },
               })),
             }
           : { role: 'assistant', content: response.content ?? '' },

@@ -1,6 +1,6 @@
-import { SimulatedClock, waitFor } from 'xstate'
 import { describe, expect, it } from 'vitest'
-import { allow, createAgent, deny, HookError, type Hooks, respond, RunFailedError } from '../../src/index.ts'
+import { SimulatedClock, waitFor } from 'xstate'
+import { allow, createAgent, deny, HookError, type Hooks, RunFailedError, respond } from '../../src/index.ts'
 import { ScriptedProvider } from '../../src/testing/index.ts'
 import { deferred, eventsOf, recordEvents, recordingTool, runFailure, toolResultIn } from './helpers.ts'
 

@@ -1,14 +1,7 @@
-import { type AnyStateNode, SimulatedClock, waitFor } from 'xstate'
 import { describe, expect, it } from 'vitest'
+import { type AnyStateNode, SimulatedClock, waitFor } from 'xstate'
 import { z } from 'zod'
-import {
-  type AgentContext,
-  createAgent,
-  createAgentMachine,
-  ScriptedReviewer,
-  sequentialIds,
-  tool,
-} from '../../src/index.ts'
+import { type AgentContext, createAgent, createAgentMachine, ScriptedReviewer, sequentialIds, tool } from '../../src/index.ts'
 import { ScriptedProvider } from '../../src/testing/index.ts'
 import { runFailure } from './helpers.ts'
 

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { SimulatedClock, waitFor } from 'xstate'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { SimulatedClock, waitFor } from 'xstate'
 import { z } from 'zod'
 import { type AgentOptions, ConfigError, createAgent, OpenAIProvider, tool } from '../../src/index.ts'
 import { type ScriptedModelServer, type Scripts, startScriptedModelServer } from '../../src/testing/index.ts'
@@ -71,8 +71,16 @@ describe('OpenAIProvider over HTTP', () => {
       role: 'assistant',
       content: 'Let me look that up for you.',
       tool_calls: [
-        { id: 'call_a', type: 'function', function: { name: 'find_trains', arguments: '{"to":"Mar del Plata","date":"Friday"}' } },
-        { id: 'call_b', type: 'function', function: { name: 'find_trains', arguments: '{"to":"Rosario, \\"central\\"","date":"Sábado"}' } },
+        {
+          id: 'call_a',
+          type: 'function',
+          function: { name: 'find_trains', arguments: '{"to":"Mar del Plata","date":"Friday"}' },
+        },
+        {
+          id: 'call_b',
+          type: 'function',
+          function: { name: 'find_trains', arguments: '{"to":"Rosario, \\"central\\"","date":"Sábado"}' },
+        },
       ],
     })
     expect(trains.calls).toEqual([
@@ -82,7 +90,10 @@ describe('OpenAIProvider over HTTP', () => {
     expect(result.usage.totalTokens).toBeGreaterThan(0)
     expect(server.requests.map((r) => r.stream)).toEqual([stream, stream])
     expect(server.requests[0]?.model).toBe('m1')
-    expect(server.requests[0]?.tools[0]).toMatchObject({ name: 'find_trains', parameters: { type: 'object', required: ['to', 'date'] } })
+    expect(server.requests[0]?.tools[0]).toMatchObject({
+      name: 'find_trains',
+      parameters: { type: 'object', required: ['to', 'date'] },
+    })
     expect(server.requests[1]?.messages.slice(-2)).toEqual([
       { role: 'tool', tool_call_id: 'call_a', content: 'Train 3 leaves at 9:00' },
       { role: 'tool', tool_call_id: 'call_b', content: 'Train 3 leaves at 9:00' },

@@ -1,7 +1,16 @@
-import { SimulatedClock, waitFor } from 'xstate'
 import { describe, expect, it } from 'vitest'
+import { SimulatedClock, waitFor } from 'xstate'
 import { z } from 'zod'
-import { type AgentOptions, ConfigError, createAgent, MemoryAuditLog, type Reviewer, tool } from '../../src/index.ts'
+import {
+  type Agent,
+  type AgentOptions,
+  ConfigError,
+  createAgent,
+  type MemoryAuditLog,
+  type Reviewer,
+  type RunHandle,
+  tool,
+} from '../../src/index.ts'
 import { ScriptedProvider } from '../../src/testing/index.ts'
 import { deferred, eventsOf, ManualProvider, recordEvents, recordingTool } from './helpers.ts'
 
@@ -29,45 +38,49 @@ function setup(options: Partial<AgentOptions> = {}) {
 }
 
 describe('steering', () => {
-  it.each([
-    ['agent.steer', (s: ReturnType<typeof setup>, _h: unknown) => s.agent.steer('No, wait! The penguin!', { from: 'tina' })],
-    ['handle.steer', (_s: unknown, h: { steer: (t: string, o: { from: string }) => void }) => h.steer('No, wait! The penguin!', { from: 'tina' })],
-  ] as const)('%s while the model thinks cancels the next tool call; the model reads the correction', async (_name, steer) => {
-    const s = setup()
-    const handle = s.agent.start('Get me the bear!')
-    await s.provider.called(1)
-    steer(s as never, handle as never)
-    s.clock.increment(2_000)
-    s.provider.reply({ toolCalls: [batch[0] as (typeof batch)[0]] })
-    await s.provider.called(2)
-    s.provider.reply({ content: 'Going for the penguin.' })
-    const result = await handle.result
-    expect(s.moves).toEqual([])
-    expect(s.read('c1')).toBe('Cancelled. The person says: No, wait! The penguin!')
-    expect(result.pendingSteering).toEqual([])
-    expect(eventsOf(s.events, 'steering.queued')[0]).toMatchObject({ text: 'No, wait! The penguin!', from: 'tina' })
-    expect(eventsOf(s.events, 'steering.applied')[0]).toMatchObject({
-      callId: 'c1',
-      toolName: 'move',
-      text: 'No, wait! The penguin!',
-      from: 'tina',
-    })
-    expect(eventsOf(s.events, 'tool.start')).toEqual([])
-    expect(eventsOf(s.events, 'tool.end')[0]).toMatchObject({ outcome: 'steered', output: expect.stringContaining('penguin') })
-    expect(s.audit()).toEqual([
-      expect.objectContaining({
-        kind: 'steering.applied',
-        actor: 'tina',
+  const steerers: [string, (agent: Agent, handle: RunHandle) => void][] = [
+    ['agent.steer', (agent) => agent.steer('No, wait! The penguin!', { from: 'tina' })],
+    ['handle.steer', (_agent, handle) => handle.steer('No, wait! The penguin!', { from: 'tina' })],
+  ]
+  it.each(steerers)(
+    '%s while the model thinks cancels the next tool call; the model reads the correction',
+    async (_name, steer) => {
+      const s = setup()
+      const handle = s.agent.start('Get me the bear!')
+      await s.provider.called(1)
+      steer(s.agent, handle)
+      s.clock.increment(2_000)
+      s.provider.reply({ toolCalls: [batch[0] as (typeof batch)[0]] })
+      await s.provider.called(2)
+      s.provider.reply({ content: 'Going for the penguin.' })
+      const result = await handle.result
+      expect(s.moves).toEqual([])
+      expect(s.read('c1')).toBe('Cancelled. The person says: No, wait! The penguin!')
+      expect(result.pendingSteering).toEqual([])
+      expect(eventsOf(s.events, 'steering.queued')[0]).toMatchObject({ text: 'No, wait! The penguin!', from: 'tina' })
+      expect(eventsOf(s.events, 'steering.applied')[0]).toMatchObject({
         callId: 'c1',
         toolName: 'move',
-        shown: { toolName: 'move', arguments: '{"x":"left"}' },
-        decision: 'No, wait! The penguin!',
-        requestedAt: 5_000,
-        decidedAt: 7_000,
-        latencyMs: 2_000,
-      }),
-    ])
-  })
+        text: 'No, wait! The penguin!',
+        from: 'tina',
+      })
+      expect(eventsOf(s.events, 'tool.start')).toEqual([])
+      expect(eventsOf(s.events, 'tool.end')[0]).toMatchObject({ outcome: 'steered', output: expect.stringContaining('penguin') })
+      expect(s.audit()).toEqual([
+        expect.objectContaining({
+          kind: 'steering.applied',
+          actor: 'tina',
+          callId: 'c1',
+          toolName: 'move',
+          shown: { toolName: 'move', arguments: '{"x":"left"}' },
+          decision: 'No, wait! The penguin!',
+          requestedAt: 5_000,
+          decidedAt: 7_000,
+          latencyMs: 2_000,
+        }),
+      ])
+    },
+  )
 
   it('cancel-next (the default): only the next call is cancelled, later calls of the batch run', async () => {
     const s = setup()
@@ -129,6 +142,22 @@ describe('steering', () => {
     expect(s.read('c2')).toBe('Cancelled. The person says: not down, up')
   })
 
+  it('a correction while a beforeToolExecution hook decides cancels that call (it has not started)', async () => {
+    const hookDecides = deferred()
+    const s = setup({ hooks: { beforeToolExecution: () => hookDecides.promise.then(() => ({ authorize: true })) } })
+    const handle = s.agent.start('go')
+    await s.provider.called(1)
+    s.provider.reply({ toolCalls: [batch[0] as (typeof batch)[0], batch[1] as (typeof batch)[1]] })
+    await waitFor(handle.actor, (snap) => snap.hasTag('hook') && snap.context.current?.callId === 'c1')
+    handle.steer('wrong way')
+    hookDecides.resolve()
+    await s.provider.called(2)
+    s.provider.reply({ content: 'ok' })
+    await handle.result
+    expect(s.read('c1')).toBe('Cancelled. The person says: wrong way')
+    expect(s.moves).toEqual([{ x: 'down' }])
+  })
+
   it('a run that only writes text keeps the correction pending', async () => {
     const s = setup()
     const handle = s.agent.start('tell me a story')
@@ -143,7 +172,9 @@ describe('steering', () => {
 
   it('a correction given before any run starts is delivered to the next run', async () => {
     const move = recordingTool('move')
-    const provider = new ScriptedProvider({ script: [{ toolCalls: [{ id: 'c1', name: 'move', arguments: { x: 'left' } }] }, { content: 'ok' }] })
+    const provider = new ScriptedProvider({
+      script: [{ toolCalls: [{ id: 'c1', name: 'move', arguments: { x: 'left' } }] }, { content: 'ok' }],
+    })
     const agent = createAgent({ provider, tools: [move.tool] })
     agent.steer('start on the right')
     await agent.run('go')

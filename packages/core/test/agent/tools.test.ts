@@ -1,7 +1,7 @@
-import { SimulatedClock, waitFor } from 'xstate'
 import { describe, expect, it } from 'vitest'
+import { SimulatedClock, waitFor } from 'xstate'
 import { z } from 'zod'
-import { ConfigError, createAgent, deny, type Tool, tool, type ToolContext } from '../../src/index.ts'
+import { ConfigError, createAgent, deny, type Tool, type ToolContext, tool } from '../../src/index.ts'
 import { ScriptedProvider } from '../../src/testing/index.ts'
 import { deferred, eventsOf, recordEvents, recordingTool, runFailure, toolResultIn } from './helpers.ts'
 
@@ -17,7 +17,10 @@ const bookTicket = (calls: unknown[] = []) =>
   })
 
 /** Runs one reply with the given calls, then a final answer; returns what the model read. */
-async function oneReply(calls: { id: string; name: string; arguments: string | Record<string, unknown> }[], tools: Tool<any>[] = [bookTicket()]) {
+async function oneReply(
+  calls: { id: string; name: string; arguments: string | Record<string, unknown> }[],
+  tools: Tool<any>[] = [bookTicket()],
+) {
   const provider = new ScriptedProvider({ script: [{ toolCalls: calls }, { content: 'done' }] })
   const agent = createAgent({ provider, tools })
   const events = recordEvents(agent)
@@ -50,7 +53,9 @@ describe('tool definitions', () => {
     expect(() => tool({ name: 'has space', description: '', schema: z.object({}), execute: run })).toThrow(ConfigError)
     expect(() => tool({ name: 'n', description: '', schema: z.string(), execute: run })).toThrow(/z\.object/)
     const t = recordingTool('dup').tool
-    expect(() => createAgent({ provider: new ScriptedProvider({ script: [] }), tools: [t, t] })).toThrow(/Two tools are named "dup"/)
+    expect(() => createAgent({ provider: new ScriptedProvider({ script: [] }), tools: [t, t] })).toThrow(
+      /Two tools are named "dup"/,
+    )
   })
 
   it('a tool returning an object is read by the model as JSON', async () => {
@@ -83,7 +88,10 @@ describe('bad tool calls from the model', () => {
   })
 
   it('an unknown tool: the model reads the names of the tools that exist', async () => {
-    const { read, events } = await oneReply([{ id: 'c1', name: 'book_flight', arguments: {} }], [bookTicket(), recordingTool('find_trains').tool])
+    const { read, events } = await oneReply(
+      [{ id: 'c1', name: 'book_flight', arguments: {} }],
+      [bookTicket(), recordingTool('find_trains').tool],
+    )
     expect(read('c1')).toContain('unknown tool "book_flight"')
     expect(read('c1')).toContain('book_ticket')
     expect(read('c1')).toContain('find_trains')
@@ -136,7 +144,9 @@ describe('several calls in one reply', () => {
     const agent = createAgent({
       provider,
       tools: [slowFirst],
-      hooks: { beforeToolExecution: ({ input }) => ((input as { x: string }).x === 'deny-me' ? deny('not that one') : undefined) },
+      hooks: {
+        beforeToolExecution: ({ input }) => ((input as { x: string }).x === 'deny-me' ? deny('not that one') : undefined),
+      },
     })
     await agent.run('go')
     expect(order).toEqual(['1', '3'])
@@ -164,7 +174,9 @@ describe('per-tool timeout', () => {
         return new Promise(() => {})
       },
     })
-    const provider = new ScriptedProvider({ script: [{ toolCalls: [{ id: 'c1', name: 'slow', arguments: {} }] }, { content: 'gave up' }] })
+    const provider = new ScriptedProvider({
+      script: [{ toolCalls: [{ id: 'c1', name: 'slow', arguments: {} }] }, { content: 'gave up' }],
+    })
     const agent = createAgent({ provider, tools: [slow], clock })
     const events = recordEvents(agent)
     const handle = agent.start('go')
@@ -183,7 +195,9 @@ describe('per-tool timeout', () => {
   it('does not fire for a tool that finishes in time', async () => {
     const clock = new SimulatedClock()
     const quick = tool({ name: 'quick', description: 'Quick.', schema: z.object({}), timeoutMs: 50, execute: () => 'fast' })
-    const provider = new ScriptedProvider({ script: [{ toolCalls: [{ id: 'c1', name: 'quick', arguments: {} }] }, { content: 'ok' }] })
+    const provider = new ScriptedProvider({
+      script: [{ toolCalls: [{ id: 'c1', name: 'quick', arguments: {} }] }, { content: 'ok' }],
+    })
     const handle = createAgent({ provider, tools: [quick], clock }).start('go')
     await waitFor(handle.actor, (s) => s.status === 'done')
     clock.increment(1_000)

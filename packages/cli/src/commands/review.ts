@@ -1,0 +1,146 @@
+import type { ServiceMode } from '@signalbox/actors'
+import type { ApprovalRequest, Question } from '@signalbox/core'
+import { type Command, EXIT } from '../cli.ts'
+import { openBus, untilSignal } from '../bus.ts'
+import type { Prompter } from '../prompter.ts'
+import type { AutoVerdict } from '../review-console.ts'
+
+export const review: Command = {
+  name: 'review',
+  summary: 'review approval requests (and answer questions) at this terminal',
+  usage: 'review [--agent <id>] [--mode shared|broadcast] [--name <reviewer>] [--auto approve|deny] [--answer <text>] [flags]',
+  description: [
+    'An interactive reviewer on the bus. Each approval request is shown with the exact call: agent,',
+    'run, call id, tool, the arguments (pretty-printed), their digest and the time left. Type y to',
+    'let it run, or n and a reason (the model reads it). Questions from ask-a-human tools are shown',
+    'too; type the answer. One prompt at a time: requests wait their turn.',
+    'Also prints what was decided, including decisions by other reviewers, and requests that timed',
+    'out (the agent then denies by default).',
+    'shared mode: reviewers split the requests (each decided once). broadcast: everyone sees every',
+    'request and the first decision wins.',
+  ].join('\n'),
+  options: {
+    agent: { type: 'string', valueName: '<id>', description: "only this agent's requests", default: 'every agent' },
+    mode: { type: 'string', valueName: '<mode>', description: 'how reviewers share requests', choices: ['shared', 'broadcast'], default: 'shared (questions: broadcast)' },
+    name: { type: 'string', valueName: '<reviewer>', description: 'who you are (recorded in the audit)', default: '$USER' },
+    group: { type: 'string', valueName: '<group>', description: 'shared-mode group', default: 'reviewers (reviewers-<agent> with --agent)' },
+    auto: { type: 'string', valueName: '<verdict>', description: 'decide without asking (unattended demos)', choices: ['approve', 'deny'] },
+    answer: { type: 'string', valueName: '<text>', description: 'answer every question with this text instead of asking' },
+  },
+  bus: 'required',
+  maxArgs: 0,
+  examples: [
+    ['signalbox review --name tina', 'review every agent, interactively'],
+    ['signalbox review --agent claw --auto approve --answer "The polar bear!"', 'unattended: approve everything, answer questions'],
+  ],
+  async run(context) {
+    const { c } = context
+    const agentId = context.values.agent as string | undefined
+    const auto = context.values.auto as AutoVerdict | undefined
+    const autoAnswer = context.values.answer as string | undefined
+    const name = (context.values.name as string | undefined) ?? context.io.env.USER ?? 'terminal'
+    const explicitMode = context.values.mode as ServiceMode | undefined
+    const group = (context.values.group as string | undefined) ?? `reviewers${agentId ? `-${agentId}` : ''}`
+    const answerGroup = (context.values.group as string | undefined) ?? `answerers${agentId ? `-${agentId}` : ''}`
+    const answersQuestions = autoAnswer !== undefined || auto === undefined
+    const needsTerminal = auto === undefined
+
+    const [{ startAnswerService, startReviewerService }, { createPrompter }, { createReviewConsole }] = await Promise.all([
+      import('@signalbox/actors'),
+      import('../prompter.ts'),
+      import('../review-console.ts'),
+    ])
+    const { bus, subjects, url } = await openBus(context, 'review')
+    const stop = untilSignal()
+    const interrupt = () => process.kill(process.pid, 'SIGINT')
+    let prompter: Prompter | undefined
+    let inputEnded = false
+    if (needsTerminal) {
+      prompter = createPrompter({ input: context.io.stdin, output: context.io.stdout, onInterrupt: interrupt })
+      prompter.onClose(() => {
+        inputEnded = true
+        interrupt()
+      })
+    }
+    const out = {
+      line: (text: string) => context.out(text),
+      ...(context.global.json ? { json: (record: Record<string, unknown>) => context.out(JSON.stringify(record)) } : {}),
+    }
+    const ui = createReviewConsole({ c, out, name, ...(prompter ? { prompter } : {}), ...(auto ? { auto } : {}), ...(autoAnswer !== undefined ? { autoAnswer } : {}) })
+    const startedAt = Date.now()
+    const requests = new Map<string, ApprovalRequest>()
+    const questions = new Map<string, Question>()
+    const ours = new Set<string>()
+    const onError = (error: unknown) => context.err(`${c.red('error')}: ${error instanceof Error ? error.message : String(error)}`)
+
+    const reviewers = startReviewerService({
+      bus,
+      subjects,
+      ...(agentId ? { agentId } : {}),
+      mode: explicitMode ?? 'shared',
+      group,
+      reviewer: {
+        async review(request, options) {
+          const decision = await ui.reviewer.review(request, options)
+          ours.add(request.requestId)
+          return decision
+        },
+      },
+      onRequest: (request) => requests.set(request.requestId, request),
+      onDecision: (request, decision) => ui.decided(request, decision),
+      onSettled: (requestId, decision) => {
+        if (ours.has(requestId)) return
+        const seen = requests.get(requestId)
+        if (!seen && decision.decidedAt < startedAt) return // history from before this reviewer started
+        ui.decided(seen, decision, { elsewhere: true })
+      },
+      onError,
+    })
+    const answerers = answersQuestions
+      ? startAnswerService({
+          bus,
+          subjects,
+          ...(agentId ? { agentId } : {}),
+          mode: explicitMode ?? 'broadcast',
+          group: answerGroup,
+          answerer: {
+            async answer(question, options) {
+              const answer = await ui.answerer.answer(question, options)
+              ours.add(question.questionId)
+              return answer
+            },
+          },
+          onQuestion: (question) => questions.set(question.questionId, question),
+          onAnswer: (question, answer) => ui.answered(question, answer),
+          onSettled: (questionId, answer) => {
+            if (ours.has(questionId)) return
+            const seen = questions.get(questionId)
+            if (!seen && answer.answeredAt < startedAt) return
+            ui.answered(seen, answer, { elsewhere: true })
+          },
+          onError,
+        })
+      : undefined
+
+    try {
+      await Promise.race([Promise.all([reviewers.ready, answerers?.ready]), stop.promise])
+      const scope = agentId ? `agent ${agentId}` : 'every agent'
+      const how = auto ? `deciding automatically: ${auto}` : 'asking you'
+      const asks = answerers
+        ? `answering questions${autoAnswer !== undefined ? ` with ${JSON.stringify(autoAnswer)}` : ''}`
+        : 'not answering questions (--auto without --answer)'
+      const ready = `reviewing approval requests for ${scope} on ${subjects.prefix} at ${url} as ${name} (${explicitMode ?? 'shared'}, ${how}); ${asks}. Ctrl-C to stop.`
+      if (context.global.json) context.err(ready)
+      else context.out(c.dim(ready))
+      await stop.promise
+    } finally {
+      stop.dispose()
+      if (inputEnded) context.err('input ended: stopping (pending requests are left for other reviewers)')
+      reviewers.close()
+      answerers?.close()
+      prompter?.close()
+      await bus.close()
+    }
+    return EXIT.ok
+  },
+}

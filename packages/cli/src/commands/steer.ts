@@ -1,0 +1,61 @@
+import { type Command, EXIT } from '../cli.ts'
+import { openBus } from '../bus.ts'
+
+export const steer: Command = {
+  name: 'steer',
+  summary: 'send a correction to a running agent (applied at its next tool call)',
+  usage: 'steer <agent> <text...> [--run <runId>] [--from <name>] [flags]',
+  description: [
+    'Queues a correction for an agent on the bus. The agent applies it at its next tool call:',
+    'that call is cancelled and the model reads "Cancelled. The person says: <text>".',
+    'The correction travels on the durable path (JetStream), so a server restart does not lose it.',
+    'Without --run it goes to every run of the agent in flight.',
+  ].join('\n'),
+  args: [
+    ['<agent>', 'the agent id (as in `signalbox watch`)'],
+    ['<text...>', 'the correction; the rest of the line'],
+  ],
+  options: {
+    run: { type: 'string', valueName: '<runId>', description: 'only this run of the agent', default: 'every run in flight' },
+    from: { type: 'string', valueName: '<name>', description: 'who is steering (shown to the model and in the audit)', default: '$USER' },
+  },
+  bus: 'required',
+  minArgs: 2,
+  examples: [
+    ['signalbox steer claw "No, wait! The penguin!"', 'the claw agent switches prize at its next tool call'],
+    ['signalbox steer billing stop refunding --run run_3f2a9c1e --from ops', 'one run only, signed "ops"'],
+  ],
+  async run(context) {
+    const [agentId, ...words] = context.positionals as [string, ...string[]]
+    const text = words.join(' ').trim()
+    const from = (context.values.from as string | undefined) ?? context.io.env.USER ?? 'cli'
+    const runId = context.values.run as string | undefined
+    const [{ sendControl, sendSteering }, { BusNoRespondersError }] = await Promise.all([import('@signalbox/actors'), import('@signalbox/core')])
+    const { bus, subjects } = await openBus(context, 'steer')
+    try {
+      // Steering is stored durably, but an agent only reads corrections sent while it is connected.
+      let present = true
+      try {
+        await sendControl({ bus, subjects, agentId, request: { type: 'control.status' }, timeoutMs: 2_000 })
+      } catch (error) {
+        if (!(error instanceof BusNoRespondersError)) throw error
+        present = false
+      }
+      const message = await sendSteering({ bus, subjects, agentId, text, from, ...(runId ? { runId } : {}) })
+      if (context.global.json) {
+        context.out(JSON.stringify({ ...message, agentOnline: present }))
+      } else {
+        const target = runId ? `run ${runId} of ${agentId}` : `every run of ${agentId}`
+        context.out(`${context.c.green('✔ queued')} ${JSON.stringify(text)} for ${target} from ${from} ${context.c.dim(`(${message.steerId})`)}`)
+      }
+      if (!present) {
+        context.err(
+          `${context.c.yellow('warning')}: agent "${agentId}" is not on the bus right now (no reply on ${subjects.control(agentId)}); only runs connected when a correction is sent receive it.`,
+        )
+      }
+      return EXIT.ok
+    } finally {
+      await bus.close()
+    }
+  },
+}

@@ -1,0 +1,4 @@
+/** @signalbox/cli: the `signalbox` command, and the agent-module contract `signalbox run` loads. */
+export { type AgentModule, type AgentModuleContext, type AskHumanSpec, agentModuleProblems, defineAgentModule } from './agent-module.ts'
+export { commandHelp, type Command, EXIT } from './cli.ts'
+export { COMMANDS, formatError, main } from './main.ts'

@@ -1,0 +1,47 @@
+import { existsSync } from 'node:fs'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import type { Tool } from '@signalbox/core'
+import { type AgentModule, agentModuleProblems, toolProblems } from './agent-module.ts'
+import { CliError } from './cli.ts'
+
+/** Imports a module given on the command line (TypeScript works: the CLI runs under tsx). */
+export async function importUserModule(spec: string, cwd: string): Promise<{ file: string; exports: Record<string, unknown> }> {
+  const file = path.resolve(cwd, spec)
+  if (!existsSync(file)) throw new CliError('MODULE_NOT_FOUND', `no such module: ${spec} (looked for ${file})`)
+  try {
+    return { file, exports: (await import(pathToFileURL(file).href)) as Record<string, unknown> }
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : String(error)
+    throw new CliError('MODULE_LOAD_FAILED', `could not load ${spec}: ${detail}`, { cause: error })
+  }
+}
+
+/** The agent a module default-exports (`export default defineAgentModule({ ... })`). */
+export async function loadAgentModule(spec: string, cwd: string): Promise<{ file: string; agent: AgentModule }> {
+  const { file, exports } = await importUserModule(spec, cwd)
+  const candidate = exports.default
+  const problems = agentModuleProblems(candidate)
+  if (problems.length > 0) {
+    throw new CliError('MODULE_INVALID', `${spec} is not an agent module:\n${problems.map((p) => `  - ${p}`).join('\n')}`)
+  }
+  return { file, agent: candidate as AgentModule }
+}
+
+/** The tools a module exports: `export const tools = [...]` or `export default [...]`. */
+export async function loadToolsModule(spec: string, cwd: string): Promise<{ file: string; tools: Tool<any>[] }> {
+  const { file, exports } = await importUserModule(spec, cwd)
+  const candidate = exports.tools ?? exports.default
+  if (!Array.isArray(candidate)) {
+    throw new CliError('MODULE_INVALID', `${spec} exports no tools: use \`export const tools = [...]\` or \`export default [...]\``)
+  }
+  const problems = candidate.flatMap((t, i) => toolProblems(t, `tools[${i}]`))
+  if (candidate.length === 0) problems.push('the tools array is empty')
+  const names = new Set<string>()
+  for (const t of candidate as Tool[]) {
+    if (names.has(t.name)) problems.push(`two tools are named "${t.name}"`)
+    names.add(t.name)
+  }
+  if (problems.length > 0) throw new CliError('MODULE_INVALID', `${spec}: ${problems.join('; ')}`)
+  return { file, tools: candidate as Tool<any>[] }
+}

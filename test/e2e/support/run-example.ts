@@ -1,0 +1,39 @@
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
+
+/** Variables that would change which model or colours a demo uses; a test sets them explicitly. */
+const CLEARED = ['SIGNALBOX_MODEL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'NO_COLOR', 'FORCE_COLOR']
+
+/**
+ * Runs an example as `tsx <script>` would (node --import tsx), from the repository root, with
+ * stdout and stderr piped (not a terminal). Killed after 25 s so a demo that hangs fails the test.
+ */
+export function runExample(
+  script: string,
+  args: string[] = [],
+  extraEnv: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env }
+  for (const key of CLEARED) delete env[key]
+  Object.assign(env, extraEnv)
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 25_000,
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8')
+    })
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8')
+    })
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
