@@ -180,13 +180,12 @@ async function main(): Promise<number> {
     return 1
   }
   log(c.dim('1. a tool host serves move_claw and drop_claw (the claw machine lives there)'))
-  const tools = start('tools', c.green, ['tools', 'serve', 'examples/distributed/claw-tools.ts'])
-  await ready(tools, 'serving ')
   log(c.dim(`2. a reviewer (Tina) approves calls and answers questions${auto ? ', automatically' : ': that is you'}`))
+  const tools = start('tools', c.green, ['tools', 'serve', 'examples/distributed/claw-tools.ts'])
   const reviewerArgs = ['review', '--name', 'tina', '--agent', 'claw']
   if (auto) reviewerArgs.push('--auto', 'approve', '--answer', 'The polar bear!')
   const reviewer = start('reviewer', c.yellow, reviewerArgs, { interactive: !auto })
-  await ready(reviewer, 'reviewing approval requests')
+  await Promise.all([ready(tools, 'serving '), ready(reviewer, 'reviewing approval requests')])
   log(c.dim('3. the agent runs; drop_claw needs approval, so its request goes to the reviewer over NATS'))
   if (!auto) log(c.bold('   Answer the question, then type y (or n and a reason) when the drop is shown.'))
   const agent = start('agent', c.cyan, ['run', 'examples/distributed/claw-agent.ts', '--scripted'])

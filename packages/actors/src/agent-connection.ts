@@ -6,18 +6,20 @@ import {
   ControlRequestMessage,
   type ControlReplyMessage,
   createSubjects,
+  type BusMessage,
   decodeMessage,
+  describeError,
   encodeMessage,
   errorMessage,
   type EventMessage,
   PROTOCOL_VERSION,
-  type SignalboxError,
+  ProtocolError,
   SteerMessage,
   type Subjects,
   type Subscription,
   statePath,
 } from '@signalbox/core'
-import { createRejectionReporter } from './rejections.ts'
+import { createRejectionReporter, toWireError, truncate } from './rejections.ts'
 
 export interface ConnectAgentOptions {
   bus: Bus
@@ -56,18 +58,27 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
       bus.durableConsume(subjects.steer(agent.id), (message) => {
         message.ack()
         const decoded = decodeMessage(message.data, SteerMessage, { maxBytes: bus.maxPayload })
-        if (!decoded.ok) return report(message.subject, message.data, decoded.error as SignalboxError)
+        if (!decoded.ok) return report(message.subject, message.data, decoded.error)
         const steer = decoded.value
         // A publish retried across a reconnect may arrive twice: apply each correction once.
         if (seen.has(steer.steerId)) return
+        const refuse = (why: string) =>
+          report(message.subject, message.data, new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Steering ${steer.steerId} refused: ${why}`))
+        if (steer.text.trim() === '') return refuse('the correction has no text')
+        let target: { steer(text: string, options: { from: string }): void } = agent
+        if (steer.runId !== undefined) {
+          const handle = agent.runs.get(steer.runId)
+          // Said, not dropped in silence: the operator aimed at a run that is not (or no longer) here.
+          if (handle === undefined) return refuse(`run ${steer.runId} is not active on agent ${agent.id}`)
+          target = handle
+        }
+        try {
+          target.steer(steer.text, { from: steer.from })
+        } catch (error) {
+          return refuse(describeError(error))
+        }
         seen.add(steer.steerId)
         if (seen.size > 10_000) seen.delete(seen.values().next().value as string)
-        if (steer.runId === undefined) {
-          agent.steer(steer.text, { from: steer.from })
-          return
-        }
-        const handle = agent.runs.get(steer.runId)
-        if (handle) handle.steer(steer.text, { from: steer.from })
       }),
     )
   }
@@ -77,15 +88,13 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
       bus.subscribe(subjects.control(agent.id), (message) => {
         const decoded = decodeMessage(message.data, ControlRequestMessage, { maxBytes: bus.maxPayload })
         if (!decoded.ok) {
-          if (!message.respond(encodeMessage(errorMessage(decoded.error.toJSON())))) {
-            report(message.subject, message.data, decoded.error as SignalboxError)
-          }
+          if (!respond(message, errorMessage(toWireError(decoded.error)))) report(message.subject, message.data, decoded.error)
           return
         }
         const request = decoded.value
         const cancelled: string[] = []
         if (request.type === 'control.cancel') {
-          for (const [runId, handle] of agent.runs) {
+          for (const [runId, handle] of [...agent.runs]) {
             if (request.runId !== undefined && request.runId !== runId) continue
             handle.cancel(request.reason ?? `cancelled by ${request.from ?? 'control request'}`)
             cancelled.push(runId)
@@ -101,7 +110,8 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
           }),
           ...(request.type === 'control.cancel' ? { cancelled } : {}),
         }
-        message.respond(encodeMessage(reply))
+        // A request without a reply subject has nobody to tell; the work (a cancel) is done anyway.
+        respond(message, reply)
       }),
     )
   }
@@ -115,20 +125,60 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
   }
 }
 
-/** Events are observe-only and lossy by design: a plain publish, trimmed to fit the bus. */
-function publishEvent(bus: Bus, subjects: Subjects, event: AgentEvent): void {
-  const subject = subjects.events(event.agentId, event.type)
-  let message: EventMessage = { v: PROTOCOL_VERSION, type: 'event', event: event as unknown as EventMessage['event'] }
-  let data = encodeMessage(message)
-  if (data.byteLength > bus.maxPayload) {
-    const { messages: _m, message: _msg, ...rest } = event as AgentEvent & { messages?: unknown; message?: unknown }
-    message = { v: PROTOCOL_VERSION, type: 'event', event: rest as EventMessage['event'], truncated: true }
-    data = encodeMessage(message)
-    if (data.byteLength > bus.maxPayload) return
-  }
+/** Replies; false when the message had no reply subject or the reply could not be sent. */
+function respond(message: BusMessage, reply: { v: number; type: string }): boolean {
   try {
+    return message.respond(encodeMessage(reply))
+  } catch {
+    return false
+  }
+}
+
+/** Longest string field kept in an event that had to be trimmed to fit the bus. */
+const TRIMMED_STRING_LENGTH = 4_096
+/** Fields an event keeps at the very least (what happened, to whom, when). */
+const IDENTITY_FIELDS = ['type', 'agentId', 'runId', 'runPath', 'parentRunId', 'at', 'turn', 'callId', 'toolName', 'status', 'outcome', 'isError'] as const
+
+/**
+ * Events are observe-only and lossy by design: a plain publish. One too large for the bus is
+ * trimmed, never dropped (an observer must still see that the run started or a tool ended):
+ * first without the transcripts, then with long strings cut, then down to its identity fields.
+ */
+function publishEvent(bus: Bus, subjects: Subjects, event: AgentEvent): void {
+  try {
+    const subject = subjects.events(event.agentId, event.type)
+    const full: EventMessage = { v: PROTOCOL_VERSION, type: 'event', event: event as unknown as EventMessage['event'] }
+    let data = encodeMessage(full)
+    if (data.byteLength > bus.maxPayload) {
+      const { messages: _m, message: _msg, ...rest } = event as AgentEvent & { messages?: unknown; message?: unknown }
+      const attempts: Record<string, unknown>[] = [rest, cutStrings(rest), pick(event as unknown as Record<string, unknown>, IDENTITY_FIELDS)]
+      const fitting = attempts
+        .map((trimmed) => {
+          const message: EventMessage = { v: PROTOCOL_VERSION, type: 'event', event: trimmed as EventMessage['event'], truncated: true }
+          return encodeMessage(message)
+        })
+        .find((encoded) => encoded.byteLength <= bus.maxPayload)
+      if (fitting === undefined) return
+      data = fitting
+    }
     bus.publish(subject, data)
   } catch {
     // A closed bus or a transient failure must not reach the run.
   }
+}
+
+function cutStrings(value: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const [key, field] of Object.entries(value)) {
+    if (typeof field === 'string') out[key] = truncate(field, TRIMMED_STRING_LENGTH)
+    else if (field !== null && typeof field === 'object' && JSON.stringify(field).length > TRIMMED_STRING_LENGTH) out[key] = '[trimmed]'
+    else out[key] = field
+  }
+  return out
+}
+
+function pick(value: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const key of keys) if (value[key] !== undefined) out[key] = value[key]
+  return out
 }

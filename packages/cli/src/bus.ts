@@ -1,3 +1,4 @@
+import net from 'node:net'
 import type { NatsBus } from '@signalbox/actors'
 import type { Subjects } from '@signalbox/core'
 import { CliError, type CommandContext, NO_BUS_MESSAGE } from './cli.ts'
@@ -9,6 +10,9 @@ export const CONNECT_TIMEOUT_MS = 5_000
 export async function openBus(context: CommandContext, role: string): Promise<{ bus: NatsBus; subjects: Subjects; url: string }> {
   const url = context.global.nats
   if (!url) throw new CliError('NO_BUS', NO_BUS_MESSAGE)
+  // Nothing listening is the common mistake: say so at once (the client would retry for the whole timeout).
+  const refused = await refusedAt(url)
+  if (refused) throw new CliError('BUS_CONNECT_FAILED', `could not reach NATS at ${url}: nothing listens on ${refused} (is nats-server running, with JetStream: -js?)`)
   const [{ connectNatsBus }, { AbortedError, createSubjects }] = await Promise.all([import('@signalbox/actors'), import('@signalbox/core')])
   const subjects = createSubjects(context.global.prefix)
   const signal = AbortSignal.timeout(CONNECT_TIMEOUT_MS)
@@ -25,19 +29,56 @@ export async function openBus(context: CommandContext, role: string): Promise<{ 
   }
 }
 
-/** Resolves on the first SIGINT or SIGTERM (and removes its listeners). */
-export function untilSignal(): { promise: Promise<NodeJS.Signals>; dispose(): void } {
-  let resolve!: (signal: NodeJS.Signals) => void
-  const promise = new Promise<NodeJS.Signals>((r) => {
+/** `host:port` when every server of `url` refuses TCP connections, else undefined (reachable, or unsure). */
+async function refusedAt(url: string): Promise<string | undefined> {
+  const targets: { host: string; port: number }[] = []
+  for (const server of url.split(',')) {
+    try {
+      const parsed = new URL(server.includes('://') ? server.trim() : `nats://${server.trim()}`)
+      targets.push({ host: parsed.hostname.replace(/^\[|\]$/g, ''), port: Number(parsed.port) || 4222 })
+    } catch {
+      return undefined // let the client report the malformed URL
+    }
+  }
+  const results = await Promise.all(
+    targets.map(
+      ({ host, port }) =>
+        new Promise<boolean>((resolve) => {
+          const socket = net.connect({ host, port })
+          const done = (refused: boolean) => {
+            clearTimeout(timer)
+            socket.destroy()
+            resolve(refused)
+          }
+          const timer = setTimeout(() => done(false), 1_000)
+          socket.once('connect', () => done(false))
+          socket.once('error', (error: NodeJS.ErrnoException) => done(error.code === 'ECONNREFUSED' || error.code === 'ENOTFOUND'))
+        }),
+    ),
+  )
+  return results.every(Boolean) ? targets.map(({ host, port }) => `${host}:${port}`).join(', ') : undefined
+}
+
+/**
+ * Resolves on the first SIGINT or SIGTERM, or when `signal` (the command's `io.signal`, for
+ * embedding and tests) aborts; removes its listeners once settled.
+ */
+export function untilSignal(signal?: AbortSignal): { promise: Promise<NodeJS.Signals | 'abort'>; dispose(): void } {
+  let resolve!: (signal: NodeJS.Signals | 'abort') => void
+  const promise = new Promise<NodeJS.Signals | 'abort'>((r) => {
     resolve = r
   })
   const onInt = () => resolve('SIGINT')
   const onTerm = () => resolve('SIGTERM')
+  const onAbort = () => resolve('abort')
   process.once('SIGINT', onInt)
   process.once('SIGTERM', onTerm)
+  if (signal?.aborted) onAbort()
+  else signal?.addEventListener('abort', onAbort, { once: true })
   const dispose = () => {
     process.off('SIGINT', onInt)
     process.off('SIGTERM', onTerm)
+    signal?.removeEventListener('abort', onAbort)
   }
   void promise.then(dispose)
   return { promise, dispose }

@@ -42,6 +42,8 @@ export interface CommandIO {
   stdin: NodeJS.ReadableStream & { isTTY?: boolean }
   env: NodeJS.ProcessEnv
   cwd: string
+  /** Stops long-running commands like Ctrl-C does (for embedding the CLI, and tests). */
+  signal?: AbortSignal
 }
 
 export interface GlobalValues {

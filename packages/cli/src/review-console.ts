@@ -41,7 +41,7 @@ export interface ReviewConsole {
   answered(question: Question | undefined, answer: Answer, options?: { elsewhere?: boolean }): void
 }
 
-const AUTO_DENY_REASON = 'Denied automatically by the reviewer (--auto deny).'
+const AUTO_DENY_REASON = 'denied automatically by the reviewer (--auto deny)'
 
 export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsole {
   const { c, out, name } = options

@@ -81,10 +81,13 @@ export async function runAgent(context: CommandContext): Promise<number> {
     let apiKey = context.values['api-key'] as string | undefined
     if (context.values.scripted) {
       if (!def.script) throw new CliError('NO_SCRIPT', `${spec} has no scripted conversation: add \`script: { "<model>": [steps...] }\` to it, or drop --scripted`)
-      server = await startScriptedModelServer({ scripts: def.script })
+      model ??= def.model ?? Object.keys(def.script).find((k) => k !== '*') ?? 'scripted'
+      const script = def.script[model] ?? def.script['*']
+      if (!script) throw new CliError('NO_SCRIPT', `${spec} has no script for model "${model}" (scripts: ${Object.keys(def.script).join(', ')})`)
+      // Only the conversation played here: the run is checked against it alone at the end.
+      server = await startScriptedModelServer({ scripts: { [model]: script } })
       const started = server
       cleanups.push(() => started.close())
-      model ??= def.model ?? Object.keys(def.script).find((k) => k !== '*') ?? 'scripted'
       baseURL = server.url
       apiKey = 'scripted'
     }
@@ -139,7 +142,7 @@ export async function runAgent(context: CommandContext): Promise<number> {
       const ui = createReviewConsole({
         c,
         out: { line: print, ...(context.global.json ? { json } : {}) },
-        name: io.env.USER ?? 'terminal',
+        name: auto ? `auto-${auto}` : (io.env.USER ?? 'terminal'),
         ...(prompter ? { prompter } : {}),
         ...(auto ? { auto } : {}),
         ...(autoAnswer !== undefined ? { autoAnswer } : {}),
@@ -205,11 +208,15 @@ export async function runAgent(context: CommandContext): Promise<number> {
       context.err(c.yellow(`${signal}: cancelling the run (again to exit now)`))
       handle.cancel(signal === 'SIGINT' ? 'interrupted (Ctrl-C)' : `stopped (${signal})`)
     }
+    const onAbort = () => handle.cancel('aborted by the caller')
     process.on('SIGINT', onSignal)
     process.on('SIGTERM', onSignal)
+    if (io.signal?.aborted) onAbort()
+    else io.signal?.addEventListener('abort', onAbort, { once: true })
     cleanups.push(() => {
       process.off('SIGINT', onSignal)
       process.off('SIGTERM', onSignal)
+      io.signal?.removeEventListener('abort', onAbort)
     })
 
     let result: RunResult

@@ -56,6 +56,8 @@ export type AgentEvent = EventBase &
     | { type: 'approval.requested'; request: ApprovalRequest }
     | { type: 'approval.decided'; request: ApprovalRequest; decision: ApprovalDecision; latencyMs: number }
     | { type: 'approval.timeout'; request: ApprovalRequest }
+    /** No reviewer could decide (none configured, or it failed): denied at once. */
+    | { type: 'approval.unavailable'; request: ApprovalRequest; reason: string }
     | { type: 'approval.rejected'; request?: ApprovalRequest; decision: unknown; reason: string }
     | { type: 'steering.queued'; text: string; from: string }
     | { type: 'steering.applied'; callId: string; toolName: string; text: string; from: string }
@@ -87,6 +89,7 @@ export const AGENT_EVENT_TYPES = [
   'approval.requested',
   'approval.decided',
   'approval.timeout',
+  'approval.unavailable',
   'approval.rejected',
   'steering.queued',
   'steering.applied',

@@ -51,6 +51,7 @@ export {
   type ToolGate,
 } from './hooks.ts'
 export { callDigest, canonicalJson } from './hitl/digest.ts'
+export { AUDIT_KINDS } from './hitl/types.ts'
 export type {
   Answer,
   Answerer,

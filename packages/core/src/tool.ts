@@ -3,6 +3,7 @@ import type { Clock } from './clock.ts'
 import { ConfigError } from './errors.ts'
 import type { AgentEvent } from './events.ts'
 import type { AuditLog } from './hitl/types.ts'
+import type { IdGenerator } from './ids.ts'
 import type { ToolSpec } from './provider/provider.ts'
 
 /** What a running tool gets besides its arguments. */
@@ -14,6 +15,8 @@ export interface ToolContext {
   runId: string
   runPath: string[]
   clock: Clock
+  /** The agent's id generator (deterministic in tests). */
+  ids: IdGenerator
   audit: AuditLog
   /** Reports an observe-only event on the agent's event stream (e.g. `question.asked`). */
   emit(event: ToolEmittedEvent): void

@@ -998,6 +998,7 @@ class NatsDurableConsumer implements Subscription {
     if (this.#durableName !== undefined || this.#created) {
       try {
         const info = await jsm.consumers.info(stream, this.#consumerName)
+        if (process.env.SBX_DEBUG) console.log('CINFO', Date.now() % 100000, JSON.stringify({ c: info.created, d: info.delivered, a: info.ack_floor, p: info.num_pending, ap: info.num_ack_pending, dp: info.config.deliver_policy }))
         const filter = info.config.filter_subject ?? '>'
         // nats-server 2.9 silently rewrites a durable's filter on "create": refuse instead.
         if (filter !== this.subject) throw new DurableConsumerConflictError(this.#consumerName, filter, this.subject)

@@ -3,7 +3,7 @@
  * `remoteTool` / `discoverTools`. Every failure (bad arguments, a throwing tool, no host, a host
  * that hangs or stops mid-call) is a clear error result for the model, and the run goes on.
  */
-import { createAgent, type Tool, tool, ToolError } from '@signalbox/core'
+import { createAgent, randomIds, type Tool, tool, ToolError } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -116,7 +116,7 @@ for (const transport of TRANSPORTS) {
       // The typed error behind it:
       const direct = remoteTool({ bus: s.bus, subjects: d.subjects, name: 'lookup', description: 'x', parameters: {} })
       const error = await Promise.resolve(
-        direct.execute({ id: 'c1' }, { signal: new AbortController().signal, callId: 'c', agentId: 'a', runId: 'r', runPath: [], clock: { now: Date.now, setTimeout, clearTimeout } as never, audit: { record() {} }, emit() {} }),
+        direct.execute({ id: 'c1' }, { signal: new AbortController().signal, callId: 'c', agentId: 'a', runId: 'r', runPath: [], clock: { now: Date.now, setTimeout, clearTimeout } as never, ids: randomIds, audit: { record() {} }, emit() {} }),
       ).catch((e: unknown) => e)
       expect(error).toBeInstanceOf(ToolError)
       expect((error as ToolError).code).toBe('TOOL_UNAVAILABLE')

@@ -101,7 +101,11 @@ describe('NatsBus', () => {
     const durable = bus.durableConsume(subjects.audit('a', 'x'), () => {}, { durableName: 'keeper' })
     const ephemeral = bus.durableConsume(subjects.audit('a', 'x'), () => {})
     await Promise.all([durable.ready, ephemeral.ready])
-    const names = async () => (await jsm.consumers.list(bus.streamName).next()).map((c) => c.name).sort()
+    const names = async () => {
+      const found: string[] = []
+      for await (const info of jsm.consumers.list(bus.streamName)) found.push(info.name)
+      return found.sort()
+    }
     expect(await names()).toHaveLength(2)
     durable.unsubscribe()
     ephemeral.unsubscribe()

@@ -76,8 +76,8 @@ export const audit: Command = {
     if (typeof context.values.run === 'string') filter.runId = context.values.run
     if (typeof context.values.tool === 'string') filter.toolName = context.values.tool
     if (typeof context.values.kind === 'string') filter.kind = context.values.kind as AuditKind
-    const { readAudit } = await import('@signalbox/actors')
     const { bus, subjects } = await openBus(context, 'audit')
+    const { readAudit } = await import('@signalbox/actors')
     const cells = (entry: AuditEntry, widths: number[]) =>
       COLUMNS.map((column, i) => {
         const text = cut(column.value(entry), column.max).padEnd(widths[i] as number)
@@ -90,7 +90,7 @@ export const audit: Command = {
     try {
       if (context.values.follow) {
         const widths = COLUMNS.map((column) => Math.max(column.title.length, column.max))
-        const stop = untilSignal()
+        const stop = untilSignal(context.io.signal)
         const controller = new AbortController()
         void stop.promise.then(() => controller.abort())
         if (!context.global.json) context.out(header(widths))

@@ -30,8 +30,8 @@ export const cancel: Command = {
     const from = (context.values.from as string | undefined) ?? context.io.env.USER ?? 'cli'
     const reason = context.values.reason as string | undefined
     const timeoutMs = parseMs(context.values.timeout, 5_000)
-    const { sendControl } = await import('@signalbox/actors')
     const { bus, subjects } = await openBus(context, 'cancel')
+    const { sendControl } = await import('@signalbox/actors')
     try {
       const request = { type: 'control.cancel' as const, from, ...(runId ? { runId } : {}), ...(reason ? { reason } : {}) }
       const reply = await askAgent(() => sendControl({ bus, subjects, agentId, request, timeoutMs }), agentId, subjects.control(agentId))

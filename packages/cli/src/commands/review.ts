@@ -51,7 +51,7 @@ export const review: Command = {
       import('../review-console.ts'),
     ])
     const { bus, subjects, url } = await openBus(context, 'review')
-    const stop = untilSignal()
+    const stop = untilSignal(context.io.signal)
     const interrupt = () => process.kill(process.pid, 'SIGINT')
     let prompter: Prompter | undefined
     let inputEnded = false

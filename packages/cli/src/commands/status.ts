@@ -25,8 +25,8 @@ export const status: Command = {
   async run(context) {
     const agentId = context.positionals[0] as string
     const timeoutMs = parseMs(context.values.timeout, 5_000)
-    const { sendControl } = await import('@signalbox/actors')
     const { bus, subjects } = await openBus(context, 'status')
+    const { sendControl } = await import('@signalbox/actors')
     try {
       const reply = await askAgent(() => sendControl({ bus, subjects, agentId, request: { type: 'control.status' }, timeoutMs }), agentId, subjects.control(agentId))
       if (context.global.json) {

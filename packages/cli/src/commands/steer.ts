@@ -30,8 +30,8 @@ export const steer: Command = {
     const text = words.join(' ').trim()
     const from = (context.values.from as string | undefined) ?? context.io.env.USER ?? 'cli'
     const runId = context.values.run as string | undefined
-    const [{ sendControl, sendSteering }, { BusNoRespondersError }] = await Promise.all([import('@signalbox/actors'), import('@signalbox/core')])
     const { bus, subjects } = await openBus(context, 'steer')
+    const [{ sendControl, sendSteering }, { BusNoRespondersError }] = await Promise.all([import('@signalbox/actors'), import('@signalbox/core')])
     try {
       // Steering is stored durably, but an agent only reads corrections sent while it is connected.
       let present = true

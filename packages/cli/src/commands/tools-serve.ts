@@ -56,7 +56,7 @@ export const toolsServe: Command = {
         )
       },
     })
-    const stop = untilSignal()
+    const stop = untilSignal(context.io.signal)
     try {
       await host.ready
       const names = tools.map((t) => `${t.name}${t.needsApproval ? c.dim(' (needs approval)') : ''}`).join(', ')

@@ -29,8 +29,8 @@ export const watch: Command = {
     const agentId = context.positionals[0]
     const runFilter = context.values.run as string | undefined
     const { c } = context
-    const { watchEvents } = await import('@signalbox/actors')
     const { bus, subjects, url } = await openBus(context, 'watch')
+    const { watchEvents } = await import('@signalbox/actors')
     const pending = new Map<string, { first: AgentEvent; text: string; timer: ReturnType<typeof setTimeout> }>()
 
     const flush = (runId: string) => {
@@ -61,7 +61,7 @@ export const watch: Command = {
       context.out(eventLine(event, c) + (meta.truncated ? c.dim(' (truncated)') : ''))
     }
 
-    const stop = untilSignal()
+    const stop = untilSignal(context.io.signal)
     const subscription = watchEvents({ bus, subjects, ...(agentId ? { agentId } : {}), onEvent })
     try {
       await subscription.ready

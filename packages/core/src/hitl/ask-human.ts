@@ -1,7 +1,6 @@
 import { z } from 'zod'
 import { type Clock, systemClock } from '../clock.ts'
 import { AbortedError, describeError, isAbortError, ToolError } from '../errors.ts'
-import { randomIds } from '../ids.ts'
 import { type Tool, tool } from '../tool.ts'
 import type { Answerer, Question } from './types.ts'
 
@@ -35,7 +34,7 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
       const clock = options.clock ?? context.clock ?? systemClock
       const askedAt = clock.now()
       const asked: Question = {
-        questionId: randomIds('question'),
+        questionId: context.ids('question'),
         agentId: context.agentId,
         runId: context.runId,
         runPath: context.runPath,

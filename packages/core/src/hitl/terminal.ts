@@ -1,6 +1,7 @@
 import { createInterface } from 'node:readline/promises'
 import type { Readable, Writable } from 'node:stream'
 import { type Clock, systemClock } from '../clock.ts'
+import { AbortedError } from '../errors.ts'
 import type { Answerer, Reviewer } from './types.ts'
 
 export interface TerminalOptions {
@@ -57,8 +58,13 @@ function createAsker(options: TerminalOptions) {
   return (prompt: string, signal: AbortSignal): Promise<string> => {
     const next = queue.then(async () => {
       const rl = createInterface({ input: options.input ?? process.stdin, output: options.output ?? process.stdout })
+      // readline never settles a question when its input ends: treat the end as "no answer".
+      const closed = new Promise<never>((_, reject) =>
+        rl.once('close', () => reject(new AbortedError('The terminal input ended before an answer.'))),
+      )
+      closed.catch(() => {})
       try {
-        return await rl.question(prompt, { signal })
+        return await Promise.race([rl.question(prompt, { signal }), closed])
       } finally {
         rl.close()
       }

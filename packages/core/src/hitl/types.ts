@@ -62,19 +62,23 @@ export interface Answerer {
   answer(question: Question, options: { signal: AbortSignal }): Promise<Answer>
 }
 
-export type AuditKind =
-  | 'approval.granted'
-  | 'approval.denied'
-  | 'approval.timeout'
-  | 'approval.unavailable'
-  | 'approval.rejected'
-  | 'steering.applied'
-  | 'question.answered'
-  | 'question.timeout'
+/** Every kind of audit entry signalbox writes. */
+export const AUDIT_KINDS = [
+  'approval.granted',
+  'approval.denied',
+  'approval.timeout',
+  'approval.unavailable',
+  'approval.rejected',
+  'steering.applied',
+  'question.answered',
+  'question.timeout',
+] as const
+export type AuditKind = (typeof AUDIT_KINDS)[number]
 
 /** One line of the audit trail: who decided what, when, and exactly what they saw. */
 export interface AuditEntry {
-  kind: AuditKind
+  /** One of `AuditKind`; a reader may meet kinds added later. */
+  kind: AuditKind | (string & {})
   agentId: string
   runId: string
   runPath: string[]

@@ -118,6 +118,7 @@ export function createAgentActors(runtime: AgentRuntime) {
               runId: input.runId,
               runPath: input.runPath,
               clock: runtime.clock,
+              ids: runtime.ids,
               audit: { record: (entry) => runtime.recordAudit(entry) },
               emit: (event: ToolEmittedEvent) =>
                 runtime.events.emit({ ...base, at: runtime.clock.now(), ...event } as Parameters<

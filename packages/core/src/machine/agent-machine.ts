@@ -164,7 +164,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
           latencyMs,
         })
         if (decision.approved) return {}
-        const why = decision.reason ? `: ${decision.reason}` : ' (no reason given)'
+        const why = decision.reason ? `: ${decision.reason.trim().replace(/[.!?]*$/, '')}` : ' (no reason given)'
         return setResult(context, {
           output: `Denied by ${decision.reviewer}${why}. The call "${request.toolName}" was not executed.`,
           isError: true,
@@ -199,7 +199,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
         const reason = (event as { reason: string }).reason
         const request = context.current?.approval as ApprovalRequest
         const now = clock.now()
-        emit(context, { type: 'approval.timeout', request })
+        emit(context, { type: 'approval.unavailable', request, reason })
         audit(context, {
           kind: 'approval.unavailable',
           callId: request.callId,

@@ -17,7 +17,8 @@ export class ProtocolError extends SignalboxError {
   }
 }
 
-const decoder = new TextDecoder('utf-8', { fatal: true })
+// A byte-order mark is kept (and then refused by JSON.parse), whether bytes or a string arrive.
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 const encoder = new TextEncoder()
 
 export function encodeMessage(message: { v: number; type: string }): Uint8Array {

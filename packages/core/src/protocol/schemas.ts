@@ -7,12 +7,20 @@ import { z } from 'zod'
  */
 export const PROTOCOL_VERSION = 1
 
-const id = z.string().min(1).max(256)
+/** Ids travel in `Nats-Msg-Id` headers: no control characters (no header injection). */
+const id = z
+  .string()
+  .min(1)
+  .max(256)
+  .regex(/^[^\x00-\x1f\x7f]+$/, 'must not contain control characters')
+/** A NATS subject token: ids that become part of a subject (run ids, component names). */
 const token = z
   .string()
   .min(1)
   .max(128)
-  .regex(/^[^.*>\s]+$/, 'must not contain ".", "*", ">" or whitespace')
+  .regex(/^[^.*>\s\x00-\x1f\x7f]+$/, 'must not contain ".", "*", ">", whitespace or control characters')
+/** Agent ids and tool names: what the chat-completions API and subjects both accept. */
+const name = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, "_" or "-"')
 const epochMs = z.number().int().nonnegative()
 const runPath = z.array(id).max(64)
 
@@ -29,11 +37,11 @@ const envelope = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) 
 /** Agent → reviewers, on `approvals.<agent>`: the exact call that will run if approved. */
 export const ApprovalRequestMessage = envelope('approval.request', {
   requestId: id,
-  agentId: token,
+  agentId: name,
   runId: id,
   runPath,
   callId: id,
-  toolName: token,
+  toolName: name,
   arguments: z.unknown(),
   digest: z.string().regex(/^sha256:[0-9a-f]{64}$/),
   deadline: epochMs,
@@ -56,7 +64,7 @@ export type ApprovalDecisionMessage = z.infer<typeof ApprovalDecisionMessage>
 /** Agent → answerers, on `ask.<agent>`. */
 export const QuestionMessage = envelope('question', {
   questionId: id,
-  agentId: token,
+  agentId: name,
   runId: id,
   runPath,
   callId: id,
@@ -79,7 +87,7 @@ export type AnswerMessage = z.infer<typeof AnswerMessage>
 export const SteerMessage = envelope('steer', {
   /** Unique per correction: de-duplicates a retried publish. */
   steerId: id,
-  text: z.string().min(1).max(16_384),
+  text: z.string().min(1).max(16_384).regex(/\S/, 'must not be blank'),
   from: z.string().min(1).max(256),
   /** Aim at one run; without it every active run of the agent gets it. */
   runId: id.optional(),
@@ -89,23 +97,23 @@ export type SteerMessage = z.infer<typeof SteerMessage>
 
 /** Request on `agents.<agent>.control`. */
 export const ControlRequestMessage = z.discriminatedUnion('type', [
-  envelope('control.cancel', { runId: id.optional(), reason: z.string().max(1024).optional(), from: z.string().max(256).optional() }),
+  envelope('control.cancel', { runId: id.optional(), reason: z.string().max(1024).optional(), from: z.string().min(1).max(256).optional() }),
   envelope('control.status', {}),
 ])
 export type ControlRequestMessage = z.infer<typeof ControlRequestMessage>
 
 export const ControlReplyMessage = envelope('control.reply', {
-  agentId: token,
-  runs: z.array(z.object({ runId: id, state: z.string(), turn: z.number().int() })),
+  agentId: name,
+  runs: z.array(z.object({ runId: id, state: z.string(), turn: z.number().int().nonnegative() })),
   cancelled: z.array(id).optional(),
 })
 export type ControlReplyMessage = z.infer<typeof ControlReplyMessage>
 
-/** Agent → tool host, request on `tools.<tool>` (queue group `tools`). */
+/** Agent → tool host, request on `tools.<tool>` (queue group `signalbox-tools`). */
 export const ToolCallMessage = envelope('tool.call', {
   callId: id,
-  toolName: token,
-  agentId: token,
+  toolName: name,
+  agentId: name,
   runId: id,
   arguments: z.unknown(),
   deadline: epochMs,
@@ -123,7 +131,7 @@ export type ToolResultMessage = z.infer<typeof ToolResultMessage>
 export const ToolDescribeMessage = envelope('tool.describe', {})
 export type ToolDescribeMessage = z.infer<typeof ToolDescribeMessage>
 export const ToolDescriptionMessage = envelope('tool.description', {
-  name: token,
+  name,
   description: z.string().max(8192),
   parameters: z.record(z.string(), z.unknown()),
   needsApproval: z.boolean().optional(),
@@ -141,26 +149,18 @@ export type ErrorMessage = z.infer<typeof ErrorMessage>
 
 /** Agent → observers, on `agents.<agent>.events.<type>`: observe-only. */
 export const EventMessage = envelope('event', {
-  event: z.looseObject({ type: z.string(), agentId: z.string(), runId: z.string(), at: epochMs }),
+  event: z.looseObject({ type: z.string(), agentId: name, runId: z.string(), at: epochMs }),
   /** Large fields were left out to fit the bus's maximum payload. */
   truncated: z.boolean().optional(),
 })
 export type EventMessage = z.infer<typeof EventMessage>
 
-/** Written to `audit.<agent>` (durable): who decided what, when, and what they saw. */
+/** Written to `audit.<agent>.<kind>` (durable): who decided what, when, and what they saw. */
 export const AuditMessage = envelope('audit', {
   entry: z.object({
-    kind: z.enum([
-      'approval.granted',
-      'approval.denied',
-      'approval.timeout',
-      'approval.unavailable',
-      'approval.rejected',
-      'steering.applied',
-      'question.answered',
-      'question.timeout',
-    ]),
-    agentId: z.string(),
+    /** See `AuditKind`; readers accept kinds added later in v1 (additive). */
+    kind: z.string().min(1).max(128),
+    agentId: name,
     runId: z.string(),
     runPath,
     callId: z.string().optional(),
@@ -179,7 +179,7 @@ export type AuditMessage = z.infer<typeof AuditMessage>
 
 /** Published on `errors.<component>` when a message is rejected and there is nobody to reply to. */
 export const RejectionMessage = envelope('rejection', {
-  component: z.string(),
+  component: token,
   subject: z.string(),
   error: WireError,
   /** The first bytes of the rejected payload, for debugging. */
@@ -205,8 +205,8 @@ const usage = z.object({
 
 /** Request on `agents.<agent>.run` (queue group of the agent's hosts): start a run there. */
 export const RunRequestMessage = envelope('run.request', {
-  runId: id,
-  agentId: token,
+  runId: token,
+  agentId: name,
   /** A task, or a conversation handed over (hand-off). */
   input: z.union([z.string().min(1).max(262_144), z.array(wireMessage).min(1).max(1_000)]),
   parentRunId: id.optional(),
@@ -222,34 +222,34 @@ export type RunRequestMessage = z.infer<typeof RunRequestMessage>
 
 /** Reply to `run.request`: the run started on this host. */
 export const RunAcceptedMessage = envelope('run.accepted', {
-  runId: id,
-  agentId: token,
+  runId: token,
+  agentId: name,
   hostId: z.string().min(1).max(256),
 })
 export type RunAcceptedMessage = z.infer<typeof RunAcceptedMessage>
 
 /** On `runs.<runId>.result` (durable): how a remote run ended. */
 export const RunResultMessage = envelope('run.result', {
-  runId: id,
-  agentId: token,
+  runId: token,
+  agentId: name,
   status: z.enum(['done', 'failed', 'cancelled']),
   output: z.string(),
   error: WireError.optional(),
   turns: z.number().int().nonnegative(),
   usage,
   /** Set when the run handed the conversation to another agent. */
-  handoff: z.object({ to: token, reason: z.string().max(4096).optional(), messages: z.array(wireMessage) }).optional(),
+  handoff: z.object({ to: name, reason: z.string().max(4096).optional(), messages: z.array(wireMessage) }).optional(),
   hostId: z.string().min(1).max(256),
 })
 export type RunResultMessage = z.infer<typeof RunResultMessage>
 
-/** On `runs.<runId>.heartbeat` from the parent: the child is still wanted. */
-export const RunHeartbeatMessage = envelope('run.heartbeat', { runId: id, at: epochMs })
+/** On `heartbeats.<runId>` from the parent (plain publish): the child is still wanted. */
+export const RunHeartbeatMessage = envelope('run.heartbeat', { runId: token, at: epochMs })
 export type RunHeartbeatMessage = z.infer<typeof RunHeartbeatMessage>
 
 /** A host announcing the agents it serves (directory entry). */
 export const DirectoryEntryMessage = envelope('directory.entry', {
-  agentId: token,
+  agentId: name,
   hostId: z.string().min(1).max(256),
   description: z.string().max(4096).optional(),
   tools: z.array(z.string()).max(1_000),

@@ -96,7 +96,7 @@ export class OpenAIProvider implements Provider {
     if (error instanceof APIUserAbortError || signal.aborted) return new AbortedError('The model call was aborted.', error)
     const where = `${this.baseURL} (model "${this.model}")`
     if (error instanceof APIConnectionError) {
-      return new ProviderError(`Could not reach the model endpoint ${where}: ${error.message}. Is the server running?`, {
+      return new ProviderError(`Could not reach the model endpoint ${where}: ${error.message.replace(/\.+$/, '')}. Is the server running?`, {
         retryable: true,
         cause: error,
         code: 'PROVIDER_UNREACHABLE',

@@ -250,6 +250,14 @@ describe('events', () => {
     provider.reply({ content: 'done' })
     await handle.result
 
+    // No reviewer at all: the call is denied at once, as unavailable.
+    const third = createAgent({
+      provider: new ScriptedProvider({ script: [{ toolCalls: [{ name: 'drop', arguments: { n: 3 } }] }, { content: 'ok' }] }),
+      tools: [drop],
+    })
+    watch(third)
+    await third.run('go')
+
     expect([...AGENT_EVENT_TYPES].filter((t) => !seen.has(t))).toEqual([])
   })
 })

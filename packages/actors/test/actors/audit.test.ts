@@ -1,0 +1,143 @@
+/**
+ * Scenario 8: the audit trail on the bus. `busAuditLog` is the agents' audit; an auditor in
+ * another actor reads it back with `readAudit`, filtered by agent, run, tool or kind.
+ */
+import { askHumanTool, type AuditEntry, createAgent, functionAnswerer, policyReviewer } from '@signalbox/core'
+import { ScriptedProvider, type ScriptStep } from '@signalbox/core/testing'
+import { describe, expect, it } from 'vitest'
+import {
+  busAuditLog,
+  connectAgent,
+  createBusAnswerer,
+  createBusReviewer,
+  readAudit,
+  sendSteering,
+  startAnswerService,
+  startReviewerService,
+} from '../../src/index.ts'
+import { deferred, deploy, payTool, recordEvents, TRANSPORTS, trackedAudit, within } from './harness.ts'
+
+for (const transport of TRANSPORTS) {
+  describe(`audit over the bus (${transport.name})`, () => {
+    it('granted, denied, timeout, steering and answered entries are stored with who, what, decision, reason, times and latency; filters work', async () => {
+      const d = await deploy(transport)
+      const agentBus = await d.bus('agents')
+      const audit = trackedAudit(busAuditLog({ bus: agentBus, subjects: d.subjects }))
+
+      // Agent "teller": one payment granted, one denied, one question answered.
+      const reviewer = createBusReviewer({ bus: agentBus, subjects: d.subjects, audit: audit.log })
+      const answerer = createBusAnswerer({ bus: agentBus, subjects: d.subjects })
+      d.defer(() => (reviewer.close(), answerer.close()))
+      const tellerPay = payTool()
+      const teller = createAgent({
+        id: 'teller',
+        provider: new ScriptedProvider({
+          script: [
+            {
+              toolCalls: [
+                { id: 'call_small', name: 'pay', arguments: { to: 'ada', amount: 10 } },
+                { id: 'call_big', name: 'pay', arguments: { to: 'bob', amount: 5_000 } },
+                { id: 'call_ask', name: 'ask_human', arguments: { question: 'Send a receipt?' } },
+              ],
+            },
+            { content: 'done' },
+          ],
+        }),
+        tools: [tellerPay.tool, askHumanTool({ answerer, timeoutMs: 10_000 })],
+        reviewer,
+        audit: audit.log,
+        approvalTimeoutMs: 10_000,
+      })
+
+      // Agent "refunder": nobody reviews its refunds (timeout), and a correction cancels a call.
+      const steered = deferred()
+      const refund = payTool('refund')
+      const refunder = createAgent({
+        id: 'refunder',
+        provider: new ScriptedProvider({
+          script: async (_request, index): Promise<ScriptStep> => {
+            if (index === 0) return { toolCalls: [{ id: 'call_refund', name: 'refund', arguments: { to: 'cy', amount: 7 } }] }
+            if (index > 1) return { content: 'done' }
+            // The model "thinks" until the operator's correction has arrived.
+            await within(steered.promise, 5_000, 'the correction')
+            return { toolCalls: [{ id: 'call_refund_2', name: 'refund', arguments: { to: 'cy', amount: 8 } }] }
+          },
+        }),
+        tools: [refund.tool],
+        reviewer,
+        audit: audit.log,
+        approvalTimeoutMs: 300,
+      })
+      const refunderEvents = recordEvents(refunder)
+      refunder.on('steering.queued', () => steered.resolve())
+      const connection = connectAgent(refunder, { bus: agentBus, subjects: d.subjects, events: false })
+      d.defer(() => connection.close())
+      await connection.ready
+
+      const staff = await d.bus('staff')
+      const reviewers = startReviewerService({
+        bus: staff,
+        subjects: d.subjects,
+        agentId: 'teller',
+        reviewer: policyReviewer(
+          (request) => ((request.arguments as { amount: number }).amount <= 100 ? true : { approved: false, reason: 'over the 100 limit' }),
+          { name: 'limits-policy' },
+        ),
+      })
+      const answers = startAnswerService({ bus: staff, subjects: d.subjects, answerer: functionAnswerer(() => 'yes, by email', { name: 'tina' }) })
+      d.defer(() => (reviewers.close(), answers.close()))
+      await Promise.all([reviewers.ready, answers.ready])
+
+      const tellerResult = await teller.run('pay ada and bob')
+      const refundRun = refunder.start('refund cy')
+      // The first refund times out; the correction arrives before the second one.
+      await refunderEvents.next('approval.timeout')
+      await sendSteering({ bus: staff, subjects: d.subjects, agentId: 'refunder', text: 'Stop refunding cy.', from: 'ops-dana' })
+      const refundResult = await refundRun.result
+      expect([tellerResult.output, refundResult.output]).toEqual(['done', 'done'])
+      expect(tellerPay.paid).toEqual([{ to: 'ada', amount: 10 }])
+      expect(refund.paid).toEqual([])
+      await audit.settled() // every write acknowledged by the durable store
+
+      const auditor = await d.bus('auditor')
+      const entries = await readAudit({ bus: auditor, subjects: d.subjects, idleMs: 300 })
+      const byKind = (kind: AuditEntry['kind']) => entries.filter((e) => e.kind === kind)
+      expect(entries.map((e) => e.kind).sort()).toEqual(
+        ['approval.granted', 'approval.denied', 'question.answered', 'approval.timeout', 'steering.applied'].sort(),
+      )
+      expect(entries).toEqual(expect.arrayContaining(audit.entries))
+
+      const [granted] = byKind('approval.granted')
+      expect(granted).toMatchObject({
+        agentId: 'teller',
+        runId: tellerResult.runId,
+        callId: 'call_small',
+        toolName: 'pay',
+        shown: { to: 'ada', amount: 10 },
+        decision: 'approved',
+        actor: 'limits-policy',
+      })
+      const [denied] = byKind('approval.denied')
+      expect(denied).toMatchObject({ callId: 'call_big', shown: { to: 'bob', amount: 5_000 }, decision: 'denied', reason: 'over the 100 limit', actor: 'limits-policy' })
+      const [answered] = byKind('question.answered')
+      expect(answered).toMatchObject({ callId: 'call_ask', shown: 'Send a receipt?', decision: 'yes, by email', actor: 'tina' })
+      const [timeout] = byKind('approval.timeout')
+      expect(timeout).toMatchObject({ agentId: 'refunder', runId: refundResult.runId, callId: 'call_refund', decision: 'timeout', actor: 'system' })
+      expect(timeout?.latencyMs).toBeGreaterThanOrEqual(280)
+      const [steering] = byKind('steering.applied')
+      expect(steering).toMatchObject({ agentId: 'refunder', callId: 'call_refund_2', decision: 'Stop refunding cy.', actor: 'ops-dana' })
+      for (const entry of [granted, denied, answered, timeout, steering]) {
+        expect(entry?.decidedAt).toBeGreaterThanOrEqual(entry?.requestedAt ?? Number.POSITIVE_INFINITY)
+        expect(entry?.latencyMs).toBe((entry?.decidedAt ?? 0) - (entry?.requestedAt ?? 0))
+      }
+
+      const kinds = async (filter: Parameters<typeof readAudit>[0]['filter']) =>
+        (await readAudit({ bus: auditor, subjects: d.subjects, filter, idleMs: 200 })).map((e) => e.kind).sort()
+      expect(await kinds({ agentId: 'teller' })).toEqual(['approval.denied', 'approval.granted', 'question.answered'])
+      expect(await kinds({ runId: refundResult.runId })).toEqual(['approval.timeout', 'steering.applied'])
+      expect(await kinds({ toolName: 'pay' })).toEqual(['approval.denied', 'approval.granted'])
+      expect(await kinds({ agentId: 'teller', kind: 'approval.denied' })).toEqual(['approval.denied'])
+      expect(await kinds({ agentId: 'nobody' })).toEqual([])
+    })
+  })
+}
