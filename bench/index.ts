@@ -73,6 +73,7 @@ const plan = quick
       inProcessConcurrent: 200,
       inProcessConcurrentSteps: 5,
       concurrencyRounds: 3,
+      inProcessConcurrencyRounds: 3,
     }
   : {
       rounds: 7,
@@ -87,6 +88,8 @@ const plan = quick
       inProcessConcurrentSteps: 10,
       // Batches are long (seconds each): fewer rounds keep the full run near 3 minutes.
       concurrencyRounds: 5,
+      // signalbox is ~100x the bare loop here: 3 rounds settle that ratio.
+      inProcessConcurrencyRounds: 3,
     }
 const rounds = args.rounds ? Number(args.rounds) : plan.rounds
 if (!Number.isInteger(rounds) || rounds < 1) throw new Error('--rounds must be a positive integer')
@@ -150,12 +153,14 @@ if (only.has('heap')) {
 }
 const concurrencyOptions: ScenarioOptions = { ...options, rounds: Math.min(rounds, plan.concurrencyRounds), warmup: 1 }
 if (only.has('concurrency')) {
-  show(await inProcessConcurrencyScenario(plan.inProcessConcurrent, plan.inProcessConcurrentSteps, concurrencyOptions))
+  const inProcessOptions = { ...concurrencyOptions, rounds: Math.min(rounds, plan.inProcessConcurrencyRounds) }
+  show(await inProcessConcurrencyScenario(plan.inProcessConcurrent, plan.inProcessConcurrentSteps, inProcessOptions))
 }
 if (only.has('http') || only.has('concurrency')) {
   const server = await startBenchServer(serverWhere)
   try {
-    if (only.has('http')) show(await httpLongRunScenario(server.url, plan.httpSteps, options))
+    // One 200-step run per sample is long enough to need only one warm-up run.
+    if (only.has('http')) show(await httpLongRunScenario(server.url, plan.httpSteps, { ...options, warmup: 1 }))
     if (only.has('concurrency')) {
       for (const runs of plan.httpConcurrent) {
         show(await httpConcurrencyScenario(server.url, runs, plan.httpConcurrentSteps, concurrencyOptions))

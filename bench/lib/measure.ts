@@ -32,7 +32,10 @@ export interface Variant {
 }
 
 export interface Sample {
+  /** Wall time. */
   ns: number
+  /** CPU time of this process (user + system, all threads: GC helpers included). */
+  cpuNs: number
   steps: number
   /** Units of work timed together. */
   reps: number
@@ -58,9 +61,12 @@ const now = () => process.hrtime.bigint()
 
 async function timeReps(variant: Variant, reps: number): Promise<Sample> {
   let steps = 0
+  const cpu = process.cpuUsage()
   const start = now()
   for (let i = 0; i < reps; i++) steps += await variant.run()
-  return { ns: Number(now() - start), steps, reps }
+  const ns = Number(now() - start)
+  const used = process.cpuUsage(cpu)
+  return { ns, cpuNs: (used.user + used.system) * 1000, steps, reps }
 }
 
 export async function measureInterleaved(variants: Variant[], options: MeasureOptions): Promise<Measured[]> {
@@ -101,5 +107,7 @@ export function spreadPercent(values: number[]): number {
 
 /** Nanoseconds per tool step, one value per round. */
 export const nsPerStep = (m: Measured): number[] => m.samples.map((s) => s.ns / s.steps)
+/** CPU nanoseconds of this process per tool step, one value per round. */
+export const cpuNsPerStep = (m: Measured): number[] => m.samples.map((s) => s.cpuNs / s.steps)
 /** Tool steps per second, one value per round. */
 export const stepsPerSecond = (m: Measured): number[] => m.samples.map((s) => (s.steps * 1e9) / s.ns)

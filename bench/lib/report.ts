@@ -1,5 +1,5 @@
 /** Turning measurements into rows, tables and the JSON file. */
-import { type Measured, median, nsPerStep, spreadPercent, stepsPerSecond } from './measure.ts'
+import { cpuNsPerStep, type Measured, median, nsPerStep, spreadPercent, stepsPerSecond } from './measure.ts'
 
 export type Metric = 'us-per-step' | 'steps-per-second' | 'kib-per-run'
 
@@ -20,6 +20,11 @@ export interface Row {
   vsComparator?: { id: string; ratio: number }
   /** In µs per step: this row minus the baseline (in-process tables). */
   overheadUs?: number
+  /**
+   * CPU time of the bench process per tool step (median µs), and its ratio to the comparator (or
+   * the baseline). Other work on the machine inflates wall time much more than CPU time.
+   */
+  cpu?: { usPerStep: number; values: number[]; ratio: number; vs: string }
 }
 
 export interface Check {
@@ -28,6 +33,8 @@ export interface Check {
   unit: string
   target: string
   pass: boolean
+  /** The same figure from CPU time instead of wall time (for information: less sensitive to a busy machine). */
+  cpuValue?: number
 }
 
 export interface Table {
@@ -54,23 +61,34 @@ export function buildRows(measured: Measured[], metric: Metric, baseline: string
   const medians = new Map(measured.map((m) => [m.variant.id, median(valuesOf(m))]))
   const base = medians.get(baseline)
   if (base === undefined) throw new Error(`no baseline ${baseline}`)
-  return measured.map((m) => {
-    const values = valuesOf(m)
-    const med = medians.get(m.variant.id)!
-    const row: Row = {
-      id: m.variant.id,
-      label: m.variant.label,
-      median: med,
-      spread: spreadPercent(values),
-      values,
-      steps: m.samples[0]?.steps ?? 0,
-      vsBaseline: med / base,
-    }
-    const other = comparators[m.variant.id]
-    if (other !== undefined && medians.has(other)) row.vsComparator = { id: other, ratio: med / medians.get(other)! }
-    if (metric === 'us-per-step') row.overheadUs = med - base
-    return row
-  })
+  return measured
+    .map((m) => {
+      const values = valuesOf(m)
+      const med = medians.get(m.variant.id)!
+      const row: Row = {
+        id: m.variant.id,
+        label: m.variant.label,
+        median: med,
+        spread: spreadPercent(values),
+        values,
+        steps: m.samples[0]?.steps ?? 0,
+        vsBaseline: med / base,
+      }
+      const other = comparators[m.variant.id]
+      if (other !== undefined && medians.has(other)) row.vsComparator = { id: other, ratio: med / medians.get(other)! }
+      if (metric === 'us-per-step') row.overheadUs = med - base
+      return row
+    })
+    .map((row, i, rows) => {
+      const cpuValues = cpuNsPerStep(measured[i]!).map((ns) => ns / 1000)
+      if (cpuValues.some((v) => !Number.isFinite(v))) return row
+      const vs = row.vsComparator?.id ?? baseline
+      const vsIndex = rows.findIndex((r) => r.id === vs)
+      const vsMedian = median(cpuNsPerStep(measured[vsIndex]!).map((ns) => ns / 1000))
+      const usPerStep = median(cpuValues)
+      row.cpu = { usPerStep, values: cpuValues, ratio: usPerStep / vsMedian, vs }
+      return row
+    })
 }
 
 export const rowById = (rows: Row[], id: string): Row => {
@@ -99,6 +117,7 @@ export function renderTable(table: Table, style: 'text' | 'markdown'): string {
   const hasComparator = table.rows.some((r) => r.vsComparator)
   const hasOverhead = table.metric === 'us-per-step'
   const baseLabel = rowById(table.rows, table.baseline).label
+  const hasCpu = table.rows.some((r) => r.cpu)
   const header = [
     'variant',
     metricHeader[table.metric],
@@ -106,6 +125,7 @@ export function renderTable(table: Table, style: 'text' | 'markdown'): string {
     `× ${shortLabel(baseLabel)}`,
     ...(hasComparator ? ['× like-for-like'] : []),
     ...(hasOverhead ? ['+µs / step'] : []),
+    ...(hasCpu ? ['CPU µs / step', `CPU ×${hasComparator ? ' like-for-like' : ''}`] : []),
   ]
   const body = table.rows.map((row) => [
     row.label,
@@ -114,6 +134,12 @@ export function renderTable(table: Table, style: 'text' | 'markdown'): string {
     `${fmt(row.vsBaseline, 2)}x`,
     ...(hasComparator ? [row.vsComparator ? `${fmt(row.vsComparator.ratio, 2)}x` : ''] : []),
     ...(hasOverhead ? [row.id === table.baseline ? '' : fmt(row.overheadUs ?? 0, 1)] : []),
+    ...(hasCpu
+      ? [
+          row.cpu ? fmt(row.cpu.usPerStep, row.cpu.usPerStep < 100 ? 2 : 1) : '',
+          row.cpu && (row.vsComparator || !hasComparator) ? `${fmt(row.cpu.ratio, 2)}x` : '',
+        ]
+      : []),
   ])
   const numeric = header.map((_, i) => i > 0)
   if (style === 'markdown') {

@@ -88,6 +88,7 @@ export async function httpLongRunScenario(url: string, steps: number, options: S
     unit: 'x',
     target: `≤ ${HTTP_TARGET_RATIO.toFixed(2)}x`,
     pass: ratio(id) <= HTTP_TARGET_RATIO,
+    cpuValue: rowById(rows, id).cpu?.ratio ?? Number.NaN,
   })
   return {
     id: `http-${steps}`,

@@ -109,7 +109,10 @@ function start(name: string, color: (s: string) => string, args: string[], optio
 /** Resolves when `proc` printed `marker`; rejects if it exits first or takes too long. */
 function ready(proc: Proc, marker: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => finish(new Error(`${proc.name} was not ready after ${READY_TIMEOUT_MS / 1000} s`)), READY_TIMEOUT_MS)
+    const timer = setTimeout(
+      () => finish(new Error(`${proc.name} was not ready after ${READY_TIMEOUT_MS / 1000} s`)),
+      READY_TIMEOUT_MS,
+    )
     const check = () => {
       if (proc.output.includes(marker)) finish()
     }

@@ -6,7 +6,6 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import type { AgentEvent, AuditEntry } from '@signalbox/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { uniquePrefix } from '../support/env.ts'
 import { STEER_TEXT } from './fixtures/gate-agent.ts'
@@ -34,14 +33,14 @@ describe('signalbox over NATS', () => {
   it('tools serve + review --auto + run --nats + watch + audit: a remote approval, end to end', async () => {
     const bus = busArgs(prefix)
     const tools = startProcess(['tools', 'serve', 'test/cli/fixtures/payments-tools.ts', ...bus], { name: 'tools' })
-    const reviewer = startProcess(['review', '--auto', 'approve', '--answer', '42 euros', '--name', 'robot-reviewer', ...bus], { name: 'review' })
-    const watcher = startProcess(['watch', 'payer', ...bus], { name: 'watch' })
-    const jsonWatcher = startProcess(['watch', '--json', ...bus], { name: 'watch --json' })
+    const reviewer = startProcess(['review', '--auto', 'approve', '--answer', '42 euros', '--name', 'robot-reviewer', ...bus], {
+      name: 'review',
+    })
+    const watcher = startProcess(['watch', ...bus], { name: 'watch' })
     await Promise.all([
       tools.waitFor('serving 2 tools: lookup_account, send_payment (needs approval)'),
       reviewer.waitFor('reviewing approval requests'),
-      watcher.waitFor('watching agent payer'),
-      jsonWatcher.waitFor('watching every agent'),
+      watcher.waitFor('watching every agent'),
     ])
 
     const run = await runCli(['run', 'test/cli/fixtures/payments-agent.ts', '--scripted', ...bus])
@@ -70,31 +69,15 @@ describe('signalbox over NATS', () => {
     const textLines = lines.filter((l) => / text\s+"/.test(l))
     expect(textLines).toHaveLength(1)
     expect(textLines[0]).toContain(JSON.stringify(FINAL))
-    // watch --json: the raw events, deltas and all.
-    await jsonWatcher.waitFor('"type":"run.end"')
-    const events = jsonWatcher.stdout.trim().split('\n').map((l) => JSON.parse(l) as AgentEvent)
-    expect(events[0]?.type).toBe('run.start')
-    expect(events.filter((e) => e.type === 'text.delta').length).toBeGreaterThan(1)
-    expect(events.filter((e) => e.type === 'text.delta').map((e) => (e as { delta: string }).delta).join('')).toBe(FINAL)
-
-    // audit: the table, JSON and filters.
-    const [table, json, filtered, none] = await Promise.all([
-      runCli(['audit', ...bus]),
-      runCli(['audit', '--json', ...bus]),
-      runCli(['audit', '--kind', 'approval.granted', '--tool', 'send_payment', '--agent', 'payer', ...bus]),
-      runCli(['audit', '--kind', 'approval.denied', ...bus]),
-    ])
+    // audit: one row per decision (JSON and filters: packages/cli/test/commands.test.ts).
+    const table = await runCli(['audit', ...bus])
     expect(table.code, table.output).toBe(0)
     expect(table.stdout).toMatch(/^TIME\s+AGENT\s+RUN\s+TOOL\s+KIND\s+ACTOR\s+DECISION\s+REASON\s+LATENCY$/m)
     expect(table.stdout).toMatch(/payer\s+run_[0-9a-f]{8}\s+ask_human\s+question\.answered\s+robot-reviewer\s+42 euros\s+\d+ ms/)
-    expect(table.stdout).toMatch(/payer\s+run_[0-9a-f]{8}\s+send_payment\s+approval\.granted\s+robot-reviewer\s+approved\s+\d+ ms/)
+    expect(table.stdout).toMatch(
+      /payer\s+run_[0-9a-f]{8}\s+send_payment\s+approval\.granted\s+robot-reviewer\s+approved\s+\d+ ms/,
+    )
     expect(table.stdout).toContain('2 entries')
-    const entries = json.stdout.trim().split('\n').map((l) => JSON.parse(l) as AuditEntry)
-    expect(entries.map((e) => e.kind)).toEqual(['question.answered', 'approval.granted'])
-    expect(entries[1]).toMatchObject({ toolName: 'send_payment', shown: { to: 'alice', amount: 42 }, actor: 'robot-reviewer' })
-    expect(linesWith(filtered.stdout, 'payer')).toHaveLength(1)
-    expect(filtered.stdout).toContain('1 entry')
-    expect(none.stdout.trim()).toBe(`no audit entries match on ${prefix}`)
 
     // Graceful stops.
     expect(await tools.stop('SIGTERM')).toBe(0)
@@ -125,66 +108,28 @@ describe('signalbox over NATS', () => {
     await agent.waitFor(/approval\.requested send_payment\(\{"to":"bob","amount":1\}\)/)
     await agent.waitFor(/state\s+running\.turn\.toolCalls\.awaitingApproval/)
 
-    const [status, statusJson] = await Promise.all([runCli(['status', 'gated', ...bus]), runCli(['status', 'gated', '--json', ...bus])])
+    const status = await runCli(['status', 'gated', ...bus])
     expect(status.code, status.output).toBe(0)
     expect(status.stdout).toContain('gated: 1 run in flight')
     expect(status.stdout).toMatch(/run_gate_1\s+turn\s+2\s+running\.turn\.toolCalls\.awaitingApproval/)
-    expect(JSON.parse(statusJson.stdout)).toMatchObject({
-      type: 'control.reply',
-      agentId: 'gated',
-      runs: [{ runId: 'run_gate_1', state: 'running.turn.toolCalls.awaitingApproval', turn: 2 }],
-    })
 
     const cancelled = await runCli(['cancel', 'gated', '--run', 'run_gate_1', '--reason', 'wrong payee', ...bus])
     expect(cancelled.code, cancelled.output).toBe(0)
     expect(cancelled.stdout).toContain('✘ cancelled gated run_gate_1')
     expect(await agent.exited).toBe(130)
     expect(agent.stdout).toMatch(/✘ cancelled: RUN_CANCELLED: Run cancelled: wrong payee/)
-
-    // Nobody left to ask: clear errors.
-    const [gone, missingRun] = await Promise.all([runCli(['status', 'gated', ...bus]), runCli(['steer', 'gated', 'hello', ...bus])])
-    expect(gone.code).toBe(1)
-    expect(gone.stderr).toContain(`error [AGENT_NOT_FOUND]: agent "gated" is not on the bus (nobody answers on ${prefix}.agents.gated.control)`)
-    expect(missingRun.code).toBe(0)
-    expect(missingRun.stderr).toContain('warning: agent "gated" is not on the bus right now')
-  })
-
-  it('run --nats fails clearly when no tool host serves its remote tools', async () => {
-    const run = await runCli(['run', 'test/cli/fixtures/payments-agent.ts', '--scripted', '--wait-tools', '300', ...busArgs(prefix)])
-    expect(run.code).toBe(1)
-    expect(run.stderr).toContain(`error [TOOLS_NOT_FOUND]: no tool host serves lookup_account on ${prefix}`)
   })
 })
 
 describe('signalbox run, embedded', () => {
-  it('plays the scripted conversation in-process: exit 0 done, 1 failed, 2 usage; the model reads an --auto denial', async () => {
-    const [denied, approved, broken, noModel, noBus, noInput] = await Promise.all([
-      runCli(['run', 'test/cli/fixtures/local-agent.ts', '--scripted', '--model', 'denied', '--auto', 'deny']),
-      runCli(['run', 'test/cli/fixtures/local-agent.ts', '--scripted', '--model', 'approved', '--auto', 'approve', '--json']),
-      runCli(['run', 'test/cli/fixtures/local-agent.ts', '--scripted', '--model', 'broken']),
-      runCli(['run', 'test/cli/fixtures/local-agent.ts'], { env: { SIGNALBOX_MODEL: '' } }),
-      runCli(['run', 'test/cli/fixtures/remote-only-agent.ts', '--scripted']),
-      runCli(['run', 'test/cli/fixtures/not-an-agent.ts']),
-    ])
+  it('runs in this one process; without a terminal, --auto deny decides and the model reads the denial', async () => {
+    const denied = await runCli(['run', 'test/cli/fixtures/local-agent.ts', '--scripted', '--model', 'denied', '--auto', 'deny'])
     expect(denied.code, denied.output).toBe(0)
     expect(denied.stdout).toContain('bus    embedded (in-process bus) · approvals: auto deny')
+    expect(denied.stdout).toContain('│ tool       send_payment')
     expect(denied.stdout).toMatch(/tool\.end\s+send_payment · approval_denied/)
     expect(denied.stdout).toMatch(/approval\.denied\s+send_payment · auto-deny: denied/)
+    // The scripted model only answers this if the denial reached it (lastTool('denied automatically...')).
     expect(denied.stdout).toContain('Final answer\n  The payment was denied, so I did not send it.')
-
-    expect(approved.code, approved.output).toBe(0)
-    const records = approved.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; status?: string; output?: string })
-    expect(records.at(-1)).toMatchObject({ type: 'result', status: 'done', output: 'Sent.' })
-    expect(records.some((r) => r.type === 'state')).toBe(true)
-    expect(records.find((r) => r.type === 'tool.end')).toMatchObject({ toolName: 'send_payment', outcome: 'executed', output: 'sent 9000 to mallory' })
-
-    expect(broken.code).toBe(1)
-    expect(broken.stdout).toMatch(/✘ failed: PROVIDER_REJECTED/)
-    expect(noModel.code).toBe(1)
-    expect(noModel.stderr).toContain('error [NO_MODEL]: no model: pass --model <name>')
-    expect(noBus.code).toBe(1)
-    expect(noBus.stderr).toContain('error [NO_BUS]: test/cli/fixtures/remote-only-agent.ts uses remote tools (lookup_account): no bus: pass --nats')
-    expect(noInput.code).toBe(1)
-    expect(noInput.stderr).toContain('error [MODULE_INVALID]: test/cli/fixtures/not-an-agent.ts is not an agent module')
   })
 })

@@ -17,7 +17,9 @@ function flagsOf(command: (typeof COMMANDS)[number]): string[] {
 
 describe('signalbox help', () => {
   it('--help on every command exits 0 and lists its usage, flags, defaults and an example', async () => {
-    const results = await Promise.all(COMMANDS.map(async (command) => ({ command, result: await runCli([...command.name.split(' '), '--help']) })))
+    const results = await Promise.all(
+      COMMANDS.map(async (command) => ({ command, result: await runCli([...command.name.split(' '), '--help']) })),
+    )
     for (const { command, result } of results) {
       expect(result.code, `${command.name} --help: ${result.output}`).toBe(0)
       const help = result.stdout

@@ -8,8 +8,8 @@ import {
   connectNatsBus,
   createBusReviewer,
   type NatsBus,
-  readAudit,
   type ReviewerService,
+  readAudit,
   startReviewerService,
 } from '@signalbox/actors'
 import {
@@ -23,9 +23,9 @@ import {
   tool,
 } from '@signalbox/core'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
-import { uniquePrefix } from '../support/env.ts'
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
+import { uniquePrefix } from '../support/env.ts'
 import { lastTool, lastUser } from './fixtures/expect.ts'
 import { BIN, busArgs, cleanupAll, deleteStream, NATS_URL, stopTmuxServer, TmuxSession, until } from './support.ts'
 
@@ -58,7 +58,10 @@ afterEach(async () => {
 afterAll(stopTmuxServer)
 
 /** The payment agent, in this process, asking reviewers on the bus. */
-async function startPayer(script: Parameters<typeof startScriptedModelServer>[0]['scripts'][string], options: { approvalTimeoutMs?: number } = {}) {
+async function startPayer(
+  script: Parameters<typeof startScriptedModelServer>[0]['scripts'][string],
+  options: { approvalTimeoutMs?: number } = {},
+) {
   bus ??= await connectNatsBus({ servers: NATS_URL, prefix, name: 'review-tty-agent' })
   model = await startScriptedModelServer({ scripts: { pay: script } })
   const executed: { to: string; amount: number; memo: string }[] = []
@@ -90,7 +93,9 @@ async function startPayer(script: Parameters<typeof startScriptedModelServer>[0]
 
 async function startReviewerTerminal(): Promise<TmuxSession> {
   const terminal = new TmuxSession()
-  await terminal.start([process.execPath, BIN, 'review', '--name', 'tina', '--agent', 'payer', ...busArgs(prefix)], { SIGNALBOX_NATS_URL: '' })
+  await terminal.start([process.execPath, BIN, 'review', '--name', 'tina', '--agent', 'payer', ...busArgs(prefix)], {
+    SIGNALBOX_NATS_URL: '',
+  })
   await terminal.waitFor('reviewing approval requests for agent payer')
   return terminal
 }
@@ -99,21 +104,31 @@ describe('signalbox review in a real terminal', () => {
   it('shows the exact call; y runs it; n plus a reason denies it and the model reads the reason', async () => {
     const terminal = await startReviewerTerminal()
     const { agent, executed, events } = await startPayer([
-      { expect: lastUser('Pay the rent'), toolCalls: [{ name: 'send_payment', arguments: { to: 'alice', amount: 42, memo: 'rent for June' } }] },
-      { expect: lastTool('sent 42 to alice'), toolCalls: [{ name: 'send_payment', arguments: { to: 'mallory', amount: 9000, memo: 'urgent!' } }] },
+      {
+        expect: lastUser('Pay the rent'),
+        toolCalls: [{ name: 'send_payment', arguments: { to: 'alice', amount: 42, memo: 'rent for June' } }],
+      },
+      {
+        expect: lastTool('sent 42 to alice'),
+        toolCalls: [{ name: 'send_payment', arguments: { to: 'mallory', amount: 9000, memo: 'urgent!' } }],
+      },
       { expect: lastTool(REASON), content: 'I paid alice. The payment to mallory was refused; I will ask the treasurer.' },
     ])
     const handle = agent.start('Pay the rent')
 
     // First request: the screen shows the exact call, pretty-printed, with its digest.
     const first = await terminal.waitFor('Approve send_payment? [y/n]')
-    const requested = events.find((e): e is Extract<AgentEvent, { type: 'approval.requested' }> => e.type === 'approval.requested')
+    const requested = events.find(
+      (e): e is Extract<AgentEvent, { type: 'approval.requested' }> => e.type === 'approval.requested',
+    )
     expect(requested).toBeDefined()
     expect(first).toContain('approval requested')
     expect(first).toMatch(/agent\s+payer/)
     expect(first).toContain(`run        ${handle.runId}`)
     expect(first).toMatch(/tool\s+send_payment/)
-    expect(first).toContain(`arguments  {\n│              "to": "alice",\n│              "amount": 42,\n│              "memo": "rent for June"\n│            }`)
+    expect(first).toContain(
+      `arguments  {\n│              "to": "alice",\n│              "amount": 42,\n│              "memo": "rent for June"\n│            }`,
+    )
     expect(first).toContain(requested?.request.digest)
     expect(first).toMatch(/time left\s+\d+(\.\d)? s/)
     expect(executed).toEqual([]) // nothing runs before the yes
@@ -155,8 +170,14 @@ describe('signalbox review in a real terminal', () => {
     const terminal = await startReviewerTerminal()
     const { agent, executed } = await startPayer(
       [
-        { expect: lastUser('Pay twice'), toolCalls: [{ name: 'send_payment', arguments: { to: 'carol', amount: 7, memo: 'nobody answers' } }] },
-        { expect: lastTool('denied by default'), toolCalls: [{ name: 'send_payment', arguments: { to: 'dave', amount: 8, memo: 'the robot decides' } }] },
+        {
+          expect: lastUser('Pay twice'),
+          toolCalls: [{ name: 'send_payment', arguments: { to: 'carol', amount: 7, memo: 'nobody answers' } }],
+        },
+        {
+          expect: lastTool('denied by default'),
+          toolCalls: [{ name: 'send_payment', arguments: { to: 'dave', amount: 8, memo: 'the robot decides' } }],
+        },
         { expect: lastTool('sent 8 to dave'), content: 'Paid dave.' },
       ],
       { approvalTimeoutMs: 2_500 },

@@ -115,7 +115,6 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
 
   const stop = async (): Promise<void> => {
     const proc = child
-    if (process.env.SBX_DEBUG) setTimeout(() => console.log('SERVER LOG', proc?.pid, '\n' + output.join('\n')), 400)
     child = undefined
     if (proc === undefined || proc.pid === undefined || proc.exitCode !== null || proc.signalCode !== null) return
     const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()))

@@ -2,16 +2,16 @@ import {
   type Agent,
   type AgentEvent,
   type Bus,
-  type Clock,
-  ControlRequestMessage,
-  type ControlReplyMessage,
-  createSubjects,
   type BusMessage,
+  type Clock,
+  type ControlReplyMessage,
+  ControlRequestMessage,
+  createSubjects,
   decodeMessage,
   describeError,
+  type EventMessage,
   encodeMessage,
   errorMessage,
-  type EventMessage,
   PROTOCOL_VERSION,
   ProtocolError,
   SteerMessage,
@@ -46,7 +46,12 @@ export interface AgentConnection {
 export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentConnection {
   const { bus } = options
   const subjects = options.subjects ?? createSubjects()
-  const report = createRejectionReporter({ bus, subjects, component: `agent-${agent.id}`, ...(options.clock ? { clock: options.clock } : {}) })
+  const report = createRejectionReporter({
+    bus,
+    subjects,
+    component: `agent-${agent.id}`,
+    ...(options.clock ? { clock: options.clock } : {}),
+  })
   const subscriptions: Subscription[] = []
   const cleanups: (() => void)[] = []
 
@@ -63,7 +68,11 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
         // A publish retried across a reconnect may arrive twice: apply each correction once.
         if (seen.has(steer.steerId)) return
         const refuse = (why: string) =>
-          report(message.subject, message.data, new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Steering ${steer.steerId} refused: ${why}`))
+          report(
+            message.subject,
+            message.data,
+            new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Steering ${steer.steerId} refused: ${why}`),
+          )
         if (steer.text.trim() === '') return refuse('the correction has no text')
         let target: { steer(text: string, options: { from: string }): void } = agent
         if (steer.runId !== undefined) {
@@ -137,7 +146,20 @@ function respond(message: BusMessage, reply: { v: number; type: string }): boole
 /** Longest string field kept in an event that had to be trimmed to fit the bus. */
 const TRIMMED_STRING_LENGTH = 4_096
 /** Fields an event keeps at the very least (what happened, to whom, when). */
-const IDENTITY_FIELDS = ['type', 'agentId', 'runId', 'runPath', 'parentRunId', 'at', 'turn', 'callId', 'toolName', 'status', 'outcome', 'isError'] as const
+const IDENTITY_FIELDS = [
+  'type',
+  'agentId',
+  'runId',
+  'runPath',
+  'parentRunId',
+  'at',
+  'turn',
+  'callId',
+  'toolName',
+  'status',
+  'outcome',
+  'isError',
+] as const
 
 /**
  * Events are observe-only and lossy by design: a plain publish. One too large for the bus is
@@ -151,10 +173,19 @@ function publishEvent(bus: Bus, subjects: Subjects, event: AgentEvent): void {
     let data = encodeMessage(full)
     if (data.byteLength > bus.maxPayload) {
       const { messages: _m, message: _msg, ...rest } = event as AgentEvent & { messages?: unknown; message?: unknown }
-      const attempts: Record<string, unknown>[] = [rest, cutStrings(rest), pick(event as unknown as Record<string, unknown>, IDENTITY_FIELDS)]
+      const attempts: Record<string, unknown>[] = [
+        rest,
+        cutStrings(rest),
+        pick(event as unknown as Record<string, unknown>, IDENTITY_FIELDS),
+      ]
       const fitting = attempts
         .map((trimmed) => {
-          const message: EventMessage = { v: PROTOCOL_VERSION, type: 'event', event: trimmed as EventMessage['event'], truncated: true }
+          const message: EventMessage = {
+            v: PROTOCOL_VERSION,
+            type: 'event',
+            event: trimmed as EventMessage['event'],
+            truncated: true,
+          }
           return encodeMessage(message)
         })
         .find((encoded) => encoded.byteLength <= bus.maxPayload)
@@ -171,7 +202,8 @@ function cutStrings(value: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const [key, field] of Object.entries(value)) {
     if (typeof field === 'string') out[key] = truncate(field, TRIMMED_STRING_LENGTH)
-    else if (field !== null && typeof field === 'object' && JSON.stringify(field).length > TRIMMED_STRING_LENGTH) out[key] = '[trimmed]'
+    else if (field !== null && typeof field === 'object' && JSON.stringify(field).length > TRIMMED_STRING_LENGTH)
+      out[key] = '[trimmed]'
     else out[key] = field
   }
   return out

@@ -33,22 +33,38 @@ export interface BusAnswerer extends Answerer {
 export function createBusAnswerer(options: BusAnswererOptions): BusAnswerer {
   const { bus } = options
   const subjects = options.subjects ?? createSubjects()
-  const report = createRejectionReporter({ bus, subjects, component: 'agent-questions', ...(options.clock ? { clock: options.clock } : {}) })
+  const report = createRejectionReporter({
+    bus,
+    subjects,
+    component: 'agent-questions',
+    ...(options.clock ? { clock: options.clock } : {}),
+  })
   const waiter = new DurableReplyWaiter<typeof AnswerMessage, Question>({
     bus,
     schema: AnswerMessage,
     idOf: (answer) => answer.questionId,
     reportInvalid: report,
     onRejected: ({ reply, reason, context }) =>
-      report(subjects.answers(context.agentId), JSON.stringify(reply), new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Answer rejected: ${reason}`)),
+      report(
+        subjects.answers(context.agentId),
+        JSON.stringify(reply),
+        new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Answer rejected: ${reason}`),
+      ),
   })
   return {
     async answer(question, { signal }): Promise<Answer> {
       await waiter.listen(subjects.answers(question.agentId))
-      const answered = waiter.expect(question.questionId, question, () => undefined, signal)
+      // Aborted by the caller, or by us when the question could not be sent (nothing may wait for it then).
+      const withdrawn = new AbortController()
+      const answered = waiter.expect(question.questionId, question, () => undefined, AbortSignal.any([signal, withdrawn.signal]))
       answered.catch(() => {})
       const message: QuestionMessage = { v: PROTOCOL_VERSION, type: 'question', ...question }
-      await bus.durablePublish(subjects.ask(question.agentId), encodeMessage(message), { msgId: question.questionId, signal })
+      try {
+        await bus.durablePublish(subjects.ask(question.agentId), encodeMessage(message), { msgId: question.questionId, signal })
+      } catch (error) {
+        withdrawn.abort(error)
+        throw error
+      }
       const { v: _v, type: _type, ...answer } = await answered
       return answer
     },

@@ -67,13 +67,17 @@ export function readAudit(options: {
   const idleMs = options.idleMs ?? 300
   return new Promise((resolve, reject) => {
     let timer: ReturnType<typeof setTimeout> | undefined
+    let done = false
     const finish = () => {
+      if (done) return
+      done = true
       if (timer) clearTimeout(timer)
+      options.signal?.removeEventListener('abort', finish)
       subscription.unsubscribe()
       resolve(entries)
     }
     const arm = () => {
-      if (options.follow) return
+      if (options.follow || done) return
       if (timer) clearTimeout(timer)
       timer = setTimeout(finish, idleMs)
     }
@@ -81,6 +85,7 @@ export function readAudit(options: {
       subjects.audit(filter.agentId),
       (message) => {
         message.ack()
+        if (done) return
         const decoded = decodeMessage(message.data, AuditMessage, { maxBytes: options.bus.maxPayload })
         if (decoded.ok && matchesAudit(decoded.value.entry, filter)) {
           entries.push(decoded.value.entry)
@@ -91,9 +96,14 @@ export function readAudit(options: {
       { deliverAll: true },
     )
     subscription.ready.then(arm, (error) => {
+      done = true
+      if (timer) clearTimeout(timer)
+      options.signal?.removeEventListener('abort', finish)
       subscription.unsubscribe()
       reject(error)
     })
-    options.signal?.addEventListener('abort', finish, { once: true })
+    // An already aborted signal never fires: finish with what is there (nothing yet).
+    if (options.signal?.aborted) finish()
+    else options.signal?.addEventListener('abort', finish, { once: true })
   })
 }

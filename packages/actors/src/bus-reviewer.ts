@@ -73,23 +73,32 @@ export function createBusReviewer(options: BusReviewerOptions): BusReviewer {
   return {
     async review(request, { signal }): Promise<ApprovalDecision> {
       await waiter.listen(subjects.approvalDecisions(request.agentId))
+      // Aborted by the caller, or by us when the request could not be sent (nothing may wait for it then).
+      const withdrawn = new AbortController()
       const decided = waiter.expect(
         request.requestId,
         request,
         (decision) => {
-          if (decision.callId !== request.callId) return `callId ${decision.callId} does not match the pending call ${request.callId}`
-          if (decision.digest !== request.digest) return 'the digest does not match the pending call (arguments differ from what was shown)'
+          if (decision.callId !== request.callId)
+            return `callId ${decision.callId} does not match the pending call ${request.callId}`
+          if (decision.digest !== request.digest)
+            return 'the digest does not match the pending call (arguments differ from what was shown)'
           return undefined
         },
-        signal,
+        AbortSignal.any([signal, withdrawn.signal]),
       )
       // The wait is registered first, so a reviewer that answers at once is not missed.
       decided.catch(() => {})
       const message: ApprovalRequestMessage = { v: PROTOCOL_VERSION, type: 'approval.request', ...request }
-      await bus.durablePublish(subjects.approvals(request.agentId), encodeMessage(message), {
-        msgId: request.requestId,
-        signal,
-      })
+      try {
+        await bus.durablePublish(subjects.approvals(request.agentId), encodeMessage(message), {
+          msgId: request.requestId,
+          signal,
+        })
+      } catch (error) {
+        withdrawn.abort(error)
+        throw error
+      }
       const { v: _v, type: _type, ...decision } = await decided
       return decision
     },

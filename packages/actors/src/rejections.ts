@@ -44,10 +44,8 @@ export function truncate(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text
 }
 
-export interface RejectionReporter {
-  /** Records a message that was refused and had nobody to reply to. Never throws. */
-  (subject: string, data: Uint8Array | string, error: SignalboxError): void
-}
+/** Records a message that was refused and had nobody to reply to. Never throws. */
+export type RejectionReporter = (subject: string, data: Uint8Array | string, error: SignalboxError) => void
 
 /**
  * Bad input on a publish-only subject has no reply subject: it is published as a `rejection`

@@ -5,14 +5,14 @@ import {
   BusTimeoutError,
   createSubjects,
   decodeMessage,
-  encodeMessage,
   ErrorMessage,
+  encodeMessage,
   PROTOCOL_VERSION,
   type Subjects,
   type Tool,
   type ToolCallMessage,
-  ToolDescriptionMessage,
   type ToolDescribeMessage,
+  ToolDescriptionMessage,
   ToolError,
   ToolResultMessage,
 } from '@signalbox/core'
@@ -59,21 +59,31 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
         agentId: context.agentId,
         runId: context.runId,
         arguments: args,
-        deadline: context.clock.now() + timeoutMs,
+        // A little before our own timeout: a live host whose tool hangs answers TOOL_TIMEOUT itself
+        // (more telling than our "did not answer", which then means the host itself is gone).
+        deadline: context.clock.now() + timeoutMs - Math.min(1_000, Math.floor(timeoutMs / 10)),
       }
       let response: Awaited<ReturnType<Bus['request']>>
       try {
         response = await bus.request(subject, encodeMessage(call), { timeoutMs, signal: context.signal })
       } catch (error) {
         if (error instanceof BusNoRespondersError) {
-          throw new ToolError('TOOL_UNAVAILABLE', `No tool host is serving "${name}" right now. Try another way, or tell the person.`, {
-            cause: error,
-          })
+          throw new ToolError(
+            'TOOL_UNAVAILABLE',
+            `No tool host is serving "${name}" right now. Try another way, or tell the person.`,
+            {
+              cause: error,
+            },
+          )
         }
         if (error instanceof BusTimeoutError) {
-          throw new ToolError('TOOL_TIMEOUT', `"${name}" did not answer within ${formatDuration(timeoutMs)} (its host may have stopped).`, {
-            cause: error,
-          })
+          throw new ToolError(
+            'TOOL_TIMEOUT',
+            `"${name}" did not answer within ${formatDuration(timeoutMs)} (its host may have stopped).`,
+            {
+              cause: error,
+            },
+          )
         }
         if (error instanceof BusPayloadTooLargeError) {
           throw new ToolError(
@@ -85,7 +95,8 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
         throw error
       }
       const decoded = decodeMessage(response.data, ToolReply, { maxBytes: bus.maxPayload })
-      if (!decoded.ok) throw new ToolError('TOOL_BAD_REPLY', `The host of "${name}" sent an invalid reply: ${decoded.error.message}`)
+      if (!decoded.ok)
+        throw new ToolError('TOOL_BAD_REPLY', `The host of "${name}" sent an invalid reply: ${decoded.error.message}`)
       const reply = decoded.value
       if (reply.type === 'error') throw new ToolError(reply.error.code, reply.error.message)
       if (reply.callId !== call.callId) {
@@ -128,7 +139,7 @@ export async function discoverTools(options: {
   )
 }
 
-/** `300 ms`, `5s`, `90s`: a short delay must not read as "0s". */
+/** `300 ms`, `1.5s`, `60s`: a short delay must not read as "0s". */
 function formatDuration(ms: number): string {
-  return ms < 1_000 ? `${ms} ms` : `${Math.round(ms / 1000)}s`
+  return ms < 1_000 ? `${ms} ms` : `${Number((ms / 1000).toFixed(1))}s`
 }

@@ -2,8 +2,8 @@ import {
   AbortedError,
   type Bus,
   type Clock,
-  decodeMessage,
   type DurableMessage,
+  decodeMessage,
   type SignalboxError,
   type Subscription,
   systemClock,
@@ -129,7 +129,10 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     const onStop = () => lifetime.abort(new AbortedError('the service is stopping'))
     stop.signal.addEventListener('abort', onStop, { once: true })
     // Clamped: a timer past 2^31-1 ms fires at once in Node, which would expire a far-off request now.
-    const deadline = clock.setTimeout(() => lifetime.abort(new AbortedError('the request expired')), Math.min(remaining, MAX_TIMER_MS))
+    const deadline = clock.setTimeout(
+      () => lifetime.abort(new AbortedError('the request expired')),
+      Math.min(remaining, MAX_TIMER_MS),
+    )
     const keepAlive = setInterval(() => message.working(), ACK_WAIT_MS / 3)
     try {
       // A decider that ignores its signal (a stuck reviewer) must not keep the request in flight
@@ -207,4 +210,3 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     },
   }
 }
-

@@ -1,6 +1,6 @@
 import {
-  ApprovalDecisionMessage,
   type ApprovalDecision,
+  ApprovalDecisionMessage,
   type ApprovalRequest,
   ApprovalRequestMessage,
   type Bus,
@@ -42,7 +42,12 @@ export interface ReviewerService extends RequestService {}
 export function startReviewerService(options: ReviewerServiceOptions): ReviewerService {
   const { bus } = options
   const subjects = options.subjects ?? createSubjects()
-  const report = createRejectionReporter({ bus, subjects, component: 'reviewer', ...(options.clock ? { clock: options.clock } : {}) })
+  const report = createRejectionReporter({
+    bus,
+    subjects,
+    component: 'reviewer',
+    ...(options.clock ? { clock: options.clock } : {}),
+  })
   const agentToken = options.agentId ?? '*'
   const requestSubject = `${subjects.prefix}.approvals.${agentToken}`
   const decisionSubject = `${subjects.prefix}.approvals.${agentToken}.decisions`

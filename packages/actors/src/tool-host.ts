@@ -9,9 +9,9 @@ import {
   errorMessage,
   PROTOCOL_VERSION,
   randomIds,
-  stringifyToolOutput,
   type Subjects,
   type Subscription,
+  stringifyToolOutput,
   systemClock,
   type Tool,
   ToolCallMessage,
@@ -125,17 +125,24 @@ export function serveTools(options: ToolHostOptions): ToolHost {
           if (call.toolName !== tool.name) {
             return send(
               respond,
-              errorMessage(toWireError({ code: 'TOOL_UNKNOWN', message: `This subject serves "${tool.name}", not "${call.toolName}".` }), call.callId),
+              errorMessage(
+                toWireError({ code: 'TOOL_UNKNOWN', message: `This subject serves "${tool.name}", not "${call.toolName}".` }),
+                call.callId,
+              ),
             )
           }
           if (closed) {
-            return send(respond, errorMessage({ code: 'TOOL_HOST_STOPPED', message: `The tool host of "${tool.name}" is stopping.` }, call.callId))
+            return send(
+              respond,
+              errorMessage({ code: 'TOOL_HOST_STOPPED', message: `The tool host of "${tool.name}" is stopping.` }, call.callId),
+            )
           }
           const validation = tool.validate(call.arguments)
           if (!validation.ok) {
             // Bounded: a reply the caller cannot decode (message > 4096) would hide the real problem.
             const listed = validation.issues.slice(0, MAX_LISTED_ISSUES).map((i) => `- ${i}`)
-            if (validation.issues.length > MAX_LISTED_ISSUES) listed.push(`- ... and ${validation.issues.length - MAX_LISTED_ISSUES} more`)
+            if (validation.issues.length > MAX_LISTED_ISSUES)
+              listed.push(`- ... and ${validation.issues.length - MAX_LISTED_ISSUES} more`)
             return send(
               respond,
               errorMessage(
@@ -178,7 +185,10 @@ export function serveTools(options: ToolHostOptions): ToolHost {
           // Clamped: a timer past 2^31-1 ms fires at once in Node (a far-off deadline would time out now).
           const timer = clock.setTimeout(
             () => {
-              fail({ code: 'TOOL_TIMEOUT', message: `"${tool.name}" passed its deadline on the host.` })
+              fail({
+                code: 'TOOL_TIMEOUT',
+                message: `"${tool.name}" did not finish before its deadline on the host; it was aborted.`,
+              })
               controller.abort(new AbortedError('the call passed its deadline'))
             },
             Math.min(MAX_TIMER_MS, Math.max(0, call.deadline - clock.now())),

@@ -16,14 +16,7 @@
  * The module only describes the agent; `signalbox run` decides where its reviewer, answerer,
  * events, audit and remote tools live (embedded, or on a NATS bus).
  */
-import {
-  type Answerer,
-  type Bus,
-  ConfigError,
-  type Hooks,
-  type Subjects,
-  type Tool,
-} from '@signalbox/core'
+import { type Answerer, type Bus, ConfigError, type Hooks, type Subjects, type Tool } from '@signalbox/core'
 import type { Scripts } from '@signalbox/core/testing'
 
 export interface AgentModuleContext {
@@ -72,22 +65,29 @@ const AGENT_ID = /^[a-zA-Z0-9_-]{1,64}$/
 /** Checks an agent module definition and returns it (use it as the module's default export). */
 export function defineAgentModule<M extends AgentModule>(definition: M): M {
   const problems = agentModuleProblems(definition)
-  if (problems.length > 0) throw new ConfigError(`Invalid agent module:\n${problems.map((p) => `  - ${p}`).join('\n')}`, { problems })
+  if (problems.length > 0)
+    throw new ConfigError(`Invalid agent module:\n${problems.map((p) => `  - ${p}`).join('\n')}`, { problems })
   return definition
 }
 
 /** What is wrong with `value` as an agent module (empty when nothing). */
 export function agentModuleProblems(value: unknown): string[] {
-  if (value === null || typeof value !== 'object') return ['the default export must be an object: export default defineAgentModule({ id, instructions, ... })']
+  if (value === null || typeof value !== 'object')
+    return ['the default export must be an object: export default defineAgentModule({ id, instructions, ... })']
   const m = value as Record<string, unknown>
   const problems: string[] = []
-  if (typeof m.id !== 'string' || !AGENT_ID.test(m.id)) problems.push(`id must be 1-64 letters, digits, "_" or "-" (got ${JSON.stringify(m.id)})`)
-  if (typeof m.instructions !== 'string' || m.instructions.trim() === '') problems.push('instructions must be a non-empty string (the system prompt)')
+  if (typeof m.id !== 'string' || !AGENT_ID.test(m.id))
+    problems.push(`id must be 1-64 letters, digits, "_" or "-" (got ${JSON.stringify(m.id)})`)
+  if (typeof m.instructions !== 'string' || m.instructions.trim() === '')
+    problems.push('instructions must be a non-empty string (the system prompt)')
   if (m.tools !== undefined && typeof m.tools !== 'function') {
     if (!Array.isArray(m.tools)) problems.push('tools must be an array of tools, or a function returning one')
-    else m.tools.forEach((t, i) => problems.push(...toolProblems(t, `tools[${i}]`)))
+    else for (const [i, t] of m.tools.entries()) problems.push(...toolProblems(t, `tools[${i}]`))
   }
-  if (m.remoteTools !== undefined && (!Array.isArray(m.remoteTools) || m.remoteTools.some((n) => typeof n !== 'string' || n === ''))) {
+  if (
+    m.remoteTools !== undefined &&
+    (!Array.isArray(m.remoteTools) || m.remoteTools.some((n) => typeof n !== 'string' || n === ''))
+  ) {
     problems.push('remoteTools must be an array of tool names')
   }
   if (m.askHuman !== undefined && m.askHuman !== true && (m.askHuman === null || typeof m.askHuman !== 'object')) {
@@ -95,7 +95,8 @@ export function agentModuleProblems(value: unknown): string[] {
   }
   for (const key of ['maxTurns', 'approvalTimeoutMs'] as const) {
     const v = m[key]
-    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)) problems.push(`${key} must be a positive number`)
+    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v <= 0))
+      problems.push(`${key} must be a positive number`)
   }
   if (m.script !== undefined) {
     if (m.script === null || typeof m.script !== 'object' || Array.isArray(m.script) || Object.keys(m.script).length === 0) {
@@ -111,9 +112,11 @@ export function agentModuleProblems(value: unknown): string[] {
 
 /** What is wrong with `value` as a tool (empty when nothing). */
 export function toolProblems(value: unknown, where: string): string[] {
-  if (value === null || typeof value !== 'object') return [`${where} is not a tool (use tool({ name, description, schema, execute }) from @signalbox/core)`]
+  if (value === null || typeof value !== 'object')
+    return [`${where} is not a tool (use tool({ name, description, schema, execute }) from @signalbox/core)`]
   const t = value as Record<string, unknown>
   const missing = ['name', 'description', 'parameters', 'validate', 'execute'].filter((key) => t[key] === undefined)
-  if (missing.length > 0) return [`${where} is not a tool: missing ${missing.join(', ')} (use tool({ ... }) from @signalbox/core)`]
+  if (missing.length > 0)
+    return [`${where} is not a tool: missing ${missing.join(', ')} (use tool({ ... }) from @signalbox/core)`]
   return []
 }

@@ -12,8 +12,15 @@ export async function openBus(context: CommandContext, role: string): Promise<{ 
   if (!url) throw new CliError('NO_BUS', NO_BUS_MESSAGE)
   // Nothing listening is the common mistake: say so at once (the client would retry for the whole timeout).
   const refused = await refusedAt(url)
-  if (refused) throw new CliError('BUS_CONNECT_FAILED', `could not reach NATS at ${url}: nothing listens on ${refused} (is nats-server running, with JetStream: -js?)`)
-  const [{ connectNatsBus }, { AbortedError, createSubjects }] = await Promise.all([import('@signalbox/actors'), import('@signalbox/core')])
+  if (refused)
+    throw new CliError(
+      'BUS_CONNECT_FAILED',
+      `could not reach NATS at ${url}: nothing listens on ${refused} (is nats-server running, with JetStream: -js?)`,
+    )
+  const [{ connectNatsBus }, { AbortedError, createSubjects }] = await Promise.all([
+    import('@signalbox/actors'),
+    import('@signalbox/core'),
+  ])
   const subjects = createSubjects(context.global.prefix)
   const signal = AbortSignal.timeout(CONNECT_TIMEOUT_MS)
   try {
@@ -21,9 +28,13 @@ export async function openBus(context: CommandContext, role: string): Promise<{ 
     return { bus, subjects, url }
   } catch (error) {
     if (error instanceof AbortedError || signal.aborted) {
-      throw new CliError('BUS_CONNECT_FAILED', `could not reach NATS at ${url} within ${CONNECT_TIMEOUT_MS / 1000} s (is nats-server running, with JetStream: -js?)`, {
-        cause: error,
-      })
+      throw new CliError(
+        'BUS_CONNECT_FAILED',
+        `could not reach NATS at ${url} within ${CONNECT_TIMEOUT_MS / 1000} s (is nats-server running, with JetStream: -js?)`,
+        {
+          cause: error,
+        },
+      )
     }
     throw error
   }
@@ -52,7 +63,9 @@ async function refusedAt(url: string): Promise<string | undefined> {
           }
           const timer = setTimeout(() => done(false), 1_000)
           socket.once('connect', () => done(false))
-          socket.once('error', (error: NodeJS.ErrnoException) => done(error.code === 'ECONNREFUSED' || error.code === 'ENOTFOUND'))
+          socket.once('error', (error: NodeJS.ErrnoException) =>
+            done(error.code === 'ECONNREFUSED' || error.code === 'ENOTFOUND'),
+          )
         }),
     ),
   )

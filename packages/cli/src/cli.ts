@@ -122,10 +122,15 @@ export const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
 export const NO_BUS_MESSAGE = 'no bus: pass --nats nats://host:4222 or set SIGNALBOX_NATS_URL'
 
 /** Parses `argv` (everything after the command name) for `command`. Throws `UsageError`. */
-export function parseCommandArgs(command: Command, argv: string[], io: CommandIO): { values: CommandContext['values']; positionals: string[]; global: GlobalValues } {
+export function parseCommandArgs(
+  command: Command,
+  argv: string[],
+  io: CommandIO,
+): { values: CommandContext['values']; positionals: string[]; global: GlobalValues } {
   const specs = { ...GLOBAL_OPTIONS, ...command.options }
   const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {}
-  for (const [name, spec] of Object.entries(specs)) options[name] = { type: spec.type, ...(spec.short ? { short: spec.short } : {}) }
+  for (const [name, spec] of Object.entries(specs))
+    options[name] = { type: spec.type, ...(spec.short ? { short: spec.short } : {}) }
   let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] }
   try {
     parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: true }) as typeof parsed
@@ -194,7 +199,9 @@ export function commandHelp(command: Command, c: Colors = createColorizer(false)
     global[name] = spec
   }
   sections.push(['Global flags:', global])
-  const rendered = sections.map(([title, specs]) => [title, Object.entries(specs).map(([name, spec]) => renderFlag(name, spec, command))] as const)
+  const rendered = sections.map(
+    ([title, specs]) => [title, Object.entries(specs).map(([name, spec]) => renderFlag(name, spec, command))] as const,
+  )
   const width = Math.max(...rendered.flatMap(([, rows]) => rows.map(([flag]) => flag.length)))
   for (const [title, rows] of rendered) {
     if (rows.length === 0) continue

@@ -33,7 +33,10 @@ export async function loadToolsModule(spec: string, cwd: string): Promise<{ file
   const { file, exports } = await importUserModule(spec, cwd)
   const candidate = exports.tools ?? exports.default
   if (!Array.isArray(candidate)) {
-    throw new CliError('MODULE_INVALID', `${spec} exports no tools: use \`export const tools = [...]\` or \`export default [...]\``)
+    throw new CliError(
+      'MODULE_INVALID',
+      `${spec} exports no tools: use \`export const tools = [...]\` or \`export default [...]\``,
+    )
   }
   const problems = candidate.flatMap((t, i) => toolProblems(t, `tools[${i}]`))
   if (candidate.length === 0) problems.push('the tools array is empty')

@@ -16,6 +16,9 @@ import {
 } from './cli.ts'
 import { audit } from './commands/audit.ts'
 import { cancel } from './commands/cancel.ts'
+import { graph } from './commands/graph.ts'
+import { host } from './commands/host.ts'
+import { inspect } from './commands/inspect.ts'
 import { review } from './commands/review.ts'
 import { run } from './commands/run.ts'
 import { status } from './commands/status.ts'
@@ -25,7 +28,7 @@ import { watch } from './commands/watch.ts'
 import { colorsEnabled, createColorizer } from './output.ts'
 
 /** Every command, in the order `signalbox --help` lists them. */
-export const COMMANDS: readonly Command[] = [run, review, steer, watch, audit, status, cancel, toolsServe]
+export const COMMANDS: readonly Command[] = [run, review, steer, watch, audit, status, cancel, toolsServe, inspect, graph, host]
 
 export function defaultIO(): CommandIO {
   return { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd() }
@@ -62,7 +65,11 @@ export async function main(argv: string[], io: CommandIO = defaultIO()): Promise
     if (!found) {
       if (first.startsWith('-')) throw new UsageError(`a command comes first (got the flag "${first}")`)
       if (first === 'tools') {
-        throw new UsageError(rest[0] === undefined || rest[0].startsWith('-') ? 'tools needs a sub-command: signalbox tools serve <module>' : `no such command "tools ${rest[0]}" (did you mean "tools serve"?)`)
+        throw new UsageError(
+          rest[0] === undefined || rest[0].startsWith('-')
+            ? 'tools needs a sub-command: signalbox tools serve <module>'
+            : `no such command "tools ${rest[0]}" (did you mean "tools serve"?)`,
+        )
       }
       throw new UsageError(`unknown command "${first}"${suggest(first)}`)
     }
@@ -99,7 +106,8 @@ export async function main(argv: string[], io: CommandIO = defaultIO()): Promise
 export function formatError(error: unknown, c = createColorizer(false)): string {
   const code = (error as { code?: unknown } | null)?.code
   const message = error instanceof Error ? error.message : String(error)
-  if (error instanceof Error && typeof code === 'string' && code !== '') return `${c.red(`error [${code}]`)}: ${message}${causeOf(error)}`
+  if (error instanceof Error && typeof code === 'string' && code !== '')
+    return `${c.red(`error [${code}]`)}: ${message}${causeOf(error)}`
   return `${c.red('error [UNEXPECTED]')}: ${message}`
 }
 

@@ -100,11 +100,19 @@ export function describeEvent(event: AgentEvent, c: Colors): { label: string; co
       return { label: event.type, color: c.blue, detail: parts.join(' · ') }
     }
     case 'model.retry':
-      return { label: event.type, color: c.yellow, detail: `attempt ${event.attempt} failed (${event.error.code}), retry in ${formatDuration(event.delayMs)}` }
+      return {
+        label: event.type,
+        color: c.yellow,
+        detail: `attempt ${event.attempt} failed (${event.error.code}), retry in ${formatDuration(event.delayMs)}`,
+      }
     case 'text.delta':
       return { label: 'text', color: c.dim, detail: quote(event.delta) }
     case 'tool.start':
-      return { label: event.type, color: c.green, detail: `${event.toolName}(${compactJson(event.arguments)}) ${c.dim(event.callId)}` }
+      return {
+        label: event.type,
+        color: c.green,
+        detail: `${event.toolName}(${compactJson(event.arguments)}) ${c.dim(event.callId)}`,
+      }
     case 'tool.end': {
       const ok = event.outcome === 'executed' || event.outcome === 'responded'
       const color = ok ? c.green : event.outcome === 'steered' ? c.yellow : c.red
@@ -132,17 +140,29 @@ export function describeEvent(event: AgentEvent, c: Colors): { label: string; co
       }
     }
     case 'approval.timeout':
-      return { label: event.type, color: c.red, detail: `${event.request.toolName}: nobody decided by the deadline, denied by default` }
+      return {
+        label: event.type,
+        color: c.red,
+        detail: `${event.request.toolName}: nobody decided by the deadline, denied by default`,
+      }
     case 'approval.rejected':
       return { label: event.type, color: c.red, detail: event.reason }
     case 'steering.queued':
       return { label: event.type, color: c.yellow, detail: `${quote(event.text)} from ${event.from}` }
     case 'steering.applied':
-      return { label: event.type, color: c.yellow, detail: `cancels ${event.toolName} ${c.dim(event.callId)}: ${quote(event.text)}` }
+      return {
+        label: event.type,
+        color: c.yellow,
+        detail: `cancels ${event.toolName} ${c.dim(event.callId)}: ${quote(event.text)}`,
+      }
     case 'question.asked':
       return { label: event.type, color: c.yellow, detail: quote(event.question.question) }
     case 'question.answered':
-      return { label: event.type, color: c.yellow, detail: `${quote(event.answer)} by ${event.answeredBy} · ${formatDuration(event.latencyMs)}` }
+      return {
+        label: event.type,
+        color: c.yellow,
+        detail: `${quote(event.answer)} by ${event.answeredBy} · ${formatDuration(event.latencyMs)}`,
+      }
     case 'question.timeout':
       return { label: event.type, color: c.red, detail: `no answer to ${quote(event.question.question)}` }
     default: {
@@ -153,7 +173,11 @@ export function describeEvent(event: AgentEvent, c: Colors): { label: string; co
 }
 
 /** `time agent run type detail`: one event on one line. */
-export function eventLine(event: AgentEvent, c: Colors, options: { agent?: boolean; run?: boolean; detail?: string } = {}): string {
+export function eventLine(
+  event: AgentEvent,
+  c: Colors,
+  options: { agent?: boolean; run?: boolean; detail?: string } = {},
+): string {
   const { label, color, detail } = describeEvent(event, c)
   const who = options.agent === false ? '' : `${c.magenta(event.agentId)} `
   const run = options.run === false ? '' : `${c.dim(shortId(event.runId))} `
@@ -165,7 +189,11 @@ export function eventLine(event: AgentEvent, c: Colors, options: { agent?: boole
  * written at once). `promptsEndLines`: a chunk after a partial line (a prompt) starts a new line,
  * because the person's answer, echoed by the terminal, ended it.
  */
-export function linePrefixer(prefix: string, write: (text: string) => void, options: { promptsEndLines?: boolean } = {}): (chunk: string) => void {
+export function linePrefixer(
+  prefix: string,
+  write: (text: string) => void,
+  options: { promptsEndLines?: boolean } = {},
+): (chunk: string) => void {
   let atLineStart = true
   return (chunk) => {
     if (options.promptsEndLines) atLineStart = true

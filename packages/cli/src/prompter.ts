@@ -31,6 +31,8 @@ export function createPrompter(options: {
   const terminal = Boolean(input.isTTY && output.isTTY)
   let rl: Interface | undefined
   let closed = false
+  /** `close()` was called: the input did not end on its own, so nobody is told. */
+  let closedByUs = false
   const closeListeners: (() => void)[] = []
   const closing = new AbortController()
   /** Settles when the last queued session is over. */
@@ -44,37 +46,39 @@ export function createPrompter(options: {
     rl.on('close', () => {
       closed = true
       closing.abort(new AbortedError('the terminal input ended'))
-      for (const listener of closeListeners) listener()
+      if (!closedByUs) for (const listener of closeListeners) listener()
     })
     return rl
   }
 
-  const ask = (signal: AbortSignal): Ask => async (text) => {
-    if (closed) throw new AbortedError('the terminal input ended')
-    const line = open()
-    prompt = text
-    try {
-      const answer = await line.question(text, { signal: AbortSignal.any([signal, closing.signal]) })
-      // Piped input is not echoed: end the prompt's line (a terminal in cooked mode echoes it).
-      if (!terminal && !input.isTTY) output.write('\n')
-      return answer
-    } catch (error) {
-      if (signal.aborted) {
-        // Abandon the half-typed line: the next prompt starts clean.
-        if (terminal) {
-          line.write(null, { ctrl: true, name: 'u' })
-          output.write('\r\x1b[2K')
-        } else {
-          output.write('\n')
+  const ask =
+    (signal: AbortSignal): Ask =>
+    async (text) => {
+      if (closed) throw new AbortedError('the terminal input ended')
+      const line = open()
+      prompt = text
+      try {
+        const answer = await line.question(text, { signal: AbortSignal.any([signal, closing.signal]) })
+        // Piped input is not echoed: end the prompt's line (a terminal in cooked mode echoes it).
+        if (!terminal && !input.isTTY) output.write('\n')
+        return answer
+      } catch (error) {
+        if (signal.aborted) {
+          // Abandon the half-typed line: the next prompt starts clean.
+          if (terminal) {
+            line.write(null, { ctrl: true, name: 'u' })
+            output.write('\r\x1b[2K')
+          } else {
+            output.write('\n')
+          }
+          throw signal.reason instanceof Error ? signal.reason : new AbortedError('the prompt was withdrawn')
         }
-        throw signal.reason instanceof Error ? signal.reason : new AbortedError('the prompt was withdrawn')
+        if (closing.signal.aborted) throw closing.signal.reason
+        throw error
+      } finally {
+        prompt = undefined
       }
-      if (closing.signal.aborted) throw closing.signal.reason
-      throw error
-    } finally {
-      prompt = undefined
     }
-  }
 
   return {
     async session(signal, fn) {
@@ -109,6 +113,7 @@ export function createPrompter(options: {
       open()
     },
     close() {
+      closedByUs = true
       rl?.close()
     },
   }
@@ -120,7 +125,7 @@ function untilAborted(wait: Promise<void>, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const onAbort = () => reject(reason())
     signal.addEventListener('abort', onAbort, { once: true })
-    wait.then(() => {
+    void wait.then(() => {
       signal.removeEventListener('abort', onAbort)
       resolve()
     })

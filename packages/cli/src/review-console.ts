@@ -37,7 +37,11 @@ export interface ReviewConsole {
   reviewer: Reviewer
   answerer: Answerer
   /** Prints a decision (this console's or another reviewer's). */
-  decided(request: Pick<ApprovalRequest, 'toolName' | 'callId' | 'agentId' | 'runId' | 'requestedAt'> | undefined, decision: ApprovalDecision, options?: { elsewhere?: boolean }): void
+  decided(
+    request: Pick<ApprovalRequest, 'toolName' | 'callId' | 'agentId' | 'runId' | 'requestedAt'> | undefined,
+    decision: ApprovalDecision,
+    options?: { elsewhere?: boolean },
+  ): void
   answered(question: Question | undefined, answer: Answer, options?: { elsewhere?: boolean }): void
 }
 
@@ -86,7 +90,14 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
     if (/settled elsewhere/.test(reason)) return // reported by `decided(..., { elsewhere: true })`
     if (now() >= request.deadline - 100 || /expired/.test(reason)) {
       emit(
-        { type: 'approval.timeout', requestId: request.requestId, agentId: request.agentId, runId: request.runId, callId: request.callId, toolName: request.toolName },
+        {
+          type: 'approval.timeout',
+          requestId: request.requestId,
+          agentId: request.agentId,
+          runId: request.runId,
+          callId: request.callId,
+          toolName: request.toolName,
+        },
         `${c.red('⏱ timed out')}: ${describeCall(request)}: nobody decided by the deadline, so the agent denies it by default`,
       )
       return
@@ -151,7 +162,12 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
 
   const answerer: Answerer = {
     async answer(question, { signal }) {
-      const reply = (text: string): Answer => ({ questionId: question.questionId, answer: text, answeredBy: name, answeredAt: now() })
+      const reply = (text: string): Answer => ({
+        questionId: question.questionId,
+        answer: text,
+        answeredBy: name,
+        answeredAt: now(),
+      })
       let answer: Answer
       if (options.autoAnswer !== undefined) {
         emit({ type: 'question', question }, questionBlock(question))
@@ -193,10 +209,17 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
       const verdict = decision.approved ? c.green('✔ approved') : c.red('✘ denied')
       const what = request ? describeCall(request) : c.dim(`(call ${decision.callId})`)
       const latency = request ? ` · ${formatDuration(decision.decidedAt - request.requestedAt)}` : ''
-      const by = extra.elsewhere ? `by ${c.bold(decision.reviewer)} ${c.dim('(another reviewer)')}` : `by ${c.bold(decision.reviewer)}`
+      const by = extra.elsewhere
+        ? `by ${c.bold(decision.reviewer)} ${c.dim('(another reviewer)')}`
+        : `by ${c.bold(decision.reviewer)}`
       const reason = decision.reason ? `: ${quote(decision.reason)}` : ''
       emit(
-        { type: 'approval.decision', elsewhere: extra.elsewhere === true, ...(request ? { toolName: request.toolName, agentId: request.agentId, runId: request.runId } : {}), decision },
+        {
+          type: 'approval.decision',
+          elsewhere: extra.elsewhere === true,
+          ...(request ? { toolName: request.toolName, agentId: request.agentId, runId: request.runId } : {}),
+          decision,
+        },
         `${verdict} ${what} ${by}${reason}${latency}`,
       )
     },
@@ -204,7 +227,12 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
       const what = question ? quote(question.question, 60) : c.dim(`(question ${answer.questionId})`)
       const by = extra.elsewhere ? `${c.bold(answer.answeredBy)} ${c.dim('(someone else)')}` : c.bold(answer.answeredBy)
       emit(
-        { type: 'question.answer', elsewhere: extra.elsewhere === true, ...(question ? { question: question.question, agentId: question.agentId } : {}), answer },
+        {
+          type: 'question.answer',
+          elsewhere: extra.elsewhere === true,
+          ...(question ? { question: question.question, agentId: question.agentId } : {}),
+          answer,
+        },
         `${c.green('✔ answered')} ${what} by ${by}: ${quote(answer.answer)}`,
       )
     },

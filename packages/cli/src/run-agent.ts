@@ -1,18 +1,18 @@
 /** The implementation of `signalbox run` (loaded only when the command runs). */
 import {
+  type BusAnswerer,
+  type BusReviewer,
   busAuditLog,
   connectAgent,
   createBusAnswerer,
   createBusReviewer,
   discoverTools,
-  type BusAnswerer,
-  type BusReviewer,
 } from '@signalbox/actors'
 import {
   type AgentEvent,
   type Answerer,
-  askHumanTool,
   type AuditEntry,
+  askHumanTool,
   type Bus,
   BusNoRespondersError,
   BusTimeoutError,
@@ -25,21 +25,21 @@ import {
   OpenAIProvider,
   policyReviewer,
   type Reviewer,
-  type RunResult,
   RunFailedError,
-  statePath,
+  type RunResult,
   type Subjects,
+  statePath,
   type Tool,
 } from '@signalbox/core'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
-import type { AgentModule, AgentModuleContext } from './agent-module.ts'
-import { CliError, type CommandContext, EXIT, NO_BUS_MESSAGE, UsageError } from './cli.ts'
+import type { AgentModuleContext } from './agent-module.ts'
 import { openBus } from './bus.ts'
+import { CliError, type CommandContext, EXIT, NO_BUS_MESSAGE, UsageError } from './cli.ts'
+import { parseMs } from './commands/status.ts'
 import { loadAgentModule } from './load-module.ts'
 import { type Colors, eventLine, formatDuration, quote } from './output.ts'
 import { createPrompter, type Prompter } from './prompter.ts'
 import { type AutoVerdict, createReviewConsole } from './review-console.ts'
-import { parseMs } from './commands/status.ts'
 
 const NO_REVIEWER_REASON =
   'Denied: nobody can review this call (signalbox run has no terminal and no --nats bus with reviewers). Do not retry it; say what you wanted to do.'
@@ -50,12 +50,19 @@ export async function runAgent(context: CommandContext): Promise<number> {
   const [spec, ...words] = context.positionals as [string, ...string[]]
   const { agent: def } = await loadAgentModule(spec, io.cwd)
   const input = words.join(' ').trim() || def.input
-  if (!input) throw new UsageError(`no input: give it after the module (signalbox run ${spec} "your message"), or set \`input\` in the module`, context.command)
+  if (!input)
+    throw new UsageError(
+      `no input: give it after the module (signalbox run ${spec} "your message"), or set \`input\` in the module`,
+      context.command,
+    )
   const auto = context.values.auto as AutoVerdict | undefined
   const autoAnswer = context.values.answer as string | undefined
   const mode = context.global.nats ? 'nats' : 'embedded'
   if (mode === 'nats' && (auto || autoAnswer !== undefined)) {
-    throw new UsageError('--auto and --answer are for embedded runs; with --nats, run `signalbox review --auto ...` next to the agent', context.command)
+    throw new UsageError(
+      '--auto and --answer are for embedded runs; with --nats, run `signalbox review --auto ...` next to the agent',
+      context.command,
+    )
   }
   if (mode === 'embedded' && def.remoteTools && def.remoteTools.length > 0) {
     throw new CliError('NO_BUS', `${spec} uses remote tools (${def.remoteTools.join(', ')}): ${NO_BUS_MESSAGE}`)
@@ -80,10 +87,18 @@ export async function runAgent(context: CommandContext): Promise<number> {
     let baseURL = context.values['base-url'] as string | undefined
     let apiKey = context.values['api-key'] as string | undefined
     if (context.values.scripted) {
-      if (!def.script) throw new CliError('NO_SCRIPT', `${spec} has no scripted conversation: add \`script: { "<model>": [steps...] }\` to it, or drop --scripted`)
+      if (!def.script)
+        throw new CliError(
+          'NO_SCRIPT',
+          `${spec} has no scripted conversation: add \`script: { "<model>": [steps...] }\` to it, or drop --scripted`,
+        )
       model ??= def.model ?? Object.keys(def.script).find((k) => k !== '*') ?? 'scripted'
       const script = def.script[model] ?? def.script['*']
-      if (!script) throw new CliError('NO_SCRIPT', `${spec} has no script for model "${model}" (scripts: ${Object.keys(def.script).join(', ')})`)
+      if (!script)
+        throw new CliError(
+          'NO_SCRIPT',
+          `${spec} has no script for model "${model}" (scripts: ${Object.keys(def.script).join(', ')})`,
+        )
       // Only the conversation played here: the run is checked against it alone at the end.
       server = await startScriptedModelServer({ scripts: { [model]: script } })
       const started = server
@@ -93,9 +108,17 @@ export async function runAgent(context: CommandContext): Promise<number> {
     }
     let provider: OpenAIProvider
     try {
-      provider = new OpenAIProvider({ ...(baseURL ? { baseURL } : {}), ...(apiKey ? { apiKey } : {}), ...(model ? { model } : {}) })
+      provider = new OpenAIProvider({
+        ...(baseURL ? { baseURL } : {}),
+        ...(apiKey ? { apiKey } : {}),
+        ...(model ? { model } : {}),
+      })
     } catch (error) {
-      if (error instanceof ConfigError) throw new CliError('NO_MODEL', 'no model: pass --model <name> (or set SIGNALBOX_MODEL), or --scripted to play the module\'s script offline')
+      if (error instanceof ConfigError)
+        throw new CliError(
+          'NO_MODEL',
+          "no model: pass --model <name> (or set SIGNALBOX_MODEL), or --scripted to play the module's script offline",
+        )
       throw error
     }
 
@@ -121,12 +144,19 @@ export async function runAgent(context: CommandContext): Promise<number> {
       audit = busAuditLog({ bus, subjects })
       const busReviewer: BusReviewer = createBusReviewer({ bus, subjects, audit })
       const busAnswerer: BusAnswerer = createBusAnswerer({ bus, subjects })
-      cleanups.push(() => busReviewer.close(), () => busAnswerer.close())
+      cleanups.push(
+        () => busReviewer.close(),
+        () => busAnswerer.close(),
+      )
       reviewer = busReviewer
       answerer = busAnswerer
       if (def.remoteTools && def.remoteTools.length > 0) {
         remote = await findRemoteTools(bus, subjects, def.remoteTools, waitToolsMs, () =>
-          context.err(c.dim(`waiting up to ${formatDuration(waitToolsMs)} for a tool host serving ${def.remoteTools?.join(', ')} (signalbox tools serve <module> --prefix ${subjects.prefix})...`)),
+          context.err(
+            c.dim(
+              `waiting up to ${formatDuration(waitToolsMs)} for a tool host serving ${def.remoteTools?.join(', ')} (signalbox tools serve <module> --prefix ${subjects.prefix})...`,
+            ),
+          ),
         )
       }
     } else {
@@ -147,8 +177,12 @@ export async function runAgent(context: CommandContext): Promise<number> {
         ...(auto ? { auto } : {}),
         ...(autoAnswer !== undefined ? { autoAnswer } : {}),
       })
-      reviewer = auto || prompter ? ui.reviewer : policyReviewer(() => ({ approved: false, reason: NO_REVIEWER_REASON }), { name: 'no-reviewer' })
-      answerer = autoAnswer !== undefined || prompter ? ui.answerer : functionAnswerer(() => NO_ANSWER_TEXT, { name: 'no-answerer' })
+      reviewer =
+        auto || prompter
+          ? ui.reviewer
+          : policyReviewer(() => ({ approved: false, reason: NO_REVIEWER_REASON }), { name: 'no-reviewer' })
+      answerer =
+        autoAnswer !== undefined || prompter ? ui.answerer : functionAnswerer(() => NO_ANSWER_TEXT, { name: 'no-answerer' })
       audit = new MemoryAuditLog()
       where = `embedded (in-process bus) · approvals: ${auto ? `auto ${auto}` : prompter ? 'asked here' : 'denied (no terminal)'}`
     }
@@ -168,7 +202,8 @@ export async function runAgent(context: CommandContext): Promise<number> {
       approvalTimeoutMs,
       ...(def.hooks ? { hooks: def.hooks } : {}),
       ...(def.maxTurns ? { maxTurns: def.maxTurns } : {}),
-      onInternalError: (error, at) => context.err(`${c.yellow('warning')}: ${at}: ${error instanceof Error ? error.message : String(error)}`),
+      onInternalError: (error, at) =>
+        context.err(`${c.yellow('warning')}: ${at}: ${error instanceof Error ? error.message : String(error)}`),
     })
     const connection = connectAgent(agent, { bus, subjects })
     cleanups.push(() => connection.close())
@@ -197,7 +232,10 @@ export async function runAgent(context: CommandContext): Promise<number> {
     const startedAt = Date.now()
     const runId = context.values['run-id'] as string | undefined
     const handle = agent.start(input, runId ? { runId } : {})
-    const states = handle.actor.subscribe({ next: (snapshot) => trace.onState(handle.runId, statePath(snapshot.value)), error: () => {} })
+    const states = handle.actor.subscribe({
+      next: (snapshot) => trace.onState(handle.runId, statePath(snapshot.value)),
+      error: () => {},
+    })
     trace.onState(handle.runId, statePath(handle.actor.getSnapshot().value))
     cleanups.push(() => states.unsubscribe())
 
@@ -252,7 +290,13 @@ export async function runAgent(context: CommandContext): Promise<number> {
 }
 
 /** Finds the remote tools by name, waiting (up to `waitMs`) for their hosts to come up. */
-async function findRemoteTools(bus: Bus, subjects: Subjects, names: string[], waitMs: number, onWaiting: () => void): Promise<Tool<unknown>[]> {
+async function findRemoteTools(
+  bus: Bus,
+  subjects: Subjects,
+  names: string[],
+  waitMs: number,
+  onWaiting: () => void,
+): Promise<Tool<unknown>[]> {
   const deadline = Date.now() + waitMs
   let warned = false
   for (;;) {
@@ -294,7 +338,11 @@ function traceRun(c: Colors, mode: 'embedded' | 'nats', subjects: Subjects, writ
       write(eventLine(event, c, { agent: false, run: false }))
       if (event.type === 'approval.requested' && mode === 'nats' && !hinted) {
         hinted = true
-        write(c.dim(`${' '.repeat(13)}${' '.repeat(19)}waiting for a reviewer on ${subjects.approvals(event.agentId)} (signalbox review --prefix ${subjects.prefix})`))
+        write(
+          c.dim(
+            `${' '.repeat(13)}${' '.repeat(19)}waiting for a reviewer on ${subjects.approvals(event.agentId)} (signalbox review --prefix ${subjects.prefix})`,
+          ),
+        )
       }
       if (event.type === 'question.asked' && mode === 'nats') {
         write(c.dim(`${' '.repeat(13)}${' '.repeat(19)}waiting for an answer on ${subjects.ask(event.agentId)}`))
@@ -327,4 +375,3 @@ function printAudit(print: (line: string) => void, c: Colors, entries: AuditEntr
     print(`  ${entry.kind.padEnd(18)} ${entry.toolName ?? '-'} · ${entry.actor}: ${entry.decision ?? ''}${reason}${latency}`)
   }
 }
-

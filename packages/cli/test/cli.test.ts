@@ -13,7 +13,11 @@ describe('help', () => {
   it('`help <command>` and `<command> --help` print the same text, with every flag, its default and examples', async () => {
     for (const command of COMMANDS) {
       const words = command.name.split(' ')
-      const [viaHelp, viaFlag, viaShort] = await Promise.all([runMain(['help', ...words]), runMain([...words, '--help']), runMain([...words, '-h'])])
+      const [viaHelp, viaFlag, viaShort] = await Promise.all([
+        runMain(['help', ...words]),
+        runMain([...words, '--help']),
+        runMain([...words, '-h']),
+      ])
       expect(viaHelp.code).toBe(0)
       expect(viaFlag.code).toBe(0)
       expect(viaFlag.stdout).toBe(viaHelp.stdout)
@@ -74,7 +78,9 @@ describe('usage errors exit 2 with the usage of the command', () => {
 describe('errors', () => {
   it('prints `error [CODE]: message` for signalbox errors, UNEXPECTED otherwise', () => {
     expect(formatError(new ConfigError('bad'))).toBe('error [CONFIG_INVALID]: bad')
-    expect(formatError(new SignalboxError('BUS_TIMEOUT', 'slow', { cause: new Error('inner') }))).toBe('error [BUS_TIMEOUT]: slow (inner)')
+    expect(formatError(new SignalboxError('BUS_TIMEOUT', 'slow', { cause: new Error('inner') }))).toBe(
+      'error [BUS_TIMEOUT]: slow (inner)',
+    )
     expect(formatError(new Error('boom'))).toBe('error [UNEXPECTED]: boom')
   })
 
@@ -101,7 +107,9 @@ describe('agent modules', () => {
     expect(agentModuleProblems({ id: 'a', instructions: 'x', tools: [{ name: 'half' }] })).toEqual([
       'tools[0] is not a tool: missing description, parameters, validate, execute (use tool({ ... }) from @signalbox/core)',
     ])
-    expect(agentModuleProblems({ id: 'a', instructions: 'x', script: { m: [] }, model: 'other' })).toEqual(['model "other" has no script (scripts: m)'])
+    expect(agentModuleProblems({ id: 'a', instructions: 'x', script: { m: [] }, model: 'other' })).toEqual([
+      'model "other" has no script (scripts: m)',
+    ])
   })
 })
 
@@ -133,9 +141,13 @@ describe('output', () => {
     write('three')
     expect(out).toBe('a │ one\na │ two\na │ three')
     let prompted = ''
-    const prompt = linePrefixer('r │ ', (text) => {
-      prompted += text
-    }, { promptsEndLines: true })
+    const prompt = linePrefixer(
+      'r │ ',
+      (text) => {
+        prompted += text
+      },
+      { promptsEndLines: true },
+    )
     prompt('Approve? [y/n] ')
     prompt('✔ approved\n')
     expect(prompted).toBe('r │ Approve? [y/n] r │ ✔ approved\n')

@@ -73,7 +73,10 @@ export function startMain(argv: string[], options: { env?: NodeJS.ProcessEnv; cw
           if (matches()) finish(() => resolve(output))
           else if (code !== undefined) finish(() => reject(new Error(`exited (${code}) without ${String(pattern)}:\n${output}`)))
         }
-        const timer = setTimeout(() => finish(() => reject(new Error(`no ${String(pattern)} after ${timeoutMs} ms:\n${output}`))), timeoutMs)
+        const timer = setTimeout(
+          () => finish(() => reject(new Error(`no ${String(pattern)} after ${timeoutMs} ms:\n${output}`))),
+          timeoutMs,
+        )
         const finish = (then: () => void) => {
           clearTimeout(timer)
           listeners.delete(check)
@@ -91,7 +94,10 @@ export function startMain(argv: string[], options: { env?: NodeJS.ProcessEnv; cw
 }
 
 /** Runs a command to its end in this process. */
-export async function runMain(argv: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<Captured & { code: number }> {
+export async function runMain(
+  argv: string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Promise<Captured & { code: number }> {
   const run = startMain(argv, options)
   const code = await run.done
   return { code, stdout: run.stdout, stderr: run.stderr, output: run.output }

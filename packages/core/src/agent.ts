@@ -7,7 +7,7 @@ import type { AuditEntry, AuditLog, Reviewer } from './hitl/types.ts'
 import { type IdGenerator, randomIds } from './ids.ts'
 import { createAgentMachine, type AgentMachine } from './machine/agent-machine.ts'
 import type { AgentOutput, SteeringItem, StopReason } from './machine/context.ts'
-import { defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
+import { type BudgetCheck, defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
 import type { HandoffResult } from './handoff.ts'
 import type { Message, Usage } from './messages.ts'
 import type { Provider } from './provider/provider.ts'
@@ -47,10 +47,17 @@ export interface RunOptions {
   parentRunId?: string
   /** Run ids from the root down to the parent. */
   runPath?: string[]
+  /** Agent ids of `runPath`'s runs, in the same order (who the ancestors are). */
+  agentPath?: string[]
   /** Lowers the agent's `maxTurns` for this run (a run tree passes down what is left). */
   maxTurns?: number
   /** Token budget for this run: past it, the run fails with `BUDGET_EXCEEDED` before the next turn. */
   maxTokens?: number
+  /**
+   * Asked before every turn: an error (`{ code, message }`) fails the run with it before the model
+   * is called (stop reason `budget`). A run tree uses it for the budget its runs share.
+   */
+  budget?: BudgetCheck
 }
 
 export interface RunResult {
@@ -114,6 +121,7 @@ export class Agent {
   readonly #maxTurns: number
   readonly #active = new Map<string, RunHandle>()
   readonly #handoffFilters = new Map<string, (messages: readonly Message[]) => Message[]>()
+  readonly #budgetChecks = new Map<string, BudgetCheck>()
   readonly #toolNames: string[]
   #queuedSteering: SteeringItem[] = []
 
@@ -172,6 +180,7 @@ export class Agent {
       approvalTimeoutMs: options.approvalTimeoutMs ?? 5 * 60_000,
       steeringPolicy: options.steeringPolicy ?? 'cancel-next',
       handoffFilters: this.#handoffFilters,
+      budgetChecks: this.#budgetChecks,
     })
   }
 
@@ -198,6 +207,7 @@ export class Agent {
         agentId: this.id,
         runId,
         ...(options.runPath ? { runPath: options.runPath } : {}),
+        ...(options.agentPath && options.agentPath.length > 0 ? { agentPath: options.agentPath } : {}),
         ...(options.parentRunId ? { parentRunId: options.parentRunId } : {}),
         input,
         ...(this.#options.instructions ? { instructions: this.#options.instructions } : {}),
@@ -207,6 +217,7 @@ export class Agent {
         startedAt: this.#clock.now(),
       },
     })
+    if (options.budget) this.#budgetChecks.set(runId, options.budget)
     const { signal } = options
     let onAbort: (() => void) | undefined
     const result = new Promise<RunResult>((resolve, reject) => {
@@ -215,6 +226,7 @@ export class Agent {
           const output = actor.getSnapshot().output as AgentOutput
           const runResult = toRunResult(runId, output, this.#handoffFilters.get(runId))
           this.#handoffFilters.delete(runId)
+          this.#budgetChecks.delete(runId)
           if (output.status === 'done') resolve(runResult)
           else reject(new RunFailedError(runResult))
         },
@@ -225,6 +237,7 @@ export class Agent {
       })
     }).finally(() => {
       this.#active.delete(runId)
+      this.#budgetChecks.delete(runId)
       if (onAbort) signal?.removeEventListener('abort', onAbort)
     })
     const handle: RunHandle = {

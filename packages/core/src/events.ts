@@ -11,6 +11,8 @@ interface EventBase {
   runId: string
   /** Run ids from the root of the run tree down to this run's parent (empty for a root run). */
   runPath: string[]
+  /** Agent ids of the `runPath` runs, root first (child runs only). */
+  agentPath?: string[]
   parentRunId?: string
   /** Epoch milliseconds on the agent's clock. */
   at: number

@@ -66,7 +66,7 @@ export type {
 export { type IdGenerator, randomIds, sequentialIds } from './ids.ts'
 export { type AgentMachine, createAgentMachine } from './machine/agent-machine.ts'
 export type { AgentContext, AgentInput, AgentOutput, SteeringItem, StopReason } from './machine/context.ts'
-export { defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
+export { type BudgetCheck, defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
 export type {
   AssistantMessage,
   Message,

@@ -14,6 +14,8 @@ export interface ToolContext {
   agentId: string
   runId: string
   runPath: string[]
+  /** Agent ids of the `runPath` runs (empty or absent for a root run). */
+  agentPath?: string[]
   clock: Clock
   /** The agent's id generator (deterministic in tests). */
   ids: IdGenerator
@@ -23,7 +25,7 @@ export interface ToolContext {
 }
 
 /** Events a tool may report; the agent adds the run fields. */
-export type ToolEmittedEvent = DistributiveOmit<AgentEvent, 'agentId' | 'runId' | 'runPath' | 'parentRunId' | 'at'>
+export type ToolEmittedEvent = DistributiveOmit<AgentEvent, 'agentId' | 'runId' | 'runPath' | 'agentPath' | 'parentRunId' | 'at'>
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
 
 export type ValidationResult<T> = { ok: true; value: T } | { ok: false; issues: string[] }

@@ -182,7 +182,7 @@ export function createInspectionConverter(options: ConverterOptions): Inspection
       type: '@xstate.actor',
       ...base(ref),
       name,
-      definition: config ? definitionOf(config) : JSON.stringify({ id: name }),
+      definition: config ? definitionOf(config, includeContents) : JSON.stringify({ id: name }),
       parentId,
       snapshot: snapshot === undefined ? { status: 'active' } : publicSnapshot(snapshot, isAgentMachine(config), includeContents),
     }
@@ -192,7 +192,7 @@ export function createInspectionConverter(options: ConverterOptions): Inspection
   const release = (out: InspectorWireEvent[], force: boolean) => {
     while (pending.length > 0) {
       const ref = pending[0] as ActorLike
-      const snapshot = ref.getSnapshot()
+      const snapshot = currentSnapshot(ref)
       if (snapshot === undefined && !force) return
       pending.shift()
       out.push(actorEvent(ref, snapshot))
@@ -251,6 +251,16 @@ export function createInspectionConverter(options: ConverterOptions): Inspection
 
 // ---- actors ----
 
+/** The actor's snapshot, or undefined while it initializes (XState's development build throws then). */
+function currentSnapshot(ref: ActorLike): unknown {
+  if ('_snapshot' in ref) return (ref as { _snapshot?: unknown })._snapshot
+  try {
+    return ref.getSnapshot()
+  } catch {
+    return undefined
+  }
+}
+
 function machineConfig(ref: ActorLike): Record<string, unknown> | undefined {
   const config = ref.logic?.config
   return config && typeof config === 'object' ? (config as Record<string, unknown>) : undefined
@@ -277,13 +287,24 @@ function actorName(ref: ActorLike, config: Record<string, unknown> | undefined, 
 }
 
 const definitions = new WeakMap<object, string>()
+const privateDefinitions = new WeakMap<object, string>()
 
-/** The machine config as JSON, functions replaced by `{ type: <name> }`; computed once per machine. */
-export function definitionOf(config: object): string {
-  let definition = definitions.get(config)
+/**
+ * Where a machine config can hold data rather than structure: a literal initial `context`, static
+ * `input`s, action `params`, `output`. Left out of the definition unless contents are opted in.
+ */
+const DATA_KEYS = new Set(['context', 'input', 'params', 'output'])
+
+/**
+ * The machine config as JSON, functions replaced by `{ type: <name> }` (as `@statelyai/inspect`
+ * does); without `includeContents`, without the data keys. Computed once per machine and mode.
+ */
+export function definitionOf(config: object, includeContents = false): string {
+  const cache = includeContents ? definitions : privateDefinitions
+  let definition = cache.get(config)
   if (definition === undefined) {
-    definition = JSON.stringify(toJsonValue(config, 0, []))
-    definitions.set(config, definition)
+    definition = JSON.stringify(toJsonValue(config, 0, [], includeContents ? undefined : DATA_KEYS))
+    cache.set(config, definition)
   }
   return definition
 }
@@ -294,7 +315,9 @@ function snapshotContext(snapshot: unknown): unknown {
   return snapshot && typeof snapshot === 'object' ? (snapshot as { context?: unknown }).context : undefined
 }
 
-function isMachineSnapshot(snapshot: object): snapshot is { value: unknown; tags?: Set<string>; context?: unknown; children?: Record<string, unknown> } {
+function isMachineSnapshot(
+  snapshot: object,
+): snapshot is { value: unknown; tags?: Set<string>; context?: unknown; children?: Record<string, unknown> } {
   return 'machine' in snapshot && 'value' in snapshot
 }
 
@@ -353,7 +376,19 @@ export function redactAgentContext(context: unknown): Record<string, unknown> | 
   if (!context || typeof context !== 'object') return undefined
   const c = context as Record<string, unknown>
   const out: Record<string, unknown> = {}
-  for (const key of ['agentId', 'runId', 'parentRunId', 'turn', 'maxTurns', 'status', 'stopReason', 'modelAttempt', 'callIndex', 'turns', 'startedAt']) {
+  for (const key of [
+    'agentId',
+    'runId',
+    'parentRunId',
+    'turn',
+    'maxTurns',
+    'status',
+    'stopReason',
+    'modelAttempt',
+    'callIndex',
+    'turns',
+    'startedAt',
+  ]) {
     const value = c[key]
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') out[key] = value
   }
@@ -379,7 +414,8 @@ export function redactAgentContext(context: unknown): Record<string, unknown> | 
     }
     const result = current.result as Record<string, unknown> | undefined
     if (result && typeof result === 'object') call.result = { outcome: result.outcome, isError: result.isError }
-    if (current.invalid && typeof current.invalid === 'object') call.invalid = { outcome: (current.invalid as { outcome?: unknown }).outcome }
+    if (current.invalid && typeof current.invalid === 'object')
+      call.invalid = { outcome: (current.invalid as { outcome?: unknown }).outcome }
     out.current = call
   }
   if (c.error !== undefined) out.error = redactError(c.error)
@@ -416,7 +452,13 @@ const MAX_DEPTH = 40
  * become `{ type: <name> }` (as in `@statelyai/inspect`), cycles `"[Circular]"` (shared, non-cyclic
  * references are kept), Sets and Maps arrays and objects.
  */
-export function toJsonValue(value: unknown, depth: number, stack: object[]): unknown {
+export function toJsonValue(
+  value: unknown,
+  depth: number,
+  stack: object[],
+  omit?: ReadonlySet<string>,
+  namesMap = false,
+): unknown {
   if (value === null) return null
   switch (typeof value) {
     case 'string':
@@ -438,30 +480,39 @@ export function toJsonValue(value: unknown, depth: number, stack: object[]): unk
   const toJSON = (object as { toJSON?: unknown }).toJSON
   if (typeof toJSON === 'function') {
     const json = toJSON.call(object)
-    if (json !== object) return toJsonValue(json, depth, stack)
+    if (json !== object) return toJsonValue(json, depth, stack, omit, namesMap)
   }
   stack.push(object)
   try {
-    if (Array.isArray(object)) return object.map((item) => toJsonValue(item, depth + 1, stack) ?? null)
-    if (object instanceof Set) return [...object].map((item) => toJsonValue(item, depth + 1, stack) ?? null)
+    if (Array.isArray(object)) return object.map((item) => toJsonValue(item, depth + 1, stack, omit) ?? null)
+    if (object instanceof Set) return [...object].map((item) => toJsonValue(item, depth + 1, stack, omit) ?? null)
     if (object instanceof Map) {
       const out: Record<string, unknown> = {}
-      for (const [key, item] of object) out[String(key)] = toJsonValue(item, depth + 1, stack)
+      for (const [key, item] of object) out[String(key)] = toJsonValue(item, depth + 1, stack, omit)
       return out
     }
-    if (object instanceof Error) return { name: object.name, message: object.message, ...plain(object, depth, stack) }
-    return plain(object, depth, stack)
+    if (object instanceof Error) return { name: object.name, message: object.message, ...plain(object, depth, stack, omit) }
+    return plain(object, depth, stack, omit, namesMap)
   } finally {
     stack.pop()
   }
 }
 
-function plain(object: object, depth: number, stack: object[]): Record<string, unknown> {
+/** Config keys whose own keys are names (of states, events, delays), never data keys. */
+const NAME_MAPS = new Set(['states', 'on', 'after'])
+
+function plain(
+  object: object,
+  depth: number,
+  stack: object[],
+  omit: ReadonlySet<string> | undefined,
+  namesMap = false,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const key of Object.keys(object)) {
-    const item = toJsonValue((object as Record<string, unknown>)[key], depth + 1, stack)
+    if (omit && !namesMap && omit.has(key)) continue
+    const item = toJsonValue((object as Record<string, unknown>)[key], depth + 1, stack, omit, NAME_MAPS.has(key))
     if (item !== undefined) out[key] = item
   }
   return out
 }
-

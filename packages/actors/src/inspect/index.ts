@@ -1,4 +1,4 @@
-export { createBusInspector, type BusInspector, type BusInspectorOptions } from './bus.ts'
+export { type BusInspector, type BusInspectorOptions, createBusInspector } from './bus.ts'
 export {
   type ConverterOptions,
   createInspectionConverter,
@@ -30,6 +30,12 @@ export {
 } from './inspector.ts'
 export { createLocalInspector, type LocalInspector, type LocalInspectorOptions } from './local.ts'
 export { type MermaidOptions, statechartToMermaid } from './mermaid.ts'
-export { type InspectReviewerOptions, inspectReviewer, inspectTool, inspectToolHost, type ToolHostCallbacks } from './participants.ts'
+export {
+  type InspectReviewerOptions,
+  inspectReviewer,
+  inspectTool,
+  inspectToolHost,
+  type ToolHostCallbacks,
+} from './participants.ts'
 export { type InspectionRelay, type InspectionRelayOptions, startInspectionRelay } from './relay.ts'
 export { type BridgeServer, type BridgeServerOptions, STATELY_INSPECTOR_URL, startBridgeServer } from './server.ts'

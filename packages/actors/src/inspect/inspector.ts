@@ -62,7 +62,10 @@ export interface StatelyInspectorOptions extends InspectorOptions {
 
 /** A process-unique runtime id usable as a subject token: `<host>-<pid>-<hex>`. */
 export function defaultRuntimeId(): string {
-  const host = hostname().split('.')[0]?.replace(/[^A-Za-z0-9_-]/g, '') || 'host'
+  const host =
+    hostname()
+      .split('.')[0]
+      ?.replace(/[^A-Za-z0-9_-]/g, '') || 'host'
   return `${host.slice(0, 40)}-${process.pid}-${randomBytes(3).toString('hex')}`
 }
 
@@ -165,7 +168,13 @@ export function createStatelyInspector(options: StatelyInspectorOptions): Inspec
     },
     snapshot(id, snapshot, event) {
       const global = sessionId(id)
-      send({ type: '@xstate.snapshot', ...stamp(global), rootId: global, event: eventObject(event), snapshot: snapshotObject(snapshot) })
+      send({
+        type: '@xstate.snapshot',
+        ...stamp(global),
+        rootId: global,
+        event: eventObject(event),
+        snapshot: snapshotObject(snapshot),
+      })
     },
   }
 }

@@ -106,7 +106,9 @@ export function statechartToMermaid(machine: { root: unknown }, options: Mermaid
   lines.push('')
   for (const node of nodes) {
     const from = idOf(node)
-    const invokes = new Map((node.invoke ?? []).map((invoke) => [invoke.id, typeof invoke.src === 'string' ? invoke.src : 'actor']))
+    const invokes = new Map(
+      (node.invoke ?? []).map((invoke) => [invoke.id, typeof invoke.src === 'string' ? invoke.src : 'actor']),
+    )
     const seen = new Set<string>()
     const emit = (transition: TransitionLike, text: string) => {
       for (const target of transition.target ?? []) {

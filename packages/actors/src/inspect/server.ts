@@ -3,7 +3,7 @@
  * without an error handler (a port in use would crash the process), offers no way to know when it
  * listens, and its `stop()` leaves connected pages' sockets open (so a CLI never exits). We run the
  * real server unchanged and keep a handle on its `http.Server` (captured while it is created,
- * synchronously) to add exactly those three things.
+ * synchronously) to add exactly those three things. A port in use becomes `INSPECTOR_PORT_IN_USE`.
  */
 import http from 'node:http'
 import type { Socket } from 'node:net'
@@ -37,7 +37,9 @@ export async function startBridgeServer(options: BridgeServerOptions): Promise<B
   const { port } = options
   if (!Number.isInteger(port) || port <= 0 || port > 65535) {
     // Port 0 cannot work: the bridge page hard-codes `ws://localhost:<port>`.
-    throw new SignalboxError('INSPECTOR_BAD_PORT', `The inspector needs a fixed port (1-65535), got ${String(port)}.`, { fault: 'user' })
+    throw new SignalboxError('INSPECTOR_BAD_PORT', `The inspector needs a fixed port (1-65535), got ${String(port)}.`, {
+      fault: 'user',
+    })
   }
   let server: http.Server | undefined
   const createServer = http.createServer
@@ -57,6 +59,9 @@ export async function startBridgeServer(options: BridgeServerOptions): Promise<B
   const sockets = new Set<Socket>()
   if (server) {
     const s = server
+    // The WebSocketServer re-emits the HTTP server's errors on itself, where nothing listens: an
+    // uncaught exception. Errors are handled here instead (it only forwards them).
+    s.removeAllListeners('error')
     s.on('connection', (socket: Socket) => {
       sockets.add(socket)
       socket.once('close', () => sockets.delete(socket))
@@ -68,8 +73,15 @@ export async function startBridgeServer(options: BridgeServerOptions): Promise<B
         stately.stop()
         reject(
           error.code === 'EADDRINUSE'
-            ? new SignalboxError('INSPECTOR_PORT_IN_USE', `Port ${port} is in use: pick another one (--port).`, { fault: 'user', cause: error })
-            : new SignalboxError('INSPECTOR_LISTEN_FAILED', `The inspector server could not listen on port ${port}: ${error.message}`, { cause: error }),
+            ? new SignalboxError('INSPECTOR_PORT_IN_USE', `Port ${port} is in use: pick another one (--port).`, {
+                fault: 'user',
+                cause: error,
+              })
+            : new SignalboxError(
+                'INSPECTOR_LISTEN_FAILED',
+                `The inspector server could not listen on port ${port}: ${error.message}`,
+                { cause: error },
+              ),
         )
       }
       const onListening = () => {

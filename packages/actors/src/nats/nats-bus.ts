@@ -26,21 +26,21 @@ import {
   ReplayPolicy,
   RetentionPolicy,
   StorageType,
+  type StreamInfo,
 } from '@nats-io/jetstream'
 import {
   connect,
   createInbox,
-  errors as natsErrors,
-  headers as natsHeaders,
   type Msg,
   type MsgHdrs,
   type NatsConnection,
-  nanos,
   type Subscription as NatsSubscription,
+  nanos,
+  errors as natsErrors,
+  headers as natsHeaders,
 } from '@nats-io/transport-node'
-// Relative until `@signalbox/core`'s index re-exports the bus module (see the report).
-import { AbortedError } from '../../../core/src/errors.ts'
 import {
+  AbortedError,
   assertPublishSubject,
   assertSubscribeSubject,
   assertToken,
@@ -57,7 +57,6 @@ import {
   DEFAULT_ACK_WAIT_MS,
   DEFAULT_DUPLICATE_WINDOW_MS,
   DEFAULT_SUBJECT_PREFIX,
-  defaultDurableSubjects,
   DURABLE_ONLY_REASON,
   type DurableConsumeOptions,
   DurableConsumerConflictError,
@@ -65,6 +64,7 @@ import {
   type DurableMessage,
   type DurablePublishOptions,
   DurableSubjectError,
+  defaultDurableSubjects,
   type HandlerErrorListener,
   InvalidSubjectError,
   type MessageHandler,
@@ -74,7 +74,7 @@ import {
   type Subscription,
   subjectCovers,
   subjectMatches,
-} from '../../../core/src/bus/index.ts'
+} from '@signalbox/core'
 
 export interface NatsDurableOptions {
   /** JetStream stream name. Default `SIGNALBOX` for the default prefix, else derived from the prefix. */
@@ -268,7 +268,7 @@ export class NatsBus implements Bus {
           this.#report(mapNatsError(error, subject, 'subscribe'), subject, subject, false)
           return
         }
-        this.#invoke(handler, new NatsMessage(msg, this.#replyFor(msg), this), subject)
+        this.#invoke(handler, new NatsMessage(msg, this.#replyFor(msg), this.#internals), subject)
       },
     })
     subscription.bind(natsSubscription, options?.signal)
@@ -297,7 +297,7 @@ export class NatsBus implements Bus {
         this.connection
           .request(subject, bytes, { timeout: timeoutMs, ...(headers ? { headers } : {}) })
           .then(
-            (reply) => resolve(new NatsMessage(reply, undefined, this)),
+            (reply) => resolve(new NatsMessage(reply, undefined, this.#internals)),
             (error: unknown) =>
               reject(this.#closed ? new BusClosedError('request', error) : mapNatsError(error, subject, 'request', timeoutMs)),
           )
@@ -328,7 +328,7 @@ export class NatsBus implements Bus {
         signal.removeEventListener('abort', onAbort)
         inboxSubscription?.unsubscribe()
         if (error) reject(error)
-        else resolve(new NatsMessage(msg as Msg, undefined, this))
+        else resolve(new NatsMessage(msg as Msg, undefined, this.#internals))
       }
       const onAbort = () => settle(requestAborted(subject, signal))
       this.#pendingRequests.add(fail)
@@ -386,9 +386,6 @@ export class NatsBus implements Bus {
         if (outcome.kind === 'aborted') {
           throw new AbortedError(`Durable publish on "${subject}" was aborted.`, signal?.reason)
         }
-        // Reconnected while waiting: the request may have been dropped with the old socket. Send
-        // it again at once; the same msgId makes a second copy a reported duplicate, not a new message.
-        continue
       } catch (error) {
         if (error instanceof AbortedError) throw error
         if (this.#closed) throw new BusClosedError('durablePublish', error)
@@ -405,7 +402,7 @@ export class NatsBus implements Bus {
     assertSubscribeSubject(subject)
     this.#assertDurable(subject)
     if (options.durableName !== undefined) assertToken(options.durableName)
-    const consumer = new NatsDurableConsumer(this, subject, handler, options, {
+    const consumer = new NatsDurableConsumer(this.#internals, subject, handler, options, {
       pullBatch: this.#options.pullBatch ?? 16,
       pullExpiresMs: this.#options.pullExpiresMs ?? 10_000,
       ephemeralInactiveMs: this.#options.ephemeralInactiveMs ?? 120_000,
@@ -479,11 +476,11 @@ export class NatsBus implements Bus {
   }
 
   async #doEnsureStream(): Promise<void> {
-    const jsm = await this.manager()
+    const jsm = await this.#manager()
     const durable = this.#options.durable ?? {}
     const duplicateWindow = nanos(durable.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS)
     const maxAge = durable.maxAgeMs === undefined ? 0 : nanos(durable.maxAgeMs)
-    let info
+    let info: StreamInfo
     try {
       info = await jsm.streams.info(this.streamName)
     } catch (error) {
@@ -520,8 +517,7 @@ export class NatsBus implements Bus {
     this.#durableCache.clear()
   }
 
-  /** @internal */
-  manager(): Promise<JetStreamManager> {
+  #manager(): Promise<JetStreamManager> {
     if (this.#jsm === undefined) {
       // checkAPI off: the first real call reports a missing JetStream anyway.
       this.#jsm = jetstreamManager(this.connection, { checkAPI: false })
@@ -529,17 +525,24 @@ export class NatsBus implements Bus {
     return this.#jsm
   }
 
-  /** @internal */
-  get js(): JetStreamClient {
-    return this.#js
-  }
-
   // ---- internals shared with the consumers and messages ----
 
-  /** @internal Publishes a reply or a plain message after the size check. */
-  send(subject: string, data: Uint8Array | string, headers: BusHeaders | undefined): void {
-    this.#assertOpen('respond')
-    this.#send(subject, data, headers, undefined)
+  /** What messages and consumers may use of the bus, kept off its public surface. */
+  readonly #internals: BusInternals = {
+    connection: () => this.connection,
+    streamName: () => this.streamName,
+    js: () => this.#js,
+    manager: () => this.#manager(),
+    respond: (subject, data, headers) => {
+      this.#assertOpen('respond')
+      this.#send(subject, data, headers, undefined)
+    },
+    ack: (msg, ackWaitMs) => this.#ack(msg, ackWaitMs),
+    report: (error, subject, subscription, durable) => this.#report(error, subject, subscription, durable),
+    // Consumer setup problems are operational, not handler errors: they go to status listeners.
+    emitError: (error) => this.#emit({ type: 'error', error }),
+    forget: (consumer) => this.#consumers.delete(consumer),
+    pause: (ms) => this.#pause(ms, undefined).catch(() => {}),
   }
 
   #send(subject: string, data: Uint8Array | string, headers: BusHeaders | undefined, reply: string | undefined): void {
@@ -556,8 +559,11 @@ export class NatsBus implements Bus {
     }
   }
 
-  /** @internal Acknowledges so that the ack survives a reconnect: ack-ack (the server confirms), retried until confirmed or the ack wait has passed (then it is redelivered anyway). */
-  ack(msg: JsMsg, ackWaitMs: number): void {
+  /**
+   * Acknowledges so that the ack survives a reconnect: ack-ack (the server confirms), retried
+   * until confirmed or the ack wait has passed (then the message is redelivered anyway).
+   */
+  #ack(msg: JsMsg, ackWaitMs: number): void {
     const reply = (msg as unknown as { reply?: unknown }).reply
     if (typeof reply !== 'string' || reply.length === 0) {
       msg.ack()
@@ -572,7 +578,6 @@ export class NatsBus implements Bus {
         acking.catch(() => {})
         try {
           const outcome = await raceOutcome(acking, reconnected, this.#closedSignal.promise, undefined)
-          if (process.env.SBX_DEBUG) console.log('ACK', Date.now() % 100000, reply.split('.').slice(4,7).join('.'), outcome.kind, attempt)
           if (outcome.kind === 'done') return
         } catch {
           // lost with the connection, or timed out: try again below
@@ -585,26 +590,7 @@ export class NatsBus implements Bus {
     void task.finally(() => this.#ackTasks.delete(task))
   }
 
-  /** @internal */
-  report(error: unknown, subject: string, subscription: string, durable: boolean): void {
-    this.#report(error, subject, subscription, durable)
-  }
-
-  /** @internal Consumer setup problems are operational, not handler errors: they go to status listeners. */
-  emitError(error: Error): void {
-    this.#emit({ type: 'error', error })
-  }
-
-  /** @internal */
-  forget(consumer: NatsDurableConsumer): void {
-    this.#consumers.delete(consumer)
-  }
-
-  /** @internal Waits `ms`, or less if the connection comes back or the bus closes. */
-  pause(ms: number): Promise<void> {
-    return this.#pause(ms, undefined).catch(() => {})
-  }
-
+  /** Waits `ms`, or less if the connection comes back or the bus closes. */
   #pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const finish = () => {
@@ -617,8 +603,8 @@ export class NatsBus implements Bus {
         reject(new AbortedError('The operation was aborted.', signal?.reason))
       }
       const timer = setTimeout(finish, ms)
-      this.#reconnected.promise.then(finish)
-      this.#closedSignal.promise.then(finish)
+      void this.#reconnected.promise.then(finish)
+      void this.#closedSignal.promise.then(finish)
       signal?.addEventListener('abort', onAbort, { once: true })
     })
   }
@@ -638,7 +624,7 @@ export class NatsBus implements Bus {
           previous.resolve()
           // The server may have restarted: check the stream, and re-establish every consumer
           // (their pull requests died with the old connection; an ephemeral one may be gone).
-          void this.ensureStream().catch((error) => this.emitError(toError(error)))
+          void this.ensureStream().catch((error) => this.#emit({ type: 'error', error: toError(error) }))
           for (const consumer of this.#consumers) consumer.restart()
           this.#emit({ type: 'reconnect', server: status.server })
           break
@@ -723,6 +709,21 @@ export class NatsBus implements Bus {
   }
 }
 
+/** The part of the bus its messages and consumers use (not public API). */
+interface BusInternals {
+  connection(): NatsConnection
+  streamName(): string
+  js(): JetStreamClient
+  manager(): Promise<JetStreamManager>
+  /** Publishes a reply after the size check. */
+  respond(subject: string, data: Uint8Array | string, headers: BusHeaders | undefined): void
+  ack(msg: JsMsg, ackWaitMs: number): void
+  report(error: unknown, subject: string, subscription: string, durable: boolean): void
+  emitError(error: Error): void
+  forget(consumer: NatsDurableConsumer): void
+  pause(ms: number): Promise<void>
+}
+
 class NatsPlainSubscription implements Subscription {
   closed = false
   ready: Promise<void> = Promise.resolve()
@@ -762,11 +763,11 @@ class NatsMessage implements BusMessage {
   readonly data: Uint8Array
   readonly reply: string | undefined
   readonly #msg: Msg | JsMsg
-  readonly #bus: NatsBus
+  readonly #bus: BusInternals
   #headers: BusHeaders | undefined | null = null
   #text: string | undefined
 
-  constructor(msg: Msg | JsMsg, reply: string | undefined, bus: NatsBus) {
+  constructor(msg: Msg | JsMsg, reply: string | undefined, bus: BusInternals) {
     this.#msg = msg
     this.subject = msg.subject
     this.data = msg.data
@@ -782,7 +783,7 @@ class NatsMessage implements BusMessage {
 
   respond(data: Uint8Array | string, options?: { headers?: BusHeaders }): boolean {
     if (this.reply === undefined) return false
-    this.#bus.send(this.reply, data, options?.headers)
+    this.#bus.respond(this.reply, data, options?.headers)
     return true
   }
 
@@ -798,7 +799,7 @@ class NatsDurableMessage extends NatsMessage implements DurableMessage {
   readonly #jsMsg: JsMsg
   #settled = false
 
-  constructor(msg: JsMsg, consumer: NatsDurableConsumer, bus: NatsBus) {
+  constructor(msg: JsMsg, consumer: NatsDurableConsumer, bus: BusInternals) {
     super(msg, undefined, bus)
     this.#jsMsg = msg
     this.#consumer = consumer
@@ -839,7 +840,7 @@ class NatsDurableConsumer implements Subscription {
   closed = false
   readonly subject: string
   readonly queue: string | undefined = undefined
-  readonly #bus: NatsBus
+  readonly #bus: BusInternals
   readonly #handler: DurableHandler
   readonly #durableName: string | undefined
   readonly #consumerName: string
@@ -854,13 +855,25 @@ class NatsDurableConsumer implements Subscription {
   #startSeq = 0
   #highestSeen = 0
   readonly #unacked = new Set<number>()
+  /**
+   * Stream sequences this consumer acknowledged (bounded). nats-server 2.9 confirms an ack before
+   * it is on disk: a restart right after can forget it and deliver the message again. Seen here,
+   * such a redelivery is acknowledged again instead of handled twice.
+   */
+  readonly #acked = new Set<number>()
   #restartNow = false
   readonly #ready = deferred()
   readonly #failed = deferred()
   /** Resolves once the consumer exists and is being consumed; rejects if it cannot be set up (a conflict). */
   readonly ready: Promise<void>
 
-  constructor(bus: NatsBus, subject: string, handler: DurableHandler, options: DurableConsumeOptions, tuning: ConsumerTuning) {
+  constructor(
+    bus: BusInternals,
+    subject: string,
+    handler: DurableHandler,
+    options: DurableConsumeOptions,
+    tuning: ConsumerTuning,
+  ) {
     this.#bus = bus
     this.subject = subject
     this.#handler = handler
@@ -871,8 +884,8 @@ class NatsDurableConsumer implements Subscription {
     this.#tuning = tuning
     this.#signal = options.signal
     this.ready = new Promise<void>((resolve, reject) => {
-      this.#ready.promise.then(resolve)
-      this.#failed.promise.then(() => reject(this.#failure))
+      void this.#ready.promise.then(resolve)
+      void this.#failed.promise.then(() => reject(this.#failure))
     })
     this.ready.catch(() => {}) // nobody has to await it
   }
@@ -897,10 +910,10 @@ class NatsDurableConsumer implements Subscription {
     this.#messages?.stop()
     this.#ready.resolve()
     this.#bus.forget(this)
-    if (this.#durableName === undefined && this.#created && !this.#bus.connection.isClosed()) {
+    if (this.#durableName === undefined && this.#created && !this.#bus.connection().isClosed()) {
       try {
         const jsm = await this.#bus.manager()
-        await withTimeout(jsm.consumers.delete(this.#bus.streamName, this.#consumerName), 2_000)
+        await withTimeout(jsm.consumers.delete(this.#bus.streamName(), this.#consumerName), 2_000)
       } catch {
         // Best effort: the server deletes it after `inactive_threshold` anyway.
       }
@@ -915,7 +928,10 @@ class NatsDurableConsumer implements Subscription {
   }
 
   acked(msg: JsMsg): void {
-    this.#unacked.delete(msg.info.streamSequence)
+    const seq = msg.info.streamSequence
+    this.#unacked.delete(seq)
+    this.#acked.add(seq)
+    if (this.#acked.size > 10_000) this.#acked.delete(this.#acked.values().next().value as number)
     this.#bus.ack(msg, this.#ackWaitMs)
   }
 
@@ -949,11 +965,13 @@ class NatsDurableConsumer implements Subscription {
           break
         }
         failures++
-        if (!this.#bus.connection.isClosed()) {
-          this.#bus.emitError(new BusError('BUS_CONSUMER_FAILED', `Durable consumer on "${this.subject}" failed; retrying.`, { cause: error }))
+        if (!this.#bus.connection().isClosed()) {
+          this.#bus.emitError(
+            new BusError('BUS_CONSUMER_FAILED', `Durable consumer on "${this.subject}" failed; retrying.`, { cause: error }),
+          )
         }
       }
-      if (this.closed || this.#bus.connection.isClosed()) break
+      if (this.closed || this.#bus.connection().isClosed()) break
       if (this.#restartNow) {
         this.#restartNow = false
         continue
@@ -980,7 +998,10 @@ class NatsDurableConsumer implements Subscription {
 
   async #handle(msg: JsMsg): Promise<void> {
     const seq = msg.info.streamSequence
-    if (process.env.SBX_DEBUG) console.log('DELIVER', Date.now() % 100000, seq, 'dc', msg.info.deliveryCount, 'cseq', msg.info.deliverySequence, msg.headers?.get('Nats-Msg-Id'))
+    if (this.#acked.has(seq)) {
+      this.#bus.ack(msg, this.#ackWaitMs)
+      return
+    }
     this.#unacked.add(seq)
     if (seq > this.#highestSeen) this.#highestSeen = seq
     const message = new NatsDurableMessage(msg, this, this.#bus)
@@ -994,15 +1015,14 @@ class NatsDurableConsumer implements Subscription {
 
   async #ensureConsumer() {
     const jsm = await this.#bus.manager()
-    const stream = this.#bus.streamName
+    const stream = this.#bus.streamName()
     if (this.#durableName !== undefined || this.#created) {
       try {
         const info = await jsm.consumers.info(stream, this.#consumerName)
-        if (process.env.SBX_DEBUG) console.log('CINFO', Date.now() % 100000, JSON.stringify({ c: info.created, d: info.delivered, a: info.ack_floor, p: info.num_pending, ap: info.num_ack_pending, dp: info.config.deliver_policy }))
         const filter = info.config.filter_subject ?? '>'
         // nats-server 2.9 silently rewrites a durable's filter on "create": refuse instead.
         if (filter !== this.subject) throw new DurableConsumerConflictError(this.#consumerName, filter, this.subject)
-        return this.#bus.js.consumers.get(stream, this.#consumerName)
+        return this.#bus.js().consumers.get(stream, this.#consumerName)
       } catch (error) {
         if (!isApiError(error, JetStreamApiCodes.ConsumerNotFound)) throw error
       }
@@ -1012,7 +1032,7 @@ class NatsDurableConsumer implements Subscription {
       this.#created = true
       this.#startSeq = this.#deliverAll ? 1 : info.delivered.stream_seq + 1
     }
-    return this.#bus.js.consumers.get(stream, this.#consumerName)
+    return this.#bus.js().consumers.get(stream, this.#consumerName)
   }
 
   #config(): Partial<ConsumerConfig> {
@@ -1024,7 +1044,11 @@ class NatsDurableConsumer implements Subscription {
       replay_policy: ReplayPolicy.Instant,
     }
     if (this.#durableName !== undefined) {
-      return { ...base, durable_name: this.#durableName, deliver_policy: this.#deliverAll ? DeliverPolicy.All : DeliverPolicy.New }
+      return {
+        ...base,
+        durable_name: this.#durableName,
+        deliver_policy: this.#deliverAll ? DeliverPolicy.All : DeliverPolicy.New,
+      }
     }
     const ephemeral = { ...base, name: this.#consumerName, inactive_threshold: nanos(this.#tuning.ephemeralInactiveMs) }
     if (!this.#created) return { ...ephemeral, deliver_policy: this.#deliverAll ? DeliverPolicy.All : DeliverPolicy.New }
@@ -1160,12 +1184,12 @@ function raceOutcome<T>(
       else resolve(outcome)
     }
     const onAbort = () => finish({ kind: 'aborted' })
-    work.then(
+    void work.then(
       (value) => finish({ kind: 'done', value }),
       (error: unknown) => finish(toError(error)),
     )
-    reconnected.then(() => finish({ kind: 'reconnected' }))
-    closed.then(() => finish(new BusClosedError('wait for the server')))
+    void reconnected.then(() => finish({ kind: 'reconnected' }))
+    void closed.then(() => finish(new BusClosedError('wait for the server')))
     if (signal?.aborted) onAbort()
     else signal?.addEventListener('abort', onAbort, { once: true })
   })

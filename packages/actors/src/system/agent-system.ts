@@ -2,6 +2,7 @@ import { hostname } from 'node:os'
 import {
   AbortedError,
   type Agent,
+  type BudgetCheck,
   type Bus,
   BusNoRespondersError,
   type Clock,
@@ -16,6 +17,7 @@ import {
   PROTOCOL_VERSION,
   randomIds,
   RunAcceptedMessage,
+  RunFailedError,
   type RunHandle,
   RunHeartbeatMessage,
   type RunRequestMessage,
@@ -32,7 +34,7 @@ import {
 } from '@signalbox/core'
 import { z } from 'zod'
 import { type AgentConnection, connectAgent } from '../agent-connection.ts'
-import { sendControl } from '../clients.ts'
+import { sendControl, sendSteering } from '../clients.ts'
 import type { Directory } from './directory.ts'
 
 /** Limits for one run tree (a root run and every run it delegates to, in any process). */
@@ -64,7 +66,10 @@ export interface AgentSystemOptions {
 export interface SystemRunOptions {
   signal?: AbortSignal
   parentRunId?: string
+  /** Run ids from the root down to the parent (empty or absent: a root run). */
   runPath?: string[]
+  /** Agent ids of the `runPath` runs, in the same order. */
+  agentPath?: string[]
   /** Hand-offs followed before giving up. Default 5. */
   maxHandoffs?: number
 }
@@ -89,7 +94,12 @@ interface TreeState {
   tokens: number
   /** Every run in this process that belongs to the tree, to cancel them all at once. */
   handles: Set<RunHandle>
+  /** Set once the tree went over its turns or tokens (the runs were cancelled for it). */
+  exceeded?: string
 }
+
+/** How long `close()` waits for the runs it hosts to publish their (cancelled) results. */
+const CLOSE_GRACE_MS = 3_000
 
 const HEARTBEATS_PER_LEASE = 3
 
@@ -109,14 +119,18 @@ export class AgentSystem {
   readonly #ids: IdGenerator
   readonly #agents = new Map<string, Agent>()
   readonly #trees = new Map<string, TreeState>()
-  readonly #childSlots = new Map<string, { active: number; waiting: (() => void)[] }>()
+  readonly #childSlots = new Map<string, { active: number; waiting: Set<() => void> }>()
   readonly #served: (Subscription | AgentConnection)[] = []
+  /** Runs this host started for remote parents, until their result is published. */
+  readonly #hosted = new Set<Promise<unknown>>()
   readonly #stop = new AbortController()
   #refresh: ReturnType<typeof setInterval> | undefined
 
   constructor(options: AgentSystemOptions = {}) {
     this.#bus = options.bus
-    this.subjects = options.subjects ?? createSubjects()
+    // A NATS bus knows its deployment's prefix: use it unless told otherwise.
+    const busPrefix = (options.bus as { prefix?: unknown } | undefined)?.prefix
+    this.subjects = options.subjects ?? createSubjects(typeof busPrefix === 'string' ? busPrefix : undefined)
     this.hostId = options.hostId ?? `${hostname()}-${process.pid}`
     this.#directory = options.directory
     this.#limits = { maxDepth: 4, maxConcurrentChildren: 8, ...options.limits }
@@ -129,16 +143,22 @@ export class AgentSystem {
   add(agent: Agent): this {
     if (this.#agents.has(agent.id)) throw new ConfigError(`An agent "${agent.id}" is already in this system.`)
     this.#agents.set(agent.id, agent)
-    // Count every run's turns and tokens against its tree.
+    // Count every run's turns and tokens against its tree (only when the tree has a budget:
+    // a listener makes the agent copy the event for it).
+    const { maxTotalTurns, maxTotalTokens } = this.#limits
+    if (maxTotalTurns === undefined && maxTotalTokens === undefined) return this
+    // Each run asks before every turn whether the tree has any left (`#budgetCheck`); a reply
+    // that overshoots the tokens stops the whole tree at once.
     agent.on('turn.start', (event) => {
       const tree = this.#trees.get(event.runPath[0] ?? event.runId)
       if (tree) tree.turns++
-      this.#checkBudget(event.runPath[0] ?? event.runId)
     })
     agent.on('model.response', (event) => {
-      const tree = this.#trees.get(event.runPath[0] ?? event.runId)
-      if (tree) tree.tokens += event.usage?.totalTokens ?? 0
-      this.#checkBudget(event.runPath[0] ?? event.runId)
+      const rootRunId = event.runPath[0] ?? event.runId
+      const tree = this.#trees.get(rootRunId)
+      if (!tree) return
+      tree.tokens += event.usage?.totalTokens ?? 0
+      this.#stopIfOver(rootRunId)
     })
     return this
   }
@@ -211,16 +231,42 @@ export class AgentSystem {
 
   /** Cancels every run of a tree (by its root run id) that lives in this process. */
   cancelTree(rootRunId: string, reason: string): void {
-    for (const handle of this.#trees.get(rootRunId)?.handles ?? []) handle.cancel(reason)
+    for (const handle of [...(this.#trees.get(rootRunId)?.handles ?? [])]) handle.cancel(reason)
   }
 
+  /**
+   * Aims a correction at one run of one agent of a tree (never at its siblings or ancestors):
+   * here if the agent is local, else over the bus to the agent's hosts.
+   */
+  async steer(target: { agentId: string; runId: string; text: string; from?: string }): Promise<void> {
+    const from = target.from ?? 'user'
+    const handle = this.#agents.get(target.agentId)?.runs.get(target.runId)
+    if (handle) return handle.steer(target.text, { from })
+    const bus = this.#requireBus(`steer run ${target.runId} of "${target.agentId}" (it is not in this process)`)
+    await sendSteering({ bus, subjects: this.subjects, agentId: target.agentId, runId: target.runId, text: target.text, from })
+  }
+
+  /**
+   * Stops serving: takes no more run requests, cancels the runs it hosts for remote parents (they
+   * publish their results), withdraws its directory entries. Local runs are their callers' to cancel.
+   */
   async close(): Promise<void> {
+    if (this.#stop.signal.aborted) return
     this.#stop.abort()
     if (this.#refresh) clearInterval(this.#refresh)
     for (const served of this.#served) 'unsubscribe' in served ? served.unsubscribe() : served.close()
+    const hosted = Promise.allSettled([...this.#hosted])
+    let timer: ReturnType<typeof setTimeout> | undefined
+    await Promise.race([hosted, new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)))])
+    clearTimeout(timer)
     if (this.#directory) {
       await Promise.all([...this.#agents.keys()].map((id) => this.#directory?.withdraw(id, this.hostId).catch(() => {})))
     }
+  }
+
+  /** Runs this process hosts for parents elsewhere, right now. */
+  get hostedRuns(): number {
+    return this.#hosted.size
   }
 
   // --- runs ---------------------------------------------------------------------------------
@@ -234,9 +280,13 @@ export class AgentSystem {
       })
     }
     const rootRunId = runPath[0]
-    const budget = rootRunId ? this.#remaining(rootRunId) : {}
+    // A root starts with the whole budget; a child with what its tree has left.
+    const budget = rootRunId ? this.#remaining(rootRunId) : this.#remaining(undefined)
     if (budget.turns !== undefined && budget.turns <= 0) {
-      throw new ChildRunError('TREE_BUDGET_EXCEEDED', `The run tree used its ${this.#limits.maxTotalTurns} turns.`)
+      throw new ChildRunError('TREE_BUDGET_EXCEEDED', `The run tree used all of its ${this.#limits.maxTotalTurns} turns.`)
+    }
+    if (rootRunId && this.#limits.maxTotalTokens !== undefined && (this.#trees.get(rootRunId)?.tokens ?? 0) >= this.#limits.maxTotalTokens) {
+      throw new ChildRunError('TREE_BUDGET_EXCEEDED', `The run tree used all of its ${this.#limits.maxTotalTokens} tokens.`)
     }
     const release = options.parentRunId ? await this.#acquireChildSlot(options.parentRunId, options.signal) : () => {}
     try {
@@ -258,9 +308,12 @@ export class AgentSystem {
     const runPath = options.runPath ?? []
     const rootRunId = runPath[0] ?? runId
     const tree = this.#tree(rootRunId)
+    const check = this.#budgetCheck(rootRunId)
     const handle = agent.start(input, {
+      ...(check ? { budget: check } : {}),
       runId,
       runPath,
+      ...(options.agentPath ? { agentPath: options.agentPath } : {}),
       ...(options.parentRunId ? { parentRunId: options.parentRunId } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(budget.turns !== undefined ? { maxTurns: budget.turns } : {}),
@@ -269,9 +322,18 @@ export class AgentSystem {
     tree.handles.add(handle)
     try {
       return await handle.result
+    } catch (error) {
+      // The root of a tree stopped for its budget says so (its children were cancelled for it).
+      if (runPath.length === 0 && tree.exceeded && error instanceof RunFailedError) {
+        throw new RunFailedError({
+          ...error.result,
+          error: { code: 'TREE_BUDGET_EXCEEDED', message: `The run tree was stopped: ${tree.exceeded}.`, fault: 'user' },
+        })
+      }
+      throw error
     } finally {
       tree.handles.delete(handle)
-      if (runPath.length === 0) this.#trees.delete(rootRunId)
+      if (tree.handles.size === 0) this.#trees.delete(rootRunId)
     }
   }
 
@@ -311,6 +373,7 @@ export class AgentSystem {
         input: input as RunRequestMessage['input'],
         ...(options.parentRunId ? { parentRunId: options.parentRunId } : {}),
         runPath: options.runPath ?? [],
+        ...(options.agentPath && options.agentPath.length > 0 ? { agentPath: options.agentPath } : {}),
         ...(budget.turns !== undefined ? { maxTurns: budget.turns } : {}),
         ...(budget.tokens !== undefined ? { maxTokens: budget.tokens } : {}),
         leaseMs: this.#leaseMs,
@@ -326,6 +389,8 @@ export class AgentSystem {
         if (error instanceof BusNoRespondersError) {
           throw new ChildRunError('AGENT_UNAVAILABLE', `No host serves agent "${agentId}" right now.`, { agentId })
         }
+        // Cancelled while the request was out: a host may have started the child already.
+        if (signal?.aborted) this.#cancelRemote(bus, agentId, runId)
         throw error
       }
       const accepted = decodeMessage(reply.data, z.discriminatedUnion('type', [RunAcceptedMessage, ErrorMessage]), {
@@ -347,12 +412,7 @@ export class AgentSystem {
       const cancelled = new Promise<never>((_, reject) => {
         onAbort = () => {
           // The parent stopped: stop the child where it runs, then report the cancellation.
-          sendControl({
-            bus,
-            agentId,
-            subjects: this.subjects,
-            request: { type: 'control.cancel', runId, reason: 'the parent run was cancelled', from: this.hostId },
-          }).catch(() => {})
+          this.#cancelRemote(bus, agentId, runId)
           reject(new AbortedError('The parent run was cancelled; the child was told to stop.'))
         }
         if (signal?.aborted) onAbort()
@@ -360,6 +420,12 @@ export class AgentSystem {
       })
       cancelled.catch(() => {})
       const message = await Promise.race([resultPromise, cancelled])
+      // What the child used counts against the tree here too (its turns were counted on its host).
+      const tree = this.#trees.get((options.runPath ?? [])[0] ?? '')
+      if (tree) {
+        tree.turns += message.turns
+        tree.tokens += message.usage.totalTokens
+      }
       return fromResultMessage(message)
     } finally {
       if (heartbeat) clearInterval(heartbeat)
@@ -367,6 +433,15 @@ export class AgentSystem {
       settled.abort()
       resultSubscription.unsubscribe()
     }
+  }
+
+  #cancelRemote(bus: Bus, agentId: string, runId: string): void {
+    sendControl({
+      bus,
+      agentId,
+      subjects: this.subjects,
+      request: { type: 'control.cancel', runId, reason: 'the parent run was cancelled', from: this.hostId },
+    }).catch(() => {})
   }
 
   /** Host side: start the requested run, reply at once, publish the result when it ends. */
@@ -382,23 +457,37 @@ export class AgentSystem {
       message.respond(encodeMessage(errorMessage({ code: 'AGENT_UNKNOWN', message: `This subject serves "${agent.id}".` }, request.runId)))
       return
     }
+    if (this.#stop.signal.aborted) {
+      message.respond(encodeMessage(errorMessage({ code: 'HOST_STOPPING', message: `Host ${this.hostId} is shutting down.` }, request.runId)))
+      return
+    }
+    // The host holds its own limit too: a parent elsewhere may have a deeper one.
+    if (request.runPath.length > this.#limits.maxDepth) {
+      const refusal = { code: 'TREE_DEPTH_EXCEEDED', message: `Delegation is ${request.runPath.length} levels deep; this host's limit is ${this.#limits.maxDepth}.` }
+      message.respond(encodeMessage(errorMessage(refusal, request.runId)))
+      return
+    }
     const cancelled = new AbortController()
+    const rootRunId = request.runPath[0] ?? request.runId
+    const tree = this.#tree(rootRunId)
+    const check = this.#budgetCheck(rootRunId)
     let handle: RunHandle
     try {
       handle = agent.start(request.input as string | Message[], {
+        ...(check ? { budget: check } : {}),
         runId: request.runId,
         runPath: request.runPath,
+        ...(request.agentPath ? { agentPath: request.agentPath } : {}),
         ...(request.parentRunId ? { parentRunId: request.parentRunId } : {}),
         ...(request.maxTurns ? { maxTurns: request.maxTurns } : {}),
         ...(request.maxTokens ? { maxTokens: request.maxTokens } : {}),
         signal: cancelled.signal,
       })
     } catch (error) {
+      if (tree.handles.size === 0) this.#trees.delete(rootRunId)
       message.respond(encodeMessage(errorMessage(serializeError(error), request.runId)))
       return
     }
-    const rootRunId = request.runPath[0] ?? request.runId
-    const tree = this.#tree(rootRunId)
     tree.handles.add(handle)
     // Orphan guard: no heartbeat from the parent for a whole lease and the child stops.
     let lease: ReturnType<typeof setTimeout> | undefined
@@ -438,7 +527,7 @@ export class AgentSystem {
         .durablePublish(this.subjects.runResult(request.runId), encodeMessage(out), { msgId: `result-${request.runId}` })
         .catch(() => {})
     }
-    handle.result
+    const finished = handle.result
       .then(
         (result) => publish(result),
         (error) => {
@@ -455,7 +544,9 @@ export class AgentSystem {
         tree.handles.delete(handle)
         if (tree.handles.size === 0) this.#trees.delete(rootRunId)
         this.#stop.signal.removeEventListener('abort', stopOnClose)
+        this.#hosted.delete(finished)
       })
+    this.#hosted.add(finished)
   }
 
   // --- limits -------------------------------------------------------------------------------
@@ -469,8 +560,8 @@ export class AgentSystem {
     return tree
   }
 
-  #remaining(rootRunId: string): { turns?: number; tokens?: number } {
-    const tree = this.#trees.get(rootRunId)
+  #remaining(rootRunId: string | undefined): { turns?: number; tokens?: number } {
+    const tree = rootRunId === undefined ? undefined : this.#trees.get(rootRunId)
     const used = tree ?? { turns: 0, tokens: 0 }
     return {
       ...(this.#limits.maxTotalTurns !== undefined ? { turns: this.#limits.maxTotalTurns - used.turns } : {}),
@@ -478,41 +569,75 @@ export class AgentSystem {
     }
   }
 
-  #checkBudget(rootRunId: string): void {
+  /**
+   * Stops the tree once it is over budget, or (`needsAnotherTurn`) once it has nothing left for
+   * the turn that must come next.
+   */
+  #stopIfOver(rootRunId: string): void {
     const tree = this.#trees.get(rootRunId)
-    if (!tree) return
+    const limit = this.#limits.maxTotalTokens
+    if (!tree || tree.exceeded || limit === undefined || tree.tokens <= limit) return
+    tree.exceeded = `it used ${tree.tokens} of its ${limit} tokens`
+    this.cancelTree(rootRunId, `the run tree went over its budget: ${tree.exceeded}`)
+  }
+
+  /** What every run of a tree asks before each turn: is anything left for one more? */
+  #budgetCheck(rootRunId: string): BudgetCheck | undefined {
     const { maxTotalTurns, maxTotalTokens } = this.#limits
-    if (maxTotalTurns !== undefined && tree.turns > maxTotalTurns) {
-      this.cancelTree(rootRunId, `the run tree went over its ${maxTotalTurns} turns`)
-    } else if (maxTotalTokens !== undefined && tree.tokens > maxTotalTokens) {
-      this.cancelTree(rootRunId, `the run tree went over its ${maxTotalTokens} tokens`)
+    if (maxTotalTurns === undefined && maxTotalTokens === undefined) return undefined
+    return () => {
+      const tree = this.#trees.get(rootRunId)
+      if (!tree) return undefined
+      if (maxTotalTurns !== undefined && tree.turns >= maxTotalTurns) {
+        return { code: 'TREE_BUDGET_EXCEEDED', message: `The run tree used ${tree.turns} of its ${maxTotalTurns} turns.` }
+      }
+      if (maxTotalTokens !== undefined && tree.tokens >= maxTotalTokens) {
+        return { code: 'TREE_BUDGET_EXCEEDED', message: `The run tree used ${tree.tokens} of its ${maxTotalTokens} tokens.` }
+      }
+      return undefined
     }
   }
 
+  /** A slot among the parent's `maxConcurrentChildren`; waits (first come, first served) when all are taken. */
   async #acquireChildSlot(parentRunId: string, signal: AbortSignal | undefined): Promise<() => void> {
     let slot = this.#childSlots.get(parentRunId)
     if (!slot) {
-      slot = { active: 0, waiting: [] }
+      slot = { active: 0, waiting: new Set() }
       this.#childSlots.set(parentRunId, slot)
     }
     const s = slot
-    while (s.active >= this.#limits.maxConcurrentChildren) {
+    if (signal?.aborted) throw new AbortedError('Cancelled before the child started.')
+    if (s.active >= this.#limits.maxConcurrentChildren || s.waiting.size > 0) {
+      // The slot is handed over by `release` (active stays counted), so nobody can jump the queue.
       await new Promise<void>((resolve, reject) => {
-        const onAbort = () => reject(new AbortedError('Cancelled while waiting for a child slot.'))
-        if (signal?.aborted) return onAbort()
-        signal?.addEventListener('abort', onAbort, { once: true })
-        s.waiting.push(() => {
+        const wake = () => {
           signal?.removeEventListener('abort', onAbort)
           resolve()
-        })
+        }
+        const onAbort = () => {
+          // A waiter that gives up must not swallow the next hand-over.
+          s.waiting.delete(wake)
+          if (s.active === 0 && s.waiting.size === 0) this.#childSlots.delete(parentRunId)
+          reject(new AbortedError('Cancelled while waiting for a child slot.'))
+        }
+        s.waiting.add(wake)
+        signal?.addEventListener('abort', onAbort, { once: true })
       })
+    } else {
+      s.active++
     }
-    s.active++
+    let released = false
     return () => {
+      if (released) return
+      released = true
+      const next = s.waiting.values().next().value
+      if (next) {
+        s.waiting.delete(next)
+        next()
+        return
+      }
       s.active--
-      const next = s.waiting.shift()
-      if (next) next()
-      else if (s.active === 0) this.#childSlots.delete(parentRunId)
+      if (s.active === 0) this.#childSlots.delete(parentRunId)
     }
   }
 

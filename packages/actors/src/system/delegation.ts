@@ -1,4 +1,5 @@
 import {
+  AbortedError,
   describeError,
   FatalToolError,
   handoff,
@@ -10,6 +11,7 @@ import {
 } from '@signalbox/core'
 import { z } from 'zod'
 import type { AgentSystem } from './agent-system.ts'
+import { fanOut } from './fan-out.ts'
 
 export type ChildFailurePolicy =
   /** The model reads the child's error as the tool result and decides (default). */
@@ -19,11 +21,15 @@ export type ChildFailurePolicy =
   /** The parent run fails too. */
   | { onFailure: 'give-up' }
 
+const NOT_RETRYABLE = new Set(['TREE_DEPTH_EXCEEDED', 'TREE_BUDGET_EXCEEDED', 'HANDOFF_LIMIT'])
+
 export interface DelegateOptions {
   /** Tool name the parent's model calls. Default `ask_<agentId>`. */
   name?: string
   description?: string
   failure?: ChildFailurePolicy
+  /** Milliseconds before the call times out: the child is cancelled, the model reads a timeout. */
+  timeoutMs?: number
 }
 
 /**
@@ -36,29 +42,70 @@ export function delegateTool(system: AgentSystem, agentId: string, options: Dele
     name: options.name ?? `ask_${agentId}`.replaceAll('-', '_'),
     description: options.description ?? `Delegate a task to the "${agentId}" agent and get its final answer.`,
     schema: z.object({ task: z.string().min(1).describe('What the agent should do, with everything it needs to know.') }),
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     execute: async ({ task }, context) => {
       const attempts = policy.onFailure === 'retry' ? 1 + (policy.retries ?? 2) : 1
       let lastError: unknown
+      let tried = 0
       for (let attempt = 1; attempt <= attempts; attempt++) {
+        tried = attempt
         try {
           const result = await system.run(agentId, task, {
             signal: context.signal,
             parentRunId: context.runId,
             runPath: [...context.runPath, context.runId],
+            agentPath: [...(context.agentPath ?? []), context.agentId],
           })
           return result.finishedBy === agentId ? result.output : `${result.output}\n(answered by ${result.finishedBy})`
         } catch (error) {
           if (context.signal.aborted) throw error
           lastError = error
+          // A refusal by the tree's limits will not change on a second try.
+          if (NOT_RETRYABLE.has((error as { code?: string })?.code ?? '')) break
           if (attempt < attempts && policy.onFailure === 'retry') {
             await sleep((policy.backoffMs ?? 500) * 2 ** (attempt - 1), { clock: context.clock, signal: context.signal })
           }
         }
       }
       const code = (lastError as { code?: string })?.code ?? 'CHILD_FAILED'
-      const message = `The "${agentId}" agent failed${attempts > 1 ? ` after ${attempts} attempts` : ''}: ${describeError(lastError)}`
+      const message = `The "${agentId}" agent failed${tried > 1 ? ` after ${tried} attempts` : ''} (${code}): ${describeError(lastError)}`
       if (policy.onFailure === 'give-up') throw new FatalToolError(code, message, { cause: lastError })
       throw new ToolError(code, message, { cause: lastError })
+    },
+  })
+}
+
+/**
+ * A supervisor's tool: the model hands over a list of tasks, each runs as a child of one agent
+ * (at most `concurrency` at once, and never more than the system's `maxConcurrentChildren`),
+ * and it reads every answer in the tasks' order, with each failure kept to its own task.
+ */
+export function fanOutTool(
+  system: AgentSystem,
+  agentId: string,
+  options: { name?: string; description?: string; concurrency?: number; maxTasks?: number } = {},
+): Tool<{ tasks: string[] }> {
+  return tool({
+    name: options.name ?? `ask_${agentId}_each`.replaceAll('-', '_'),
+    description:
+      options.description ?? `Give each task to its own "${agentId}" agent (they work at the same time) and get every answer, in order.`,
+    schema: z.object({ tasks: z.array(z.string().min(1)).min(1).max(options.maxTasks ?? 50).describe('One task per agent.') }),
+    execute: async ({ tasks }, context) => {
+      const results = await fanOut(
+        tasks,
+        (task) =>
+          system.run(agentId, task, {
+            signal: context.signal,
+            parentRunId: context.runId,
+            runPath: [...context.runPath, context.runId],
+            agentPath: [...(context.agentPath ?? []), context.agentId],
+          }),
+        { concurrency: options.concurrency ?? tasks.length, signal: context.signal },
+      )
+      if (context.signal.aborted) throw new AbortedError('The supervisor was cancelled.')
+      return results
+        .map((r, i) => (r.ok ? `${i + 1}. ${r.value.output}` : `${i + 1}. Error (${r.error.code}): ${r.error.message}`))
+        .join('\n')
     },
   })
 }

@@ -18,7 +18,13 @@ export interface Directory {
   watch(onChange: (change: DirectoryChange) => void, signal: AbortSignal): Promise<void>
 }
 
-const keyOf = (agentId: string, hostId: string) => `${agentId}.${hostId}`
+/** `<agent>.<host>`; a host id may hold characters a KV key cannot (they become `_`). */
+const keyOf = (agentId: string, hostId: string) => `${agentId}.${hostId.replace(/[^-/_=.a-zA-Z0-9]/g, '_')}`
+/** Agent ids have no `.`: the first one splits the key (a host name may have several). */
+function splitKey(key: string): { agentId: string; hostId: string } {
+  const dot = key.indexOf('.')
+  return dot < 0 ? { agentId: key, hostId: '' } : { agentId: key.slice(0, dot), hostId: key.slice(dot + 1) }
+}
 
 /** The directory of one process (the embedded default). */
 export class MemoryDirectory implements Directory {
@@ -100,7 +106,7 @@ export class KvDirectory implements Directory {
     signal.addEventListener('abort', () => watcher.stop(), { once: true })
     void (async () => {
       for await (const update of watcher) {
-        const [agentId, hostId] = update.key.split('.') as [string, string]
+        const { agentId, hostId } = splitKey(update.key)
         if (update.operation !== 'PUT') {
           onChange({ op: 'delete', agentId, hostId })
           continue

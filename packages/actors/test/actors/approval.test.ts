@@ -2,13 +2,7 @@
  * Scenario 1: remote approval. The agent asks over the bus (`createBusReviewer`); a reviewer
  * service in another actor (`startReviewerService`) decides. Same scenarios on both transports.
  */
-import {
-  type ApprovalRequest,
-  callDigest,
-  createAgent,
-  policyReviewer,
-  ScriptedReviewer,
-} from '@signalbox/core'
+import { type ApprovalRequest, callDigest, createAgent, policyReviewer, ScriptedReviewer } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { createBusReviewer, startReviewerService } from '../../src/index.ts'
@@ -51,7 +45,10 @@ for (const transport of TRANSPORTS) {
     it('approved remotely: the tool runs and the model reads its result', async () => {
       const d = await deploy(transport)
       const s = await payingAgent(d, { approvalTimeoutMs: 10_000 })
-      const { seen } = await reviewerService(d, policyReviewer((request) => (request.arguments as typeof ARGS).amount < 100, { name: 'finance-policy' }))
+      const { seen } = await reviewerService(
+        d,
+        policyReviewer((request) => (request.arguments as typeof ARGS).amount < 100, { name: 'finance-policy' }),
+      )
 
       const result = await s.agent.run('pay bob 42')
 
@@ -82,14 +79,19 @@ for (const transport of TRANSPORTS) {
     it('denied remotely: the tool does not run and the model reads the reason', async () => {
       const d = await deploy(transport)
       const s = await payingAgent(d, { approvalTimeoutMs: 10_000 })
-      await reviewerService(d, policyReviewer(() => ({ approved: false, reason: 'bob is not a known payee' }), { name: 'finance-policy' }))
+      await reviewerService(
+        d,
+        policyReviewer(() => ({ approved: false, reason: 'bob is not a known payee' }), { name: 'finance-policy' }),
+      )
 
       const result = await s.agent.run('pay bob 42')
 
       expect(result.output).toBe('done')
       expect(s.pay.paid).toEqual([])
       expect(s.read()).toBe('Denied by finance-policy: bob is not a known payee. The call "pay" was not executed.')
-      expect(s.audit.of('approval.denied')).toMatchObject([{ actor: 'finance-policy', reason: 'bob is not a known payee', decision: 'denied' }])
+      expect(s.audit.of('approval.denied')).toMatchObject([
+        { actor: 'finance-policy', reason: 'bob is not a known payee', decision: 'denied' },
+      ])
     })
 
     it('no reviewer service at all: denied at the deadline, recorded as a timeout', async () => {
@@ -105,7 +107,9 @@ for (const transport of TRANSPORTS) {
       expect(elapsed).toBeGreaterThanOrEqual(280)
       expect(elapsed).toBeLessThan(3_000)
       expect(s.read()).toMatch(/^Not executed: nobody approved "pay" within 0s, so it was denied by default/)
-      expect(s.audit.of('approval.timeout')).toMatchObject([{ decision: 'timeout', actor: 'system', callId: 'call_pay_1', shown: ARGS }])
+      expect(s.audit.of('approval.timeout')).toMatchObject([
+        { decision: 'timeout', actor: 'system', callId: 'call_pay_1', shown: ARGS },
+      ])
       expect(s.audit.of('approval.granted')).toEqual([])
       expect(s.events.of('approval.timeout')).toHaveLength(1)
     })
@@ -131,7 +135,10 @@ for (const transport of TRANSPORTS) {
       const d = await deploy(transport)
       const s = await payingAgent(d, { approvalTimeoutMs: 300 })
       // A policy that hangs and never looks at its signal (a buggy integration, a stuck UI).
-      const { service, seen } = await reviewerService(d, policyReviewer(() => new Promise<boolean>(() => {}), { name: 'stuck' }))
+      const { service, seen } = await reviewerService(
+        d,
+        policyReviewer(() => new Promise<boolean>(() => {}), { name: 'stuck' }),
+      )
 
       await s.agent.run('pay bob 42')
 

@@ -14,7 +14,10 @@ async function askingAgent(d: Deployment, timeoutMs: number) {
   d.defer(() => answerer.close())
   const audit = trackedAudit()
   const provider = new ScriptedProvider({
-    script: [{ toolCalls: [{ id: 'call_ask_1', name: 'ask_human', arguments: { question: 'Which colour should the box be?' } }] }, { content: 'done' }],
+    script: [
+      { toolCalls: [{ id: 'call_ask_1', name: 'ask_human', arguments: { question: 'Which colour should the box be?' } }] },
+      { content: 'done' },
+    ],
   })
   const agent = createAgent({ id: 'asker', provider, tools: [askHumanTool({ answerer, timeoutMs })], audit: audit.log })
   return { agent, provider, audit, events: recordEvents(agent), read: () => readByModel(provider, 'call_ask_1') }
@@ -30,7 +33,9 @@ for (const transport of TRANSPORTS) {
       const service = startAnswerService({
         bus: serviceBus,
         subjects: d.subjects,
-        answerer: functionAnswerer((question) => (question.question.includes('colour') ? 'Blue, please.' : '?'), { name: 'tina' }),
+        answerer: functionAnswerer((question) => (question.question.includes('colour') ? 'Blue, please.' : '?'), {
+          name: 'tina',
+        }),
         onQuestion: (question) => questions.push(question),
       })
       d.defer(() => service.close())
@@ -41,9 +46,16 @@ for (const transport of TRANSPORTS) {
       expect(result.output).toBe('done')
       expect(s.read()).toBe('Blue, please.')
       expect(questions).toHaveLength(1)
-      expect(questions[0]).toMatchObject({ agentId: 'asker', runId: result.runId, callId: 'call_ask_1', question: 'Which colour should the box be?' })
+      expect(questions[0]).toMatchObject({
+        agentId: 'asker',
+        runId: result.runId,
+        callId: 'call_ask_1',
+        question: 'Which colour should the box be?',
+      })
       expect(s.events.of('question.answered')).toMatchObject([{ answer: 'Blue, please.', answeredBy: 'tina' }])
-      expect(s.audit.of('question.answered')).toMatchObject([{ actor: 'tina', decision: 'Blue, please.', shown: 'Which colour should the box be?' }])
+      expect(s.audit.of('question.answered')).toMatchObject([
+        { actor: 'tina', decision: 'Blue, please.', shown: 'Which colour should the box be?' },
+      ])
     })
 
     it('nobody answers: the model reads a clear "no answer" result at the timeout and the run goes on', async () => {

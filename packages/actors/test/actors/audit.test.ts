@@ -2,7 +2,7 @@
  * Scenario 8: the audit trail on the bus. `busAuditLog` is the agents' audit; an auditor in
  * another actor reads it back with `readAudit`, filtered by agent, run, tool or kind.
  */
-import { askHumanTool, type AuditEntry, createAgent, functionAnswerer, policyReviewer } from '@signalbox/core'
+import { type AuditEntry, askHumanTool, createAgent, functionAnswerer, policyReviewer } from '@signalbox/core'
 import { ScriptedProvider, type ScriptStep } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import {
@@ -27,7 +27,10 @@ for (const transport of TRANSPORTS) {
       // Agent "teller": one payment granted, one denied, one question answered.
       const reviewer = createBusReviewer({ bus: agentBus, subjects: d.subjects, audit: audit.log })
       const answerer = createBusAnswerer({ bus: agentBus, subjects: d.subjects })
-      d.defer(() => (reviewer.close(), answerer.close()))
+      d.defer(() => {
+        reviewer.close()
+        answerer.close()
+      })
       const tellerPay = payTool()
       const teller = createAgent({
         id: 'teller',
@@ -80,12 +83,20 @@ for (const transport of TRANSPORTS) {
         subjects: d.subjects,
         agentId: 'teller',
         reviewer: policyReviewer(
-          (request) => ((request.arguments as { amount: number }).amount <= 100 ? true : { approved: false, reason: 'over the 100 limit' }),
+          (request) =>
+            (request.arguments as { amount: number }).amount <= 100 ? true : { approved: false, reason: 'over the 100 limit' },
           { name: 'limits-policy' },
         ),
       })
-      const answers = startAnswerService({ bus: staff, subjects: d.subjects, answerer: functionAnswerer(() => 'yes, by email', { name: 'tina' }) })
-      d.defer(() => (reviewers.close(), answers.close()))
+      const answers = startAnswerService({
+        bus: staff,
+        subjects: d.subjects,
+        answerer: functionAnswerer(() => 'yes, by email', { name: 'tina' }),
+      })
+      d.defer(() => {
+        reviewers.close()
+        answers.close()
+      })
       await Promise.all([reviewers.ready, answers.ready])
 
       const tellerResult = await teller.run('pay ada and bob')
@@ -118,14 +129,31 @@ for (const transport of TRANSPORTS) {
         actor: 'limits-policy',
       })
       const [denied] = byKind('approval.denied')
-      expect(denied).toMatchObject({ callId: 'call_big', shown: { to: 'bob', amount: 5_000 }, decision: 'denied', reason: 'over the 100 limit', actor: 'limits-policy' })
+      expect(denied).toMatchObject({
+        callId: 'call_big',
+        shown: { to: 'bob', amount: 5_000 },
+        decision: 'denied',
+        reason: 'over the 100 limit',
+        actor: 'limits-policy',
+      })
       const [answered] = byKind('question.answered')
       expect(answered).toMatchObject({ callId: 'call_ask', shown: 'Send a receipt?', decision: 'yes, by email', actor: 'tina' })
       const [timeout] = byKind('approval.timeout')
-      expect(timeout).toMatchObject({ agentId: 'refunder', runId: refundResult.runId, callId: 'call_refund', decision: 'timeout', actor: 'system' })
+      expect(timeout).toMatchObject({
+        agentId: 'refunder',
+        runId: refundResult.runId,
+        callId: 'call_refund',
+        decision: 'timeout',
+        actor: 'system',
+      })
       expect(timeout?.latencyMs).toBeGreaterThanOrEqual(280)
       const [steering] = byKind('steering.applied')
-      expect(steering).toMatchObject({ agentId: 'refunder', callId: 'call_refund_2', decision: 'Stop refunding cy.', actor: 'ops-dana' })
+      expect(steering).toMatchObject({
+        agentId: 'refunder',
+        callId: 'call_refund_2',
+        decision: 'Stop refunding cy.',
+        actor: 'ops-dana',
+      })
       for (const entry of [granted, denied, answered, timeout, steering]) {
         expect(entry?.decidedAt).toBeGreaterThanOrEqual(entry?.requestedAt ?? Number.POSITIVE_INFINITY)
         expect(entry?.latencyMs).toBe((entry?.decidedAt ?? 0) - (entry?.requestedAt ?? 0))

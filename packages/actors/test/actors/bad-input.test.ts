@@ -10,8 +10,8 @@ import {
   askHumanTool,
   type Bus,
   BusPayloadTooLargeError,
-  callDigest,
   ControlReplyMessage,
+  callDigest,
   createAgent,
   decodeMessage,
   ErrorMessage,
@@ -28,8 +28,27 @@ import {
 import { ScriptedProvider, type ScriptStep } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { connectAgent, createBusAnswerer, sendControl, serveTools, startAnswerService, startReviewerService } from '../../src/index.ts'
-import { type Deployment, deferred, deploy, eventually, LARGE, OVERSIZED, readByModel, recordEvents, TRANSPORTS, watchRejections, within } from './harness.ts'
+import {
+  connectAgent,
+  createBusAnswerer,
+  sendControl,
+  serveTools,
+  startAnswerService,
+  startReviewerService,
+} from '../../src/index.ts'
+import {
+  type Deployment,
+  deferred,
+  deploy,
+  eventually,
+  LARGE,
+  OVERSIZED,
+  readByModel,
+  recordEvents,
+  TRANSPORTS,
+  watchRejections,
+  within,
+} from './harness.ts'
 
 interface BadCase {
   name: string
@@ -64,13 +83,18 @@ const text = (payload: BadCase['payload']): string | Uint8Array =>
 async function publishDurably(bus: Bus, subject: string, cases: BadCase[], valid: object) {
   let n = 0
   for (const c of cases) await bus.durablePublish(subject, text(c.payload), { msgId: `bad-${++n}-${Date.now()}` })
-  await expect(bus.durablePublish(subject, JSON.stringify({ ...valid, pad: OVERSIZED }), { msgId: 'oversized' })).rejects.toBeInstanceOf(
-    BusPayloadTooLargeError,
-  )
+  await expect(
+    bus.durablePublish(subject, JSON.stringify({ ...valid, pad: OVERSIZED }), { msgId: 'oversized' }),
+  ).rejects.toBeInstanceOf(BusPayloadTooLargeError)
 }
 
 /** Asserts the rejection notices of `component` carry exactly the expected codes, in order. */
-async function expectRejections(rejections: Awaited<ReturnType<typeof watchRejections>>, component: string, codes: string[], subject: string) {
+async function expectRejections(
+  rejections: Awaited<ReturnType<typeof watchRejections>>,
+  component: string,
+  codes: string[],
+  subject: string,
+) {
   const got = await rejections.waitFor(component, codes.length, 5_000)
   expect(got.map((r) => r.error.code)).toEqual(codes)
   expect(got.every((r) => r.subject === subject && r.error.message.length <= 4096 && r.sample.length <= 512)).toBe(true)
@@ -107,7 +131,12 @@ for (const transport of TRANSPORTS) {
       const { d, attacker, rejections } = await setup(transport)
       const bus = await d.bus('reviewer')
       const decided: string[] = []
-      const service = startReviewerService({ bus, subjects: d.subjects, reviewer: policyReviewer(() => true, { name: 'p' }), onDecision: (r) => decided.push(r.requestId) })
+      const service = startReviewerService({
+        bus,
+        subjects: d.subjects,
+        reviewer: policyReviewer(() => true, { name: 'p' }),
+        onDecision: (r) => decided.push(r.requestId),
+      })
       d.defer(() => service.close())
       await service.ready
 
@@ -129,7 +158,12 @@ for (const transport of TRANSPORTS) {
       const cases = badCases({ ...valid }, { digest: 'md5:123' }, 'requestId')
       const subject = d.subjects.approvals('payer')
       await publishDurably(attacker, subject, cases, valid)
-      await expectRejections(rejections, 'reviewer', cases.map((c) => c.code), subject)
+      await expectRejections(
+        rejections,
+        'reviewer',
+        cases.map((c) => c.code),
+        subject,
+      )
 
       await attacker.durablePublish(subject, JSON.stringify(valid), { msgId: 'valid' })
       await eventually(() => decided.includes('request_valid'), 3_000, 'the valid request to be decided')
@@ -141,7 +175,12 @@ for (const transport of TRANSPORTS) {
       const { d, attacker, rejections } = await setup(transport)
       const bus = await d.bus('answerer')
       const answered: string[] = []
-      const service = startAnswerService({ bus, subjects: d.subjects, answerer: functionAnswerer(() => 'yes'), onAnswer: (q) => answered.push(q.questionId) })
+      const service = startAnswerService({
+        bus,
+        subjects: d.subjects,
+        answerer: functionAnswerer(() => 'yes'),
+        onAnswer: (q) => answered.push(q.questionId),
+      })
       d.defer(() => service.close())
       await service.ready
 
@@ -160,7 +199,12 @@ for (const transport of TRANSPORTS) {
       const cases = badCases({ ...valid }, { question: '' }, 'question')
       const subject = d.subjects.ask('asker')
       await publishDurably(attacker, subject, cases, valid)
-      await expectRejections(rejections, 'answerer', cases.map((c) => c.code), subject)
+      await expectRejections(
+        rejections,
+        'answerer',
+        cases.map((c) => c.code),
+        subject,
+      )
 
       await attacker.durablePublish(subject, JSON.stringify(valid), { msgId: 'valid' })
       await eventually(() => answered.includes('question_valid'), 3_000, 'the valid question to be answered')
@@ -173,7 +217,10 @@ for (const transport of TRANSPORTS) {
       const answerer = createBusAnswerer({ bus, subjects: d.subjects })
       d.defer(() => answerer.close())
       const provider = new ScriptedProvider({
-        script: [{ toolCalls: [{ id: 'call_ask', name: 'ask_human', arguments: { question: 'Which one?' } }] }, { content: 'done' }],
+        script: [
+          { toolCalls: [{ id: 'call_ask', name: 'ask_human', arguments: { question: 'Which one?' } }] },
+          { content: 'done' },
+        ],
       })
       const agent = createAgent({ id: 'asker', provider, tools: [askHumanTool({ answerer, timeoutMs: 15_000 })] })
       const questions: QuestionMessage[] = []
@@ -187,11 +234,23 @@ for (const transport of TRANSPORTS) {
 
       const run = agent.run('ask')
       const question = await eventually(() => questions[0], 5_000, 'the question on the bus')
-      const valid: AnswerMessage = { v: 1, type: 'answer', questionId: question.questionId, answer: 'The red one.', answeredBy: 'tina', answeredAt: Date.now() }
+      const valid: AnswerMessage = {
+        v: 1,
+        type: 'answer',
+        questionId: question.questionId,
+        answer: 'The red one.',
+        answeredBy: 'tina',
+        answeredAt: Date.now(),
+      }
       const cases = badCases({ ...valid }, { answeredBy: '' }, 'answer')
       const subject = d.subjects.answers('asker')
       await publishDurably(attacker, subject, cases, valid)
-      await expectRejections(rejections, 'agent-questions', cases.map((c) => c.code), subject)
+      await expectRejections(
+        rejections,
+        'agent-questions',
+        cases.map((c) => c.code),
+        subject,
+      )
 
       await attacker.durablePublish(subject, JSON.stringify(valid), { msgId: 'valid' })
       const result = await run
@@ -225,7 +284,11 @@ for (const transport of TRANSPORTS) {
       const cases: BadCase[] = [
         ...badCases({ ...valid, steerId: 'steer_bad' }, { from: 42 }, 'text'),
         { name: 'blank text', payload: { ...valid, steerId: 'steer_blank', text: '   ' }, code: 'PROTOCOL_INVALID_MESSAGE' },
-        { name: 'unknown run', payload: { ...valid, steerId: 'steer_lost', runId: 'run_nope' }, code: 'PROTOCOL_INVALID_MESSAGE' },
+        {
+          name: 'unknown run',
+          payload: { ...valid, steerId: 'steer_lost', runId: 'run_nope' },
+          code: 'PROTOCOL_INVALID_MESSAGE',
+        },
       ]
       const subject = d.subjects.steer('steered')
       await publishDurably(attacker, subject, cases, valid)
@@ -256,7 +319,12 @@ for (const transport of TRANSPORTS) {
       attacker.publish(subject, '{"v":1,')
       await expectRejections(rejections, 'agent-ctl', ['PROTOCOL_INVALID_JSON'], subject)
 
-      const status = await sendControl({ bus: attacker, subjects: d.subjects, agentId: 'ctl', request: { type: 'control.status' } })
+      const status = await sendControl({
+        bus: attacker,
+        subjects: d.subjects,
+        agentId: 'ctl',
+        request: { type: 'control.status' },
+      })
       expect(ControlReplyMessage.safeParse(status).success).toBe(true)
       expect(status.runs).toEqual([])
       noCrashes(d)
@@ -293,7 +361,11 @@ for (const transport of TRANSPORTS) {
         if (!decoded.ok) throw decoded.error
         return decoded.value
       }
-      expect(await ask({ ...valid, toolName: 'other' })).toMatchObject({ type: 'error', error: { code: 'TOOL_UNKNOWN' }, inReplyTo: 'call_1' })
+      expect(await ask({ ...valid, toolName: 'other' })).toMatchObject({
+        type: 'error',
+        error: { code: 'TOOL_UNKNOWN' },
+        inReplyTo: 'call_1',
+      })
       // Thousands of invalid items: the reply stays a valid, bounded error.
       const many = await ask({ ...valid, arguments: { items: Array.from({ length: 4000 }, (_, i) => `n${i}`) } })
       expect(many).toMatchObject({ type: 'error', error: { code: 'TOOL_INVALID_ARGUMENTS' }, inReplyTo: 'call_1' })
@@ -302,9 +374,13 @@ for (const transport of TRANSPORTS) {
       expect(await ask({ ...valid, deadline: Number.MAX_SAFE_INTEGER })).toMatchObject({ type: 'tool.result', output: 'echo 3' })
 
       const describeSubject = d.subjects.toolDescribe('echo')
-      const describeCases = badCases({ v: 1, type: 'tool.describe' }, {}, 'unused').filter((c) => !/schema-invalid|invalid field/.test(c.name))
+      const describeCases = badCases({ v: 1, type: 'tool.describe' }, {}, 'unused').filter(
+        (c) => !/schema-invalid|invalid field/.test(c.name),
+      )
       await expectErrorReplies(attacker, describeSubject, describeCases, { v: 1, type: 'tool.describe' })
-      const description = await attacker.request(describeSubject, JSON.stringify({ v: 1, type: 'tool.describe' }), { timeoutMs: 3_000 })
+      const description = await attacker.request(describeSubject, JSON.stringify({ v: 1, type: 'tool.describe' }), {
+        timeoutMs: 3_000,
+      })
       expect(decodeMessage(description.data, ToolDescriptionMessage).ok).toBe(true)
 
       expect(await ask(valid)).toEqual({ v: 1, type: 'tool.result', callId: 'call_1', output: 'echo 3' })

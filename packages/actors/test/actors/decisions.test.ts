@@ -54,8 +54,17 @@ for (const transport of TRANSPORTS) {
       const reviewer = createBusReviewer({ bus: agentBus, subjects: d.subjects, audit: audit.log })
       d.defer(() => reviewer.close())
       const pay = payTool()
-      const provider = new ScriptedProvider({ script: [{ toolCalls: [{ id: 'call_pay_1', name: 'pay', arguments: ARGS }] }, { content: 'done' }] })
-      const agent = createAgent({ id: 'payer', provider, tools: [pay.tool], reviewer, audit: audit.log, approvalTimeoutMs: 20_000 })
+      const provider = new ScriptedProvider({
+        script: [{ toolCalls: [{ id: 'call_pay_1', name: 'pay', arguments: ARGS }] }, { content: 'done' }],
+      })
+      const agent = createAgent({
+        id: 'payer',
+        provider,
+        tools: [pay.tool],
+        reviewer,
+        audit: audit.log,
+        approvalTimeoutMs: 20_000,
+      })
       const events = recordEvents(agent)
 
       const forger = await d.bus('forger')
@@ -67,7 +76,9 @@ for (const transport of TRANSPORTS) {
       const subject = d.subjects.approvalDecisions('payer')
       let n = 0
       const publish = (payload: unknown) =>
-        forger.durablePublish(subject, typeof payload === 'string' ? payload : JSON.stringify(payload), { msgId: `forged-${++n}` })
+        forger.durablePublish(subject, typeof payload === 'string' ? payload : JSON.stringify(payload), {
+          msgId: `forged-${++n}`,
+        })
       const valid: ApprovalDecisionMessage = {
         v: 1,
         type: 'approval.decision',
@@ -91,7 +102,9 @@ for (const transport of TRANSPORTS) {
       await rejections.waitFor('agent-approvals', 6)
       expect(pay.paid).toEqual([])
       expect(events.of('approval.decided')).toEqual([])
-      expect(agent.runs.get(handle.runId)?.actor.getSnapshot().value).toMatchObject({ running: { turn: { toolCalls: 'awaitingApproval' } } })
+      expect(agent.runs.get(handle.runId)?.actor.getSnapshot().value).toMatchObject({
+        running: { turn: { toolCalls: 'awaitingApproval' } },
+      })
 
       await publish({ ...valid, approved: false, reason: 'first valid decision: no', reviewer: 'alice' })
       await publish({ ...valid, approved: true, reason: 'too late', reviewer: 'carol' }) // duplicate after the valid one
@@ -99,13 +112,19 @@ for (const transport of TRANSPORTS) {
       const result = await handle.result
       expect(result.output).toBe('done')
       expect(pay.paid).toEqual([])
-      expect(readByModel(provider, 'call_pay_1')).toBe('Denied by alice: first valid decision: no. The call "pay" was not executed.')
+      expect(readByModel(provider, 'call_pay_1')).toBe(
+        'Denied by alice: first valid decision: no. The call "pay" was not executed.',
+      )
       expect(audit.of('approval.denied')).toMatchObject([{ actor: 'alice' }])
       expect(audit.of('approval.granted')).toEqual([])
       expect(events.of('approval.decided')).toHaveLength(1)
 
       // Recorded: the mismatches and the late duplicate, in the audit trail...
-      const rejected = await eventually(() => (audit.of('approval.rejected').length >= 3 ? audit.of('approval.rejected') : undefined), 3_000, 'audit rejections')
+      const rejected = await eventually(
+        () => (audit.of('approval.rejected').length >= 3 ? audit.of('approval.rejected') : undefined),
+        3_000,
+        'audit rejections',
+      )
       expect(rejected.map((entry) => [entry.actor, entry.reason])).toEqual([
         ['mallory', 'the digest does not match the pending call (arguments differ from what was shown)'],
         ['mallory', 'callId call_other does not match the pending call call_pay_1'],
@@ -136,9 +155,20 @@ for (const transport of TRANSPORTS) {
       const reviewer = createBusReviewer({ bus: agentBus, subjects: d.subjects, audit: audit.log })
       d.defer(() => reviewer.close())
       const pay = payTool()
-      const calls = Array.from({ length: 8 }, (_, i) => ({ id: `call_${i}`, name: 'pay', arguments: { to: `payee${i}`, amount: i } }))
+      const calls = Array.from({ length: 8 }, (_, i) => ({
+        id: `call_${i}`,
+        name: 'pay',
+        arguments: { to: `payee${i}`, amount: i },
+      }))
       const provider = new ScriptedProvider({ script: [{ toolCalls: calls }, { content: 'done' }] })
-      const agent = createAgent({ id: 'payer', provider, tools: [pay.tool], reviewer, audit: audit.log, approvalTimeoutMs: 10_000 })
+      const agent = createAgent({
+        id: 'payer',
+        provider,
+        tools: [pay.tool],
+        reviewer,
+        audit: audit.log,
+        approvalTimeoutMs: 10_000,
+      })
 
       const decidedBy = new Map<string, string[]>()
       for (const name of ['reviewer-a', 'reviewer-b']) {

@@ -47,9 +47,20 @@ for (const transport of TRANSPORTS) {
       const seen: AgentEvent[] = []
       const everything: AgentEvent[] = []
       const subjectsSeen = new Set<string>()
-      const one = watchEvents({ bus: observer, subjects: d.subjects, agentId: 'watched', onEvent: (e, meta) => (seen.push(e), subjectsSeen.add(meta.subject)) })
+      const one = watchEvents({
+        bus: observer,
+        subjects: d.subjects,
+        agentId: 'watched',
+        onEvent: (e, meta) => {
+          seen.push(e)
+          subjectsSeen.add(meta.subject)
+        },
+      })
       const all = watchEvents({ bus: observer, subjects: d.subjects, onEvent: (e) => everything.push(e) })
-      d.defer(() => (one.unsubscribe(), all.unsubscribe()))
+      d.defer(() => {
+        one.unsubscribe()
+        all.unsubscribe()
+      })
       await Promise.all([one.ready, all.ready])
 
       const [result] = await Promise.all([agent.run('call ada'), other.run('hello')])
@@ -98,7 +109,12 @@ for (const transport of TRANSPORTS) {
       await connection.ready
       const observer = await d.bus('observer')
       const seen: { type: string; truncated: boolean }[] = []
-      const sub = watchEvents({ bus: observer, subjects: d.subjects, agentId: 'chatty', onEvent: (e, meta) => seen.push({ type: e.type, truncated: meta.truncated }) })
+      const sub = watchEvents({
+        bus: observer,
+        subjects: d.subjects,
+        agentId: 'chatty',
+        onEvent: (e, meta) => seen.push({ type: e.type, truncated: meta.truncated }),
+      })
       d.defer(() => sub.unsubscribe())
       await sub.ready
 

@@ -50,7 +50,12 @@ export interface Transport {
   deploy(): Promise<Deployment>
 }
 
-function baseDeployment(transport: TransportName, prefix: string, open: (name: string, onError: (e: unknown) => void) => Promise<Bus>, afterClose?: (buses: Bus[]) => Promise<void>): Deployment {
+function baseDeployment(
+  transport: TransportName,
+  prefix: string,
+  open: (name: string, onError: (e: unknown) => void) => Promise<Bus>,
+  afterClose?: (buses: Bus[]) => Promise<void>,
+): Deployment {
   const buses: Bus[] = []
   const cleanups: (() => unknown)[] = []
   const handlerErrors: unknown[] = []
@@ -171,7 +176,9 @@ export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 3_0
       last = error
     }
     if (Date.now() > deadline) {
-      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String((last as Error).message ?? last)}` : ''}`)
+      throw new Error(
+        `Timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String((last as Error).message ?? last)}` : ''}`,
+      )
     }
     await sleep(10)
   }
@@ -215,7 +222,11 @@ export function recordEvents(agent: Agent) {
       return events.filter((e): e is AgentEventOf<T> => e.type === type)
     },
     /** The first event of `type` (already seen or still to come) matching `predicate`. */
-    next<T extends AgentEventType>(type: T, predicate: (event: AgentEventOf<T>) => boolean = () => true, timeoutMs = 5_000): Promise<AgentEventOf<T>> {
+    next<T extends AgentEventType>(
+      type: T,
+      predicate: (event: AgentEventOf<T>) => boolean = () => true,
+      timeoutMs = 5_000,
+    ): Promise<AgentEventOf<T>> {
       const test = (event: AgentEvent) => event.type === type && predicate(event as AgentEventOf<T>)
       const seen = events.find(test)
       if (seen) return Promise.resolve(seen as AgentEventOf<T>)
@@ -275,9 +286,11 @@ export async function watchRejections(bus: Bus, subjects: Subjects) {
     of: (component: string) => rejections.filter((r) => r.component === component),
     /** Waits until `count` rejections of `component` arrived. */
     waitFor: (component: string, count: number, timeoutMs = 3_000) =>
-      eventually(() => rejections.filter((r) => r.component === component).length >= count, timeoutMs, `${count} rejection(s) from ${component}`).then(
-        () => rejections.filter((r) => r.component === component),
-      ),
+      eventually(
+        () => rejections.filter((r) => r.component === component).length >= count,
+        timeoutMs,
+        `${count} rejection(s) from ${component}`,
+      ).then(() => rejections.filter((r) => r.component === component)),
     stop: () => subscription.unsubscribe(),
   }
 }

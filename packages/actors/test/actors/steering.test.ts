@@ -6,7 +6,17 @@ import { type Agent, createAgent, encodeMessage, RunFailedError, type SteerMessa
 import { type RecordedRequest, ScriptedProvider, type ScriptStep } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { connectAgent, sendControl, sendSteering } from '../../src/index.ts'
-import { type Deferred, type Deployment, deferred, deploy, readByModel, recordEvents, recordingTool, TRANSPORTS, within } from './harness.ts'
+import {
+  type Deferred,
+  type Deployment,
+  deferred,
+  deploy,
+  readByModel,
+  recordEvents,
+  recordingTool,
+  TRANSPORTS,
+  within,
+} from './harness.ts'
 
 async function connected(d: Deployment, agent: Agent) {
   const bus = await d.bus('agent')
@@ -39,14 +49,22 @@ for (const transport of TRANSPORTS) {
 
       const handle = agent.start('upload the report')
       await events.next('model.request')
-      await sendSteering({ bus: operator, subjects: d.subjects, agentId: 'writer', text: 'Use the staging bucket.', from: 'ops-dana' })
+      await sendSteering({
+        bus: operator,
+        subjects: d.subjects,
+        agentId: 'writer',
+        text: 'Use the staging bucket.',
+        from: 'ops-dana',
+      })
       await events.next('steering.queued', undefined, 2_000)
       const result = await handle.result
 
       expect(result.output).toBe('ok, staging it is')
       expect(write.calls).toEqual([])
       expect(readByModel(provider, 'call_w1')).toBe('Cancelled. The person says: Use the staging bucket.')
-      expect(events.of('steering.applied')).toMatchObject([{ callId: 'call_w1', text: 'Use the staging bucket.', from: 'ops-dana' }])
+      expect(events.of('steering.applied')).toMatchObject([
+        { callId: 'call_w1', text: 'Use the staging bucket.', from: 'ops-dana' },
+      ])
     })
 
     it('a correction delivered twice (same steerId) is applied once', async () => {
@@ -108,7 +126,14 @@ for (const transport of TRANSPORTS) {
         if (event.runId === two.runId) queued.resolve()
       })
       await events.next('model.request', (e) => e.runId === two.runId)
-      await sendSteering({ bus: operator, subjects: d.subjects, agentId: 'writer', runId: two.runId, text: 'Not that file.', from: 'ops' })
+      await sendSteering({
+        bus: operator,
+        subjects: d.subjects,
+        agentId: 'writer',
+        runId: two.runId,
+        text: 'Not that file.',
+        from: 'ops',
+      })
       const [resultOne, resultTwo] = await Promise.all([one.result, two.result])
 
       expect(resultOne.output).toBe('one: done')
@@ -125,8 +150,8 @@ for (const transport of TRANSPORTS) {
     function gatedAgent() {
       const gates = new Map<string, Deferred<void>>()
       const gate = (input: string) => {
-        let g = gates.get(input)
-        if (!g) gates.set(input, (g = deferred()))
+        const g = gates.get(input) ?? deferred()
+        gates.set(input, g)
         return g
       }
       const provider = new ScriptedProvider({
@@ -148,7 +173,12 @@ for (const transport of TRANSPORTS) {
       const one = s.agent.start('one')
       const two = s.agent.start('two')
       await s.events.next('model.request', (e) => e.runId === two.runId)
-      const status = await sendControl({ bus: operator, subjects: d.subjects, agentId: 'worker', request: { type: 'control.status' } })
+      const status = await sendControl({
+        bus: operator,
+        subjects: d.subjects,
+        agentId: 'worker',
+        request: { type: 'control.status' },
+      })
 
       expect(status.agentId).toBe('worker')
       expect(status.cancelled).toBeUndefined()
@@ -161,7 +191,12 @@ for (const transport of TRANSPORTS) {
       s.open('one')
       s.open('two')
       await Promise.all([one.result, two.result])
-      const after = await sendControl({ bus: operator, subjects: d.subjects, agentId: 'worker', request: { type: 'control.status' } })
+      const after = await sendControl({
+        bus: operator,
+        subjects: d.subjects,
+        agentId: 'worker',
+        request: { type: 'control.status' },
+      })
       expect(after.runs).toEqual([])
     })
 
@@ -175,7 +210,11 @@ for (const transport of TRANSPORTS) {
       const two = s.agent.start('two')
       const three = s.agent.start('three')
       // The runs end inside the control handler, before the reply reaches the test: observe them now.
-      const failureOf = (handle: typeof one) => handle.result.then(() => undefined, (error: unknown) => error)
+      const failureOf = (handle: typeof one) =>
+        handle.result.then(
+          () => undefined,
+          (error: unknown) => error,
+        )
       const [oneEnds, twoEnds, threeEnds] = [failureOf(one), failureOf(two), failureOf(three)]
       await s.events.next('model.request', (e) => e.runId === three.runId)
 
@@ -191,7 +230,12 @@ for (const transport of TRANSPORTS) {
       expect((failure as RunFailedError).result.status).toBe('cancelled')
       expect((failure as RunFailedError).message).toMatch(/wrong customer/)
 
-      const all = await sendControl({ bus: operator, subjects: d.subjects, agentId: 'worker', request: { type: 'control.cancel', from: 'ops' } })
+      const all = await sendControl({
+        bus: operator,
+        subjects: d.subjects,
+        agentId: 'worker',
+        request: { type: 'control.cancel', from: 'ops' },
+      })
       expect([...(all.cancelled ?? [])].sort()).toEqual([one.runId, three.runId].sort())
       expect(await oneEnds).toBeInstanceOf(RunFailedError)
       expect(await threeEnds).toBeInstanceOf(RunFailedError)

@@ -6,9 +6,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { uniquePrefix } from '../../../../test/support/env.ts'
-import { type NatsServer, startNatsServer } from '../../../../test/support/nats-server.ts'
-import { AbortedError } from '../../../core/src/errors.ts'
+import { startNatsServer } from '../../../../test/support/nats-server.ts'
 import { type BusStatus, createSubjects } from '../../../core/src/bus/index.ts'
+import { AbortedError } from '../../../core/src/errors.ts'
 import { eventually, sleep } from '../../../core/test/bus/conformance.ts'
 import { connectNatsBus, type NatsBus } from '../../src/nats/index.ts'
 
@@ -87,7 +87,9 @@ describe('NatsBus across a server restart', () => {
     expect(statuses.indexOf('disconnect')).toBeLessThan(statuses.lastIndexOf('reconnect'))
   })
 
-  it('a private consumer keeps receiving after the restart, including what was published during it', { timeout: 15_000 }, async () => {
+  it('a private consumer keeps receiving after the restart, including what was published during it', {
+    timeout: 15_000,
+  }, async () => {
     const { server, bus, subjects, statuses } = await setup()
     const subject = subjects.approvalDecisions('agent-2')
     const got: string[] = []

@@ -7,16 +7,16 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
 import { freePort } from '../../../../test/support/nats-server.ts'
-import { AbortedError } from '../../../core/src/errors.ts'
 import {
   type BusMessage,
   type BusStatus,
   createSubjects,
-  defaultDurableSubjects,
   DurableConsumerConflictError,
   DurableSubjectError,
+  defaultDurableSubjects,
   InvalidSubjectError,
 } from '../../../core/src/bus/index.ts'
+import { AbortedError } from '../../../core/src/errors.ts'
 import { eventually } from '../../../core/test/bus/conformance.ts'
 import { connectNatsBus, defaultStreamName, type NatsBus, type NatsBusOptions } from '../../src/nats/index.ts'
 
@@ -50,7 +50,9 @@ describe('NatsBus', () => {
     expect(bus.streamName).toBe(defaultStreamName(prefix))
     const info = await (await jetstreamManager(admin)).streams.info(bus.streamName)
     expect(info.config.subjects.sort()).toEqual(defaultDurableSubjects(prefix).sort())
-    expect(info.config.subjects).toEqual(expect.arrayContaining([`${prefix}.approvals.>`, `${prefix}.audit.>`, `${prefix}.agents.*.steer`]))
+    expect(info.config.subjects).toEqual(
+      expect.arrayContaining([`${prefix}.approvals.>`, `${prefix}.audit.>`, `${prefix}.agents.*.steer`]),
+    )
     expect(info.config.storage).toBe('file')
     expect(info.config.duplicate_window).toBe(120_000_000_000)
   })
@@ -116,6 +118,30 @@ describe('NatsBus', () => {
       left = await names()
     }
     expect(left).toEqual(['keeper'])
+  })
+
+  it('recreates a private consumer the server lost, at the first message it had not seen', async () => {
+    const { bus, subjects } = await open()
+    const jsm = await jetstreamManager(admin)
+    const subject = subjects.answers('a')
+    const got: string[] = []
+    await bus.durableConsume(subject, (m) => {
+      got.push(m.text())
+      m.ack()
+    }).ready
+    await bus.durablePublish(subject, 'one', { msgId: 'one' })
+    await eventually(() => got.length === 1, 'one')
+    const [lost] = await (async () => {
+      const names: string[] = []
+      for await (const info of jsm.consumers.list(bus.streamName)) names.push(info.name)
+      return names
+    })()
+    // E.g. the server restarted without it, or it passed its inactive threshold.
+    await jsm.consumers.delete(bus.streamName, lost as string)
+    await bus.durablePublish(subject, 'two', { msgId: 'two' }) // published while there is no consumer
+    await bus.durablePublish(subject, 'three', { msgId: 'three' })
+    await eventually(() => got.length >= 3, 'two and three', 5_000)
+    expect(got).toEqual(['one', 'two', 'three'])
   })
 
   it('reports closed to status listeners', async () => {

@@ -1,7 +1,7 @@
 import type { AuditFilter } from '@signalbox/actors'
 import type { AuditEntry, AuditKind } from '@signalbox/core'
-import { type Command, EXIT } from '../cli.ts'
 import { openBus, untilSignal } from '../bus.ts'
+import { type Command, EXIT } from '../cli.ts'
 import { type Colors, dateTime, formatDuration, shortId } from '../output.ts'
 
 export const AUDIT_KINDS = [
@@ -85,7 +85,12 @@ export const audit: Command = {
       })
         .join('  ')
         .trimEnd()
-    const header = (widths: number[]) => c.bold(COLUMNS.map((column, i) => column.title.padEnd(widths[i] as number)).join('  ').trimEnd())
+    const header = (widths: number[]) =>
+      c.bold(
+        COLUMNS.map((column, i) => column.title.padEnd(widths[i] as number))
+          .join('  ')
+          .trimEnd(),
+      )
 
     try {
       if (context.values.follow) {
@@ -115,7 +120,9 @@ export const audit: Command = {
         context.out(c.dim(`no audit entries${Object.keys(filter).length > 0 ? ' match' : ''} on ${subjects.prefix}`))
         return EXIT.ok
       }
-      const widths = COLUMNS.map((column) => Math.max(column.title.length, ...entries.map((e) => cut(column.value(e), column.max).length)))
+      const widths = COLUMNS.map((column) =>
+        Math.max(column.title.length, ...entries.map((e) => cut(column.value(e), column.max).length)),
+      )
       context.out(header(widths))
       for (const entry of entries) context.out(cells(entry, widths))
       context.out(c.dim(`${entries.length} entr${entries.length === 1 ? 'y' : 'ies'}`))

@@ -1,5 +1,5 @@
-import { CliError, type Command, EXIT } from '../cli.ts'
 import { openBus } from '../bus.ts'
+import { CliError, type Command, EXIT } from '../cli.ts'
 import { askAgent, parseMs } from './status.ts'
 
 export const cancel: Command = {
@@ -34,7 +34,11 @@ export const cancel: Command = {
     const { sendControl } = await import('@signalbox/actors')
     try {
       const request = { type: 'control.cancel' as const, from, ...(runId ? { runId } : {}), ...(reason ? { reason } : {}) }
-      const reply = await askAgent(() => sendControl({ bus, subjects, agentId, request, timeoutMs }), agentId, subjects.control(agentId))
+      const reply = await askAgent(
+        () => sendControl({ bus, subjects, agentId, request, timeoutMs }),
+        agentId,
+        subjects.control(agentId),
+      )
       const cancelled = reply.cancelled ?? []
       if (context.global.json) {
         context.out(JSON.stringify(reply))
@@ -43,7 +47,8 @@ export const cancel: Command = {
       } else {
         for (const id of cancelled) context.out(`${context.c.yellow('✘ cancelled')} ${agentId} ${id}`)
       }
-      if (runId && !cancelled.includes(runId)) throw new CliError('RUN_NOT_FOUND', `agent "${agentId}" has no run ${runId} in flight`)
+      if (runId && !cancelled.includes(runId))
+        throw new CliError('RUN_NOT_FOUND', `agent "${agentId}" has no run ${runId} in flight`)
       return EXIT.ok
     } finally {
       await bus.close()

@@ -1,9 +1,9 @@
-import { statechartToMermaid } from '@signalbox/actors'
-import { createAgent, type Provider } from '@signalbox/core'
+import type { Provider } from '@signalbox/core'
 import { type Command, EXIT } from '../cli.ts'
 
 /** The agent machine, built with a provider that is never called: the graph needs only its definition. */
-export function agentMachineForGraph() {
+export async function agentMachineForGraph() {
+  const { createAgent } = await import('@signalbox/core')
   const provider: Provider = {
     model: 'none',
     complete: async () => {
@@ -36,7 +36,8 @@ export const graph: Command = {
   ],
   async run(context) {
     const brief = context.values.brief === true
-    const text = statechartToMermaid(agentMachineForGraph(), {
+    const { statechartToMermaid } = await import('@signalbox/actors')
+    const text = statechartToMermaid(await agentMachineForGraph(), {
       direction: context.values.direction === 'LR' ? 'LR' : 'TB',
       descriptions: !brief,
       guards: !brief,

@@ -1,16 +1,13 @@
 import { resolve } from 'node:path'
-import {
-  createBusInspector,
-  createLocalInspector,
-  type InspectorWireEvent,
-  STATELY_INSPECTOR_URL,
-  startInspectionRelay,
-} from '@signalbox/actors'
+import type { Inspector, InspectorWireEvent, startInspectionRelay } from '@signalbox/actors'
 import type { Bus, Subjects } from '@signalbox/core'
-import type { InspectionEvent, Observer } from 'xstate'
-import { CliError, type Command, type CommandContext, EXIT, type OptionSpec, UsageError } from '../cli.ts'
 import { openBus, untilSignal } from '../bus.ts'
+import { CliError, type Command, type CommandContext, EXIT, type OptionSpec, UsageError } from '../cli.ts'
 
+// `@signalbox/actors` is imported when the command runs (types only here): `signalbox --help` stays fast.
+
+/** The hosted Stately inspector (as `STATELY_INSPECTOR_URL` in @signalbox/actors). */
+export const STATELY_INSPECTOR_URL = 'https://stately.ai/inspect'
 export const DEFAULT_INSPECT_PORT = 8080
 
 export const OFFLINE_NOTE =
@@ -31,7 +28,12 @@ export const inspect: Command = {
     'With --json, every event is also printed to stdout, one JSON object per line. Runs until Ctrl-C.',
   ].join('\n'),
   options: {
-    port: { type: 'string', valueName: '<port>', description: 'port of the bridge page and its WebSocket', default: String(DEFAULT_INSPECT_PORT) },
+    port: {
+      type: 'string',
+      valueName: '<port>',
+      description: 'port of the bridge page and its WebSocket',
+      default: String(DEFAULT_INSPECT_PORT),
+    },
     record: { type: 'string', valueName: '<file>', description: 'append every event to this JSONL file' },
     url: { type: 'string', valueName: '<url>', description: 'the inspector UI the page embeds', default: STATELY_INSPECTOR_URL },
   },
@@ -40,7 +42,10 @@ export const inspect: Command = {
   examples: [
     ['signalbox inspect', 'open http://localhost:8080 and watch every agent on the bus'],
     ['signalbox inspect --record inspect.jsonl', 'also keep the stream (offline, for later)'],
-    ['signalbox inspect --json | jq -c "select(.type == \\"@xstate.snapshot\\") | .snapshot.value"', 'the states, as they change'],
+    [
+      'signalbox inspect --json | jq -c "select(.type == \\"@xstate.snapshot\\") | .snapshot.value"',
+      'the states, as they change',
+    ],
   ],
   async run(context) {
     const port = parsePort(context.values.port, DEFAULT_INSPECT_PORT, context)
@@ -50,6 +55,7 @@ export const inspect: Command = {
     const { c } = context
     // With --json, stdout carries the events only; everything else goes to stderr.
     const info = json ? context.err : context.out
+    const { startInspectionRelay } = await import('@signalbox/actors')
     const { bus, subjects, url: natsUrl } = await openBus(context, 'inspect')
     let relay: Awaited<ReturnType<typeof startInspectionRelay>>
     try {
@@ -65,10 +71,12 @@ export const inspect: Command = {
       await bus.close()
       throw error
     }
-    const stop = untilSignal()
+    const stop = untilSignal(context.io.signal)
     try {
       info(`${c.bold('signalbox inspect')} ${c.dim(`· every runtime on ${subjects.prefix} at ${natsUrl}`)}`)
-      info(`${c.dim('page  ')} ${c.cyan(relay.pageUrl)} ${c.dim(`(open it in a browser; it embeds ${url ?? STATELY_INSPECTOR_URL})`)}`)
+      info(
+        `${c.dim('page  ')} ${c.cyan(relay.pageUrl)} ${c.dim(`(open it in a browser; it embeds ${url ?? STATELY_INSPECTOR_URL})`)}`,
+      )
       if (record) info(`${c.dim('record')} ${record} ${c.dim('(JSONL, one event per line)')}`)
       info(`${c.dim('note  ')} ${OFFLINE_NOTE}`)
       info(c.dim('Agents publish with createBusInspector({ bus, subjects }) (docs/inspector.md). Ctrl-C to stop.'))
@@ -78,7 +86,11 @@ export const inspect: Command = {
       await relay.stop()
       await bus.close()
     }
-    info(c.dim(`relayed ${relay.relayed} event${relay.relayed === 1 ? '' : 's'}${record ? ` (recorded in ${record})` : ''}${relay.invalid > 0 ? `, ${relay.invalid} invalid dropped` : ''}`))
+    info(
+      c.dim(
+        `relayed ${relay.relayed} event${relay.relayed === 1 ? '' : 's'}${record ? ` (recorded in ${record})` : ''}${relay.invalid > 0 ? `, ${relay.invalid} invalid dropped` : ''}`,
+      ),
+    )
     return EXIT.ok
   },
 }
@@ -86,7 +98,8 @@ export const inspect: Command = {
 function parsePort(value: unknown, fallback: number, context: CommandContext): number {
   if (value === undefined) return fallback
   const port = Number(value)
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port must be a port number (1-65535), got "${String(value)}"`, context.command)
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new UsageError(`--port must be a port number (1-65535), got "${String(value)}"`, context.command)
   return port
 }
 
@@ -96,15 +109,24 @@ function parsePort(value: unknown, fallback: number, context: CommandContext): n
 export const RUN_INSPECT_OPTIONS: Record<string, OptionSpec> = {
   inspect: {
     type: 'boolean',
-    description: 'watch the run in the Stately inspector: embedded, on a local page (--inspect-port); with --nats, on the bus for signalbox inspect',
+    description:
+      'watch the run in the Stately inspector: embedded, on a local page (--inspect-port); with --nats, on the bus for signalbox inspect',
   },
-  'inspect-port': { type: 'string', valueName: '<port>', description: 'embedded --inspect: port of the local inspector page', default: String(DEFAULT_INSPECT_PORT) },
-  'inspect-contents': { type: 'boolean', description: 'with --inspect: also send message contents, tool arguments and results (private by default)' },
+  'inspect-port': {
+    type: 'string',
+    valueName: '<port>',
+    description: 'embedded --inspect: port of the local inspector page',
+    default: String(DEFAULT_INSPECT_PORT),
+  },
+  'inspect-contents': {
+    type: 'boolean',
+    description: 'with --inspect: also send message contents, tool arguments and results (private by default)',
+  },
 }
 
 export interface RunInspection {
   /** For `createAgent({ inspect })`; undefined without `--inspect`. */
-  inspect: Observer<InspectionEvent> | undefined
+  inspect: Inspector['inspect'] | undefined
   stop(): Promise<void>
 }
 
@@ -112,13 +134,21 @@ export interface RunInspection {
  * What `signalbox run --inspect` does: embedded, a local Stately inspector page (its URL is printed);
  * with a bus, the run's inspection goes on the bus for `signalbox inspect`.
  */
-export async function startRunInspection(context: CommandContext, where: { mode: 'embedded' | 'nats'; bus: Bus; subjects: Subjects }): Promise<RunInspection> {
+export async function startRunInspection(
+  context: CommandContext,
+  where: { mode: 'embedded' | 'nats'; bus: Bus; subjects: Subjects },
+): Promise<RunInspection> {
   if (context.values.inspect !== true) return { inspect: undefined, stop: async () => {} }
   const includeContents = context.values['inspect-contents'] === true
   const info = context.global.json ? context.err : context.out
+  const { createBusInspector, createLocalInspector } = await import('@signalbox/actors')
   if (where.mode === 'nats') {
     const inspector = createBusInspector({ bus: where.bus, subjects: where.subjects, includeContents })
-    info(context.c.dim(`inspect: publishing on ${inspector.subject}; watch with signalbox inspect --prefix ${where.subjects.prefix}`))
+    info(
+      context.c.dim(
+        `inspect: publishing on ${inspector.subject}; watch with signalbox inspect --prefix ${where.subjects.prefix}`,
+      ),
+    )
     return { inspect: inspector.inspect, stop: async () => {} }
   }
   const port = parsePort(context.values['inspect-port'], DEFAULT_INSPECT_PORT, context)

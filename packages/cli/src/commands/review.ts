@@ -1,7 +1,7 @@
 import type { ServiceMode } from '@signalbox/actors'
 import type { ApprovalRequest, Question } from '@signalbox/core'
-import { type Command, EXIT } from '../cli.ts'
 import { openBus, untilSignal } from '../bus.ts'
+import { type Command, EXIT } from '../cli.ts'
 import type { Prompter } from '../prompter.ts'
 import type { AutoVerdict } from '../review-console.ts'
 
@@ -21,17 +21,36 @@ export const review: Command = {
   ].join('\n'),
   options: {
     agent: { type: 'string', valueName: '<id>', description: "only this agent's requests", default: 'every agent' },
-    mode: { type: 'string', valueName: '<mode>', description: 'how reviewers share requests', choices: ['shared', 'broadcast'], default: 'shared (questions: broadcast)' },
+    mode: {
+      type: 'string',
+      valueName: '<mode>',
+      description: 'how reviewers share requests',
+      choices: ['shared', 'broadcast'],
+      default: 'shared (questions: broadcast)',
+    },
     name: { type: 'string', valueName: '<reviewer>', description: 'who you are (recorded in the audit)', default: '$USER' },
-    group: { type: 'string', valueName: '<group>', description: 'shared-mode group', default: 'reviewers (reviewers-<agent> with --agent)' },
-    auto: { type: 'string', valueName: '<verdict>', description: 'decide without asking (unattended demos)', choices: ['approve', 'deny'] },
+    group: {
+      type: 'string',
+      valueName: '<group>',
+      description: 'shared-mode group',
+      default: 'reviewers (reviewers-<agent> with --agent)',
+    },
+    auto: {
+      type: 'string',
+      valueName: '<verdict>',
+      description: 'decide without asking (unattended demos)',
+      choices: ['approve', 'deny'],
+    },
     answer: { type: 'string', valueName: '<text>', description: 'answer every question with this text instead of asking' },
   },
   bus: 'required',
   maxArgs: 0,
   examples: [
     ['signalbox review --name tina', 'review every agent, interactively'],
-    ['signalbox review --agent claw --auto approve --answer "The polar bear!"', 'unattended: approve everything, answer questions'],
+    [
+      'signalbox review --agent claw --auto approve --answer "The polar bear!"',
+      'unattended: approve everything, answer questions',
+    ],
   ],
   async run(context) {
     const { c } = context
@@ -66,12 +85,20 @@ export const review: Command = {
       line: (text: string) => context.out(text),
       ...(context.global.json ? { json: (record: Record<string, unknown>) => context.out(JSON.stringify(record)) } : {}),
     }
-    const ui = createReviewConsole({ c, out, name, ...(prompter ? { prompter } : {}), ...(auto ? { auto } : {}), ...(autoAnswer !== undefined ? { autoAnswer } : {}) })
+    const ui = createReviewConsole({
+      c,
+      out,
+      name,
+      ...(prompter ? { prompter } : {}),
+      ...(auto ? { auto } : {}),
+      ...(autoAnswer !== undefined ? { autoAnswer } : {}),
+    })
     const startedAt = Date.now()
     const requests = new Map<string, ApprovalRequest>()
     const questions = new Map<string, Question>()
     const ours = new Set<string>()
-    const onError = (error: unknown) => context.err(`${c.red('error')}: ${error instanceof Error ? error.message : String(error)}`)
+    const onError = (error: unknown) =>
+      context.err(`${c.red('error')}: ${error instanceof Error ? error.message : String(error)}`)
 
     const reviewers = startReviewerService({
       bus,
@@ -135,7 +162,10 @@ export const review: Command = {
       await stop.promise
     } finally {
       stop.dispose()
-      if (inputEnded) context.err('input ended: stopping (pending requests are left for other reviewers)')
+      if (inputEnded) {
+        const hint = context.io.stdin.isTTY ? '' : ' (no terminal: pass --auto approve|deny to review unattended)'
+        context.err(`input ended${hint}: stopping; pending requests are left for other reviewers`)
+      }
       reviewers.close()
       answerers?.close()
       prompter?.close()

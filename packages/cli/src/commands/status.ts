@@ -1,5 +1,5 @@
-import { CliError, type Command, EXIT } from '../cli.ts'
 import { openBus } from '../bus.ts'
+import { CliError, type Command, EXIT, UsageError } from '../cli.ts'
 import { shortId } from '../output.ts'
 
 export const status: Command = {
@@ -28,7 +28,11 @@ export const status: Command = {
     const { bus, subjects } = await openBus(context, 'status')
     const { sendControl } = await import('@signalbox/actors')
     try {
-      const reply = await askAgent(() => sendControl({ bus, subjects, agentId, request: { type: 'control.status' }, timeoutMs }), agentId, subjects.control(agentId))
+      const reply = await askAgent(
+        () => sendControl({ bus, subjects, agentId, request: { type: 'control.status' }, timeoutMs }),
+        agentId,
+        subjects.control(agentId),
+      )
       if (context.global.json) {
         context.out(JSON.stringify(reply))
         return EXIT.ok
@@ -40,7 +44,10 @@ export const status: Command = {
       }
       context.out(`${c.magenta(agentId)}: ${reply.runs.length} run${reply.runs.length === 1 ? '' : 's'} in flight`)
       const width = Math.max(...reply.runs.map((r) => r.runId.length))
-      for (const r of reply.runs) context.out(`  ${r.runId.padEnd(width)}  turn ${String(r.turn).padStart(2)}  ${c.cyan(r.state)}  ${c.dim(shortId(r.runId))}`)
+      for (const r of reply.runs)
+        context.out(
+          `  ${r.runId.padEnd(width)}  turn ${String(r.turn).padStart(2)}  ${c.cyan(r.state)}  ${c.dim(shortId(r.runId))}`,
+        )
       return EXIT.ok
     } finally {
       await bus.close()
@@ -54,7 +61,10 @@ export async function askAgent<T>(request: () => Promise<T>, agentId: string, su
     return await request()
   } catch (error) {
     if ((error as { code?: string }).code === 'BUS_NO_RESPONDERS') {
-      throw new CliError('AGENT_NOT_FOUND', `agent "${agentId}" is not on the bus (nobody answers on ${subject}); is it running, with this --prefix?`)
+      throw new CliError(
+        'AGENT_NOT_FOUND',
+        `agent "${agentId}" is not on the bus (nobody answers on ${subject}); is it running, with this --prefix?`,
+      )
     }
     throw error
   }
@@ -63,6 +73,6 @@ export async function askAgent<T>(request: () => Promise<T>, agentId: string, su
 export function parseMs(value: unknown, fallback: number): number {
   if (value === undefined) return fallback
   const n = Number(value)
-  if (!Number.isFinite(n) || n <= 0) throw new CliError('USAGE_VALUE', `expected a number of milliseconds, got "${String(value)}"`)
+  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`expected a positive number of milliseconds, got "${String(value)}"`)
   return n
 }

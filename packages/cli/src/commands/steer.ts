@@ -1,5 +1,5 @@
-import { type Command, EXIT } from '../cli.ts'
 import { openBus } from '../bus.ts'
+import { type Command, EXIT } from '../cli.ts'
 
 export const steer: Command = {
   name: 'steer',
@@ -17,7 +17,12 @@ export const steer: Command = {
   ],
   options: {
     run: { type: 'string', valueName: '<runId>', description: 'only this run of the agent', default: 'every run in flight' },
-    from: { type: 'string', valueName: '<name>', description: 'who is steering (shown to the model and in the audit)', default: '$USER' },
+    from: {
+      type: 'string',
+      valueName: '<name>',
+      description: 'who is steering (shown to the model and in the audit)',
+      default: '$USER',
+    },
   },
   bus: 'required',
   minArgs: 2,
@@ -31,7 +36,10 @@ export const steer: Command = {
     const from = (context.values.from as string | undefined) ?? context.io.env.USER ?? 'cli'
     const runId = context.values.run as string | undefined
     const { bus, subjects } = await openBus(context, 'steer')
-    const [{ sendControl, sendSteering }, { BusNoRespondersError }] = await Promise.all([import('@signalbox/actors'), import('@signalbox/core')])
+    const [{ sendControl, sendSteering }, { BusNoRespondersError }] = await Promise.all([
+      import('@signalbox/actors'),
+      import('@signalbox/core'),
+    ])
     try {
       // Steering is stored durably, but an agent only reads corrections sent while it is connected.
       let present = true
@@ -46,7 +54,9 @@ export const steer: Command = {
         context.out(JSON.stringify({ ...message, agentOnline: present }))
       } else {
         const target = runId ? `run ${runId} of ${agentId}` : `every run of ${agentId}`
-        context.out(`${context.c.green('✔ queued')} ${JSON.stringify(text)} for ${target} from ${from} ${context.c.dim(`(${message.steerId})`)}`)
+        context.out(
+          `${context.c.green('✔ queued')} ${JSON.stringify(text)} for ${target} from ${from} ${context.c.dim(`(${message.steerId})`)}`,
+        )
       }
       if (!present) {
         context.err(

@@ -1,5 +1,5 @@
-import { type Command, EXIT } from '../cli.ts'
 import { openBus, untilSignal } from '../bus.ts'
+import { type Command, EXIT } from '../cli.ts'
 import { clockTime, formatDuration, shortId } from '../output.ts'
 
 /** `TOOL_QUEUE_GROUP` of @signalbox/actors (a test keeps them equal; not imported so help stays fast). */
@@ -18,7 +18,12 @@ export const toolsServe: Command = {
   ].join('\n'),
   args: [['<module>', 'path to the tools module (.ts or .js)']],
   options: {
-    queue: { type: 'string', valueName: '<group>', description: 'queue group shared with other hosts', default: DEFAULT_TOOL_QUEUE },
+    queue: {
+      type: 'string',
+      valueName: '<group>',
+      description: 'queue group shared with other hosts',
+      default: DEFAULT_TOOL_QUEUE,
+    },
   },
   bus: 'required',
   minArgs: 1,
@@ -35,7 +40,8 @@ export const toolsServe: Command = {
     const queue = (context.values.queue as string | undefined) ?? DEFAULT_TOOL_QUEUE
     const { serveTools } = await import('@signalbox/actors')
     const { bus, subjects, url } = await openBus(context, 'tools')
-    const log = (record: Record<string, unknown>, text: string) => context.out(context.global.json ? JSON.stringify(record) : text)
+    const log = (record: Record<string, unknown>, text: string) =>
+      context.out(context.global.json ? JSON.stringify(record) : text)
     const host = serveTools({
       bus,
       subjects,
@@ -44,15 +50,16 @@ export const toolsServe: Command = {
       onCall: (call) => {
         log(
           { type: 'tool.call', at: Date.now(), ...call },
-          `${c.dim(clockTime(Date.now()))} ${c.green('→ call')}   ${c.bold(call.toolName)} ${c.dim(`${call.callId} · agent ${call.agentId} · ${shortId(call.runId)}`)}`,
+          `${c.dim(clockTime(Date.now()))} ${c.green('→ call'.padEnd(8))} ${c.bold(call.toolName)} ${c.dim(`${call.callId} · agent ${call.agentId} · ${shortId(call.runId)}`)}`,
         )
       },
       onResult: (call, outcome) => {
-        const verdict = outcome.ok ? c.green('← ok') : c.red(`← ${outcome.error?.code ?? 'error'}`)
+        const label = (outcome.ok ? '← ok' : `← ${outcome.error?.code ?? 'error'}`).padEnd(8)
+        const verdict = outcome.ok ? c.green(label) : c.red(label)
         const why = outcome.error ? ` ${outcome.error.message}` : ''
         log(
           { type: 'tool.result', at: Date.now(), ...call, ...outcome },
-          `${c.dim(clockTime(Date.now()))} ${verdict.padEnd(8)} ${c.bold(call.toolName)} ${c.dim(`${call.callId} · ${formatDuration(outcome.durationMs)}`)}${why}`,
+          `${c.dim(clockTime(Date.now()))} ${verdict} ${c.bold(call.toolName)} ${c.dim(`${call.callId} · ${formatDuration(outcome.durationMs)}`)}${why}`,
         )
       },
     })
@@ -65,7 +72,9 @@ export const toolsServe: Command = {
       else context.out(ready)
       const signal = await stop.promise
       const running = host.running
-      context.err(`${signal}: stopping${running > 0 ? ` (${running} call${running === 1 ? '' : 's'} in flight are aborted)` : ''}`)
+      context.err(
+        `${signal}: stopping${running > 0 ? ` (${running} call${running === 1 ? '' : 's'} in flight are aborted)` : ''}`,
+      )
     } finally {
       stop.dispose()
       host.close()

@@ -1,6 +1,6 @@
 import type { AgentEvent } from '@signalbox/core'
-import { type Command, EXIT } from '../cli.ts'
 import { openBus, untilSignal } from '../bus.ts'
+import { type Command, EXIT } from '../cli.ts'
 import { eventLine, quote } from '../output.ts'
 
 /** How long a run's text may be quiet before its coalesced line is printed. */

@@ -1,7 +1,8 @@
 /**
  * The embedded default bus: the `Bus` contract without a server. It sits on the agents' hot path,
- * so a publish is: one regex check, one copy of the payload, a map lookup (plus one split when
- * wildcard subscriptions exist) and one microtask that calls the handlers in publish order.
+ * so a publish is: one regex check, a map lookup (plus one split when wildcard subscriptions
+ * exist) and one microtask that calls the handlers in publish order. Payload bytes are passed by
+ * reference, not copied.
  *
  * Semantics follow NATS so code moves between transports unchanged: delivery is asynchronous,
  * handlers are called in publish order per subscription and are not awaited, a throwing handler
@@ -37,7 +38,14 @@ import {
   type HandlerErrorListener,
   InvalidSubjectError,
 } from './errors.ts'
-import { assertPublishSubject, assertSubscribeSubject, assertToken, subjectCovers, subjectMatches, tokensMatch } from './subjects.ts'
+import {
+  assertPublishSubject,
+  assertSubscribeSubject,
+  assertToken,
+  subjectCovers,
+  subjectMatches,
+  tokensMatch,
+} from './subjects.ts'
 
 /** NATS's default `max_payload`. */
 export const DEFAULT_MAX_PAYLOAD = 1024 * 1024
@@ -300,9 +308,9 @@ export class InProcessBus implements Bus {
     if (subscription.tokens !== undefined) {
       this.#wildcard.add(subscription)
     } else {
-      let set = this.#literal.get(subject)
-      if (set === undefined) this.#literal.set(subject, (set = new Set()))
-      set.add(subscription)
+      const set = this.#literal.get(subject)
+      if (set === undefined) this.#literal.set(subject, new Set([subscription]))
+      else set.add(subscription)
     }
     if (options?.signal) subscription.bindSignal(options.signal)
     return subscription
@@ -482,7 +490,9 @@ export class InProcessBus implements Bus {
     try {
       const result = subscription.handler(message)
       if (result !== undefined && typeof (result as Promise<void>).then === 'function') {
-        ;(result as Promise<void>).then(undefined, (error: unknown) => this.#report(error, message.subject, subscription.subject, false))
+        ;(result as Promise<void>).then(undefined, (error: unknown) =>
+          this.#report(error, message.subject, subscription.subject, false),
+        )
       }
     } catch (error) {
       this.#report(error, message.subject, subscription.subject, false)
@@ -637,8 +647,9 @@ export class InProcessBus implements Bus {
   }
 
   #toBytes(subject: string, data: Uint8Array | string): Uint8Array {
-    // Copy: the publisher may reuse its buffer, and NATS also snapshots at publish time.
-    const bytes = typeof data === 'string' ? encoder.encode(data) : new Uint8Array(data)
+    // No copy (hot path): subscribers get the publisher's bytes, so a publisher must not reuse a
+    // buffer it has published (protocol messages are encoded fresh each time).
+    const bytes = typeof data === 'string' ? encoder.encode(data) : data
     if (bytes.length > this.maxPayload) throw new BusPayloadTooLargeError(subject, bytes.length, this.maxPayload)
     return bytes
   }
@@ -652,7 +663,7 @@ export class InProcessBus implements Bus {
 
   #assertNotDurable(subject: string): void {
     const durable = this.#durableSubjects
-    if (durable !== undefined && durable.some((pattern) => subjectMatches(pattern, subject))) {
+    if (durable?.some((pattern) => subjectMatches(pattern, subject))) {
       throw new InvalidSubjectError(subject, DURABLE_ONLY_REASON)
     }
   }

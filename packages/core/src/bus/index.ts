@@ -43,8 +43,8 @@ export {
   defaultDurableSubjects,
   encodeEventType,
   MAX_TOKEN_LENGTH,
+  type Subjects,
   subjectCovers,
   subjectMatches,
-  type Subjects,
   tokensMatch,
 } from './subjects.ts'

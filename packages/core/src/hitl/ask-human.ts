@@ -38,6 +38,7 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
         agentId: context.agentId,
         runId: context.runId,
         runPath: context.runPath,
+        ...(context.agentPath && context.agentPath.length > 0 ? { agentPath: context.agentPath } : {}),
         callId: context.callId,
         question,
         deadline: askedAt + timeoutMs,

@@ -12,6 +12,8 @@ export interface ApprovalRequest {
   runId: string
   /** Run ids from the root of the run tree down to this run's parent (empty for a root run). */
   runPath: string[]
+  /** Agent ids of the `runPath` runs, root first; set for child runs only. */
+  agentPath?: string[]
   callId: string
   toolName: string
   /** The parsed, validated arguments the tool will receive. */
@@ -44,6 +46,8 @@ export interface Question {
   agentId: string
   runId: string
   runPath: string[]
+  /** Agent ids of the `runPath` runs, root first; set for child runs only. */
+  agentPath?: string[]
   callId: string
   question: string
   deadline: number

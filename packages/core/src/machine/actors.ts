@@ -117,6 +117,7 @@ export function createAgentActors(runtime: AgentRuntime) {
               agentId: input.agentId,
               runId: input.runId,
               runPath: input.runPath,
+              agentPath: input.agentPath ?? [],
               clock: runtime.clock,
               ids: runtime.ids,
               audit: { record: (entry) => runtime.recordAudit(entry) },
@@ -181,13 +182,20 @@ export interface EventFields {
   agentId: string
   runId: string
   runPath: string[]
+  agentPath?: string[]
   parentRunId?: string
 }
 
 export function eventFields(context: AgentContext): EventFields {
-  return context.parentRunId === undefined
-    ? { agentId: context.agentId, runId: context.runId, runPath: context.runPath }
-    : { agentId: context.agentId, runId: context.runId, runPath: context.runPath, parentRunId: context.parentRunId }
+  if (context.parentRunId === undefined) return { agentId: context.agentId, runId: context.runId, runPath: context.runPath }
+  return {
+    agentId: context.agentId,
+    runId: context.runId,
+    runPath: context.runPath,
+    // Older snapshots (before agentPath) have none.
+    ...(context.agentPath && context.agentPath.length > 0 ? { agentPath: context.agentPath } : {}),
+    parentRunId: context.parentRunId,
+  }
 }
 
 function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {

@@ -18,7 +18,7 @@ import type { AgentContext, AgentInput, AgentMachineEvent, AgentOutput, CurrentC
 import type { AgentRuntime } from './runtime.ts'
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
-type EventBody = DistributiveOmit<AgentEvent, 'agentId' | 'runId' | 'runPath' | 'parentRunId' | 'at'>
+type EventBody = DistributiveOmit<AgentEvent, 'agentId' | 'runId' | 'runPath' | 'agentPath' | 'parentRunId' | 'at'>
 
 /**
  * The agent loop as a statechart. States are the loop's phases and its five hook points; every
@@ -57,6 +57,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
       hasAfterTurn: () => runtime.hooks.has('afterTurn'),
       turnLimitReached: ({ context }) => context.turn > context.maxTurns,
       tokenBudgetSpent: ({ context }) => context.maxTokens !== undefined && context.usage.totalTokens >= context.maxTokens,
+      externalBudgetSpent: ({ context }) => runtime.budgetChecks.get(context.runId)?.() !== undefined,
       handoffRequested: ({ context }) => context.handoff !== undefined,
       replyHasToolCalls: ({ context }) => context.calls.length > 0,
       allCallsHandled: ({ context }) => context.callIndex >= context.calls.length,
@@ -135,6 +136,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
           agentId: context.agentId,
           runId: context.runId,
           runPath: context.runPath,
+          ...(context.agentPath.length > 0 ? { agentPath: context.agentPath } : {}),
           callId: call.callId,
           toolName: call.toolName,
           arguments: call.args,
@@ -349,6 +351,18 @@ export function createAgentMachine(runtime: AgentRuntime) {
                         ),
                     }),
                   },
+                  {
+                    guard: 'externalBudgetSpent',
+                    target: '#agent.failed',
+                    actions: assign({
+                      turn: ({ context }) => context.turn - 1,
+                      stopReason: 'budget',
+                      error: ({ context }) => {
+                        const spent = runtime.budgetChecks.get(context.runId)?.() ?? { code: 'BUDGET_EXCEEDED', message: 'The budget is spent.' }
+                        return { code: spent.code, message: spent.message, fault: 'user' as const }
+                      },
+                    }),
+                  },
                   { guard: { type: 'hasBeforeTurn' }, target: 'runningBeforeTurn' },
                   { target: 'beforeProviderCall', actions: 'emitTurnStart' },
                 ],
@@ -482,6 +496,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                 initial: 'nextCall',
                 states: {
                   nextCall: {
+                    description: 'Takes the next tool call of the reply, in order, or ends the pass.',
                     always: [
                       { guard: 'allCallsHandled', target: '#agent.running.turn.afterTurn' },
                       { target: 'steeringCheck', actions: assign(({ context }) => ({ current: openCall(context) })) },
@@ -718,6 +733,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                 },
               },
               turnEnd: {
+                description: 'After a reply with tool calls, another turn; after a final answer (or a hand-off), done.',
                 always: [
                   {
                     guard: 'handoffRequested',
@@ -740,7 +756,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
               },
             },
           },
-          nextTurn: { always: 'turn' },
+          nextTurn: { description: 'Back round the loop.', always: 'turn' },
         },
       },
       done: {
@@ -857,6 +873,7 @@ function createContext(input: AgentInput): AgentContext {
     agentId: input.agentId,
     runId: input.runId,
     runPath: input.runPath ?? [],
+    agentPath: input.agentPath ?? [],
     parentRunId: input.parentRunId,
     input: typeof input.input === 'string' ? input.input : ((lastUser?.content as string | undefined) ?? ''),
     maxTurns: input.maxTurns,

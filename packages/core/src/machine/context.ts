@@ -12,6 +12,8 @@ export interface AgentContext {
   agentId: string
   runId: string
   runPath: string[]
+  /** Agent ids of the `runPath` runs (empty for a root run). */
+  agentPath: string[]
   parentRunId: string | undefined
   input: string
   maxTurns: number
@@ -53,6 +55,8 @@ export type StopReason =
   | 'handoff'
   | 'max_turns'
   | 'max_tokens'
+  /** `RunOptions.budget` said no more turns (e.g. a run tree's shared budget is spent). */
+  | 'budget'
   | 'hook_stop'
   | 'cancelled'
   | 'hook_error'
@@ -82,6 +86,7 @@ export interface AgentInput {
   agentId: string
   runId: string
   runPath?: string[]
+  agentPath?: string[]
   parentRunId?: string
   input: string | Message[]
   instructions?: string

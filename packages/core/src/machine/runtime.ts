@@ -38,4 +38,9 @@ export interface AgentRuntime {
   steeringPolicy: SteeringPolicy
   /** Hand-off history filters by run id (functions cannot live in the machine's context). */
   handoffFilters: Map<string, (messages: readonly Message[]) => Message[]>
+  /** Budget checks by run id (`RunOptions.budget`), asked before every turn. */
+  budgetChecks: Map<string, BudgetCheck>
 }
+
+/** Asked before each turn: an error stops the run (`failed`, stop reason `budget`), undefined lets it go on. */
+export type BudgetCheck = () => { code: string; message: string } | undefined

@@ -23,6 +23,8 @@ const token = z
 const name = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, "_" or "-"')
 const epochMs = z.number().int().nonnegative()
 const runPath = z.array(id).max(64)
+/** Agent ids of the runs of a `runPath`, root first (child runs only). */
+const agentPath = z.array(name).max(64)
 
 export const WireError = z.object({
   code: z.string().min(1).max(128),
@@ -40,6 +42,7 @@ export const ApprovalRequestMessage = envelope('approval.request', {
   agentId: name,
   runId: id,
   runPath,
+  agentPath: agentPath.optional(),
   callId: id,
   toolName: name,
   arguments: z.unknown(),
@@ -67,6 +70,7 @@ export const QuestionMessage = envelope('question', {
   agentId: name,
   runId: id,
   runPath,
+  agentPath: agentPath.optional(),
   callId: id,
   question: z.string().min(1).max(16_384),
   deadline: epochMs,
@@ -211,6 +215,8 @@ export const RunRequestMessage = envelope('run.request', {
   input: z.union([z.string().min(1).max(262_144), z.array(wireMessage).min(1).max(1_000)]),
   parentRunId: id.optional(),
   runPath,
+  /** Agent ids of the `runPath` runs (the parent agent last). */
+  agentPath: agentPath.optional(),
   /** Budget left in the run tree: the child's own maxTurns is lowered to it. */
   maxTurns: z.number().int().positive().optional(),
   maxTokens: z.number().int().positive().optional(),

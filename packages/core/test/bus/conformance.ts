@@ -133,7 +133,11 @@ export function describeBusConformance(name: string, makeBus: MakeBus): void {
         bus.publish(`${subjects.prefix}.agents.${agent}.end`, 'sentinel')
         await eventually(() => got.length >= 3, 'sentinel')
         await sleep(20)
-        expect(got).toEqual([subjects.control(agent), subjects.events(agent, 'run.end'), `${subjects.prefix}.agents.${agent}.end`])
+        expect(got).toEqual([
+          subjects.control(agent),
+          subjects.events(agent, 'run.end'),
+          `${subjects.prefix}.agents.${agent}.end`,
+        ])
       })
 
       it('queue group: each message to exactly one member, every member gets some; plain subscribers get all', async () => {
@@ -228,10 +232,16 @@ export function describeBusConformance(name: string, makeBus: MakeBus): void {
       it('refuses illegal subjects with InvalidSubjectError', async () => {
         const { bus, subjects } = await open()
         for (const subject of ['', 'a..b', `${subjects.prefix}.*`, `${subjects.prefix}.>`, 'a b', '.a']) {
-          expect(thrownBy(() => bus.publish(subject, 'x')), subject).toBeInstanceOf(InvalidSubjectError)
+          expect(
+            thrownBy(() => bus.publish(subject, 'x')),
+            subject,
+          ).toBeInstanceOf(InvalidSubjectError)
         }
         for (const pattern of ['a.>.b', 'a.b*', '', 'a..b']) {
-          expect(thrownBy(() => bus.subscribe(pattern, () => {})), pattern).toBeInstanceOf(InvalidSubjectError)
+          expect(
+            thrownBy(() => bus.subscribe(pattern, () => {})),
+            pattern,
+          ).toBeInstanceOf(InvalidSubjectError)
         }
         expect(await rejectionOf(bus.request('a.*', 'x', { timeoutMs: 100 }))).toBeInstanceOf(InvalidSubjectError)
       })
@@ -282,7 +292,9 @@ export function describeBusConformance(name: string, makeBus: MakeBus): void {
             { queue: 'calc-workers' },
           ).ready
         }
-        const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => bus.request(subject, String(i), { timeoutMs: 2_000 })))
+        const replies = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => bus.request(subject, String(i), { timeoutMs: 2_000 })),
+        )
         expect(replies.map((r) => r.text().split(':')[1])).toEqual(Array.from({ length: 10 }, (_, i) => String(i)))
         await sleep(20)
         expect(answered).toBe(10)
@@ -310,7 +322,9 @@ export function describeBusConformance(name: string, makeBus: MakeBus): void {
         const error = await rejectionOf(bus.request(subject, 'x', { timeoutMs: 5_000 }))
         expect(error).toBeInstanceOf(BusNoRespondersError)
         expect(error).toMatchObject({ code: 'BUS_NO_RESPONDERS', subject })
-        const withSignal = await rejectionOf(bus.request(subject, 'x', { timeoutMs: 5_000, signal: new AbortController().signal }))
+        const withSignal = await rejectionOf(
+          bus.request(subject, 'x', { timeoutMs: 5_000, signal: new AbortController().signal }),
+        )
         expect(withSignal).toBeInstanceOf(BusNoRespondersError)
         // Well under the timeout: the caller can fall back (deny, try elsewhere) immediately.
         expect(Date.now() - started).toBeLessThan(1_000)
@@ -455,18 +469,18 @@ export function describeBusConformance(name: string, makeBus: MakeBus): void {
           subject,
           (m) => {
             deliveries++
-            // A person takes 1 s to decide; the ack wait is 400 ms.
-            const keepAlive = setInterval(() => m.working(), 150)
+            // A person takes 1.5 s to decide; the ack wait is 800 ms.
+            const keepAlive = setInterval(() => m.working(), 200)
             setTimeout(() => {
               clearInterval(keepAlive)
               m.ack()
-            }, 1_000)
+            }, 1_500)
           },
-          { ackWaitMs: 400 },
+          { ackWaitMs: 800 },
         ).ready
         await bus.durablePublish(subject, 'decide', { msgId: 'w1' })
         await eventually(() => deliveries === 1, 'first delivery')
-        await sleep(1_500)
+        await sleep(2_000)
         expect(deliveries).toBe(1)
       })
 
@@ -522,9 +536,9 @@ export function describeBusConformance(name: string, makeBus: MakeBus): void {
         expect(thrownBy(() => bus.publish(subject, 'x'))).toBeInstanceOf(BusClosedError)
         expect(thrownBy(() => bus.subscribe(subject, () => {}))).toBeInstanceOf(BusClosedError)
         expect(await rejectionOf(bus.request(subjects.control(agent), 'x', { timeoutMs: 100 }))).toBeInstanceOf(BusClosedError)
-        expect(
-          await rejectionOf(bus.durablePublish(subjects.audit(agent, 'x'), 'x', { msgId: 'c1' })),
-        ).toBeInstanceOf(BusClosedError)
+        expect(await rejectionOf(bus.durablePublish(subjects.audit(agent, 'x'), 'x', { msgId: 'c1' }))).toBeInstanceOf(
+          BusClosedError,
+        )
         expect(thrownBy(() => bus.durableConsume(subjects.audit(agent, 'x'), () => {}))).toBeInstanceOf(BusClosedError)
       })
 

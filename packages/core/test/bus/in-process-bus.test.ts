@@ -53,19 +53,27 @@ describe('InProcessBus specifics', () => {
   it('a durable consumer resumes where its name left off; durable messages carry Nats-Msg-Id', async () => {
     const bus = createInProcessBus()
     const first: DurableMessage[] = []
-    const sub = bus.durableConsume('log.x', (m) => {
-      first.push(m)
-      m.ack()
-    }, { durableName: 'reader' })
+    const sub = bus.durableConsume(
+      'log.x',
+      (m) => {
+        first.push(m)
+        m.ack()
+      },
+      { durableName: 'reader' },
+    )
     await bus.durablePublish('log.x', '1', { msgId: 'one' })
     await eventually(() => first.length === 1, 'first')
     sub.unsubscribe()
     await bus.durablePublish('log.x', '2', { msgId: 'two' })
     const second: string[] = []
-    bus.durableConsume('log.x', (m) => {
-      second.push(m.text())
-      m.ack()
-    }, { durableName: 'reader' })
+    bus.durableConsume(
+      'log.x',
+      (m) => {
+        second.push(m.text())
+        m.ack()
+      },
+      { durableName: 'reader' },
+    )
     await eventually(() => second.length === 1, 'second')
     await sleep(10)
     expect(second).toEqual(['2'])
@@ -113,10 +121,14 @@ describe('InProcessBus specifics', () => {
     const bus = createInProcessBus({ maxDurableMessages: 10 })
     for (let i = 0; i < 50; i++) await bus.durablePublish('log', String(i), { msgId: String(i) })
     const replay: string[] = []
-    bus.durableConsume('log', (m) => {
-      replay.push(m.text())
-      m.ack()
-    }, { deliverAll: true })
+    bus.durableConsume(
+      'log',
+      (m) => {
+        replay.push(m.text())
+        m.ack()
+      },
+      { deliverAll: true },
+    )
     await eventually(() => replay.length >= 10, 'replay')
     await sleep(10)
     expect(replay.length).toBeLessThanOrEqual(10 + (10 >> 4) + 1)

@@ -1,0 +1,264 @@
+/**
+ * `signalbox host <module>`: an agent host process. Loads the agents a module exports, adds them
+ * to an agent system and serves them on the bus: run requests from parents anywhere (delegation,
+ * hand-off), events out, steering and control in, and a directory entry per agent.
+ */
+import type { Agent, Bus, Subjects } from '@signalbox/core'
+import type { AgentModule } from '../agent-module.ts'
+import { openBus, untilSignal } from '../bus.ts'
+import { CliError, type Command, type CommandContext, EXIT, UsageError } from '../cli.ts'
+import { clockTime, shortId } from '../output.ts'
+
+/** What a host module's factory receives: `export default (host) => [createHotelAgent({ reviewer: ... })]`. */
+export interface HostContext {
+  bus: Bus
+  subjects: Subjects
+  /** The system the agents join (for `delegateTool(host.system, 'other-agent')`). */
+  system: import('@signalbox/actors').AgentSystem
+  /** `--scripted`: play scripted models, offline. */
+  scripted: boolean
+  /** This host's id on the bus. */
+  hostId: string
+  /** Runs `cleanup` when the host stops (after its runs ended, before the bus closes), e.g. a model server. */
+  onClose(cleanup: () => unknown): void
+}
+
+type Exported = Agent | AgentModule
+type HostExport = Exported | Exported[] | ((host: HostContext) => Exported | Exported[] | Promise<Exported | Exported[]>)
+
+const DEFAULT_DIRECTORY_BUCKET = 'signalbox_directory'
+
+export const host: Command = {
+  name: 'host',
+  summary: 'serve the agents a module exports, for parents and clients on the bus',
+  usage: 'host <module> [--scripted] [--host-id <id>] [flags]',
+  description: [
+    'Loads a module that exports agents (`export default [agent, ...]`, `export const agents = ...`,',
+    'agent modules made with defineAgentModule, or a function `(host) => agents` that receives',
+    '{ bus, subjects, system, scripted, hostId, onClose }) and serves each on agents.<id>.run:',
+    'any agent or client on the bus can run it by id (delegation, hand-off) without knowing where.',
+    'Events go out on agents.<id>.events.*, steering and control come in; each agent is announced',
+    'in the directory (a NATS KV bucket). A run whose parent stops sending heartbeats is cancelled',
+    'when its lease runs out. Ctrl-C or SIGTERM cancels the runs in flight (their parents are told),',
+    'withdraws the directory entries and drains the connection.',
+  ].join('\n'),
+  args: [['<module>', 'path to the agents module (.ts or .js)']],
+  options: {
+    scripted: { type: 'boolean', description: 'agent modules play their `script` (offline); factories get { scripted: true }' },
+    'host-id': { type: 'string', valueName: '<id>', description: "this host's id on the bus", default: '<hostname>-<pid>' },
+    'max-depth': { type: 'string', valueName: '<n>', description: 'deepest delegation this host runs', default: '4' },
+    'max-children': { type: 'string', valueName: '<n>', description: 'children of one parent running at once', default: '8' },
+    'max-total-turns': { type: 'string', valueName: '<n>', description: 'turns a run tree may use on this host' },
+    'max-total-tokens': { type: 'string', valueName: '<n>', description: 'tokens a run tree may use on this host' },
+    'no-directory': { type: 'boolean', description: 'do not announce the agents in the directory' },
+  },
+  bus: 'required',
+  minArgs: 1,
+  maxArgs: 1,
+  examples: [
+    ['signalbox host examples/travel/hotel-host.ts --scripted', 'the travel example’s hotel agent, offline'],
+    ['signalbox host ./agents.ts --host-id gpu-box-1 --nats nats://10.0.0.5:4222', 'a second host of the same agents'],
+  ],
+  async run(context) {
+    const { c } = context
+    const spec = context.positionals[0] as string
+    const limits = {
+      maxDepth: positiveInt(context, 'max-depth', 4),
+      maxConcurrentChildren: positiveInt(context, 'max-children', 8),
+      ...optionalInt(context, 'max-total-turns', 'maxTotalTurns'),
+      ...optionalInt(context, 'max-total-tokens', 'maxTotalTokens'),
+    }
+    const scripted = context.values.scripted === true
+    const { importUserModule } = await import('../load-module.ts')
+    const { exports } = await importUserModule(spec, context.io.cwd)
+    const exported = (exports.agents ?? exports.default) as HostExport | undefined
+    if (exported === undefined) {
+      throw new CliError(
+        'MODULE_INVALID',
+        `${spec} exports no agents: use \`export default [agent, ...]\`, \`export const agents = ...\` or \`export default (host) => [...]\``,
+      )
+    }
+    const [{ createAgentSystem, KvDirectory }, { hostname }] = await Promise.all([import('@signalbox/actors'), import('node:os')])
+    const { bus, subjects, url } = await openBus(context, 'host')
+    const hostId = (context.values['host-id'] as string | undefined) ?? `${hostname()}-${process.pid}`
+    const directory =
+      context.values['no-directory'] === true
+        ? undefined
+        : new KvDirectory(bus.connection, { bucket: directoryBucket(subjects.prefix) })
+    const system = createAgentSystem({ bus, subjects, hostId, limits, ...(directory ? { directory } : {}) })
+    const log = (record: Record<string, unknown>, text: string) =>
+      context.out(context.global.json ? JSON.stringify(record) : text)
+    const cleanups: (() => unknown)[] = [() => bus.close()]
+    const stop = untilSignal(context.io.signal)
+    try {
+      const onClose = (cleanup: () => unknown) => {
+        cleanups.push(cleanup)
+      }
+      const candidates =
+        typeof exported === 'function' ? await exported({ bus, subjects, system, scripted, hostId, onClose }) : exported
+      const list = Array.isArray(candidates) ? candidates : [candidates]
+      if (list.length === 0) throw new CliError('MODULE_INVALID', `${spec}: the agents list is empty`)
+      for (const [index, candidate] of list.entries()) {
+        const agent = await toAgent(candidate, `${spec} agents[${index}]`, { bus, subjects, scripted, cleanups })
+        system.add(agent)
+        // One line per run this host starts and ends (runs started here by parents elsewhere, or locally).
+        agent.on('run.start', (event) => {
+          const path = event.agentPath?.length ? ` ${c.dim(`(${[...event.agentPath, agent.id].join(' › ')})`)}` : ''
+          log(
+            {
+              type: 'run.start',
+              at: event.at,
+              agentId: event.agentId,
+              runId: event.runId,
+              parentRunId: event.parentRunId,
+              runPath: event.runPath,
+              agentPath: event.agentPath,
+            },
+            `${c.dim(clockTime(event.at))} ${c.green('→ run')}   ${c.magenta(event.agentId)} ${c.dim(shortId(event.runId))}${event.parentRunId ? c.dim(` · parent ${shortId(event.parentRunId)}`) : ''}${path}`,
+          )
+        })
+        agent.on('run.end', (event) => {
+          const color = event.status === 'done' ? c.green : event.status === 'cancelled' ? c.yellow : c.red
+          const why = event.error ? ` ${event.error.code}: ${event.error.message}` : ''
+          log(
+            {
+              type: 'run.end',
+              at: event.at,
+              agentId: event.agentId,
+              runId: event.runId,
+              status: event.status,
+              turns: event.turns,
+              ...(event.error ? { error: event.error } : {}),
+            },
+            `${c.dim(clockTime(event.at))} ${color(`← ${event.status}`.padEnd(12))}${c.magenta(event.agentId)} ${c.dim(`${shortId(event.runId)} · ${event.turns} turn${event.turns === 1 ? '' : 's'}`)}${why}`,
+          )
+        })
+      }
+      await system.serve()
+      const served = list.length
+      const names = [...new Set(list.map((candidate) => (candidate as { id: string }).id))]
+      const described = names
+        .map((id) => {
+          const tools = system.get(id)?.toolNames ?? []
+          return `${c.bold(id)}${c.dim(` (${tools.length > 0 ? tools.join(', ') : 'no tools'})`)}`
+        })
+        .join(', ')
+      const ready = `hosting ${served} agent${served === 1 ? '' : 's'}: ${described} on ${subjects.prefix}.agents.<id>.run at ${url} as ${hostId}${directory ? '' : ' (no directory)'} (Ctrl-C to stop)`
+      if (context.global.json) context.err(ready)
+      else context.out(ready)
+      const signal = await stop.promise
+      const running = system.hostedRuns
+      context.err(
+        `${signal}: stopping${running > 0 ? ` (${running} run${running === 1 ? '' : 's'} in flight are cancelled)` : ''}`,
+      )
+    } finally {
+      stop.dispose()
+      await system.close()
+      for (const cleanup of cleanups.reverse()) {
+        try {
+          await cleanup()
+        } catch {
+          // best effort
+        }
+      }
+    }
+    context.err('agent host stopped')
+    return EXIT.ok
+  },
+}
+
+/** The KV bucket of a deployment's directory (one per prefix, so deployments never mix). */
+export function directoryBucket(prefix: string): string {
+  return prefix === 'signalbox.v1'
+    ? DEFAULT_DIRECTORY_BUCKET
+    : `${DEFAULT_DIRECTORY_BUCKET}_${prefix.replace(/[^A-Za-z0-9_-]/g, '_')}`
+}
+
+function isAgent(value: unknown): value is Agent {
+  const v = value as Partial<Agent> | null
+  return (
+    v !== null && typeof v === 'object' && typeof v.id === 'string' && typeof v.start === 'function' && typeof v.on === 'function'
+  )
+}
+
+/** An agent as exported, or built from an agent module (provider, reviewer, answerer and audit on the bus). */
+async function toAgent(
+  candidate: unknown,
+  where: string,
+  options: { bus: import('@signalbox/actors').NatsBus; subjects: Subjects; scripted: boolean; cleanups: (() => unknown)[] },
+): Promise<Agent> {
+  if (isAgent(candidate)) return candidate
+  const { agentModuleProblems } = await import('../agent-module.ts')
+  const problems = agentModuleProblems(candidate)
+  if (problems.length > 0) {
+    throw new CliError(
+      'MODULE_INVALID',
+      `${where} is neither an agent (createAgent) nor an agent module:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+    )
+  }
+  const def = candidate as AgentModule
+  const [{ busAuditLog, createBusAnswerer, createBusReviewer, discoverTools }, core, testing] = await Promise.all([
+    import('@signalbox/actors'),
+    import('@signalbox/core'),
+    import('@signalbox/core/testing'),
+  ])
+  const { bus, subjects } = options
+  let provider: import('@signalbox/core').Provider
+  if (options.scripted) {
+    if (!def.script)
+      throw new CliError('NO_SCRIPT', `${where} ("${def.id}") has no scripted conversation: add \`script\`, or drop --scripted`)
+    const model = def.model ?? Object.keys(def.script).find((k) => k !== '*') ?? 'scripted'
+    const script = def.script[model] ?? def.script['*']
+    if (!script) throw new CliError('NO_SCRIPT', `${where} ("${def.id}") has no script for model "${model}"`)
+    provider = new testing.ScriptedProvider({ script, model })
+  } else {
+    try {
+      provider = new core.OpenAIProvider()
+    } catch (error) {
+      if (error instanceof core.ConfigError)
+        throw new CliError('NO_MODEL', `no model for "${def.id}": set SIGNALBOX_MODEL (and OPENAI_BASE_URL), or pass --scripted`)
+      throw error
+    }
+  }
+  const audit = busAuditLog({ bus, subjects })
+  const reviewer = createBusReviewer({ bus, subjects, audit })
+  const answerer = createBusAnswerer({ bus, subjects })
+  options.cleanups.push(
+    () => reviewer.close(),
+    () => answerer.close(),
+  )
+  const local = typeof def.tools === 'function' ? await def.tools({ mode: 'nats', bus, subjects, answerer }) : (def.tools ?? [])
+  const remote =
+    def.remoteTools && def.remoteTools.length > 0
+      ? await discoverTools({ bus, subjects, names: def.remoteTools, timeoutMs: 5_000 })
+      : []
+  const tools = [...local, ...remote]
+  if (def.askHuman) tools.push(core.askHumanTool({ answerer, ...(def.askHuman === true ? {} : def.askHuman) }))
+  return core.createAgent({
+    id: def.id,
+    provider,
+    tools,
+    instructions: def.instructions,
+    reviewer,
+    audit,
+    ...(def.hooks ? { hooks: def.hooks } : {}),
+    ...(def.maxTurns ? { maxTurns: def.maxTurns } : {}),
+    ...(def.approvalTimeoutMs ? { approvalTimeoutMs: def.approvalTimeoutMs } : {}),
+  })
+}
+
+function positiveInt(context: CommandContext, flag: string, fallback: number): number {
+  const raw = context.values[flag]
+  if (raw === undefined) return fallback
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < 0)
+    throw new UsageError(`--${flag} must be a whole number (got "${String(raw)}")`, context.command)
+  return value
+}
+
+function optionalInt<K extends string>(context: CommandContext, flag: string, key: K): Partial<Record<K, number>> {
+  if (context.values[flag] === undefined) return {}
+  const value = positiveInt(context, flag, 0)
+  if (value < 1) throw new UsageError(`--${flag} must be at least 1`, context.command)
+  return { [key]: value } as Partial<Record<K, number>>
+}
