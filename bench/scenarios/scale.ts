@@ -114,6 +114,14 @@ const SHAPES: Shape[] = [
     },
   },
   {
+    id: 'agent-runs',
+    label: 'signalbox: N runs of one agent (agent.run)',
+    prepare: (parking) => {
+      const agent = createAgent({ id: 'booker', provider: approvalModel(), tools: [bookTool], reviewer: parking.reviewer })
+      return () => agent.run(PROMPT)
+    },
+  },
+  {
     id: 'system-runs',
     label: 'signalbox: N runs of one agent (system.run)',
     prepare: (parking) => {

@@ -12,7 +12,7 @@ import { createRequire } from 'node:module'
 import { createAgent } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { type Message, responderChat, runBareLoop } from '../lib/bare-loops.ts'
-import { measureInterleaved, median, nsPerStep, type Variant } from '../lib/measure.ts'
+import { cpuNsPerStep, measureInterleaved, median, type Variant } from '../lib/measure.ts'
 import { buildRows, type Table } from '../lib/report.ts'
 import { benchAgent, runAgent } from '../lib/signalbox.ts'
 import { countToolResults, modelFor, nextStep, noopHooks, noopTool, PROMPT, responder } from '../lib/workload.ts'
@@ -42,6 +42,8 @@ interface Shape {
   invokes: number
   /** Extra context fields (signalbox's context has 26), copied by every assign. */
   fields: number
+  /** Compound states around the loop's states (signalbox's tool states sit 4 levels down). */
+  depth: number
 }
 
 /** The loop as a minimal XState machine, with optional extra per-step ingredients. */
@@ -56,12 +58,12 @@ function floorMachine(steps: number, shape: Shape) {
   after.forEach((name, i) => {
     const next = after[i + 1] ?? 'callingModel'
     extra[name] = name.startsWith('hop')
-      ? { always: [{ guard: () => false, target: 'done' }, { target: next }] }
+      ? { always: [{ guard: () => false, target: '#floor.done' }, { target: next }] }
       : { invoke: { src: 'noop', onDone: { target: next } } }
   })
   const bumps = Array.from({ length: shape.assigns }, (_, i) => assign(() => ({ [`field${i}`]: i })))
   const wide = Object.fromEntries(Array.from({ length: shape.fields }, (_, i) => [`extra${i}`, i]))
-  return setup({
+  const machineSetup = setup({
     actors: {
       callModel: fromPromise(({ input }: { input: Message[] }) => chat(input)),
       runTool: fromPromise(({ input }: { input: { arguments: string } }) =>
@@ -69,8 +71,8 @@ function floorMachine(steps: number, shape: Shape) {
       ),
       noop: fromPromise(async () => undefined),
     },
-  }).createMachine({
-    context: () => ({ ...wide, messages: [{ role: 'user', content: PROMPT }] as Message[] }),
+  })
+  const loop: Record<string, unknown> = {
     initial: 'callingModel',
     states: {
       callingModel: {
@@ -80,7 +82,7 @@ function floorMachine(steps: number, shape: Shape) {
           onDone: [
             {
               guard: ({ event }: { event: { output: { finishReason: string } } }) => event.output.finishReason !== 'tool_calls',
-              target: 'done',
+              target: '#floor.done',
             },
             {
               target: 'runningTool',
@@ -115,8 +117,15 @@ function floorMachine(steps: number, shape: Shape) {
         },
       },
       ...extra,
-      done: { type: 'final' },
     },
+  }
+  let root = loop
+  for (let i = 0; i < shape.depth; i++) root = { initial: 'inner', states: { inner: root } }
+  return machineSetup.createMachine({
+    id: 'floor',
+    context: () => ({ ...wide, messages: [{ role: 'user', content: PROMPT }] as Message[] }),
+    initial: 'running',
+    states: { running: root, done: { type: 'final' } },
     output: ({ context }: { context: { messages: Message[] } }) => countToolResults(context.messages),
   })
 }
@@ -221,13 +230,39 @@ export async function countPerStep(steps: number, withHooks: boolean): Promise<R
 export async function xstateFloorScenario(steps: number, options: ScenarioOptions): Promise<Table> {
   const provider = new ScriptedProvider({ script: responder, model: modelFor(steps), record: false })
   const agent = benchAgent(provider, false)
+  const hookedAgent = benchAgent(provider, true)
   const direct = responderChat(modelFor(steps), nextStep)
   const shapes: { id: string; label: string; shape: Shape }[] = [
-    { id: 'xstate', label: 'minimal XState loop (2 invokes, 2 assigns)', shape: { hops: 0, assigns: 0, invokes: 0, fields: 0 } },
-    { id: 'xstate-hops', label: 'minimal + 10 pass-through states', shape: { hops: 10, assigns: 0, invokes: 0, fields: 0 } },
-    { id: 'xstate-assigns', label: 'minimal + 4 extra assign actions', shape: { hops: 0, assigns: 4, invokes: 0, fields: 0 } },
-    { id: 'xstate-invokes', label: 'minimal + 5 invoked no-op actors', shape: { hops: 0, assigns: 0, invokes: 5, fields: 0 } },
-    { id: 'xstate-wide', label: 'minimal + 25 more context fields', shape: { hops: 0, assigns: 0, invokes: 0, fields: 25 } },
+    {
+      id: 'xstate',
+      label: 'minimal XState loop (2 invokes, 2 assigns)',
+      shape: { hops: 0, assigns: 0, invokes: 0, fields: 0, depth: 0 },
+    },
+    {
+      id: 'xstate-hops',
+      label: 'minimal + 10 pass-through states',
+      shape: { hops: 10, assigns: 0, invokes: 0, fields: 0, depth: 0 },
+    },
+    {
+      id: 'xstate-assigns',
+      label: 'minimal + 4 extra assign actions',
+      shape: { hops: 0, assigns: 4, invokes: 0, fields: 0, depth: 0 },
+    },
+    {
+      id: 'xstate-invokes',
+      label: 'minimal + 5 invoked no-op actors',
+      shape: { hops: 0, assigns: 0, invokes: 5, fields: 0, depth: 0 },
+    },
+    {
+      id: 'xstate-wide',
+      label: 'minimal + 25 more context fields',
+      shape: { hops: 0, assigns: 0, invokes: 0, fields: 25, depth: 0 },
+    },
+    {
+      id: 'xstate-deep',
+      label: 'minimal, nested 4 states deeper',
+      shape: { hops: 0, assigns: 0, invokes: 0, fields: 0, depth: 4 },
+    },
   ]
   const worker = workerMachine(steps)
   const variants: Variant[] = [
@@ -238,6 +273,7 @@ export async function xstateFloorScenario(steps: number, options: ScenarioOption
     }),
     { id: 'xstate-worker', label: 'XState loop, 1 worker actor per run', run: () => runMachine(worker) },
     { id: 'signalbox', label: 'signalbox', run: () => runAgent(agent) },
+    { id: 'signalbox-hooks', label: 'signalbox + 5 no-op hooks', run: () => runAgent(hookedAgent) },
   ]
   const measured = await measureInterleaved(variants, {
     rounds: options.rounds,
@@ -250,31 +286,47 @@ export async function xstateFloorScenario(steps: number, options: ScenarioOption
     'xstate-assigns': 'xstate',
     'xstate-invokes': 'xstate',
     'xstate-wide': 'xstate',
+    'xstate-deep': 'xstate',
     'xstate-worker': 'xstate',
     signalbox: 'xstate',
+    'signalbox-hooks': 'xstate',
   })
-  const us = (id: string) => median(nsPerStep(measured.find((m) => m.variant.id === id)!)) / 1000
+  // Unit costs from CPU time: on a shared machine it moves far less than wall time.
+  const cost = (id: string) => median(cpuNsPerStep(measured.find((m) => m.variant.id === id)!)) / 1000
   const unit = {
-    hop: (us('xstate-hops') - us('xstate')) / 10,
-    assign: (us('xstate-assigns') - us('xstate')) / 4,
-    invoke: (us('xstate-invokes') - us('xstate')) / 5,
-    wideContext: us('xstate-wide') - us('xstate'),
+    hop: (cost('xstate-hops') - cost('xstate')) / 10,
+    assign: (cost('xstate-assigns') - cost('xstate')) / 4,
+    invoke: (cost('xstate-invokes') - cost('xstate')) / 5,
+    wideContext: cost('xstate-wide') - cost('xstate'),
+    depth: cost('xstate-deep') - cost('xstate'),
   }
   const plain = await countPerStep(steps, false)
   const hooked = await countPerStep(steps, true)
   const fmt = (n: number | undefined) => (n ?? 0).toFixed(1)
+  // The minimal loop makes 2 microsteps, 2 assigns and 2 actors per step. signalbox makes 6 assigns
+  // (read from the machine: turn entry, callingModel, acceptReply, openCall, the tool result,
+  // recordToolResult); its microsteps and actors are counted above.
+  const extraHops = (plain.microstep ?? 0) - 2
+  const extraActors = (hooked.actor ?? 0) - (plain.actor ?? 0)
+  const predicted = cost('xstate') + extraHops * unit.hop + 4 * unit.assign + unit.wideContext + unit.depth
+  const predictedHooks = predicted + extraActors * unit.invoke
+  const model = {
+    signalbox: { predicted, measured: cost('signalbox') },
+    signalboxHooks: { predicted: predictedHooks, measured: cost('signalbox-hooks') },
+  }
   return {
     id: `xstate-floor-${steps}`,
     title: `Where the time goes: XState's floor and unit costs (runs of ${steps} tool steps, in-process)`,
     note: [
-      `Unit costs from the rows below: one pass-through state ≈ ${unit.hop.toFixed(1)} µs, one extra assign ≈ ${unit.assign.toFixed(1)} µs, one extra invoked actor ≈ ${unit.invoke.toFixed(1)} µs; a 26-field context ≈ +${unit.wideContext.toFixed(1)} µs per step.`,
+      `Unit costs (CPU µs per step, from the rows below): one pass-through state ≈ ${unit.hop.toFixed(1)}, one extra assign ≈ ${unit.assign.toFixed(1)}, one extra invoked actor ≈ ${unit.invoke.toFixed(1)}; a 26-field context ≈ +${unit.wideContext.toFixed(1)}; 4 more levels of nesting ≈ +${unit.depth.toFixed(1)}.`,
       `Per signalbox tool step (XState inspection): ${fmt(plain.actor)} actors created, ${fmt(plain.microstep)} microsteps, ${fmt(plain.action)} actions, ${fmt(plain.event)} events; with 5 hooks: ${fmt(hooked.actor)} actors, ${fmt(hooked.microstep)} microsteps, ${fmt(hooked.action)} actions, ${fmt(hooked.event)} events.`,
+      `Model (CPU µs per step): minimal loop + ${fmt(extraHops)} extra microsteps × hop + 4 extra assigns × assign + wide context + nesting = ${predicted.toFixed(0)} predicted, ${cost('signalbox').toFixed(0)} measured; with hooks, + ${fmt(extraActors)} actors × invoke = ${predictedHooks.toFixed(0)} predicted, ${cost('signalbox-hooks').toFixed(0)} measured.`,
       '"like-for-like" is each row over the minimal XState loop. The worker row keeps the same states but makes no actor per wait: one callback actor per run does the calls and answers with events.',
     ].join('\n'),
     metric: 'us-per-step',
     baseline: 'bare',
     rows,
     checks: [],
-    extra: { unitCostsUs: unit, perStep: { signalbox: plain, signalboxHooks: hooked } },
+    extra: { unitCostsUs: unit, perStep: { signalbox: plain, signalboxHooks: hooked }, model },
   }
 }

@@ -2,7 +2,8 @@
  * The `signalbox` bin as a person first meets it: help for every command, and clear errors with
  * exit code 2 for what it cannot parse, 1 for what fails. Real child processes.
  */
-import { COMMANDS } from '@signalbox/cli'
+// The command table, not the public API: importing main.ts from a module `signalbox run` loads would form a cycle.
+import { COMMANDS } from '../../packages/cli/src/main.ts'
 import { afterEach, describe, expect, it } from 'vitest'
 import { cleanupAll, runCli } from './support.ts'
 

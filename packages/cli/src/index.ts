@@ -7,4 +7,3 @@ export {
   defineAgentModule,
 } from './agent-module.ts'
 export { type Command, commandHelp, EXIT } from './cli.ts'
-export { COMMANDS, formatError, main } from './main.ts'

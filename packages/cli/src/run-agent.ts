@@ -192,10 +192,13 @@ export async function runAgent(context: CommandContext): Promise<number> {
     const local = typeof def.tools === 'function' ? await def.tools(moduleContext) : (def.tools ?? [])
     const tools: Tool<any>[] = [...local, ...remote]
     if (def.askHuman) tools.push(askHumanTool({ answerer, ...(def.askHuman === true ? {} : def.askHuman) }))
+    const inspection = await (await import('./commands/inspect.ts')).startRunInspection(context, { mode, bus, subjects })
+    cleanups.push(() => inspection.stop())
     const agent = createAgent({
       id: def.id,
       provider,
       tools,
+      ...(inspection.inspect ? { inspect: inspection.inspect } : {}),
       instructions: def.instructions,
       reviewer,
       audit,

@@ -517,6 +517,11 @@ export class NatsBus implements Bus {
     this.#durableCache.clear()
   }
 
+  /** The JetStream manager on this bus's connection (streams, consumers), e.g. for inspecting the stream. */
+  manager(): Promise<JetStreamManager> {
+    return this.#manager()
+  }
+
   #manager(): Promise<JetStreamManager> {
     if (this.#jsm === undefined) {
       // checkAPI off: the first real call reports a missing JetStream anyway.

@@ -1,4 +1,5 @@
 import type { Command } from '../cli.ts'
+import { RUN_INSPECT_OPTIONS } from './inspect.ts'
 
 export const run: Command = {
   name: 'run',
@@ -21,6 +22,7 @@ export const run: Command = {
     ['[input...]', "the user's message (default: the module's `input`)"],
   ],
   options: {
+    ...RUN_INSPECT_OPTIONS,
     'base-url': {
       type: 'string',
       valueName: '<url>',
