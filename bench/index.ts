@@ -22,9 +22,10 @@ import { heapScenario } from './scenarios/heap.ts'
 import { httpLongRunScenario } from './scenarios/http.ts'
 import { inProcessScenario } from './scenarios/in-process.ts'
 import type { ScenarioOptions } from './scenarios/options.ts'
+import { scaleMemoryScenario, scaleThroughputScenario } from './scenarios/scale.ts'
 import { xstateFloorScenario } from './scenarios/xstate-floor.ts'
 
-const SCENARIOS = ['in-process', 'xstate', 'heap', 'http', 'concurrency'] as const
+const SCENARIOS = ['in-process', 'xstate', 'heap', 'http', 'concurrency', 'scale'] as const
 type ScenarioName = (typeof SCENARIOS)[number]
 
 const { values: args } = parseArgs({
@@ -169,6 +170,13 @@ if (only.has('http') || only.has('concurrency')) {
   } finally {
     await server.close()
   }
+}
+
+// Issue 4: agents parked on approvals (memory) and 1,000 agents at once (throughput).
+if (only.has('scale')) {
+  if (gc) for (const count of quick ? [200] : [1_000, 10_000]) for (const table of await scaleMemoryScenario([count])) show(table)
+  else console.log('\n(memory per waiting agent skipped: gc is not available)')
+  show(await scaleThroughputScenario(quick ? 100 : 1_000, quick ? 3 : 5, { ...options, rounds: Math.min(rounds, 3), warmup: 1 }))
 }
 
 const seconds = Number(process.hrtime.bigint() - started) / 1e9

@@ -109,7 +109,12 @@ const SHAPES: Shape[] = [
               },
               finishReason: 'tool_calls',
             }
-      const hooks = { beforeToolExecution: async () => (await parking.hold(), { authorize: true }) }
+      const hooks = {
+        beforeToolExecution: async () => {
+          await parking.hold()
+          return { authorize: true }
+        },
+      }
       return () => runBareLoop(chat, PROMPT, hooks)
     },
   },

@@ -28,7 +28,10 @@ export const findHotels = tool({
   execute: async ({ city, date }) => {
     const found = HOTELS.filter((h) => h.city.toLowerCase() === city.trim().toLowerCase())
     if (found.length === 0) return `No hotels in ${city} on ${date}.`
-    return [`Hotels in ${found[0]?.city} on ${date}:`, ...found.map((h) => `- ${h.name}: ${h.walkToStation} from the station, ${ars(h.pricePerNight)} a night`)].join('\n')
+    return [
+      `Hotels in ${found[0]?.city} on ${date}:`,
+      ...found.map((h) => `- ${h.name}: ${h.walkToStation} from the station, ${ars(h.pricePerNight)} a night`),
+    ].join('\n')
   },
 })
 

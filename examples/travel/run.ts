@@ -19,7 +19,14 @@ import net from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { type AgentSystem, connectNatsBus, createAgentSystem, type NatsBus, startReviewerService, watchEvents } from '@signalbox/actors'
+import {
+  type AgentSystem,
+  connectNatsBus,
+  createAgentSystem,
+  type NatsBus,
+  startReviewerService,
+  watchEvents,
+} from '@signalbox/actors'
 import { type Agent, type AgentEvent, type ApprovalRequest, policyReviewer, RunFailedError } from '@signalbox/core'
 import pc from 'picocolors'
 import { openDemoModel, useRealEndpoint } from '../shared/model.ts'
@@ -67,13 +74,20 @@ function quote(text: string, max = 110): string {
 function pathOf(request: ApprovalRequest): string {
   return [...(request.agentPath ?? []), request.agentId].join(' › ')
 }
-function trace(event: AgentEvent): void {
+function trace(event: AgentEvent): undefined {
   const indent = '  '.repeat(event.runPath.length + 1)
   const who = c.magenta(event.agentId.padEnd(AGENT_WIDTH))
-  const row = (label: string, color: (s: string) => string, detail: string) => out(`${indent}${who} ${color(label.padEnd(18))} ${detail}`)
+  // `undefined`, not `void`: the switch below returns what this returns.
+  const row = (label: string, color: (s: string) => string, detail: string): undefined => {
+    out(`${indent}${who} ${color(label.padEnd(18))} ${detail}`)
+  }
   switch (event.type) {
     case 'run.start':
-      return row('run.start', c.bold, `${quote(event.input)}${event.parentRunId ? c.dim(` · child of ${event.agentPath?.at(-1) ?? 'a run'}`) : ''}`)
+      return row(
+        'run.start',
+        c.bold,
+        `${quote(event.input)}${event.parentRunId ? c.dim(` · child of ${event.agentPath?.at(-1) ?? 'a run'}`) : ''}`,
+      )
     case 'tool.start':
       return row('tool.start', c.green, `${event.toolName}(${JSON.stringify(event.arguments)})`)
     case 'tool.end': {
@@ -81,12 +95,24 @@ function trace(event: AgentEvent): void {
       return row('tool.end', ok ? c.green : c.red, `${event.toolName} · ${event.outcome} · ${quote(event.output)}`)
     }
     case 'approval.requested':
-      return row('approval.requested', c.yellow, `${event.request.toolName}(${JSON.stringify(event.request.arguments)}) · path ${pathOf(event.request)}`)
+      return row(
+        'approval.requested',
+        c.yellow,
+        `${event.request.toolName}(${JSON.stringify(event.request.arguments)}) · path ${pathOf(event.request)}`,
+      )
     case 'approval.decided':
-      return row('approval.decided', c.yellow, `${event.decision.approved ? c.green('approved') : c.red('denied')} by ${event.decision.reviewer}`)
+      return row(
+        'approval.decided',
+        c.yellow,
+        `${event.decision.approved ? c.green('approved') : c.red('denied')} by ${event.decision.reviewer}`,
+      )
     case 'run.end': {
       const color = event.status === 'done' ? c.green : c.red
-      return row('run.end', color, `${color(event.status)} · ${event.turns} turn${event.turns === 1 ? '' : 's'}${event.error ? ` · ${event.error.code}: ${event.error.message}` : ''}`)
+      return row(
+        'run.end',
+        color,
+        `${color(event.status)} · ${event.turns} turn${event.turns === 1 ? '' : 's'}${event.error ? ` · ${event.error.code}: ${event.error.message}` : ''}`,
+      )
     }
     default:
       return undefined
@@ -108,7 +134,9 @@ const lucia = policyReviewer(
 
 // ---- the agents ----
 
-const model = await openDemoModel({ scripts: { [PLANNER_MODEL]: plannerScript, [TRAINS_MODEL]: trainsScript, ...(embedded ? { [HOTEL_MODEL]: hotelScript } : {}) } })
+const model = await openDemoModel({
+  scripts: { [PLANNER_MODEL]: plannerScript, [TRAINS_MODEL]: trainsScript, ...(embedded ? { [HOTEL_MODEL]: hotelScript } : {}) },
+})
 const cleanups: (() => unknown)[] = [() => model.close()]
 let hostProcess: ChildProcess | undefined
 let hostExited: Promise<number> | undefined
@@ -125,7 +153,11 @@ async function main(): Promise<number> {
     local.push(createHotelAgent({ provider: model.provider(HOTEL_MODEL), reviewer: lucia }))
   } else {
     if (!(await reachable(natsUrl))) {
-      out(c.red(`No NATS server at ${natsUrl}. Start one with JetStream (nats-server -js), pass --nats <url>, or run with --embedded.`))
+      out(
+        c.red(
+          `No NATS server at ${natsUrl}. Start one with JetStream (nats-server -js), pass --nats <url>, or run with --embedded.`,
+        ),
+      )
       return 1
     }
     const bus: NatsBus = await connectNatsBus({ servers: natsUrl, prefix, name: `travel-planner-${process.pid}` })
@@ -141,7 +173,10 @@ async function main(): Promise<number> {
     await events.ready
     await startHotelHost()
   }
-  local.push(createPlannerAgent(system, { provider: model.provider(PLANNER_MODEL) }), createTrainsAgent({ provider: model.provider(TRAINS_MODEL) }))
+  local.push(
+    createPlannerAgent(system, { provider: model.provider(PLANNER_MODEL) }),
+    createTrainsAgent({ provider: model.provider(TRAINS_MODEL) }),
+  )
   for (const agent of local) {
     system.add(agent)
     if (embedded) agent.on('*', trace)
@@ -161,7 +196,9 @@ async function main(): Promise<number> {
     out(c.bold('Final answer'))
     out(`  ${result.output}`)
     out()
-    out(`${c.green('✔ done')} · answered by ${result.finishedBy} · ${result.turns} turns · ${result.usage.totalTokens} tokens (planner) · ${Date.now() - startedAt} ms`)
+    out(
+      `${c.green('✔ done')} · answered by ${result.finishedBy} · ${result.turns} turns · ${result.usage.totalTokens} tokens (planner) · ${Date.now() - startedAt} ms`,
+    )
     model.assertDone()
     return 0
   } catch (error) {
@@ -172,7 +209,18 @@ async function main(): Promise<number> {
 }
 
 async function startHotelHost(): Promise<void> {
-  const args = [BIN, 'host', 'examples/travel/hotel-host.ts', '--nats', natsUrl, '--prefix', prefix, '--host-id', 'hotel-host', '--no-directory']
+  const args = [
+    BIN,
+    'host',
+    'examples/travel/hotel-host.ts',
+    '--nats',
+    natsUrl,
+    '--prefix',
+    prefix,
+    '--host-id',
+    'hotel-host',
+    '--no-directory',
+  ]
   if (scripted) args.push('--scripted')
   const child = spawn(process.execPath, args, {
     cwd: root,

@@ -11,10 +11,12 @@ import { TRAINS_ANSWER, TRAINS_PROMPT } from '../trains/script.ts'
 export const PLANNER_MODEL = 'scripted-travel-planner'
 export const HOTEL_MODEL = 'scripted-travel-hotel'
 
-export const TRAVEL_PROMPT = 'Plan my trip to Mar del Plata on Friday: the most comfortable train seat, and a hotel near the station for one night.'
+export const TRAVEL_PROMPT =
+  'Plan my trip to Mar del Plata on Friday: the most comfortable train seat, and a hotel near the station for one night.'
 export const HOTEL_TASK = 'Book one night in Mar del Plata from Friday, as close to the train station as possible.'
 
-export const HOTEL_ANSWER = 'Booked Hotel Costa Galana for one night from Friday (8 min from the station), ARS 96,000, confirmation H-GALANA-1N.'
+export const HOTEL_ANSWER =
+  'Booked Hotel Costa Galana for one night from Friday (8 min from the station), ARS 96,000, confirmation H-GALANA-1N.'
 
 export const PLAN_ANSWER =
   'Your trip is set: tourist seat 14B on train 101 to Mar del Plata on Friday at 07:10 (first class needs a manager’s approval), ' +
@@ -23,13 +25,19 @@ export const PLAN_ANSWER =
 const noRawId = neverContains(PASSENGER.dni, 'the passenger’s ID number')
 
 export const plannerScript: ScriptStep[] = [
-  { expect: allOf(lastUserMessage(TRAVEL_PROMPT), noRawId), toolCalls: [{ name: 'ask_trains', arguments: { task: TRAINS_PROMPT } }] },
+  {
+    expect: allOf(lastUserMessage(TRAVEL_PROMPT), noRawId),
+    toolCalls: [{ name: 'ask_trains', arguments: { task: TRAINS_PROMPT } }],
+  },
   { expect: allOf(lastToolResult(TRAINS_ANSWER), noRawId), toolCalls: [{ name: 'ask_hotel', arguments: { task: HOTEL_TASK } }] },
   { expect: allOf(lastToolResult(HOTEL_ANSWER), noRawId), content: PLAN_ANSWER },
 ]
 
 export const hotelScript: ScriptStep[] = [
-  { expect: lastUserMessage(HOTEL_TASK), toolCalls: [{ name: 'find_hotels', arguments: { city: 'Mar del Plata', date: 'Friday' } }] },
+  {
+    expect: lastUserMessage(HOTEL_TASK),
+    toolCalls: [{ name: 'find_hotels', arguments: { city: 'Mar del Plata', date: 'Friday' } }],
+  },
   {
     expect: lastToolResult('Hotel Costa Galana: 8 min from the station'),
     toolCalls: [{ name: 'book_hotel', arguments: { hotel: 'Hotel Costa Galana', date: 'Friday', nights: 1 } }],

@@ -32,7 +32,12 @@ function parentIn(system: ReturnType<typeof createAgentSystem>, childId: string,
 function collectEvents(b: NatsBus, agentId: string) {
   const events: AgentEvent[] = []
   // watchEvents takes the prefix from `subjects`, not from the bus.
-  const subscription = watchEvents({ bus: b, subjects: createSubjects(b.prefix), agentId, onEvent: (event) => events.push(event) })
+  const subscription = watchEvents({
+    bus: b,
+    subjects: createSubjects(b.prefix),
+    agentId,
+    onEvent: (event) => events.push(event),
+  })
   onTestFinished(() => subscription.unsubscribe())
   return { events, ready: subscription.ready }
 }
@@ -54,7 +59,11 @@ describe('an agent in another process (signalbox host)', () => {
     const system = createAgentSystem({ bus: await bus(prefix, 'parent') })
     const { provider } = parentIn(system, 'stocker', [
       { toolCalls: [{ name: 'ask_stocker', arguments: { task: 'B3' } }] },
-      { content: 'B3 is full.', expect: (r) => (r.messages.at(-1)?.content === 'Slot B3 now holds 12.' ? true : `got ${JSON.stringify(r.messages.at(-1))}`) },
+      {
+        content: 'B3 is full.',
+        expect: (r) =>
+          r.messages.at(-1)?.content === 'Slot B3 now holds 12.' ? true : `got ${JSON.stringify(r.messages.at(-1))}`,
+      },
     ])
     const result = await system.run('planner', 'Restock B3.')
     expect(result.output).toBe('B3 is full.')
@@ -107,7 +116,11 @@ describe('an agent in another process (signalbox host)', () => {
     const system = createAgentSystem({ bus: parentBus })
     const { provider } = parentIn(system, 'sleeper', [
       { toolCalls: [{ name: 'ask_sleeper', arguments: { task: 'Wait.' } }] },
-      { content: 'The host went away.', expect: (r) => (String(r.messages.at(-1)?.content).includes('shutting down') ? true : `got ${JSON.stringify(r.messages.at(-1))}`) },
+      {
+        content: 'The host went away.',
+        expect: (r) =>
+          String(r.messages.at(-1)?.content).includes('shutting down') ? true : `got ${JSON.stringify(r.messages.at(-1))}`,
+      },
     ])
     const running = system.run('planner', 'Go.')
     await host.waitFor('TOOL_STARTED')
@@ -150,7 +163,10 @@ describe('the orphan guard across processes', () => {
     const sleeper = createAgent({
       id: 'sleeper',
       tools: [waitForever],
-      provider: new ScriptedProvider({ model: 'sleeper', script: () => ({ toolCalls: [{ name: 'wait_forever', arguments: {} }] }) }),
+      provider: new ScriptedProvider({
+        model: 'sleeper',
+        script: () => ({ toolCalls: [{ name: 'wait_forever', arguments: {} }] }),
+      }),
     })
     const ends: AgentEvent[] = []
     sleeper.on('run.end', (event) => {

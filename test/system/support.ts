@@ -31,7 +31,11 @@ export function start(args: string[], env: Record<string, string> = {}): Proc {
   const childEnv: NodeJS.ProcessEnv = { ...process.env }
   for (const key of CLEARED) delete childEnv[key]
   Object.assign(childEnv, { NO_COLOR: '1' }, env)
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: ROOT,
+    env: childEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let all = ''
   let out = ''
   const listeners = new Set<() => void>()
@@ -66,7 +70,8 @@ export function start(args: string[], env: Record<string, string> = {}): Proc {
         }
         const check = () => {
           if (matches()) finish()
-          else if (child.exitCode !== null || child.signalCode !== null) finish(new Error(`process exited before printing ${String(text)}:\n${all}`))
+          else if (child.exitCode !== null || child.signalCode !== null)
+            finish(new Error(`process exited before printing ${String(text)}:\n${all}`))
         }
         const timer = setTimeout(() => finish(new Error(`no ${String(text)} after ${timeoutMs} ms:\n${all}`)), timeoutMs)
         listeners.add(check)

@@ -17,11 +17,19 @@ function commonChecks(stdout: string) {
   expect(stdout).toContain(`Final answer\n  ${PLAN_ANSWER}\n`)
   expect(stdout).toMatch(/✔ done · answered by planner · 3 turns/)
   // The trains agent's own hooks ran inside the tree: the policy refusal, then tourist.
-  expect(stdout).toContain('    trains    tool.end           book_ticket · denied · "Blocked by policy: first class needs a manager’s approval.')
-  expect(stdout).toMatch(/ {4}trains {4}tool\.end {11}book_ticket · executed · "Booked: train 101 to Mar del Plata, tourist class/)
+  expect(stdout).toContain(
+    '    trains    tool.end           book_ticket · denied · "Blocked by policy: first class needs a manager’s approval.',
+  )
+  expect(stdout).toMatch(
+    / {4}trains {4}tool\.end {11}book_ticket · executed · "Booked: train 101 to Mar del Plata, tourist class/,
+  )
   // One approval, asked with the whole path, decided by the reviewer.
-  expect(stdout).toContain('    hotel     approval.requested book_hotel({"hotel":"Hotel Costa Galana","date":"Friday","nights":1}) · path planner › hotel')
-  expect(stdout).toMatch(/reviewer lucia sees book_hotel\(\{"hotel":"Hotel Costa Galana","date":"Friday","nights":1\}\) from planner › hotel \(run path run_\S+ › run_\S+\)/)
+  expect(stdout).toContain(
+    '    hotel     approval.requested book_hotel({"hotel":"Hotel Costa Galana","date":"Friday","nights":1}) · path planner › hotel',
+  )
+  expect(stdout).toMatch(
+    /reviewer lucia sees book_hotel\(\{"hotel":"Hotel Costa Galana","date":"Friday","nights":1\}\) from planner › hotel \(run path run_\S+ › run_\S+\)/,
+  )
   expect(stdout).toContain('    hotel     approval.decided   approved by lucia')
   expect(stdout).toContain(`  planner   tool.end           ask_hotel · executed · ${JSON.stringify(HOTEL_ANSWER).slice(0, 60)}`)
   // The passenger's ID never shows anywhere (masked inside the trains agent).

@@ -7,6 +7,7 @@ import {
   decodeMessage,
   ErrorMessage,
   encodeMessage,
+  formatDuration,
   PROTOCOL_VERSION,
   type Subjects,
   type Tool,
@@ -137,9 +138,4 @@ export async function discoverTools(options: {
       })
     }),
   )
-}
-
-/** `300 ms`, `1.5s`, `60s`: a short delay must not read as "0s". */
-function formatDuration(ms: number): string {
-  return ms < 1_000 ? `${ms} ms` : `${Number((ms / 1000).toFixed(1))}s`
 }

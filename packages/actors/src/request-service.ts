@@ -62,6 +62,8 @@ export interface RequestService {
 }
 
 const ACK_WAIT_MS = 30_000
+/** The settlement watcher has caught up with the log once it has been quiet this long. */
+const CATCH_UP_IDLE_MS = 150
 /** Largest delay `setTimeout` honours (a longer one fires at once). */
 export const MAX_TIMER_MS = 2 ** 31 - 1
 
@@ -115,6 +117,10 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     }
     const request = decoded.value
     const id = options.idOf(request)
+    // A request replayed from the log may have been settled long ago: know every settlement
+    // stored so far before asking anyone (else a restarted service asks a person again).
+    await caughtUp
+    if (stop.signal.aborted) return message.nak()
     const remaining = options.deadlineOf(request) - clock.now()
     if (handled.has(id) || inFlight.has(id) || remaining <= 0) {
       message.ack()
@@ -162,6 +168,46 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     }
   }
 
+  // Settlements first: the watcher replays every stored answer, and requests wait until it has
+  // caught up (it has been idle for a moment), so a request answered before this instance started
+  // is skipped, not asked again.
+  const settledIn = options.settlements
+  let caughtUpNow: () => void = () => {}
+  const caughtUp = new Promise<void>((resolve) => {
+    caughtUpNow = resolve
+  })
+  let idleTimer: ReturnType<typeof setTimeout> | undefined
+  let isCaughtUp = false
+  const markCaughtUp = () => {
+    isCaughtUp = true
+    if (idleTimer !== undefined) clearTimeout(idleTimer)
+    caughtUpNow()
+  }
+  const armCatchUp = () => {
+    if (isCaughtUp) return
+    if (idleTimer !== undefined) clearTimeout(idleTimer)
+    idleTimer = setTimeout(markCaughtUp, CATCH_UP_IDLE_MS)
+  }
+  stop.signal.addEventListener('abort', markCaughtUp, { once: true })
+  const watch: Subscription | undefined = settledIn
+    ? bus.durableConsume(
+        settledIn.subject,
+        (message) => {
+          message.ack()
+          armCatchUp()
+          const decoded = decodeMessage(message.data, settledIn.schema, { maxBytes: bus.maxPayload })
+          if (!decoded.ok) return
+          const id = settledIn.idOf(decoded.value)
+          markHandled(id)
+          inFlight.get(id)?.abort(new AbortedError('settled elsewhere'))
+          settledIn.onSettled?.(id, decoded.value)
+        },
+        { deliverAll: true, signal: stop.signal },
+      )
+    : undefined
+  if (watch) watch.ready.then(armCatchUp, markCaughtUp)
+  else markCaughtUp()
+
   const subscription: Subscription = bus.durableConsume(
     options.subject,
     (message) => {
@@ -177,25 +223,8 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     },
   )
 
-  const settledIn = options.settlements
-  const watch: Subscription | undefined = settledIn
-    ? bus.durableConsume(
-        settledIn.subject,
-        (message) => {
-          message.ack()
-          const decoded = decodeMessage(message.data, settledIn.schema, { maxBytes: bus.maxPayload })
-          if (!decoded.ok) return
-          const id = settledIn.idOf(decoded.value)
-          markHandled(id)
-          inFlight.get(id)?.abort(new AbortedError('settled elsewhere'))
-          settledIn.onSettled?.(id, decoded.value)
-        },
-        { deliverAll: true, signal: stop.signal },
-      )
-    : undefined
-
   return {
-    ready: Promise.all([subscription.ready, watch?.ready]).then(() => {}),
+    ready: Promise.all([subscription.ready, watch?.ready, caughtUp]).then(() => {}),
     get inFlight() {
       return new Set(inFlight.keys())
     },

@@ -1,6 +1,7 @@
 export { Agent, createAgent, MemoryAuditLog, RunFailedError } from './agent.ts'
 export type { AgentOptions, RunHandle, RunOptions, RunResult } from './agent.ts'
 export { type Clock, sleep, systemClock } from './clock.ts'
+export { formatDuration } from './duration.ts'
 export {
   AbortedError,
   BudgetExceededError,

@@ -9,13 +9,12 @@ import {
   ConfigError,
   createSubjects,
   decodeMessage,
-  encodeMessage,
   ErrorMessage,
+  encodeMessage,
   errorMessage,
   type IdGenerator,
   type Message,
   PROTOCOL_VERSION,
-  randomIds,
   RunAcceptedMessage,
   RunFailedError,
   type RunHandle,
@@ -25,6 +24,7 @@ import {
   type RunResult,
   type RunResultMessage,
   RunResultMessage as RunResultSchema,
+  randomIds,
   type SerializedError,
   SignalboxError,
   type Subjects,
@@ -275,9 +275,13 @@ export class AgentSystem {
     const runPath = options.runPath ?? []
     const depth = runPath.length
     if (depth > this.#limits.maxDepth) {
-      throw new ChildRunError('TREE_DEPTH_EXCEEDED', `Delegation is ${depth} levels deep; the limit is ${this.#limits.maxDepth}.`, {
-        depth,
-      })
+      throw new ChildRunError(
+        'TREE_DEPTH_EXCEEDED',
+        `Delegation is ${depth} levels deep; the limit is ${this.#limits.maxDepth}.`,
+        {
+          depth,
+        },
+      )
     }
     const rootRunId = runPath[0]
     // A root starts with the whole budget; a child with what its tree has left.
@@ -285,7 +289,11 @@ export class AgentSystem {
     if (budget.turns !== undefined && budget.turns <= 0) {
       throw new ChildRunError('TREE_BUDGET_EXCEEDED', `The run tree used all of its ${this.#limits.maxTotalTurns} turns.`)
     }
-    if (rootRunId && this.#limits.maxTotalTokens !== undefined && (this.#trees.get(rootRunId)?.tokens ?? 0) >= this.#limits.maxTotalTokens) {
+    if (
+      rootRunId &&
+      this.#limits.maxTotalTokens !== undefined &&
+      (this.#trees.get(rootRunId)?.tokens ?? 0) >= this.#limits.maxTotalTokens
+    ) {
       throw new ChildRunError('TREE_BUDGET_EXCEEDED', `The run tree used all of its ${this.#limits.maxTotalTokens} tokens.`)
     }
     const release = options.parentRunId ? await this.#acquireChildSlot(options.parentRunId, options.signal) : () => {}
@@ -454,16 +462,23 @@ export class AgentSystem {
     }
     const request = decoded.value
     if (request.agentId !== agent.id) {
-      message.respond(encodeMessage(errorMessage({ code: 'AGENT_UNKNOWN', message: `This subject serves "${agent.id}".` }, request.runId)))
+      message.respond(
+        encodeMessage(errorMessage({ code: 'AGENT_UNKNOWN', message: `This subject serves "${agent.id}".` }, request.runId)),
+      )
       return
     }
     if (this.#stop.signal.aborted) {
-      message.respond(encodeMessage(errorMessage({ code: 'HOST_STOPPING', message: `Host ${this.hostId} is shutting down.` }, request.runId)))
+      message.respond(
+        encodeMessage(errorMessage({ code: 'HOST_STOPPING', message: `Host ${this.hostId} is shutting down.` }, request.runId)),
+      )
       return
     }
     // The host holds its own limit too: a parent elsewhere may have a deeper one.
     if (request.runPath.length > this.#limits.maxDepth) {
-      const refusal = { code: 'TREE_DEPTH_EXCEEDED', message: `Delegation is ${request.runPath.length} levels deep; this host's limit is ${this.#limits.maxDepth}.` }
+      const refusal = {
+        code: 'TREE_DEPTH_EXCEEDED',
+        message: `Delegation is ${request.runPath.length} levels deep; this host's limit is ${this.#limits.maxDepth}.`,
+      }
       message.respond(encodeMessage(errorMessage(refusal, request.runId)))
       return
     }
@@ -506,7 +521,13 @@ export class AgentSystem {
     })
     const stopOnClose = () => cancelled.abort(new AbortedError('the host is shutting down'))
     this.#stop.signal.addEventListener('abort', stopOnClose, { once: true })
-    const accepted: RunAcceptedMessage = { v: PROTOCOL_VERSION, type: 'run.accepted', runId: request.runId, agentId: agent.id, hostId: this.hostId }
+    const accepted: RunAcceptedMessage = {
+      v: PROTOCOL_VERSION,
+      type: 'run.accepted',
+      runId: request.runId,
+      agentId: agent.id,
+      hostId: this.hostId,
+    }
     message.respond(encodeMessage(accepted))
 
     const publish = (result: RunResult, error?: SerializedError) => {
@@ -532,10 +553,7 @@ export class AgentSystem {
         (result) => publish(result),
         (error) => {
           const result = (error as { result?: RunResult }).result
-          return publish(
-            result ?? emptyResult(request.runId, 'failed'),
-            result?.error ?? serializeError(error),
-          )
+          return publish(result ?? emptyResult(request.runId, 'failed'), result?.error ?? serializeError(error))
         },
       )
       .finally(() => {

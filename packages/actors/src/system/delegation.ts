@@ -6,8 +6,8 @@ import {
   type Message,
   sleep,
   type Tool,
-  tool,
   ToolError,
+  tool,
 } from '@signalbox/core'
 import { z } from 'zod'
 import type { AgentSystem } from './agent-system.ts'
@@ -88,8 +88,15 @@ export function fanOutTool(
   return tool({
     name: options.name ?? `ask_${agentId}_each`.replaceAll('-', '_'),
     description:
-      options.description ?? `Give each task to its own "${agentId}" agent (they work at the same time) and get every answer, in order.`,
-    schema: z.object({ tasks: z.array(z.string().min(1)).min(1).max(options.maxTasks ?? 50).describe('One task per agent.') }),
+      options.description ??
+      `Give each task to its own "${agentId}" agent (they work at the same time) and get every answer, in order.`,
+    schema: z.object({
+      tasks: z
+        .array(z.string().min(1))
+        .min(1)
+        .max(options.maxTasks ?? 50)
+        .describe('One task per agent.'),
+    }),
     execute: async ({ tasks }, context) => {
       const results = await fanOut(
         tasks,
@@ -132,11 +139,16 @@ export const handoffFilters = {
  * A tool that hands the conversation over to another agent: this run ends, the other agent
  * continues with the (filtered) history, and the result says who finished.
  */
-export function handoffTool(agentId: string, options: { name?: string; description?: string; filter?: HandoffFilter } = {}): Tool<{ reason?: string }> {
+export function handoffTool(
+  agentId: string,
+  options: { name?: string; description?: string; filter?: HandoffFilter } = {},
+): Tool<{ reason?: string }> {
   return tool({
     name: options.name ?? `transfer_to_${agentId}`.replaceAll('-', '_'),
-    description: options.description ?? `Hand the conversation over to the "${agentId}" agent, who will answer the person from here.`,
+    description:
+      options.description ?? `Hand the conversation over to the "${agentId}" agent, who will answer the person from here.`,
     schema: z.object({ reason: z.string().optional().describe('Why, in a few words.') }),
-    execute: async ({ reason }) => handoff(agentId, { ...(reason ? { reason } : {}), filter: options.filter ?? handoffFilters.conversation }),
+    execute: async ({ reason }) =>
+      handoff(agentId, { ...(reason ? { reason } : {}), filter: options.filter ?? handoffFilters.conversation }),
   })
 }

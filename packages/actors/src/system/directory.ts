@@ -90,7 +90,7 @@ export class KvDirectory implements Directory {
     const keys = await kv.keys()
     for await (const key of keys) {
       const value = await kv.get(key)
-      if (!value || value.operation !== 'PUT') continue
+      if (value?.operation !== 'PUT') continue
       const decoded = decodeMessage(value.value, DirectoryEntryMessage)
       if (decoded.ok) {
         const { v: _v, type: _type, ...entry } = decoded.value

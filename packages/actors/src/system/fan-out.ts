@@ -1,4 +1,4 @@
-import { AbortedError, serializeError, type SerializedError } from '@signalbox/core'
+import { AbortedError, type SerializedError, serializeError } from '@signalbox/core'
 
 export type FanOutResult<T> = { ok: true; value: T } | { ok: false; error: SerializedError }
 
@@ -19,7 +19,10 @@ export async function fanOut<I, T>(
     while (next < inputs.length) {
       const index = next++
       if (signal.aborted) {
-        results[index] = { ok: false, error: serializeError(new AbortedError('The fan-out was cancelled before this task started.')) }
+        results[index] = {
+          ok: false,
+          error: serializeError(new AbortedError('The fan-out was cancelled before this task started.')),
+        }
         continue
       }
       try {

@@ -58,6 +58,38 @@ for (const transport of TRANSPORTS) {
       ])
     })
 
+    it('a restarted answer service does not ask again about a question already answered', async () => {
+      const d = await deploy(transport)
+      const s = await askingAgent(d, 20_000)
+      const asked: string[] = []
+      const start = async (name: string) => {
+        const bus = await d.bus(name)
+        const service = startAnswerService({
+          bus,
+          subjects: d.subjects,
+          answerer: functionAnswerer(
+            (question) => {
+              asked.push(`${name}: ${question.question}`)
+              return `answer from ${name}`
+            },
+            { name },
+          ),
+        })
+        d.defer(() => service.close())
+        await service.ready
+        return service
+      }
+      const first = await start('tina')
+      await s.agent.run('pack the box')
+      first.close()
+
+      // Still before the question's deadline, and still in the log: a new instance replays it.
+      await start('sam')
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      expect(asked).toEqual(['tina: Which colour should the box be?'])
+      expect(s.read()).toBe('answer from tina')
+    })
+
     it('nobody answers: the model reads a clear "no answer" result at the timeout and the run goes on', async () => {
       const d = await deploy(transport)
       const s = await askingAgent(d, 300)
@@ -67,7 +99,7 @@ for (const transport of TRANSPORTS) {
 
       expect(Date.now() - started).toBeGreaterThanOrEqual(280)
       expect(result.output).toBe('done')
-      expect(s.read()).toMatch(/^No answer from the person within \d+s to: "Which colour should the box be\?"/)
+      expect(s.read()).toMatch(/^No answer from the person within .+? to: "Which colour should the box be\?"/)
       expect(s.events.of('question.timeout')).toHaveLength(1)
       expect(s.audit.of('question.timeout')).toMatchObject([{ actor: 'system', decision: 'timeout' }])
     })

@@ -6,13 +6,28 @@
 import { RunFailedError } from '@signalbox/core'
 import { describe, expect, it } from 'vitest'
 import { delegateTool } from '../../src/index.ts'
-import { afterToolResult, agent, answer, blockingTool, call, eventually, ofType, TOPOLOGIES, topology, within } from './harness.ts'
+import {
+  afterToolResult,
+  agent,
+  answer,
+  blockingTool,
+  call,
+  eventually,
+  ofType,
+  TOPOLOGIES,
+  topology,
+  within,
+} from './harness.ts'
 
 describe.each(TOPOLOGIES)('cancellation (%s)', (name) => {
   it('cancelling the parent cancels the running child: its run ends cancelled, its tool’s signal aborts', async () => {
     const t = await topology(name)
     const blocking = blockingTool()
-    const parent = agent({ id: 'parent', tools: [delegateTool(t.parent, 'child')], script: [call('ask_child', { task: 'Take your time.' })] })
+    const parent = agent({
+      id: 'parent',
+      tools: [delegateTool(t.parent, 'child')],
+      script: [call('ask_child', { task: 'Take your time.' })],
+    })
     const child = agent({ id: 'child', tools: [blocking.tool], script: [call('wait_forever', {})] })
     t.parent.add(parent.agent)
     t.child.add(child.agent)
@@ -56,7 +71,11 @@ describe('orphan guard (nats, in one process)', () => {
   it('when the parent’s connection dies, the host cancels the child once the lease runs out', async () => {
     const t = await topology('nats', { leaseMs: 600 })
     const blocking = blockingTool()
-    const parent = agent({ id: 'parent', tools: [delegateTool(t.parent, 'child')], script: [call('ask_child', { task: 'Hold on.' })] })
+    const parent = agent({
+      id: 'parent',
+      tools: [delegateTool(t.parent, 'child')],
+      script: [call('ask_child', { task: 'Hold on.' })],
+    })
     const child = agent({ id: 'child', tools: [blocking.tool], script: [call('wait_forever', {})] })
     t.parent.add(parent.agent)
     t.child.add(child.agent)

@@ -34,7 +34,8 @@ function stocker() {
     },
   })
   const hooks: Hooks = {
-    beforeToolExecution: async ({ input }) => ((input as { slot?: string }).slot === 'Z9' ? deny('Slot Z9 is closed for repairs.') : allow()),
+    beforeToolExecution: async ({ input }) =>
+      (input as { slot?: string }).slot === 'Z9' ? deny('Slot Z9 is closed for repairs.') : allow(),
     afterToolExecution: async ({ output }) => output.replace(/SERIAL-\d+/g, 'SERIAL-***'),
   }
   const reviewer = new ScriptedReviewer([true], { name: 'stockroom-lead' })
@@ -88,7 +89,13 @@ describe.each(TOPOLOGIES)('delegateTool (%s)', (name) => {
     // The child's run is a node of the tree: its events say so.
     const started = ofType(child.events, 'run.start')
     expect(started).toHaveLength(1)
-    expect(started[0]).toMatchObject({ agentId: 'stocker', parentRunId: result.runId, runPath: [result.runId], agentPath: ['planner'], input: TASK })
+    expect(started[0]).toMatchObject({
+      agentId: 'stocker',
+      parentRunId: result.runId,
+      runPath: [result.runId],
+      agentPath: ['planner'],
+      input: TASK,
+    })
     expect(ofType(child.events, 'run.end')[0]).toMatchObject({ status: 'done', output: CHILD_ANSWER })
     // The parent's own events are a root's.
     const root = ofType(parent.events, 'run.start')[0]
@@ -103,7 +110,10 @@ describe.each(REMOTE_TOPOLOGIES)('delegateTool to an agent nobody serves (%s)', 
     const parent = agent({
       id: 'planner',
       tools: [delegateTool(t.parent, 'ghost')],
-      script: [call('ask_ghost', { task: 'Anyone there?' }), answer('Nobody answered.', { expect: afterToolResult('AGENT_UNAVAILABLE') })],
+      script: [
+        call('ask_ghost', { task: 'Anyone there?' }),
+        answer('Nobody answered.', { expect: afterToolResult('AGENT_UNAVAILABLE') }),
+      ],
     })
     t.parent.add(parent.agent)
     const result = await t.parent.run('planner', 'Ask the ghost.')

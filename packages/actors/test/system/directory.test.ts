@@ -6,7 +6,15 @@ import { jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { NATS_URL } from '../../../../test/support/env.ts'
-import { createAgentSystem, type Directory, type DirectoryChange, type DirectoryEntry, KvDirectory, MemoryDirectory, type NatsBus } from '../../src/index.ts'
+import {
+  createAgentSystem,
+  type Directory,
+  type DirectoryChange,
+  type DirectoryEntry,
+  KvDirectory,
+  MemoryDirectory,
+  type NatsBus,
+} from '../../src/index.ts'
 import { deploy, nats } from '../actors/harness.ts'
 import { agent, eventually } from './harness.ts'
 
@@ -33,7 +41,11 @@ async function kvDirectories(): Promise<{ host: KvDirectory; observer: KvDirecto
       await admin.close()
     }
   })
-  return { host: new KvDirectory(hostBus.connection, { bucket }), observer: new KvDirectory(observerBus.connection, { bucket }), hostBus }
+  return {
+    host: new KvDirectory(hostBus.connection, { bucket }),
+    observer: new KvDirectory(observerBus.connection, { bucket }),
+    hostBus,
+  }
 }
 
 async function contract(host: Directory, observer: Directory) {
@@ -49,7 +61,10 @@ async function contract(host: Directory, observer: Directory) {
   await host.announce(entry('hotel', 'box.example.org:4712'))
   await eventually(() => changes.length === 2, 3_000, 'the new entry')
   expect(changes[1]).toEqual({ op: 'put', entry: entry('hotel', 'box.example.org:4712') })
-  expect((await observer.list()).map((e) => `${e.agentId}@${e.hostId}`).sort()).toEqual(['hotel@box.example.org:4712', 'trains@host-a'])
+  expect((await observer.list()).map((e) => `${e.agentId}@${e.hostId}`).sort()).toEqual([
+    'hotel@box.example.org:4712',
+    'trains@host-a',
+  ])
 
   // A refresh replaces the entry.
   await host.announce(entry('trains', 'host-a', 1_764_446_580_000))

@@ -39,7 +39,10 @@ describe.each(TOPOLOGIES)('child failures (%s)', (name) => {
     const parent = agent({
       id: 'parent',
       tools: [delegateTool(t.parent, 'child', { failure: { onFailure: 'retry', retries: 3, backoffMs: 60 } })],
-      script: [call('ask_child', { task: 'Try hard.' }), answer('Got it on the third try.', { expect: afterToolResult('third time lucky') })],
+      script: [
+        call('ask_child', { task: 'Try hard.' }),
+        answer('Got it on the third try.', { expect: afterToolResult('third time lucky') }),
+      ],
     })
     const child = agent({ id: 'child', script: [BROKEN, BROKEN, answer('third time lucky')] })
     t.parent.add(parent.agent)
@@ -96,7 +99,9 @@ describe.each(TOPOLOGIES)('child failures (%s)', (name) => {
       script: [
         call('ask_weather_each', { tasks: ['Rosario', 'Atlantis', 'Tandil'] }),
         answer('Two of three.', {
-          expect: afterToolResult('1. Rosario: sunny\n2. Error (PROVIDER_ERROR): The model has no map of Atlantis\n3. Tandil: sunny'),
+          expect: afterToolResult(
+            '1. Rosario: sunny\n2. Error (PROVIDER_ERROR): The model has no map of Atlantis\n3. Tandil: sunny',
+          ),
         }),
       ],
     })
@@ -116,7 +121,11 @@ describe.each(TOPOLOGIES)('child failures (%s)', (name) => {
     const result = await t.parent.run('parent', 'Weather, please.')
     expect(result.output).toBe('Two of three.')
     expect(lookups.sort()).toEqual(['Rosario', 'Tandil'])
-    expect(ofType(weather.events, 'run.end').map((e) => e.status).sort()).toEqual(['done', 'done', 'failed'])
+    expect(
+      ofType(weather.events, 'run.end')
+        .map((e) => e.status)
+        .sort(),
+    ).toEqual(['done', 'done', 'failed'])
     // The same agent (and host) still serves the next run.
     const again = await t.parent.run('weather', 'Tandil')
     expect(again.output).toBe('Tandil: sunny')

@@ -65,7 +65,13 @@ describe.each(TOPOLOGIES)('fanOut over an agent system (%s)', (name) => {
     await t.start()
     const words = ['tren', 'saudade', 'hotel', 'mar', 'playa']
     const results = await fanOut(words, (word) => t.parent.run('translator', word), { concurrency: 2 })
-    expect(results.map((r) => (r.ok ? r.value.output : `error ${r.error.code}`))).toEqual(['TREN', 'error PROVIDER_ERROR', 'HOTEL', 'MAR', 'PLAYA'])
+    expect(results.map((r) => (r.ok ? r.value.output : `error ${r.error.code}`))).toEqual([
+      'TREN',
+      'error PROVIDER_ERROR',
+      'HOTEL',
+      'MAR',
+      'PLAYA',
+    ])
     const failed = results[1]
     expect(!failed?.ok && failed?.error.message).toContain('no translation for saudade')
   })

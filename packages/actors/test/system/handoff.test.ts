@@ -11,7 +11,11 @@ const PROMPT = 'I was charged twice for my ticket.'
 const TRIAGE_PROMPT = 'You are triage. Route each person to the right desk.'
 const BILLING_PROMPT = 'You are billing. Fix charges.'
 
-async function handOver(name: (typeof TOPOLOGIES)[number], filter: HandoffFilter | undefined, expectSent: (messages: Message[]) => void) {
+async function handOver(
+  name: (typeof TOPOLOGIES)[number],
+  filter: HandoffFilter | undefined,
+  expectSent: (messages: Message[]) => void,
+) {
   const t = await topology(name)
   const triage = agent({
     id: 'triage',
@@ -57,7 +61,10 @@ describe.each(TOPOLOGIES)('handoffTool (%s)', (name) => {
     expect(result.handoffs).toEqual(['billing'])
     // Triage's run ended with the hand-off, not with an answer of its own.
     expect(ofType(triage.events, 'run.end')[0]).toMatchObject({ status: 'done', output: '' })
-    expect(ofType(triage.events, 'tool.end')[0]).toMatchObject({ toolName: 'transfer_to_billing', output: 'Transferred the conversation to "billing".' })
+    expect(ofType(triage.events, 'tool.end')[0]).toMatchObject({
+      toolName: 'transfer_to_billing',
+      output: 'Transferred the conversation to "billing".',
+    })
     expect(ofType(billing.events, 'run.end')[0]).toMatchObject({ status: 'done', output: 'I refunded the second charge.' })
   })
 
@@ -67,7 +74,9 @@ describe.each(TOPOLOGIES)('handoffTool (%s)', (name) => {
       expect(text).not.toContain(TRIAGE_PROMPT)
       expect(messages[0]).toEqual({ role: 'system', content: BILLING_PROMPT })
       expect(messages.at(-1)).toMatchObject({ role: 'tool', content: 'Transferred the conversation to "billing".' })
-      expect(messages.filter((m) => m.role === 'assistant' && m.tool_calls?.[0]?.function.name === 'transfer_to_billing')).toHaveLength(1)
+      expect(
+        messages.filter((m) => m.role === 'assistant' && m.tool_calls?.[0]?.function.name === 'transfer_to_billing'),
+      ).toHaveLength(1)
     })
   })
 

@@ -79,9 +79,21 @@ export async function topology(name: TopologyName, options: TopologyOptions = {}
   const bus = await deployment.bus('parent')
   const childBus = await deployment.bus('child-host')
   const { subjects } = deployment
-  const parent = createAgentSystem({ bus, subjects, hostId: 'parent-host', ...(options.limits ? { limits: options.limits } : {}), leaseMs })
+  const parent = createAgentSystem({
+    bus,
+    subjects,
+    hostId: 'parent-host',
+    ...(options.limits ? { limits: options.limits } : {}),
+    leaseMs,
+  })
   const childLimits = options.childLimits ?? options.limits
-  const child = createAgentSystem({ bus: childBus, subjects, hostId: 'child-host', ...(childLimits ? { limits: childLimits } : {}), leaseMs })
+  const child = createAgentSystem({
+    bus: childBus,
+    subjects,
+    hostId: 'child-host',
+    ...(childLimits ? { limits: childLimits } : {}),
+    leaseMs,
+  })
   deployment.defer(() => parent.close())
   deployment.defer(() => child.close())
   return {
@@ -115,7 +127,9 @@ export const afterToolResult =
   (text: string) =>
   (request: RecordedRequest): true | string => {
     const last = lastMessage(request)
-    return last?.role === 'tool' && last.content.includes(text) ? true : `expected a tool result with ${JSON.stringify(text)}, got ${JSON.stringify(last)}`
+    return last?.role === 'tool' && last.content.includes(text)
+      ? true
+      : `expected a tool result with ${JSON.stringify(text)}, got ${JSON.stringify(last)}`
   }
 
 /** The user's task, as the child received it. */

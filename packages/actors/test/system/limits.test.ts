@@ -39,7 +39,9 @@ describe.each(TOPOLOGIES)('limits (%s)', (name) => {
       tools: [probe.tool],
       // Every worker run: do the work, then report. Runs interleave, so answer from the request.
       script: (request: RecordedRequest) =>
-        request.messages.at(-1)?.role === 'tool' ? { content: `${taskOf(request)} is done` } : { toolCalls: [{ name: 'work', arguments: { item: taskOf(request) } }] },
+        request.messages.at(-1)?.role === 'tool'
+          ? { content: `${taskOf(request)} is done` }
+          : { toolCalls: [{ name: 'work', arguments: { item: taskOf(request) } }] },
     })
     t.parent.add(supervisor.agent)
     t.child.add(worker.agent)
@@ -51,7 +53,8 @@ describe.each(TOPOLOGIES)('limits (%s)', (name) => {
     expect(probe.stats.max).toBe(2)
     const children = ofType(worker.events, 'run.start')
     expect(children).toHaveLength(5)
-    for (const child of children) expect(child).toMatchObject({ parentRunId: result.runId, runPath: [result.runId], agentPath: ['supervisor'] })
+    for (const child of children)
+      expect(child).toMatchObject({ parentRunId: result.runId, runPath: [result.runId], agentPath: ['supervisor'] })
   })
 
   it('maxDepth: a delegation deeper than the limit is refused with TREE_DEPTH_EXCEEDED', async () => {
@@ -59,12 +62,18 @@ describe.each(TOPOLOGIES)('limits (%s)', (name) => {
     const root = agent({
       id: 'root',
       tools: [delegateTool(t.parent, 'middle')],
-      script: [call('ask_middle', { task: 'Ask further down.' }), answer('The chain stopped at depth 1.', { expect: afterToolResult('TREE_DEPTH_EXCEEDED') })],
+      script: [
+        call('ask_middle', { task: 'Ask further down.' }),
+        answer('The chain stopped at depth 1.', { expect: afterToolResult('TREE_DEPTH_EXCEEDED') }),
+      ],
     })
     const middle = agent({
       id: 'middle',
       tools: [delegateTool(t.child, 'leaf')],
-      script: [call('ask_leaf', { task: 'Go deeper.' }), answer('I could not go deeper: TREE_DEPTH_EXCEEDED.', { expect: afterToolResult('TREE_DEPTH_EXCEEDED') })],
+      script: [
+        call('ask_leaf', { task: 'Go deeper.' }),
+        answer('I could not go deeper: TREE_DEPTH_EXCEEDED.', { expect: afterToolResult('TREE_DEPTH_EXCEEDED') }),
+      ],
     })
     const leaf = agent({ id: 'leaf', script: [] })
     t.parent.add(root.agent)
@@ -102,6 +111,8 @@ describe.each(TOPOLOGIES)('limits (%s)', (name) => {
     expect(failure).toBeInstanceOf(RunFailedError)
     expect((failure as RunFailedError).code).toBe('TREE_BUDGET_EXCEEDED')
     expect((failure as RunFailedError).message).toContain('3 of its 3 turns')
+    // Stopped before a model call the tree had no room for, not cancelled mid-turn.
+    expect((failure as RunFailedError).result).toMatchObject({ status: 'failed', stopReason: 'budget', turns: 1 })
     // Root: 1 turn. Child: the 2 turns left, then it failed its own (lowered) limit.
     expect(root.provider.requests).toHaveLength(1)
     expect(looper.provider.requests).toHaveLength(2)
@@ -114,7 +125,10 @@ describe.each(TOPOLOGIES)('limits (%s)', (name) => {
     const root = agent({
       id: 'root',
       tools: [delegateTool(t.parent, 'spender')],
-      script: [call('ask_spender', { task: 'Spend.' }, { usage: { promptTokens: 5, completionTokens: 5 } }), answer('never sent')],
+      script: [
+        call('ask_spender', { task: 'Spend.' }, { usage: { promptTokens: 5, completionTokens: 5 } }),
+        answer('never sent'),
+      ],
     })
     const spender = agent({
       id: 'spender',

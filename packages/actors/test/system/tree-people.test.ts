@@ -6,26 +6,38 @@
 import {
   type AgentEvent,
   type ApprovalDecision,
-  ApprovalDecisionMessage,
+  type ApprovalDecisionMessage,
   type ApprovalRequest,
+  askHumanTool,
   encodeMessage,
+  functionAnswerer,
   PROTOCOL_VERSION,
+  type Question,
   type Reviewer,
   tool,
 } from '@signalbox/core'
 import type { RecordedRequest } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createBusReviewer, delegateTool, fanOutTool, watchEvents } from '../../src/index.ts'
+import {
+  createBusAnswerer,
+  createBusReviewer,
+  delegateTool,
+  fanOutTool,
+  startAnswerService,
+  watchEvents,
+} from '../../src/index.ts'
 import { watchRejections } from '../actors/harness.ts'
-import { afterToolResult, agent, answer, call, eventually, ofType, sleep, TOPOLOGIES, type Topology, taskOf, topology } from './harness.ts'
+import { agent, answer, call, eventually, ofType, sleep, TOPOLOGIES, type Topology, taskOf, topology } from './harness.ts'
 
 const BRANCHES = ['Hotel Alvear', 'Hotel Costa Galana']
 
 /** A reviewer that never answers by itself: the test decides (in one process). */
 const heldReviewer: Reviewer = {
   review: (_request, { signal }) =>
-    new Promise<ApprovalDecision>((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('withdrawn')), { once: true })),
+    new Promise<ApprovalDecision>((_resolve, reject) =>
+      signal.addEventListener('abort', () => reject(new Error('withdrawn')), { once: true }),
+    ),
 }
 
 /** travel (root) → concierge (parent) → hotel ×2 (two branches), each hotel run waiting for approval. */
@@ -102,7 +114,12 @@ describe.each(TOPOLOGIES)('a run tree with people in it (%s)', (name) => {
     const rejections = t.bus ? await watchRejections(t.bus, t.subjects) : undefined
     const busEvents: AgentEvent[] = []
     if (t.bus) {
-      const watching = watchEvents({ bus: t.bus, subjects: t.subjects, agentId: 'hotel', onEvent: (event) => busEvents.push(event) })
+      const watching = watchEvents({
+        bus: t.bus,
+        subjects: t.subjects,
+        agentId: 'hotel',
+        onEvent: (event) => busEvents.push(event),
+      })
       await watching.ready
       t.deployment?.defer(() => watching.unsubscribe())
     }
@@ -112,7 +129,12 @@ describe.each(TOPOLOGIES)('a run tree with people in it (%s)', (name) => {
     const rootRunId = ofType(travel.events, 'run.start')[0]?.runId as string
     const conciergeRunId = ofType(concierge.events, 'run.start')[0]?.runId as string
     for (const request of [alvear, costa]) {
-      expect(request).toMatchObject({ agentId: 'hotel', toolName: 'book_room', runPath: [rootRunId, conciergeRunId], agentPath: ['travel', 'concierge'] })
+      expect(request).toMatchObject({
+        agentId: 'hotel',
+        toolName: 'book_room',
+        runPath: [rootRunId, conciergeRunId],
+        agentPath: ['travel', 'concierge'],
+      })
     }
     expect(alvear.runId).not.toBe(costa.runId)
     expect(alvear.digest).not.toBe(costa.digest)
@@ -125,7 +147,11 @@ describe.each(TOPOLOGIES)('a run tree with people in it (%s)', (name) => {
       expect(rejected.map((r) => r.error.message).join('\n')).toMatch(/does not match the pending call/)
     } else {
       await eventually(() => ofType(hotel.events, 'approval.rejected').length === 2, 3_000, 'two rejections')
-      expect(ofType(hotel.events, 'approval.rejected').map((e) => e.request?.runId).sort()).toEqual([alvear.runId, costa.runId].sort())
+      expect(
+        ofType(hotel.events, 'approval.rejected')
+          .map((e) => e.request?.runId)
+          .sort(),
+      ).toEqual([alvear.runId, costa.runId].sort())
     }
     await sleep(150)
     expect(booked).toEqual([])
@@ -155,7 +181,12 @@ describe.each(TOPOLOGIES)('a run tree with people in it (%s)', (name) => {
       const requested = busEvents.filter((e) => e.type === 'approval.requested')
       expect(requested).toHaveLength(2)
       for (const event of requested) {
-        expect(event).toMatchObject({ agentId: 'hotel', parentRunId: conciergeRunId, runPath: [rootRunId, conciergeRunId], agentPath: ['travel', 'concierge'] })
+        expect(event).toMatchObject({
+          agentId: 'hotel',
+          parentRunId: conciergeRunId,
+          runPath: [rootRunId, conciergeRunId],
+          agentPath: ['travel', 'concierge'],
+        })
       }
     }
   })
@@ -166,7 +197,12 @@ describe.each(TOPOLOGIES)('a run tree with people in it (%s)', (name) => {
     const [alvear, costa] = await pendingRequests(hotel)
 
     // From the root's side: the system finds the run (here, or over the bus on the hotel's host).
-    await t.parent.steer({ agentId: 'hotel', runId: alvear.runId, text: 'Pick something cheaper than the Alvear.', from: 'lucia' })
+    await t.parent.steer({
+      agentId: 'hotel',
+      runId: alvear.runId,
+      text: 'Pick something cheaper than the Alvear.',
+      from: 'lucia',
+    })
     await eventually(() => ofType(hotel.events, 'steering.applied').length === 1, 5_000, 'the correction is applied')
     const applied = ofType(hotel.events, 'steering.applied')[0]
     expect(applied).toMatchObject({ runId: alvear.runId, toolName: 'book_room', from: 'lucia' })
@@ -180,5 +216,50 @@ describe.each(TOPOLOGIES)('a run tree with people in it (%s)', (name) => {
     expect(sawCorrection.length).toBeGreaterThan(0)
     for (const request of sawCorrection) expect(taskOf(request)).toBe('Hotel Alvear')
     expect(ofType(hotel.events, 'steering.queued').map((e) => e.runId)).toEqual([alvear.runId])
+  })
+
+  it('a question from a child reaches the person with the path it comes from', async () => {
+    const t = await topology(name)
+    const asked: Question[] = []
+    const person = functionAnswerer(
+      (question) => {
+        asked.push(question)
+        return 'Window, please.'
+      },
+      { name: 'lucia' },
+    )
+    // Over the bus the person answers from the parent's side; in one process, next to the child.
+    let answerer = person
+    if (t.bus && t.childBus) {
+      const service = startAnswerService({ bus: t.bus, subjects: t.subjects, answerer: person, agentId: 'concierge' })
+      await service.ready
+      t.deployment?.defer(() => service.close())
+      const remote = createBusAnswerer({ bus: t.childBus, subjects: t.subjects })
+      t.deployment?.defer(() => remote.close())
+      answerer = remote
+    }
+    const travel = agent({
+      id: 'travel',
+      tools: [delegateTool(t.parent, 'concierge')],
+      script: [call('ask_concierge', { task: 'Pick a seat.' }), answer('Seat picked.')],
+    })
+    const concierge = agent({
+      id: 'concierge',
+      tools: [askHumanTool({ answerer })],
+      script: [call('ask_human', { question: 'Window or aisle?' }), answer('A window seat.')],
+    })
+    t.parent.add(travel.agent)
+    t.child.add(concierge.agent)
+    await t.start()
+    const result = await t.parent.run('travel', 'Book my seat.')
+    expect(result.output).toBe('Seat picked.')
+    expect(asked).toHaveLength(1)
+    expect(asked[0]).toMatchObject({
+      agentId: 'concierge',
+      question: 'Window or aisle?',
+      runPath: [result.runId],
+      agentPath: ['travel'],
+    })
+    expect(concierge.provider.requests[1]?.messages.at(-1)).toMatchObject({ role: 'tool', content: 'Window, please.' })
   })
 })

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { type Clock, systemClock } from '../clock.ts'
+import { formatDuration } from '../duration.ts'
 import { AbortedError, describeError, isAbortError, ToolError } from '../errors.ts'
 import { type Tool, tool } from '../tool.ts'
 import type { Answerer, Question } from './types.ts'
@@ -25,7 +26,7 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
   const noAnswer =
     options.noAnswerText ??
     ((question: string, ms: number) =>
-      `No answer from the person within ${Math.round(ms / 1000)}s to: "${question}". Do not guess: stop and say what you need, or choose a safe action.`)
+      `No answer from the person within ${formatDuration(ms)} to: "${question}". Do not guess: stop and say what you need, or choose a safe action.`)
   return tool({
     name: options.name ?? 'ask_human',
     description: options.description ?? 'Ask the person a question when you are not sure what they want. Waits for their answer.',

@@ -9,6 +9,7 @@ import {
 } from '../errors.ts'
 import type { AgentEvent, ToolOutcome } from '../events.ts'
 import type { ToolGate } from '../hooks.ts'
+import { formatDuration } from '../duration.ts'
 import { callDigest } from '../hitl/digest.ts'
 import type { ApprovalDecision, ApprovalRequest, AuditEntry } from '../hitl/types.ts'
 import { addUsage, emptyUsage, type Message, type ToolMessage } from '../messages.ts'
@@ -190,9 +191,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
           decidedAt: now,
           latencyMs: now - request.requestedAt,
         })
-        const seconds = Math.round((request.deadline - request.requestedAt) / 1000)
         return setResult(context, {
-          output: `Not executed: nobody approved "${request.toolName}" within ${seconds}s, so it was denied by default. Ask the person, or choose another action.`,
+          output: `Not executed: nobody approved "${request.toolName}" within ${formatDuration(request.deadline - request.requestedAt)}, so it was denied by default. Ask the person, or choose another action.`,
           isError: true,
           outcome: 'approval_timeout',
         })
