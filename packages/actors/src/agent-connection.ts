@@ -151,6 +151,7 @@ const IDENTITY_FIELDS = [
   'agentId',
   'runId',
   'runPath',
+  'agentPath',
   'parentRunId',
   'at',
   'turn',

@@ -14,10 +14,12 @@ export const watch: Command = {
     'Prints every event the agents publish (observe only): time, agent, run (short id), event type',
     "and its key fields. A run's streamed text deltas are joined into one line. With --json, the",
     'raw events, one JSON object per line. Runs until Ctrl-C.',
+    'Child runs (delegation) are indented under their parent, and a child run start shows its path',
+    '(planner › trains); --run <root run> shows the whole tree below it.',
   ].join('\n'),
   args: [['[agent]', 'only this agent (default: every agent on the bus)']],
   options: {
-    run: { type: 'string', valueName: '<runId>', description: 'only this run', default: 'every run' },
+    run: { type: 'string', valueName: '<runId>', description: 'only this run and the runs below it', default: 'every run' },
   },
   bus: 'required',
   maxArgs: 1,
@@ -33,16 +35,18 @@ export const watch: Command = {
     const { watchEvents } = await import('@signalbox/actors')
     const pending = new Map<string, { first: AgentEvent; text: string; timer: ReturnType<typeof setTimeout> }>()
 
+    // A child run is indented under its parent: the tree shows at a glance.
+    const depth = (e: AgentEvent) => '  '.repeat(Math.min(e.runPath?.length ?? 0, 10))
     const flush = (runId: string) => {
       const entry = pending.get(runId)
       if (!entry) return
       pending.delete(runId)
       clearTimeout(entry.timer)
-      context.out(eventLine(entry.first, c, { detail: quote(entry.text, 400) }))
+      context.out(depth(entry.first) + eventLine(entry.first, c, { detail: quote(entry.text, 400) }))
     }
 
     const onEvent = (event: AgentEvent, meta: { truncated: boolean }) => {
-      if (runFilter && event.runId !== runFilter) return
+      if (runFilter && event.runId !== runFilter && !event.runPath?.includes(runFilter)) return
       if (context.global.json) {
         context.out(JSON.stringify(meta.truncated ? { ...event, truncated: true } : event))
         return
@@ -58,7 +62,9 @@ export const watch: Command = {
         return
       }
       flush(event.runId)
-      context.out(eventLine(event, c) + (meta.truncated ? c.dim(' (truncated)') : ''))
+      const path =
+        event.type === 'run.start' && event.agentPath?.length ? c.dim(` (${[...event.agentPath, event.agentId].join(' › ')})`) : ''
+      context.out(depth(event) + eventLine(event, c) + path + (meta.truncated ? c.dim(' (truncated)') : ''))
     }
 
     const stop = untilSignal(context.io.signal)
