@@ -69,8 +69,7 @@ const plan = quick
       xstateSteps: 50,
       heapRuns: 100,
       httpSteps: 50,
-      httpConcurrent: [20],
-      httpConcurrentSteps: 10,
+      httpConcurrent: [{ runs: 20, steps: 10 }],
       inProcessConcurrent: 200,
       inProcessConcurrentSteps: 5,
       concurrencyRounds: 3,
@@ -80,15 +79,18 @@ const plan = quick
       rounds: 7,
       warmup: 2,
       inProcessSteps: [20, 200],
-      xstateSteps: 200,
-      heapRuns: 1000,
+      xstateSteps: 100,
+      heapRuns: 500,
       httpSteps: 200,
-      httpConcurrent: [50, 200],
-      httpConcurrentSteps: 20,
+      // 200 × 10 rather than × 20 keeps a batch to a few seconds (4,000 steps took 8-20 s a batch).
+      httpConcurrent: [
+        { runs: 50, steps: 20 },
+        { runs: 200, steps: 10 },
+      ],
       inProcessConcurrent: 1000,
-      inProcessConcurrentSteps: 10,
+      inProcessConcurrentSteps: 5,
       // Batches are long (seconds each): fewer rounds keep the full run near 3 minutes.
-      concurrencyRounds: 5,
+      concurrencyRounds: 3,
       // signalbox is ~100x the bare loop here: 3 rounds settle that ratio.
       inProcessConcurrencyRounds: 3,
     }
@@ -163,8 +165,8 @@ if (only.has('http') || only.has('concurrency')) {
     // One 200-step run per sample is long enough to need only one warm-up run.
     if (only.has('http')) show(await httpLongRunScenario(server.url, plan.httpSteps, { ...options, warmup: 1 }))
     if (only.has('concurrency')) {
-      for (const runs of plan.httpConcurrent) {
-        show(await httpConcurrencyScenario(server.url, runs, plan.httpConcurrentSteps, concurrencyOptions))
+      for (const { runs, steps } of plan.httpConcurrent) {
+        show(await httpConcurrencyScenario(server.url, runs, steps, concurrencyOptions))
       }
     }
   } finally {

@@ -155,10 +155,10 @@ export function renderChecks(checks: Check[], style: 'text' | 'markdown'): strin
   return checks
     .map((c) => {
       const verdict = c.pass ? 'PASS' : 'MISS'
-      const value = `${fmt(c.value, c.unit === 'x' ? 2 : 1)}${c.unit === 'x' ? 'x' : ` ${c.unit}`}`
-      return style === 'markdown'
-        ? `- **${verdict}** ${c.name}: ${value} (target ${c.target})`
-        : `  ${verdict}  ${c.name}: ${value} (target ${c.target})`
+      const show = (v: number) => `${fmt(v, c.unit === 'x' ? 2 : 1)}${c.unit === 'x' ? 'x' : ` ${c.unit}`}`
+      const cpu = c.cpuValue === undefined ? '' : `; from CPU time: ${show(c.cpuValue)}`
+      const text = `${c.name}: ${show(c.value)} (target ${c.target}${cpu})`
+      return style === 'markdown' ? `- **${verdict}** ${text}` : `  ${verdict}  ${text}`
     })
     .join('\n')
 }

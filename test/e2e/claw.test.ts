@@ -155,7 +155,7 @@ describe('claw: timeout-deny (simulated clock)', () => {
     const drop = onlyCall(result.messages, 'drop_claw')
     const refusal = lastMessage(server.requests[2])
     expect(refusal).toMatchObject({ role: 'tool', tool_call_id: drop.id })
-    expect(refusal?.content).toContain('nobody approved "drop_claw" within 300s')
+    expect(refusal?.content).toContain('nobody approved "drop_claw" within 5 min')
     expect(refusal?.content).toContain('denied by default')
     // Recorded as a timeout by the system, not as a person's decision.
     expect(audit.entries).toMatchObject([

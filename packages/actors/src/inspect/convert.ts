@@ -175,7 +175,7 @@ export function createInspectionConverter(options: ConverterOptions): Inspection
     let parentId = ref._parent ? sessionIdOf(ref._parent) : undefined
     // A delegated run is a root actor of its own; its parent run is in its context (maybe in another process).
     if (parentId === undefined && isAgentRun(ref)) {
-      const parentRunId = (snapshotContext(snapshot) as { parentRunId?: unknown } | undefined)?.parentRunId
+      const parentRunId = (snapshotContext(snapshot) as { run?: { parentRunId?: unknown } } | undefined)?.run?.parentRunId
       if (typeof parentRunId === 'string' && parentRunId !== '') parentId = runSessionId(parentRunId)
     }
     return {
@@ -277,7 +277,7 @@ function isAgentRun(ref: ActorLike): boolean {
 
 function actorName(ref: ActorLike, config: Record<string, unknown> | undefined, snapshot: unknown): string {
   if (isAgentRun(ref)) {
-    const agentId = (snapshotContext(snapshot) as { agentId?: unknown } | undefined)?.agentId
+    const agentId = (snapshotContext(snapshot) as { run?: { agentId?: unknown } } | undefined)?.run?.agentId
     return typeof agentId === 'string' ? `${agentId} ${ref.id}` : ref.id
   }
   // An invoked actor is named by its source (`callModel`, `requestApproval`), clearer than its invoke id.
@@ -375,24 +375,18 @@ function pickSafe(source: Record<string, unknown>, target: Record<string, unknow
 export function redactAgentContext(context: unknown): Record<string, unknown> | undefined {
   if (!context || typeof context !== 'object') return undefined
   const c = context as Record<string, unknown>
+  // The run's identity and the model call's counters are nested (see the machine's context); flatten them.
+  const run = (c.run && typeof c.run === 'object' ? c.run : {}) as Record<string, unknown>
+  const model = (c.model && typeof c.model === 'object' ? c.model : {}) as Record<string, unknown>
   const out: Record<string, unknown> = {}
-  for (const key of [
-    'agentId',
-    'runId',
-    'parentRunId',
-    'turn',
-    'maxTurns',
-    'status',
-    'stopReason',
-    'modelAttempt',
-    'callIndex',
-    'turns',
-    'startedAt',
-  ]) {
-    const value = c[key]
-    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') out[key] = value
+  const copy = (from: Record<string, unknown>, key: string, as = key) => {
+    const value = from[key]
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') out[as] = value
   }
-  if (Array.isArray(c.runPath)) out.runPath = c.runPath.filter((id) => typeof id === 'string')
+  for (const key of ['agentId', 'runId', 'parentRunId', 'maxTurns', 'startedAt']) copy(run, key)
+  for (const key of ['turn', 'status', 'stopReason', 'callIndex', 'turns']) copy(c, key)
+  copy(model, 'attempt', 'modelAttempt')
+  if (Array.isArray(run.runPath)) out.runPath = run.runPath.filter((id) => typeof id === 'string')
   for (const key of ['messages', 'calls', 'toolResults', 'steering', 'pendingSteering']) {
     const value = c[key]
     if (Array.isArray(value)) out[key] = value.length

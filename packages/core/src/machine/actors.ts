@@ -15,8 +15,8 @@ import type { AgentRuntime } from './runtime.ts'
  */
 export function createAgentActors(runtime: AgentRuntime) {
   const hookBase = (context: AgentContext, signal: AbortSignal) => ({
-    agentId: context.agentId,
-    runId: context.runId,
+    agentId: context.run.agentId,
+    runId: context.run.runId,
     turn: context.turn,
     signal,
   })
@@ -114,10 +114,10 @@ export function createAgentActors(runtime: AgentRuntime) {
             tool.execute(call.args, {
               signal: toolSignal,
               callId: call.callId,
-              agentId: input.agentId,
-              runId: input.runId,
-              runPath: input.runPath,
-              agentPath: input.agentPath ?? [],
+              agentId: input.run.agentId,
+              runId: input.run.runId,
+              runPath: input.run.runPath,
+              agentPath: input.run.agentPath ?? [],
               clock: runtime.clock,
               ids: runtime.ids,
               audit: { record: (entry) => runtime.recordAudit(entry) },
@@ -130,7 +130,7 @@ export function createAgentActors(runtime: AgentRuntime) {
           // A tool that ignores its signal must not hold the run: the timeout wins the race.
           const output = await (timeoutMs === undefined ? work : raceAbort(work, toolSignal))
           if (output instanceof Handoff) {
-            if (output.filter) runtime.handoffFilters.set(input.runId, output.filter)
+            if (output.filter) runtime.handoffFilters.set(input.run.runId, output.filter)
             return {
               output: `Transferred the conversation to "${output.to}".`,
               handoff: { to: output.to, ...(output.reason ? { reason: output.reason } : {}) },
@@ -187,14 +187,14 @@ export interface EventFields {
 }
 
 export function eventFields(context: AgentContext): EventFields {
-  if (context.parentRunId === undefined) return { agentId: context.agentId, runId: context.runId, runPath: context.runPath }
+  if (context.run.parentRunId === undefined) return { agentId: context.run.agentId, runId: context.run.runId, runPath: context.run.runPath }
   return {
-    agentId: context.agentId,
-    runId: context.runId,
-    runPath: context.runPath,
+    agentId: context.run.agentId,
+    runId: context.run.runId,
+    runPath: context.run.runPath,
     // Older snapshots (before agentPath) have none.
-    ...(context.agentPath && context.agentPath.length > 0 ? { agentPath: context.agentPath } : {}),
-    parentRunId: context.parentRunId,
+    ...(context.run.agentPath && context.run.agentPath.length > 0 ? { agentPath: context.run.agentPath } : {}),
+    parentRunId: context.run.parentRunId,
   }
 }
 

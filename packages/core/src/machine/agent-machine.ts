@@ -36,7 +36,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
     runtime.events.emit({ ...eventFields(context), at: clock.now(), ...body } as AgentEvent)
   }
   const audit = (context: AgentContext, entry: Omit<AuditEntry, 'agentId' | 'runId' | 'runPath'>) =>
-    runtime.recordAudit({ agentId: context.agentId, runId: context.runId, runPath: context.runPath, ...entry })
+    runtime.recordAudit({ agentId: context.run.agentId, runId: context.run.runId, runPath: context.run.runPath, ...entry })
 
   const setResult = (context: AgentContext, result: NonNullable<CurrentCall['result']>): Partial<AgentContext> => ({
     current: context.current ? { ...context.current, result } : undefined,
@@ -56,9 +56,9 @@ export function createAgentMachine(runtime: AgentRuntime) {
       hasBeforeToolExecution: () => runtime.hooks.has('beforeToolExecution'),
       hasAfterToolExecution: () => runtime.hooks.has('afterToolExecution'),
       hasAfterTurn: () => runtime.hooks.has('afterTurn'),
-      turnLimitReached: ({ context }) => context.turn > context.maxTurns,
-      tokenBudgetSpent: ({ context }) => context.maxTokens !== undefined && context.usage.totalTokens >= context.maxTokens,
-      externalBudgetSpent: ({ context }) => runtime.budgetChecks.get(context.runId)?.() !== undefined,
+      turnLimitReached: ({ context }) => context.turn > context.run.maxTurns,
+      tokenBudgetSpent: ({ context }) => context.run.maxTokens !== undefined && context.usage.totalTokens >= context.run.maxTokens,
+      externalBudgetSpent: ({ context }) => runtime.budgetChecks.get(context.run.runId)?.() !== undefined,
       handoffRequested: ({ context }) => context.handoff !== undefined,
       replyHasToolCalls: ({ context }) => context.calls.length > 0,
       allCallsHandled: ({ context }) => context.callIndex >= context.calls.length,
@@ -134,10 +134,10 @@ export function createAgentMachine(runtime: AgentRuntime) {
         const now = clock.now()
         const request: ApprovalRequest = {
           requestId: runtime.ids('request'),
-          agentId: context.agentId,
-          runId: context.runId,
-          runPath: context.runPath,
-          ...(context.agentPath.length > 0 ? { agentPath: context.agentPath } : {}),
+          agentId: context.run.agentId,
+          runId: context.run.runId,
+          runPath: context.run.runPath,
+          ...(context.run.agentPath.length > 0 ? { agentPath: context.run.agentPath } : {}),
           callId: call.callId,
           toolName: call.toolName,
           arguments: call.args,
@@ -244,7 +244,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
     },
     delays: {
       approvalDeadline: ({ context }) => Math.max(0, (context.current?.approval?.deadline ?? 0) - clock.now()),
-      retryDelay: ({ context }) => context.retryDelayMs,
+      retryDelay: ({ context }) => context.model.retryDelayMs,
     },
   }).createMachine({
     id: 'agent',
@@ -268,7 +268,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
         on: {
           'agent.start': {
             target: 'running',
-            actions: ({ context }) => emit(context, { type: 'run.start', input: context.input }),
+            actions: ({ context }) => emit(context, { type: 'run.start', input: context.run.input }),
           },
           // E.g. `run(input, { signal })` with a signal that was already aborted.
           'agent.cancel': {
@@ -318,7 +318,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                 callIndex: 0,
                 toolResults: [],
                 reply: undefined,
-                finishReason: undefined,
+                model: ({ context }) => ({ ...context.model, finishReason: undefined }),
                 batchSteered: false,
               }),
             ],
@@ -333,7 +333,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                     actions: assign({
                       turn: ({ context }) => context.turn - 1,
                       stopReason: 'max_turns',
-                      error: ({ context }) => serializeError(new MaxTurnsExceededError(context.maxTurns)),
+                      error: ({ context }) => serializeError(new MaxTurnsExceededError(context.run.maxTurns)),
                     }),
                   },
                   {
@@ -345,8 +345,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
                       error: ({ context }) =>
                         serializeError(
                           new BudgetExceededError(
-                            `The run used ${context.usage.totalTokens} tokens; its budget is ${context.maxTokens}.`,
-                            { maxTokens: context.maxTokens, used: context.usage.totalTokens },
+                            `The run used ${context.usage.totalTokens} tokens; its budget is ${context.run.maxTokens}.`,
+                            { maxTokens: context.run.maxTokens, used: context.usage.totalTokens },
                           ),
                         ),
                     }),
@@ -358,7 +358,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                       turn: ({ context }) => context.turn - 1,
                       stopReason: 'budget',
                       error: ({ context }) => {
-                        const spent = runtime.budgetChecks.get(context.runId)?.() ?? { code: 'BUDGET_EXCEEDED', message: 'The budget is spent.' }
+                        const spent = runtime.budgetChecks.get(context.run.runId)?.() ?? { code: 'BUDGET_EXCEEDED', message: 'The budget is spent.' }
                         return { code: spent.code, message: spent.message, fault: 'user' as const }
                       },
                     }),
@@ -393,7 +393,10 @@ export function createAgentMachine(runtime: AgentRuntime) {
                 tags: ['hook'],
                 always: [
                   { guard: 'hasBeforeProviderCall', target: 'runningBeforeProviderCall' },
-                  { target: 'callingModel', actions: assign({ modelAttempt: 1, outgoing: undefined }) },
+                  {
+                    target: 'callingModel',
+                    actions: assign({ model: ({ context }) => ({ ...context.model, attempt: 1, outgoing: undefined }) }),
+                  },
                 ],
               },
               runningBeforeProviderCall: {
@@ -404,7 +407,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                   input: ({ context }) => context,
                   onDone: {
                     target: 'callingModel',
-                    actions: assign({ modelAttempt: 1, outgoing: ({ event }) => event.output }),
+                    actions: assign({ model: ({ context, event }) => ({ ...context.model, attempt: 1, outgoing: event.output }) }),
                   },
                   onError: { target: '#agent.failed', actions: 'failWithHookError' },
                 },
@@ -414,11 +417,11 @@ export function createAgentMachine(runtime: AgentRuntime) {
                 tags: ['wait', 'model'],
                 entry: ({ context }) => {
                   if (!runtime.events.has('model.request')) return
-                  const sent = context.outgoing ?? { messages: context.messages, tools: runtime.toolSpecs }
+                  const sent = context.model.outgoing ?? { messages: context.messages, tools: runtime.toolSpecs }
                   emit(context, {
                     type: 'model.request',
                     turn: context.turn,
-                    attempt: context.modelAttempt,
+                    attempt: context.model.attempt,
                     messages: sent.messages,
                     tools: sent.tools.map((t) => t.name),
                   })
@@ -427,8 +430,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
                   src: 'callModel',
                   input: ({ context }) => ({
                     turn: context.turn,
-                    messages: context.outgoing?.messages ?? context.messages,
-                    tools: context.outgoing?.tools ?? runtime.toolSpecs,
+                    messages: context.model.outgoing?.messages ?? context.messages,
+                    tools: context.model.outgoing?.tools ?? runtime.toolSpecs,
                     base: eventFields(context),
                   }),
                   onDone: {
@@ -449,20 +452,23 @@ export function createAgentMachine(runtime: AgentRuntime) {
                   onError: [
                     {
                       guard: ({ context, event }) =>
-                        isRetryable(event.error) && context.modelAttempt < runtime.retry.maxAttempts,
+                        isRetryable(event.error) && context.model.attempt < runtime.retry.maxAttempts,
                       target: 'waitingToRetry',
                       actions: [
                         assign({
-                          lastModelError: ({ event }) => serializeError(event.error),
-                          retryDelayMs: ({ context, event }) => retryDelay(runtime, context.modelAttempt, event.error),
+                          model: ({ context, event }) => ({
+                            ...context.model,
+                            lastError: serializeError(event.error),
+                            retryDelayMs: retryDelay(runtime, context.model.attempt, event.error),
+                          }),
                         }),
                         ({ context }) =>
                           emit(context, {
                             type: 'model.retry',
                             turn: context.turn,
-                            attempt: context.modelAttempt,
-                            delayMs: context.retryDelayMs,
-                            error: context.lastModelError ?? { code: 'UNKNOWN_ERROR', message: '' },
+                            attempt: context.model.attempt,
+                            delayMs: context.model.retryDelayMs,
+                            error: context.model.lastError ?? { code: 'UNKNOWN_ERROR', message: '' },
                           }),
                       ],
                     },
@@ -471,7 +477,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                       actions: assign({
                         error: ({ event }) => serializeError(event.error),
                         stopReason: 'provider_error',
-                        outgoing: undefined,
+                        model: ({ context }) => ({ ...context.model, outgoing: undefined }),
                       }),
                     },
                   ],
@@ -483,7 +489,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                 after: {
                   retryDelay: {
                     target: 'callingModel',
-                    actions: assign({ modelAttempt: ({ context }) => context.modelAttempt + 1 }),
+                    actions: assign({ model: ({ context }) => ({ ...context.model, attempt: context.model.attempt + 1 }) }),
                   },
                 },
               },
@@ -870,24 +876,23 @@ function createContext(input: AgentInput): AgentContext {
   else messages.push(...input.input)
   const lastUser = [...messages].reverse().find((m) => m.role === 'user')
   return {
-    agentId: input.agentId,
-    runId: input.runId,
-    runPath: input.runPath ?? [],
-    agentPath: input.agentPath ?? [],
-    parentRunId: input.parentRunId,
-    input: typeof input.input === 'string' ? input.input : ((lastUser?.content as string | undefined) ?? ''),
-    maxTurns: input.maxTurns,
-    maxTokens: input.maxTokens,
+    run: {
+      agentId: input.agentId,
+      runId: input.runId,
+      runPath: input.runPath ?? [],
+      agentPath: input.agentPath ?? [],
+      parentRunId: input.parentRunId,
+      input: typeof input.input === 'string' ? input.input : ((lastUser?.content as string | undefined) ?? ''),
+      maxTurns: input.maxTurns,
+      maxTokens: input.maxTokens,
+      startedAt: input.startedAt,
+    },
     handoff: undefined,
     messages,
     turn: 0,
     usage: emptyUsage(),
-    outgoing: undefined,
-    modelAttempt: 1,
-    retryDelayMs: 0,
-    lastModelError: undefined,
+    model: { outgoing: undefined, attempt: 1, retryDelayMs: 0, lastError: undefined, finishReason: undefined },
     reply: undefined,
-    finishReason: undefined,
     calls: [],
     callIndex: 0,
     current: undefined,
@@ -898,7 +903,6 @@ function createContext(input: AgentInput): AgentContext {
     output: undefined,
     error: undefined,
     stopReason: undefined,
-    startedAt: input.startedAt,
   }
 }
 
@@ -906,12 +910,11 @@ function acceptReply(context: AgentContext, response: ProviderResponse): Partial
   const message = response.message
   return {
     reply: message,
-    finishReason: response.finishReason,
+    model: { ...context.model, outgoing: undefined, finishReason: response.finishReason },
     calls: message.tool_calls ?? [],
     callIndex: 0,
     messages: [...context.messages, message],
     usage: addUsage(context.usage, response.usage),
-    outgoing: undefined,
   }
 }
 

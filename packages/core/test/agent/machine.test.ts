@@ -88,7 +88,7 @@ describe('the agent machine', () => {
       inspect: (event) => {
         if (event.type !== '@xstate.snapshot') return
         const context = (event.snapshot as { context?: AgentContext }).context
-        if (context && typeof context === 'object' && 'runId' in context) contexts.push(context)
+        if (context && typeof context === 'object' && 'run' in context) contexts.push(context)
       },
     })
     const result = await agent.run('Pay invoice A-1 and B-2.')
