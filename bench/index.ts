@@ -65,6 +65,7 @@ const plan = quick
   ? {
       rounds: 3,
       warmup: 1,
+      warmupMs: 100,
       inProcessSteps: [50],
       xstateSteps: 50,
       heapRuns: 100,
@@ -78,6 +79,8 @@ const plan = quick
   : {
       rounds: 7,
       warmup: 2,
+      // Until V8 has optimized XState's code, a run is 2-3x slower: warm each variant this long.
+      warmupMs: 500,
       inProcessSteps: [20, 200],
       xstateSteps: 100,
       heapRuns: 500,
@@ -124,6 +127,7 @@ const options: ScenarioOptions = {
   quick,
   rounds,
   warmup: plan.warmup,
+  warmupMs: plan.warmupMs,
   progress: () => {
     if (process.stderr.isTTY) process.stderr.write(dots++ % 50 === 49 ? '.\n' : '.')
   },

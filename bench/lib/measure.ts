@@ -45,6 +45,8 @@ export interface MeasureOptions {
   rounds: number
   /** Untimed runs per variant before the first round (at least 1). */
   warmup: number
+  /** ...and keep warming up until this much time has passed. */
+  warmupMs?: number
   /** Each sample repeats the unit of work until it is about this long (keeps timer and scheduler noise small). */
   minSampleMs: number
   maxReps?: number
@@ -74,7 +76,10 @@ export async function measureInterleaved(variants: Variant[], options: MeasureOp
   // Warm-up (JIT, connection pools, caches), and size each sample from the last warm-up run.
   for (const variant of variants) {
     let last: Sample | undefined
-    for (let i = 0; i < Math.max(1, options.warmup); i++) last = await timeReps(variant, 1)
+    // At least `warmup` runs and `warmupMs` of work: XState's code takes a few hundred ms of
+    // running before V8 has optimized it (first runs are 2-3x slower).
+    const until = process.hrtime.bigint() + BigInt(Math.round((options.warmupMs ?? 0) * 1e6))
+    for (let i = 0; i < Math.max(1, options.warmup) || process.hrtime.bigint() < until; i++) last = await timeReps(variant, 1)
     const unitMs = (last?.ns ?? 1e6) / 1e6
     reps.set(variant, Math.max(1, Math.min(options.maxReps ?? 1000, Math.ceil(options.minSampleMs / Math.max(unitMs, 1e-3)))))
   }
@@ -82,7 +87,8 @@ export async function measureInterleaved(variants: Variant[], options: MeasureOp
   for (let round = 0; round < options.rounds; round++) {
     for (let k = 0; k < results.length; k++) {
       const entry = results[(k + round) % results.length]!
-      fullGc()
+      // No forced GC between samples: V8 answers one by shrinking the young generation, and the
+      // next samples of allocation-heavy code (signalbox) run ~1.5-2x slower while it regrows.
       entry.samples.push(await timeReps(entry.variant, reps.get(entry.variant) ?? 1))
       options.onSample?.()
     }

@@ -30,6 +30,7 @@ export async function httpConcurrencyScenario(
   const measured = await measureInterleaved(variants, {
     rounds: options.rounds,
     warmup: options.warmup,
+    warmupMs: options.warmupMs ?? 0,
     minSampleMs: 0,
     onSample: options.progress,
   })
@@ -52,6 +53,7 @@ export async function inProcessConcurrencyScenario(runs: number, steps: number, 
   const measured = await measureInterleaved(variants, {
     rounds: options.rounds,
     warmup: options.warmup,
+    warmupMs: options.warmupMs ?? 0,
     minSampleMs: options.quick ? 20 : 100,
     onSample: options.progress,
   })

@@ -77,6 +77,7 @@ export async function httpLongRunScenario(url: string, steps: number, options: S
   const measured = await measureInterleaved(variants, {
     rounds: options.rounds,
     warmup: options.warmup,
+    warmupMs: options.warmupMs ?? 0,
     minSampleMs: 0,
     onSample: options.progress,
   })

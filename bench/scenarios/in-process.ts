@@ -56,6 +56,7 @@ export async function inProcessScenario(steps: number, options: ScenarioOptions)
   const measured = await measureInterleaved(inProcessVariants(steps, { observed: true }), {
     rounds: options.rounds,
     warmup: options.warmup,
+    warmupMs: options.warmupMs ?? 0,
     minSampleMs: options.quick ? 20 : 60,
     onSample: options.progress,
   })

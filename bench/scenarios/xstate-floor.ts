@@ -278,6 +278,7 @@ export async function xstateFloorScenario(steps: number, options: ScenarioOption
   const measured = await measureInterleaved(variants, {
     rounds: options.rounds,
     warmup: options.warmup,
+    warmupMs: options.warmupMs ?? 0,
     minSampleMs: options.quick ? 20 : 60,
     onSample: options.progress,
   })

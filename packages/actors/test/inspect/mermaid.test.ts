@@ -60,7 +60,7 @@ describe('statechartToMermaid', () => {
     expect(lines).toContain('  idle --> running : agent.start')
     expect(lines).toContain('  awaitingApproval --> executingTool : approval.decision [guard]')
     expect(lines).toContain('  awaitingApproval --> afterToolExecution : after approvalDeadline')
-    expect(lines).toContain('  callingModel --> routingReply : done callModel')
+    expect(lines).toContain('  callingModel --> toolCalls : done callModel [guard]')
     expect(lines).toContain('  beforeTurn --> runningBeforeTurn : [hasBeforeTurn]')
     expect(lines).toContain('  approvalCheck --> awaitingApproval : [approvalAlways]')
     expect(lines).toContain('  nextTurn --> turn')

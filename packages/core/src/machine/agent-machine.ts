@@ -12,9 +12,9 @@ import type { ToolGate } from '../hooks.ts'
 import { formatDuration } from '../duration.ts'
 import { callDigest } from '../hitl/digest.ts'
 import type { ApprovalDecision, ApprovalRequest, AuditEntry } from '../hitl/types.ts'
-import { addUsage, emptyUsage, type Message, type ToolMessage } from '../messages.ts'
+import { addUsage, emptyUsage, type Message, type ToolCall, type ToolMessage } from '../messages.ts'
 import type { ProviderResponse } from '../provider/provider.ts'
-import { createAgentActors, eventFields, isRetryable } from './actors.ts'
+import { createAgentActors, eventFields, isRetryable, type ToolRunOutput } from './actors.ts'
 import type { AgentContext, AgentInput, AgentMachineEvent, AgentOutput, CurrentCall } from './context.ts'
 import type { AgentRuntime } from './runtime.ts'
 
@@ -31,6 +31,7 @@ type EventBody = DistributiveOmit<AgentEvent, 'agentId' | 'runId' | 'runPath' | 
  */
 export function createAgentMachine(runtime: AgentRuntime) {
   const { clock } = runtime
+  const preparedCalls = new WeakMap<ToolCall, Pick<CurrentCall, 'args' | 'invalid'>>()
   const emit = (context: AgentContext, body: EventBody) => {
     if (!runtime.events.has(body.type)) return
     runtime.events.emit({ ...eventFields(context), at: clock.now(), ...body } as AgentEvent)
@@ -60,6 +61,14 @@ export function createAgentMachine(runtime: AgentRuntime) {
       tokenBudgetSpent: ({ context }) => context.run.maxTokens !== undefined && context.usage.totalTokens >= context.run.maxTokens,
       externalBudgetSpent: ({ context }) => runtime.budgetChecks.get(context.run.runId)?.() !== undefined,
       handoffRequested: ({ context }) => context.handoff !== undefined,
+      nextCallRunsAtOnce: ({ context }) => {
+        if (context.handoff || context.steering.length > 0 || context.batchSteered) return false
+        if (runtime.hooks.has('beforeToolExecution')) return false
+        const call = context.calls[context.callIndex]
+        if (!call) return false
+        const prepared = prepareCall(call)
+        return prepared.invalid === undefined && !runtime.tools.get(call.function.name)?.needsApproval
+      },
       replyHasToolCalls: ({ context }) => context.calls.length > 0,
       allCallsHandled: ({ context }) => context.callIndex >= context.calls.length,
       steeringPending: ({ context }) => context.steering.length > 0 || context.batchSteered,
@@ -74,6 +83,26 @@ export function createAgentMachine(runtime: AgentRuntime) {
       },
     },
     actions: {
+      acceptReply: assign(({ context, event }) => acceptReply(context, (event as unknown as { output: ProviderResponse }).output)),
+      emitModelResponse: ({ context, event }) => {
+        const output = (event as unknown as { output: ProviderResponse & { durationMs: number } }).output
+        emit(context, {
+          type: 'model.response',
+          turn: context.turn,
+          message: output.message,
+          finishReason: output.finishReason,
+          ...(output.usage ? { usage: output.usage } : {}),
+          durationMs: output.durationMs,
+        })
+      },
+      resetModelCall: assign({ model: ({ context }) => ({ ...context.model, attempt: 1, outgoing: undefined }) }),
+      acceptToolOutput: assign(({ context, event }) => {
+        const output = (event as unknown as { output: ToolRunOutput }).output
+        return {
+          ...setResult(context, { output: output.output, isError: false, outcome: 'executed' }),
+          ...(output.handoff ? { handoff: output.handoff } : {}),
+        }
+      }),
       emitTurnStart: ({ context }) => emit(context, { type: 'turn.start', turn: context.turn }),
       emitTurnEnd: ({ context }) => emit(context, { type: 'turn.end', turn: context.turn, toolCalls: context.calls.length }),
       emitRunError: ({ context }) => {
@@ -364,7 +393,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
                     }),
                   },
                   { guard: { type: 'hasBeforeTurn' }, target: 'runningBeforeTurn' },
-                  { target: 'beforeProviderCall', actions: 'emitTurnStart' },
+                  { guard: 'hasBeforeProviderCall', target: 'beforeProviderCall', actions: 'emitTurnStart' },
+                  { target: 'callingModel', actions: ['emitTurnStart', 'resetModelCall'] },
                 ],
               },
               runningBeforeTurn: {
@@ -393,10 +423,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                 tags: ['hook'],
                 always: [
                   { guard: 'hasBeforeProviderCall', target: 'runningBeforeProviderCall' },
-                  {
-                    target: 'callingModel',
-                    actions: assign({ model: ({ context }) => ({ ...context.model, attempt: 1, outgoing: undefined }) }),
-                  },
+                  { target: 'callingModel', actions: 'resetModelCall' },
                 ],
               },
               runningBeforeProviderCall: {
@@ -434,21 +461,16 @@ export function createAgentMachine(runtime: AgentRuntime) {
                     tools: context.model.outgoing?.tools ?? runtime.toolSpecs,
                     base: eventFields(context),
                   }),
-                  onDone: {
-                    target: 'routingReply',
-                    actions: [
-                      assign(({ context, event }) => acceptReply(context, event.output)),
-                      ({ context, event }) =>
-                        emit(context, {
-                          type: 'model.response',
-                          turn: context.turn,
-                          message: event.output.message,
-                          finishReason: event.output.finishReason,
-                          ...(event.output.usage ? { usage: event.output.usage } : {}),
-                          durationMs: event.output.durationMs,
-                        }),
-                    ],
-                  },
+                  // Routed here rather than through a pass-through state: each microstep costs
+                  // XState a snapshot, and this runs once per tool step (see BENCHMARKS.md).
+                  onDone: [
+                    {
+                      guard: ({ event }) => (event.output.message.tool_calls?.length ?? 0) > 0,
+                      target: 'toolCalls',
+                      actions: ['acceptReply', 'emitModelResponse'],
+                    },
+                    { target: 'afterTurn', actions: ['acceptReply', 'emitModelResponse'] },
+                  ],
                   onError: [
                     {
                       guard: ({ context, event }) =>
@@ -493,10 +515,6 @@ export function createAgentMachine(runtime: AgentRuntime) {
                   },
                 },
               },
-              routingReply: {
-                description: 'Did the model ask for tools, or answer?',
-                always: [{ guard: 'replyHasToolCalls', target: 'toolCalls' }, { target: 'afterTurn' }],
-              },
               toolCalls: {
                 description: 'One pass per tool call the model asked for, in order.',
                 initial: 'nextCall',
@@ -504,7 +522,21 @@ export function createAgentMachine(runtime: AgentRuntime) {
                   nextCall: {
                     description: 'Takes the next tool call of the reply, in order, or ends the pass.',
                     always: [
+                      {
+                        // Fast path: no afterTurn hook, no hand-off: straight into the next turn.
+                        guard: ({ context }) =>
+                          context.callIndex >= context.calls.length && !runtime.hooks.has('afterTurn') && !context.handoff,
+                        target: '#agent.running.turn',
+                        reenter: true,
+                        actions: 'emitTurnEnd',
+                      },
                       { guard: 'allCallsHandled', target: '#agent.running.turn.afterTurn' },
+                      {
+                        // Fast path: a valid call that needs no hook, approval or correction runs at once.
+                        guard: 'nextCallRunsAtOnce',
+                        target: 'executingTool',
+                        actions: assign(({ context }) => ({ current: openCall(context) })),
+                      },
                       { target: 'steeringCheck', actions: assign(({ context }) => ({ current: openCall(context) })) },
                     ],
                   },
@@ -658,13 +690,15 @@ export function createAgentMachine(runtime: AgentRuntime) {
                     invoke: {
                       src: 'executeTool',
                       input: ({ context }) => context,
-                      onDone: {
-                        target: 'afterToolExecution',
-                        actions: assign(({ context, event }) => ({
-                          ...setResult(context, { output: event.output.output, isError: false, outcome: 'executed' }),
-                          ...(event.output.handoff ? { handoff: event.output.handoff } : {}),
-                        })),
-                      },
+                      onDone: [
+                        {
+                          guard: 'hasAfterToolExecution',
+                          target: 'runningAfterToolExecution',
+                          actions: 'acceptToolOutput',
+                        },
+                        // No hook: the result joins the transcript now (one microstep less per step).
+                        { target: 'nextCall', actions: ['acceptToolOutput', 'recordToolResult'] },
+                      ],
                       onError: [
                         {
                           // A supervisor giving up on a child (or any fatal tool failure) ends the run.
@@ -786,22 +820,39 @@ export function createAgentMachine(runtime: AgentRuntime) {
   function openCall(context: AgentContext): CurrentCall {
     const call = context.calls[context.callIndex]
     if (!call) throw new Error('no call at index')
-    const name = call.function.name
-    const base: CurrentCall = {
+    const prepared = prepareCall(call)
+    return {
       callId: call.id,
-      toolName: name,
+      toolName: call.function.name,
       rawArguments: call.function.arguments,
-      args: undefined,
+      args: prepared.args,
       startedAt: clock.now(),
-      invalid: undefined,
+      invalid: prepared.invalid,
       approval: undefined,
       result: undefined,
     }
+  }
+
+  /**
+   * Parses and validates a call once (guards and the opening action both need it). Keyed by the
+   * call object, which stays the same for the whole reply.
+   */
+  function prepareCall(call: ToolCall): Pick<CurrentCall, 'args' | 'invalid'> {
+    let prepared = preparedCalls.get(call)
+    if (!prepared) {
+      prepared = validateCall(call)
+      preparedCalls.set(call, prepared)
+    }
+    return prepared
+  }
+
+  function validateCall(call: ToolCall): Pick<CurrentCall, 'args' | 'invalid'> {
+    const name = call.function.name
     const tool = runtime.tools.get(name)
     if (!tool) {
       const names = [...runtime.tools.keys()]
       return {
-        ...base,
+        args: undefined,
         invalid: {
           outcome: 'unknown_tool',
           message: `Error: unknown tool "${name}". Available tools: ${names.length > 0 ? names.join(', ') : '(none)'}.`,
@@ -815,7 +866,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
       parsed = raw === '' ? {} : JSON.parse(raw)
     } catch (error) {
       return {
-        ...base,
+        args: undefined,
         invalid: {
           outcome: 'invalid_arguments',
           message: `Error: the arguments for "${name}" are not valid JSON (${(error as Error).message}). Send one JSON object that matches the tool's schema.`,
@@ -825,7 +876,6 @@ export function createAgentMachine(runtime: AgentRuntime) {
     const validation = tool.validate(parsed)
     if (!validation.ok) {
       return {
-        ...base,
         args: parsed,
         invalid: {
           outcome: 'invalid_arguments',
@@ -833,7 +883,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
         },
       }
     }
-    return { ...base, args: validation.value }
+    return { args: validation.value, invalid: undefined }
   }
 
   function decisionMatches(context: AgentContext, decision: unknown): boolean {
