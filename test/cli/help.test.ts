@@ -3,8 +3,9 @@
  * exit code 2 for what it cannot parse, 1 for what fails. Real child processes.
  */
 // The command table, not the public API: importing main.ts from a module `signalbox run` loads would form a cycle.
-import { COMMANDS } from '../../packages/cli/src/main.ts'
+
 import { afterEach, describe, expect, it } from 'vitest'
+import { COMMANDS } from '../../packages/cli/src/main.ts'
 import { cleanupAll, runCli } from './support.ts'
 
 afterEach(cleanupAll)

@@ -7,9 +7,9 @@ import {
   type ControlRequestMessage,
   createSubjects,
   decodeMessage,
-  encodeMessage,
   ErrorMessage,
   EventMessage,
+  encodeMessage,
   PROTOCOL_VERSION,
   SignalboxError,
   type SteerMessage,
@@ -66,7 +66,8 @@ export async function sendControl(options: {
   })
   const decoded = decodeMessage(response.data, ControlReply, { maxBytes: options.bus.maxPayload })
   if (!decoded.ok) throw decoded.error
-  if (decoded.value.type === 'error') throw new SignalboxError(decoded.value.error.code, decoded.value.error.message, { fault: 'peer' })
+  if (decoded.value.type === 'error')
+    throw new SignalboxError(decoded.value.error.code, decoded.value.error.message, { fault: 'peer' })
   return decoded.value
 }
 
@@ -85,7 +86,10 @@ export function watchEvents(options: {
     (message) => {
       const decoded = decodeMessage(message.data, EventMessage, { maxBytes: options.bus.maxPayload })
       if (!decoded.ok) return
-      options.onEvent(decoded.value.event as unknown as AgentEvent, { truncated: decoded.value.truncated === true, subject: message.subject })
+      options.onEvent(decoded.value.event as unknown as AgentEvent, {
+        truncated: decoded.value.truncated === true,
+        subject: message.subject,
+      })
     },
     options.signal ? { signal: options.signal } : {},
   )

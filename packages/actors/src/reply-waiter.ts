@@ -67,12 +67,7 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
   }
 
   /** Registers interest in `id` before the request goes out, so no fast reply is missed. */
-  expect(
-    id: string,
-    context: C,
-    check: (reply: z.output<S>) => string | undefined,
-    signal: AbortSignal,
-  ): Promise<z.output<S>> {
+  expect(id: string, context: C, check: (reply: z.output<S>) => string | undefined, signal: AbortSignal): Promise<z.output<S>> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(new AbortedError('The request was withdrawn.'))
       const onAbort = () => {
@@ -110,7 +105,12 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
     const waiter = this.#pending.get(id)
     if (!waiter) {
       if (this.#settled.has(id)) {
-        this.#onRejected({ id, reply, reason: 'the request was already settled (late or duplicate reply)', context: this.#settled.get(id) as C })
+        this.#onRejected({
+          id,
+          reply,
+          reason: 'the request was already settled (late or duplicate reply)',
+          context: this.#settled.get(id) as C,
+        })
       }
       return
     }

@@ -2,13 +2,13 @@ import { type Actor, createActor, type InspectionEvent, type Observer } from 'xs
 import { type Clock, systemClock } from './clock.ts'
 import { ConfigError, type SerializedError, SignalboxError } from './errors.ts'
 import { type AgentEventType, EventEmitter, type EventListener, type RunStatus } from './events.ts'
-import { HookChain, type Hooks } from './hooks.ts'
+import type { HandoffResult } from './handoff.ts'
 import type { AuditEntry, AuditLog, Reviewer } from './hitl/types.ts'
+import { HookChain, type Hooks } from './hooks.ts'
 import { type IdGenerator, randomIds } from './ids.ts'
-import { createAgentMachine, type AgentMachine } from './machine/agent-machine.ts'
+import { type AgentMachine, createAgentMachine } from './machine/agent-machine.ts'
 import type { AgentOutput, SteeringItem, StopReason } from './machine/context.ts'
 import { type BudgetCheck, defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
-import type { HandoffResult } from './handoff.ts'
 import type { Message, Usage } from './messages.ts'
 import type { Provider } from './provider/provider.ts'
 import { assertToolName, type Tool, toToolSpec } from './tool.ts'
@@ -130,7 +130,8 @@ export class Agent {
       throw new ConfigError('createAgent needs a provider (e.g. new OpenAIProvider({ baseURL, model })).')
     }
     const maxTurns = options.maxTurns ?? 10
-    if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ConfigError(`maxTurns must be a positive integer, got ${maxTurns}.`)
+    if (!Number.isInteger(maxTurns) || maxTurns < 1)
+      throw new ConfigError(`maxTurns must be a positive integer, got ${maxTurns}.`)
     this.id = options.id ?? 'agent'
     assertAgentId(this.id)
     this.#options = options
@@ -304,9 +305,7 @@ function toRunResult(
   filter: ((messages: readonly Message[]) => Message[]) | undefined,
 ): RunResult {
   return {
-    ...(output.handoff
-      ? { handoff: { ...output.handoff, messages: (filter ?? defaultHandoffFilter)(output.messages) } }
-      : {}),
+    ...(output.handoff ? { handoff: { ...output.handoff, messages: (filter ?? defaultHandoffFilter)(output.messages) } } : {}),
     runId,
     status: output.status,
     output: output.output ?? '',
@@ -328,4 +327,3 @@ function assertAgentId(id: string): void {
 function assertSteeringText(text: string): void {
   if (typeof text !== 'string' || text.trim() === '') throw new ConfigError('A steering correction needs some text.')
 }
-

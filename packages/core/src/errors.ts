@@ -75,10 +75,7 @@ export class RunCancelledError extends SignalboxError {
 export class ProviderError extends SignalboxError {
   readonly status: number | undefined
   readonly retryable: boolean
-  constructor(
-    message: string,
-    options: { status?: number; retryable: boolean; cause?: unknown; code?: string },
-  ) {
+  constructor(message: string, options: { status?: number; retryable: boolean; cause?: unknown; code?: string }) {
     super(options.code ?? 'PROVIDER_ERROR', message, {
       cause: options.cause,
       fault: 'provider',

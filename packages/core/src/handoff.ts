@@ -12,7 +12,10 @@ export class Handoff {
   }
 }
 
-export function handoff(to: string, options: { reason?: string; filter?: (messages: readonly Message[]) => Message[] } = {}): Handoff {
+export function handoff(
+  to: string,
+  options: { reason?: string; filter?: (messages: readonly Message[]) => Message[] } = {},
+): Handoff {
   return new Handoff(to, options)
 }
 

@@ -7,13 +7,7 @@ import type { ToolSpec } from './provider/provider.ts'
  * loop obeys what it returns. All are optional and may be async. A hook that throws fails the
  * run (fail closed) with a `HookError` naming the point.
  */
-export const HOOK_POINTS = [
-  'beforeTurn',
-  'beforeProviderCall',
-  'beforeToolExecution',
-  'afterToolExecution',
-  'afterTurn',
-] as const
+export const HOOK_POINTS = ['beforeTurn', 'beforeProviderCall', 'beforeToolExecution', 'afterToolExecution', 'afterTurn'] as const
 export type HookPoint = (typeof HOOK_POINTS)[number]
 
 interface HookContextBase {

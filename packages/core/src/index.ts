@@ -1,23 +1,24 @@
-export { Agent, createAgent, MemoryAuditLog, RunFailedError } from './agent.ts'
 export type { AgentOptions, RunHandle, RunOptions, RunResult } from './agent.ts'
+export { Agent, createAgent, MemoryAuditLog, RunFailedError } from './agent.ts'
+export * from './bus/index.ts'
 export { type Clock, sleep, systemClock } from './clock.ts'
 export { formatDuration } from './duration.ts'
 export {
   AbortedError,
   BudgetExceededError,
-  FatalToolError,
   ConfigError,
   describeError,
   deserializeError,
   type ErrorFault,
+  FatalToolError,
   HookError,
   isAbortError,
   MaxTurnsExceededError,
   ProviderError,
   RunCancelledError,
   type SerializedError,
-  serializeError,
   SignalboxError,
+  serializeError,
   TimeoutError,
   ToolError,
 } from './errors.ts'
@@ -31,11 +32,29 @@ export {
   type RunStatus,
   type ToolOutcome,
 } from './events.ts'
+export { Handoff, type HandoffResult, handoff } from './handoff.ts'
+export { functionAnswerer, ScriptedAnswerer } from './hitl/answerers.ts'
+export { type AskHumanOptions, askHumanTool } from './hitl/ask-human.ts'
+export { callDigest, canonicalJson } from './hitl/digest.ts'
+export { policyReviewer, ScriptedReviewer, type ScriptedVerdict } from './hitl/reviewers.ts'
+export { type TerminalOptions, terminalAnswerer, terminalReviewer } from './hitl/terminal.ts'
+export type {
+  Answer,
+  Answerer,
+  ApprovalDecision,
+  ApprovalRequest,
+  AuditEntry,
+  AuditKind,
+  AuditLog,
+  Question,
+  Reviewer,
+} from './hitl/types.ts'
+export { AUDIT_KINDS } from './hitl/types.ts'
 export {
-  allow,
   type AfterToolExecutionContext,
   type AfterToolExecutionResult,
   type AfterTurnContext,
+  allow,
   type BeforeProviderCallContext,
   type BeforeProviderCallResult,
   type BeforeToolExecutionContext,
@@ -51,23 +70,11 @@ export {
   respond,
   type ToolGate,
 } from './hooks.ts'
-export { callDigest, canonicalJson } from './hitl/digest.ts'
-export { AUDIT_KINDS } from './hitl/types.ts'
-export type {
-  Answer,
-  Answerer,
-  ApprovalDecision,
-  ApprovalRequest,
-  AuditEntry,
-  AuditKind,
-  AuditLog,
-  Question,
-  Reviewer,
-} from './hitl/types.ts'
 export { type IdGenerator, randomIds, sequentialIds } from './ids.ts'
 export { type AgentMachine, createAgentMachine } from './machine/agent-machine.ts'
 export type { AgentContext, AgentInput, AgentOutput, SteeringItem, StopReason } from './machine/context.ts'
 export { type BudgetCheck, defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
+export { statePath } from './machine/state-path.ts'
 export type {
   AssistantMessage,
   Message,
@@ -77,6 +84,16 @@ export type {
   Usage,
   UserMessage,
 } from './messages.ts'
+export {
+  type DecodeResult,
+  decodeMessage,
+  encodeMessage,
+  errorMessage,
+  ProtocolError,
+  type ProtocolErrorCode,
+  payloadSample,
+} from './protocol/codec.ts'
+export * from './protocol/schemas.ts'
 export { OpenAIProvider, type OpenAIProviderOptions } from './provider/openai-provider.ts'
 export type {
   FinishReason,
@@ -96,20 +113,3 @@ export {
   tool,
   type ValidationResult,
 } from './tool.ts'
-export { functionAnswerer, ScriptedAnswerer } from './hitl/answerers.ts'
-export { type AskHumanOptions, askHumanTool } from './hitl/ask-human.ts'
-export { policyReviewer, ScriptedReviewer, type ScriptedVerdict } from './hitl/reviewers.ts'
-export { type TerminalOptions, terminalAnswerer, terminalReviewer } from './hitl/terminal.ts'
-export {
-  type DecodeResult,
-  decodeMessage,
-  encodeMessage,
-  errorMessage,
-  payloadSample,
-  ProtocolError,
-  type ProtocolErrorCode,
-} from './protocol/codec.ts'
-export * from './protocol/schemas.ts'
-export * from './bus/index.ts'
-export { statePath } from './machine/state-path.ts'
-export { Handoff, type HandoffResult, handoff } from './handoff.ts'

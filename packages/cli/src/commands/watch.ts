@@ -63,7 +63,9 @@ export const watch: Command = {
       }
       flush(event.runId)
       const path =
-        event.type === 'run.start' && event.agentPath?.length ? c.dim(` (${[...event.agentPath, event.agentId].join(' › ')})`) : ''
+        event.type === 'run.start' && event.agentPath?.length
+          ? c.dim(` (${[...event.agentPath, event.agentId].join(' › ')})`)
+          : ''
       context.out(depth(event) + eventLine(event, c) + path + (meta.truncated ? c.dim(' (truncated)') : ''))
     }
 

@@ -109,7 +109,11 @@ export interface Bus {
    * The path for messages that must not be lost (approvals, decisions, steering, audit):
    * acknowledged by the server, de-duplicated by `msgId`, replayable. On NATS this is JetStream.
    */
-  durablePublish(subject: string, data: Uint8Array | string, options: DurablePublishOptions): Promise<{ seq: number; duplicate: boolean }>
+  durablePublish(
+    subject: string,
+    data: Uint8Array | string,
+    options: DurablePublishOptions,
+  ): Promise<{ seq: number; duplicate: boolean }>
   durableConsume(subject: string, handler: DurableHandler, options?: DurableConsumeOptions): Subscription
 
   /** Resolves when everything published so far has reached the server. */

@@ -33,7 +33,8 @@ export class ScriptedAnswerer implements Answerer {
   async answer(question: Question, { signal }: { signal: AbortSignal }): Promise<Answer> {
     this.questions.push(question)
     const next = this.#answers.shift()
-    if (next === undefined) throw new ConfigError(`ScriptedAnswerer: unexpected question #${this.questions.length}: ${question.question}`)
+    if (next === undefined)
+      throw new ConfigError(`ScriptedAnswerer: unexpected question #${this.questions.length}: ${question.question}`)
     if (next === 'never') {
       await new Promise<never>((_, reject) => {
         if (signal.aborted) reject(new AbortedError('The question was withdrawn.'))

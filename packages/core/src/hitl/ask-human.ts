@@ -59,7 +59,13 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
         const answer = await untilAborted(options.answerer.answer(asked, { signal: controller.signal }), controller.signal)
         if (timedOut) throw new Error('timed out')
         const latencyMs = answer.answeredAt - askedAt
-        context.emit({ type: 'question.answered', question: asked, answer: answer.answer, answeredBy: answer.answeredBy, latencyMs })
+        context.emit({
+          type: 'question.answered',
+          question: asked,
+          answer: answer.answer,
+          answeredBy: answer.answeredBy,
+          latencyMs,
+        })
         await context.audit.record({
           kind: 'question.answered',
           agentId: context.agentId,

@@ -17,5 +17,7 @@ export function canonicalJson(value: unknown): string {
  * arguments. It binds a decision to exactly what the reviewer was shown.
  */
 export function callDigest(toolName: string, args: unknown): string {
-  return `sha256:${createHash('sha256').update(canonicalJson({ arguments: args ?? null, toolName })).digest('hex')}`
+  return `sha256:${createHash('sha256')
+    .update(canonicalJson({ arguments: args ?? null, toolName }))
+    .digest('hex')}`
 }

@@ -67,10 +67,13 @@ export class ScriptedReviewer implements Reviewer {
           if (timer !== undefined) this.#clock.clearTimeout(timer)
           reject(new AbortedError('The approval request was withdrawn.'))
         }
-        const timer = verdict === 'never' ? undefined : this.#clock.setTimeout(() => {
-          signal.removeEventListener('abort', onAbort)
-          resolve()
-        }, this.#delayMs)
+        const timer =
+          verdict === 'never'
+            ? undefined
+            : this.#clock.setTimeout(() => {
+                signal.removeEventListener('abort', onAbort)
+                resolve()
+              }, this.#delayMs)
         if (signal.aborted) onAbort()
         else signal.addEventListener('abort', onAbort, { once: true })
       })

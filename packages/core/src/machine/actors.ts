@@ -1,9 +1,9 @@
 import { fromCallback, fromPromise } from 'xstate'
 import { describeError, ProviderError, TimeoutError } from '../errors.ts'
+import { Handoff } from '../handoff.ts'
 import type { ApprovalRequest } from '../hitl/types.ts'
 import type { Message } from '../messages.ts'
 import type { ProviderResponse, ToolSpec } from '../provider/provider.ts'
-import { Handoff } from '../handoff.ts'
 import { stringifyToolOutput, type ToolEmittedEvent } from '../tool.ts'
 import type { AgentContext, AgentMachineEvent } from './context.ts'
 import type { AgentRuntime } from './runtime.ts'
@@ -91,60 +91,56 @@ export function createAgentActors(runtime: AgentRuntime) {
       return () => controller.abort()
     }),
 
-    executeTool: fromPromise(
-      async ({ input, signal }: { input: AgentContext; signal: AbortSignal }): Promise<ToolRunOutput> => {
-        const call = input.current
-        const tool = call ? runtime.tools.get(call.toolName) : undefined
-        if (!call || !tool) throw new Error('no tool to execute')
-        const base = eventFields(input)
-        const timeoutMs = tool.timeoutMs
-        let toolSignal = signal
-        let timer: unknown
-        let timedOut = false
-        if (timeoutMs !== undefined) {
-          const timeout = new AbortController()
-          timer = runtime.clock.setTimeout(() => {
-            timedOut = true
-            timeout.abort(new TimeoutError(`Tool "${tool.name}" timed out after ${timeoutMs} ms.`, { timeoutMs }))
-          }, timeoutMs)
-          toolSignal = AbortSignal.any([signal, timeout.signal])
-        }
-        try {
-          const work = Promise.resolve(
-            tool.execute(call.args, {
-              signal: toolSignal,
-              callId: call.callId,
-              agentId: input.run.agentId,
-              runId: input.run.runId,
-              runPath: input.run.runPath,
-              agentPath: input.run.agentPath ?? [],
-              clock: runtime.clock,
-              ids: runtime.ids,
-              audit: { record: (entry) => runtime.recordAudit(entry) },
-              emit: (event: ToolEmittedEvent) =>
-                runtime.events.emit({ ...base, at: runtime.clock.now(), ...event } as Parameters<
-                  typeof runtime.events.emit
-                >[0]),
-            }),
-          )
-          // A tool that ignores its signal must not hold the run: the timeout wins the race.
-          const output = await (timeoutMs === undefined ? work : raceAbort(work, toolSignal))
-          if (output instanceof Handoff) {
-            if (output.filter) runtime.handoffFilters.set(input.run.runId, output.filter)
-            return {
-              output: `Transferred the conversation to "${output.to}".`,
-              handoff: { to: output.to, ...(output.reason ? { reason: output.reason } : {}) },
-            }
+    executeTool: fromPromise(async ({ input, signal }: { input: AgentContext; signal: AbortSignal }): Promise<ToolRunOutput> => {
+      const call = input.current
+      const tool = call ? runtime.tools.get(call.toolName) : undefined
+      if (!call || !tool) throw new Error('no tool to execute')
+      const base = eventFields(input)
+      const timeoutMs = tool.timeoutMs
+      let toolSignal = signal
+      let timer: unknown
+      let timedOut = false
+      if (timeoutMs !== undefined) {
+        const timeout = new AbortController()
+        timer = runtime.clock.setTimeout(() => {
+          timedOut = true
+          timeout.abort(new TimeoutError(`Tool "${tool.name}" timed out after ${timeoutMs} ms.`, { timeoutMs }))
+        }, timeoutMs)
+        toolSignal = AbortSignal.any([signal, timeout.signal])
+      }
+      try {
+        const work = Promise.resolve(
+          tool.execute(call.args, {
+            signal: toolSignal,
+            callId: call.callId,
+            agentId: input.run.agentId,
+            runId: input.run.runId,
+            runPath: input.run.runPath,
+            agentPath: input.run.agentPath ?? [],
+            clock: runtime.clock,
+            ids: runtime.ids,
+            audit: { record: (entry) => runtime.recordAudit(entry) },
+            emit: (event: ToolEmittedEvent) =>
+              runtime.events.emit({ ...base, at: runtime.clock.now(), ...event } as Parameters<typeof runtime.events.emit>[0]),
+          }),
+        )
+        // A tool that ignores its signal must not hold the run: the timeout wins the race.
+        const output = await (timeoutMs === undefined ? work : raceAbort(work, toolSignal))
+        if (output instanceof Handoff) {
+          if (output.filter) runtime.handoffFilters.set(input.run.runId, output.filter)
+          return {
+            output: `Transferred the conversation to "${output.to}".`,
+            handoff: { to: output.to, ...(output.reason ? { reason: output.reason } : {}) },
           }
-          return { output: stringifyToolOutput(output) }
-        } catch (error) {
-          if (timedOut) throw new TimeoutError(`Tool "${tool.name}" timed out after ${timeoutMs} ms.`, { timeoutMs })
-          throw error
-        } finally {
-          if (timer !== undefined) runtime.clock.clearTimeout(timer)
         }
-      },
-    ),
+        return { output: stringifyToolOutput(output) }
+      } catch (error) {
+        if (timedOut) throw new TimeoutError(`Tool "${tool.name}" timed out after ${timeoutMs} ms.`, { timeoutMs })
+        throw error
+      } finally {
+        if (timer !== undefined) runtime.clock.clearTimeout(timer)
+      }
+    }),
 
     afterToolExecutionHook: fromPromise(async ({ input, signal }: { input: AgentContext; signal: AbortSignal }) => {
       const call = input.current
@@ -187,7 +183,8 @@ export interface EventFields {
 }
 
 export function eventFields(context: AgentContext): EventFields {
-  if (context.run.parentRunId === undefined) return { agentId: context.run.agentId, runId: context.run.runId, runPath: context.run.runPath }
+  if (context.run.parentRunId === undefined)
+    return { agentId: context.run.agentId, runId: context.run.runId, runPath: context.run.runPath }
   return {
     agentId: context.run.agentId,
     runId: context.run.runId,

@@ -1,4 +1,5 @@
 import { assign, setup } from 'xstate'
+import { formatDuration } from '../duration.ts'
 import {
   BudgetExceededError,
   FatalToolError,
@@ -8,10 +9,9 @@ import {
   serializeError,
 } from '../errors.ts'
 import type { AgentEvent, ToolOutcome } from '../events.ts'
-import type { ToolGate } from '../hooks.ts'
-import { formatDuration } from '../duration.ts'
 import { callDigest } from '../hitl/digest.ts'
 import type { ApprovalDecision, ApprovalRequest, AuditEntry } from '../hitl/types.ts'
+import type { ToolGate } from '../hooks.ts'
 import { addUsage, emptyUsage, type Message, type ToolCall, type ToolMessage } from '../messages.ts'
 import type { ProviderResponse } from '../provider/provider.ts'
 import { createAgentActors, eventFields, isRetryable, type ToolRunOutput } from './actors.ts'
@@ -58,7 +58,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
       hasAfterToolExecution: () => runtime.hooks.has('afterToolExecution'),
       hasAfterTurn: () => runtime.hooks.has('afterTurn'),
       turnLimitReached: ({ context }) => context.turn > context.run.maxTurns,
-      tokenBudgetSpent: ({ context }) => context.run.maxTokens !== undefined && context.usage.totalTokens >= context.run.maxTokens,
+      tokenBudgetSpent: ({ context }) =>
+        context.run.maxTokens !== undefined && context.usage.totalTokens >= context.run.maxTokens,
       externalBudgetSpent: ({ context }) => runtime.budgetChecks.get(context.run.runId)?.() !== undefined,
       handoffRequested: ({ context }) => context.handoff !== undefined,
       nextCallRunsAtOnce: ({ context }) => {
@@ -83,7 +84,9 @@ export function createAgentMachine(runtime: AgentRuntime) {
       },
     },
     actions: {
-      acceptReply: assign(({ context, event }) => acceptReply(context, (event as unknown as { output: ProviderResponse }).output)),
+      acceptReply: assign(({ context, event }) =>
+        acceptReply(context, (event as unknown as { output: ProviderResponse }).output),
+      ),
       emitModelResponse: ({ context, event }) => {
         const output = (event as unknown as { output: ProviderResponse & { durationMs: number } }).output
         emit(context, {
@@ -281,7 +284,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
     context: ({ input }) => createContext(input),
     initial: 'idle',
     output: ({ context }) => ({
-      status: context.status === 'done' || context.status === 'failed' || context.status === 'cancelled' ? context.status : 'failed',
+      status:
+        context.status === 'done' || context.status === 'failed' || context.status === 'cancelled' ? context.status : 'failed',
       output: context.output,
       error: context.error,
       stopReason: context.stopReason,
@@ -333,7 +337,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
           },
           // A decision that arrives when no approval is pending is late: record it, never apply it.
           'approval.decision': {
-            actions: ({ context, event }) => rejectDecision(context, event.decision, 'no approval is pending (late or duplicate decision)'),
+            actions: ({ context, event }) =>
+              rejectDecision(context, event.decision, 'no approval is pending (late or duplicate decision)'),
           },
         },
         states: {
@@ -387,7 +392,10 @@ export function createAgentMachine(runtime: AgentRuntime) {
                       turn: ({ context }) => context.turn - 1,
                       stopReason: 'budget',
                       error: ({ context }) => {
-                        const spent = runtime.budgetChecks.get(context.run.runId)?.() ?? { code: 'BUDGET_EXCEEDED', message: 'The budget is spent.' }
+                        const spent = runtime.budgetChecks.get(context.run.runId)?.() ?? {
+                          code: 'BUDGET_EXCEEDED',
+                          message: 'The budget is spent.',
+                        }
                         return { code: spent.code, message: spent.message, fault: 'user' as const }
                       },
                     }),
@@ -434,7 +442,9 @@ export function createAgentMachine(runtime: AgentRuntime) {
                   input: ({ context }) => context,
                   onDone: {
                     target: 'callingModel',
-                    actions: assign({ model: ({ context, event }) => ({ ...context.model, attempt: 1, outgoing: event.output }) }),
+                    actions: assign({
+                      model: ({ context, event }) => ({ ...context.model, attempt: 1, outgoing: event.output }),
+                    }),
                   },
                   onError: { target: '#agent.failed', actions: 'failWithHookError' },
                 },
@@ -643,7 +653,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
                     on: {
                       'approval.decision': [
                         {
-                          guard: ({ context, event }) => decisionMatches(context, event.decision) && (event.decision as ApprovalDecision).approved,
+                          guard: ({ context, event }) =>
+                            decisionMatches(context, event.decision) && (event.decision as ApprovalDecision).approved,
                           target: 'executingTool',
                           actions: 'approvalDecided',
                         },
@@ -710,16 +721,16 @@ export function createAgentMachine(runtime: AgentRuntime) {
                           }),
                         },
                         {
-                        target: 'afterToolExecution',
-                        actions: assign(({ context, event }) => {
-                          const error = serializeError(event.error)
-                          const timeout = error.code === 'TIMEOUT'
-                          return setResult(context, {
-                            output: `Error: ${error.message}`,
-                            isError: true,
-                            outcome: timeout ? 'timeout' : 'failed',
-                          })
-                        }),
+                          target: 'afterToolExecution',
+                          actions: assign(({ context, event }) => {
+                            const error = serializeError(event.error)
+                            const timeout = error.code === 'TIMEOUT'
+                            return setResult(context, {
+                              output: `Error: ${error.message}`,
+                              isError: true,
+                              outcome: timeout ? 'timeout' : 'failed',
+                            })
+                          }),
                         },
                       ],
                     },

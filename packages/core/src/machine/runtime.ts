@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.ts'
 import type { EventEmitter } from '../events.ts'
-import type { HookChain } from '../hooks.ts'
 import type { AuditEntry, Reviewer } from '../hitl/types.ts'
+import type { HookChain } from '../hooks.ts'
 import type { IdGenerator } from '../ids.ts'
 import type { Message } from '../messages.ts'
 import type { Provider, ToolSpec } from '../provider/provider.ts'

@@ -1,7 +1,7 @@
 import type { z } from 'zod'
 import { SignalboxError } from '../errors.ts'
 import { formatIssues } from '../tool.ts'
-import { ErrorMessage, PROTOCOL_VERSION, type WireError } from './schemas.ts'
+import { type ErrorMessage, PROTOCOL_VERSION, type WireError } from './schemas.ts'
 
 export type ProtocolErrorCode =
   | 'PROTOCOL_INVALID_JSON'
@@ -51,20 +51,35 @@ export function decodeMessage<S extends z.ZodType>(
   }
   const { v, type } = json as { v?: unknown; type?: unknown }
   if (v !== PROTOCOL_VERSION) {
-    return fail('PROTOCOL_UNSUPPORTED_VERSION', `Unsupported protocol version ${JSON.stringify(v)}; this peer speaks v${PROTOCOL_VERSION}.`, {
-      version: v ?? null,
-    })
+    return fail(
+      'PROTOCOL_UNSUPPORTED_VERSION',
+      `Unsupported protocol version ${clip(JSON.stringify(v) ?? 'undefined', 40)}; this peer speaks v${PROTOCOL_VERSION}.`,
+      { version: typeof v === 'number' || typeof v === 'string' ? v : null },
+    )
   }
   const parsed = schema.safeParse(json)
   if (!parsed.success) {
     const typeIssue = parsed.error.issues.find((issue) => issue.path.length === 1 && issue.path[0] === 'type')
+    // The sender controls `type` and the issues: bound what goes back into replies and logs.
+    const shownType = clip(JSON.stringify(type) ?? 'undefined', 80)
     if (typeIssue) {
-      return fail('PROTOCOL_UNEXPECTED_TYPE', `Unexpected message type ${JSON.stringify(type)} on this subject.`, { type: type ?? null })
+      return fail('PROTOCOL_UNEXPECTED_TYPE', `Unexpected message type ${shownType} on this subject.`, {
+        type: typeof type === 'string' ? clip(type, 80) : null,
+      })
     }
     const issues = formatIssues(parsed.error)
-    return fail('PROTOCOL_INVALID_MESSAGE', `Invalid "${String(type)}" message: ${issues.join('; ')}`, { issues })
+      .slice(0, MAX_ISSUES)
+      .map((issue) => clip(issue, 200))
+    const more = parsed.error.issues.length > MAX_ISSUES ? ` (+${parsed.error.issues.length - MAX_ISSUES} more)` : ''
+    return fail('PROTOCOL_INVALID_MESSAGE', clip(`Invalid ${shownType} message: ${issues.join('; ')}${more}`, 2000), { issues })
   }
   return { ok: true, value: parsed.data }
+}
+
+const MAX_ISSUES = 20
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text
 }
 
 function fail(code: ProtocolErrorCode, message: string, details?: Record<string, unknown>): { ok: false; error: ProtocolError } {

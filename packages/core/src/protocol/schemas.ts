@@ -12,12 +12,14 @@ const id = z
   .string()
   .min(1)
   .max(256)
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
   .regex(/^[^\x00-\x1f\x7f]+$/, 'must not contain control characters')
 /** A NATS subject token: ids that become part of a subject (run ids, component names). */
 const token = z
   .string()
   .min(1)
   .max(128)
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
   .regex(/^[^.*>\s\x00-\x1f\x7f]+$/, 'must not contain ".", "*", ">", whitespace or control characters')
 /** Agent ids and tool names: what the chat-completions API and subjects both accept. */
 const name = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, "_" or "-"')
@@ -101,7 +103,11 @@ export type SteerMessage = z.infer<typeof SteerMessage>
 
 /** Request on `agents.<agent>.control`. */
 export const ControlRequestMessage = z.discriminatedUnion('type', [
-  envelope('control.cancel', { runId: id.optional(), reason: z.string().max(1024).optional(), from: z.string().min(1).max(256).optional() }),
+  envelope('control.cancel', {
+    runId: id.optional(),
+    reason: z.string().max(1024).optional(),
+    from: z.string().min(1).max(256).optional(),
+  }),
   envelope('control.status', {}),
 ])
 export type ControlRequestMessage = z.infer<typeof ControlRequestMessage>
@@ -196,7 +202,9 @@ const wireMessage = z.object({
   role: z.enum(['system', 'user', 'assistant', 'tool']),
   content: z.string().nullable(),
   tool_calls: z
-    .array(z.object({ id: z.string(), type: z.literal('function'), function: z.object({ name: z.string(), arguments: z.string() }) }))
+    .array(
+      z.object({ id: z.string(), type: z.literal('function'), function: z.object({ name: z.string(), arguments: z.string() }) }),
+    )
     .optional(),
   tool_call_id: z.string().optional(),
 })

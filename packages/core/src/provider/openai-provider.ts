@@ -42,7 +42,9 @@ export class OpenAIProvider implements Provider {
   constructor(options: OpenAIProviderOptions = {}) {
     const model = options.model ?? process.env.SIGNALBOX_MODEL
     if (!model) {
-      throw new ConfigError('No model given: pass { model } to OpenAIProvider or set SIGNALBOX_MODEL (e.g. "llama3.1", "gpt-4o-mini").')
+      throw new ConfigError(
+        'No model given: pass { model } to OpenAIProvider or set SIGNALBOX_MODEL (e.g. "llama3.1", "gpt-4o-mini").',
+      )
     }
     this.model = model
     this.#stream = options.stream ?? true
@@ -96,11 +98,14 @@ export class OpenAIProvider implements Provider {
     if (error instanceof APIUserAbortError || signal.aborted) return new AbortedError('The model call was aborted.', error)
     const where = `${this.baseURL} (model "${this.model}")`
     if (error instanceof APIConnectionError) {
-      return new ProviderError(`Could not reach the model endpoint ${where}: ${error.message.replace(/\.+$/, '')}. Is the server running?`, {
-        retryable: true,
-        cause: error,
-        code: 'PROVIDER_UNREACHABLE',
-      })
+      return new ProviderError(
+        `Could not reach the model endpoint ${where}: ${error.message.replace(/\.+$/, '')}. Is the server running?`,
+        {
+          retryable: true,
+          cause: error,
+          code: 'PROVIDER_UNREACHABLE',
+        },
+      )
     }
     if (error instanceof APIError) {
       const status = error.status
@@ -185,7 +190,9 @@ function parseRetryAfter(headers: Headers | undefined): number | undefined {
   return undefined
 }
 
-function toUsage(usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null | undefined): Usage | undefined {
+function toUsage(
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null | undefined,
+): Usage | undefined {
   if (!usage) return undefined
   return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens }
 }

@@ -11,8 +11,8 @@ export {
   ScriptedModelError,
   type ScriptedReply,
   type ScriptedToolCall,
-  type Scripts,
   type ScriptStep,
+  type Scripts,
 } from './script.ts'
 export { type ScriptedModelServer, type ScriptedModelServerOptions, startScriptedModelServer } from './scripted-model-server.ts'
 export { ScriptedProvider, type ScriptedProviderOptions } from './scripted-provider.ts'

@@ -31,9 +31,12 @@ export function completionStream(id: string, model: string, reply: ResolvedReply
   let out = chunk({ role: 'assistant', content: reply.content ? '' : null })
   for (const word of splitWords(reply.content ?? '')) out += chunk({ content: word })
   reply.toolCalls.forEach((call, index) => {
-    out += chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] })
+    out += chunk({
+      tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }],
+    })
     if (call.function.arguments.length === 0) return
-    for (const piece of splitFragments(call.function.arguments)) out += chunk({ tool_calls: [{ index, function: { arguments: piece } }] })
+    for (const piece of splitFragments(call.function.arguments))
+      out += chunk({ tool_calls: [{ index, function: { arguments: piece } }] })
   })
   out += chunk({}, reply.finishReason)
   if (includeUsage) out += `${head}[],"usage":${JSON.stringify(wireUsage(reply))}}\n\n`

@@ -2,14 +2,7 @@
  * Plays scripts: routes each request to its model's script, hands out steps in order, and
  * turns every unplanned request into a recorded, loud failure. Shared by server and provider.
  */
-import {
-  isErrorStep,
-  type RecordedRequest,
-  type Script,
-  ScriptedModelError,
-  type Scripts,
-  type ScriptStep,
-} from './script.ts'
+import { isErrorStep, type RecordedRequest, type Script, ScriptedModelError, type ScriptStep, type Scripts } from './script.ts'
 
 export type StepOutcome = { ok: true; step: ScriptStep } | { ok: false; error: ScriptedModelError }
 
@@ -61,7 +54,10 @@ export class ScriptRunner {
     if (!track) {
       const n = (this.unknownCalls.get(request.model) ?? 0) + 1
       this.unknownCalls.set(request.model, n)
-      const known = this.keys().map((k) => `"${k}"`).join(', ') || 'none'
+      const known =
+        this.keys()
+          .map((k) => `"${k}"`)
+          .join(', ') || 'none'
       return this.fail('SCRIPT_UNKNOWN_MODEL', n, request, `no script for this model (scripts: ${known})`)
     }
     const index = track.calls++
@@ -81,9 +77,19 @@ export class ScriptRunner {
     return this.check(step, index, request, `step #${stepNumber}`)
   }
 
-  private respond(responder: Exclude<Script, ScriptStep[]>, index: number, request: RecordedRequest): StepOutcome | Promise<StepOutcome> {
+  private respond(
+    responder: Exclude<Script, ScriptStep[]>,
+    index: number,
+    request: RecordedRequest,
+  ): StepOutcome | Promise<StepOutcome> {
     const failed = (cause: unknown) =>
-      this.fail('SCRIPT_RESPONDER_FAILED', index + 1, request, `responder threw: ${cause instanceof Error ? cause.message : String(cause)}`, cause)
+      this.fail(
+        'SCRIPT_RESPONDER_FAILED',
+        index + 1,
+        request,
+        `responder threw: ${cause instanceof Error ? cause.message : String(cause)}`,
+        cause,
+      )
     try {
       const step = responder(request, index)
       if (step instanceof Promise) return step.then((s) => this.check(s, index, request, 'responder step'), failed)
@@ -109,7 +115,13 @@ export class ScriptRunner {
     return { ok: true, step }
   }
 
-  private fail(code: ConstructorParameters<typeof ScriptedModelError>[0], n: number, request: RecordedRequest, why: string, cause?: unknown): StepOutcome {
+  private fail(
+    code: ConstructorParameters<typeof ScriptedModelError>[0],
+    n: number,
+    request: RecordedRequest,
+    why: string,
+    cause?: unknown,
+  ): StepOutcome {
     const error = new ScriptedModelError(code, `scripted model: unexpected request #${n} for model "${request.model}": ${why}`, {
       cause,
       details: { model: request.model, request: n },
@@ -123,7 +135,9 @@ export class ScriptRunner {
     const problems: string[] = []
     for (const track of this.tracks.values()) {
       if (typeof track.script === 'function' || track.cursor >= track.script.length) continue
-      const left = track.script.slice(track.cursor).map((step, i) => describeStep(step, track.cursor + i + 1, i === 0 ? track.repeats : 0))
+      const left = track.script
+        .slice(track.cursor)
+        .map((step, i) => describeStep(step, track.cursor + i + 1, i === 0 ? track.repeats : 0))
       problems.push(`model "${track.key}": ${left.length} unconsumed step(s): ${left.join('; ')}`)
     }
     for (const failure of this.failures) problems.push(failure.message)

@@ -42,7 +42,8 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, errorBody({ status: 500, message: `scripted model: ${String(error)}`, type: 'scripted_model_error' }))
+      if (!res.headersSent)
+        sendJson(res, 500, errorBody({ status: 500, message: `scripted model: ${String(error)}`, type: 'scripted_model_error' }))
       else res.destroy()
     })
   })
@@ -56,7 +57,11 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     }
     if (req.method !== 'POST' || path !== '/v1/chat/completions') {
       req.resume()
-      return sendJson(res, 404, errorBody({ status: 404, message: `scripted model: unknown route ${req.method} ${path}`, code: 'unknown_url' }))
+      return sendJson(
+        res,
+        404,
+        errorBody({ status: 404, message: `scripted model: unknown route ${req.method} ${path}`, code: 'unknown_url' }),
+      )
     }
 
     let body: unknown
@@ -75,9 +80,14 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     if (outcome instanceof Promise) outcome = await outcome
     if (!outcome.ok) {
       // 500 so clients see a failed call; x-should-retry stops the SDK from retrying it away.
-      return sendJson(res, 500, errorBody({ status: 500, message: outcome.error.message, type: 'scripted_model_error', code: outcome.error.code }), {
-        'x-should-retry': 'false',
-      })
+      return sendJson(
+        res,
+        500,
+        errorBody({ status: 500, message: outcome.error.message, type: 'scripted_model_error', code: outcome.error.code }),
+        {
+          'x-should-retry': 'false',
+        },
+      )
     }
     const step = outcome.step
     if (step.delayMs && step.delayMs > 0 && !(await delay(step.delayMs, res))) return
@@ -88,7 +98,11 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     if (!request.stream) return sendJson(res, 200, completionBody(id, request.model, reply))
     const streamOptions = (body as { stream_options?: { include_usage?: unknown } }).stream_options
     const payload = completionStream(id, request.model, reply, streamOptions?.include_usage === true)
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'content-length': Buffer.byteLength(payload) })
+    res.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      'content-length': Buffer.byteLength(payload),
+    })
     res.end(payload)
   }
 
@@ -153,7 +167,9 @@ function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
-    req.on('end', () => resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8')))
+    req.on('end', () =>
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8')),
+    )
     req.on('error', reject)
   })
 }

@@ -16,7 +16,14 @@ describe('tools returning handoff()', () => {
     const ran: string[] = []
     const other = tool({ name: 'other', description: 'Other.', schema: z.object({}), execute: () => ran.push('other') })
     const provider = new ScriptedProvider({
-      script: [{ toolCalls: [{ id: 't', name: 'transfer', arguments: {} }, { id: 'o', name: 'other', arguments: {} }] }],
+      script: [
+        {
+          toolCalls: [
+            { id: 't', name: 'transfer', arguments: {} },
+            { id: 'o', name: 'other', arguments: {} },
+          ],
+        },
+      ],
     })
     const agent = createAgent({ provider, instructions: 'You plan trips.', tools: [transfer, other] })
     const result = await agent.run('I need a hotel')

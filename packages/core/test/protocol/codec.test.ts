@@ -342,3 +342,33 @@ describe('schema rules stated in docs/protocol.md', () => {
     expect(codeOf(JSON.stringify(message), type)).toBe(expected)
   })
 })
+
+describe('what a rejection repeats back to the sender', () => {
+  it('is bounded: a huge type or thousands of issues cannot blow up the error reply', () => {
+    const hugeType = decodeMessage(JSON.stringify({ v: 1, type: 'x'.repeat(100_000) }), ToolResultMessage)
+    expect(hugeType.ok).toBe(false)
+    if (hugeType.ok) return
+    expect(hugeType.error.code).toBe('PROTOCOL_UNEXPECTED_TYPE')
+    expect(hugeType.error.message.length).toBeLessThan(200)
+    expect(JSON.stringify(hugeType.error.toJSON()).length).toBeLessThan(500)
+
+    const manyIssues = decodeMessage(
+      JSON.stringify({
+        v: 1,
+        type: 'tool.result',
+        callId: 7,
+        output: 8,
+        ...Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`f${i}`, i])),
+      }),
+      ToolResultMessage.extend(
+        Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`r${i}`, ToolResultMessage.shape.output])),
+      ),
+    )
+    expect(manyIssues.ok).toBe(false)
+    if (manyIssues.ok) return
+    expect(manyIssues.error.code).toBe('PROTOCOL_INVALID_MESSAGE')
+    expect(manyIssues.error.message).toMatch(/\(\+\d+ more\)/)
+    expect(manyIssues.error.message.length).toBeLessThanOrEqual(2000)
+    expect(manyIssues.error.details?.issues).toHaveLength(20)
+  })
+})

@@ -33,7 +33,9 @@ describe('scripted model server: error steps', () => {
   })
 
   it('repeats an error `times` times, then moves on', async () => {
-    const { server, client } = await serve({ m: [{ error: { status: 429, message: 'slow down', type: 'requests' }, times: 2 }, { content: 'finally' }] })
+    const { server, client } = await serve({
+      m: [{ error: { status: 429, message: 'slow down', type: 'requests' }, times: 2 }, { content: 'finally' }],
+    })
     for (let i = 0; i < 2; i++) {
       const error = await rejection(client.chat.completions.create({ model: 'm', messages: user('q') }))
       expect(error).toBeInstanceOf(OpenAI.RateLimitError)
@@ -71,7 +73,9 @@ describe('scripted model server: loud failures', () => {
   it('does not let the SDK retry a loud failure away', async () => {
     const { server } = await serve({ x: [] })
     const client = new OpenAI({ baseURL: server.url, apiKey: 'test', maxRetries: 3 })
-    await expect(client.chat.completions.create({ model: 'x', messages: user('q') })).rejects.toBeInstanceOf(OpenAI.InternalServerError)
+    await expect(client.chat.completions.create({ model: 'x', messages: user('q') })).rejects.toBeInstanceOf(
+      OpenAI.InternalServerError,
+    )
     expect(server.requests).toHaveLength(1)
   })
 
@@ -79,7 +83,9 @@ describe('scripted model server: loud failures', () => {
     const { server, client } = await serve({ a: [{ content: 'hi' }] })
     const error = await rejection(client.chat.completions.create({ model: 'nope', messages: user('q') }))
     expect(error).toBeInstanceOf(OpenAI.InternalServerError)
-    expect(server.failures[0]?.message).toBe('scripted model: unexpected request #1 for model "nope": no script for this model (scripts: "a")')
+    expect(server.failures[0]?.message).toBe(
+      'scripted model: unexpected request #1 for model "nope": no script for this model (scripts: "a")',
+    )
     expect(() => server.assertDone()).toThrow(/model "a": 1 unconsumed step\(s\)[\s\S]*model "nope"/)
   })
 
@@ -91,7 +97,9 @@ describe('scripted model server: loud failures', () => {
       ],
     })
     const tools = [{ type: 'function' as const, function: { name: 't', parameters: {} } }]
-    expect((await client.chat.completions.create({ model: 'm', messages: user('q'), tools })).choices[0]?.message.content).toBe('fine')
+    expect((await client.chat.completions.create({ model: 'm', messages: user('q'), tools })).choices[0]?.message.content).toBe(
+      'fine',
+    )
     const error = await rejection(client.chat.completions.create({ model: 'm', messages: user('no') }))
     expect(error).toBeInstanceOf(OpenAI.InternalServerError)
     expect(server.failures.map((f) => f.message)).toEqual([
@@ -107,12 +115,20 @@ describe('scripted model server: loud failures', () => {
     })
     await client.chat.completions.create({ model: 'a', messages: user('q') })
     await rejection(client.chat.completions.create({ model: 'b', messages: user('q') }))
-    expect(() => server.assertDone()).toThrow(/model "a": 1 unconsumed step\(s\): #2 reply "left over"\n.*model "b": 1 unconsumed step\(s\): #1 error 429 \(2 of 3 left\)/)
+    expect(() => server.assertDone()).toThrow(
+      /model "a": 1 unconsumed step\(s\): #2 reply "left over"\n.*model "b": 1 unconsumed step\(s\): #1 error 429 \(2 of 3 left\)/,
+    )
   })
 
   it('a throwing responder is a loud failure', async () => {
-    const { server, client } = await serve({ m: () => { throw new Error('no idea') } })
-    await expect(client.chat.completions.create({ model: 'm', messages: user('q') })).rejects.toBeInstanceOf(OpenAI.InternalServerError)
+    const { server, client } = await serve({
+      m: () => {
+        throw new Error('no idea')
+      },
+    })
+    await expect(client.chat.completions.create({ model: 'm', messages: user('q') })).rejects.toBeInstanceOf(
+      OpenAI.InternalServerError,
+    )
     expect(server.failures[0]?.message).toContain('responder threw: no idea')
   })
 })
@@ -123,7 +139,11 @@ describe('scripted model server: HTTP edges', () => {
     const notFound = await fetch(`${server.url}/embeddings`, { method: 'POST', body: '{}' })
     expect(notFound.status).toBe(404)
     expect(((await notFound.json()) as { error: { message: string } }).error.message).toContain('unknown route')
-    const bad = await fetch(`${server.url}/chat/completions`, { method: 'POST', body: '{"model":', headers: { 'content-type': 'application/json' } })
+    const bad = await fetch(`${server.url}/chat/completions`, {
+      method: 'POST',
+      body: '{"model":',
+      headers: { 'content-type': 'application/json' },
+    })
     expect(bad.status).toBe(400)
     expect(await bad.json()).toMatchObject({ error: { type: 'invalid_request_error' } })
     expect(server.requests).toHaveLength(0)

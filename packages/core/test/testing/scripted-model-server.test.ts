@@ -72,7 +72,12 @@ describe('scripted model server: streaming', () => {
     const text = 'The quick brown fox jumps over the lazy dog.'
     const { server, client } = await serve({ m: [{ content: text }] })
     const chunks = await collect(
-      await client.chat.completions.create({ model: 'm', messages: user('hi'), stream: true, stream_options: { include_usage: true } }),
+      await client.chat.completions.create({
+        model: 'm',
+        messages: user('hi'),
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
     )
     expect(chunks.every((c) => c.object === 'chat.completion.chunk' && c.id === chunks[0]?.id)).toBe(true)
     expect(chunks[0]?.choices[0]?.delta.role).toBe('assistant')
@@ -101,10 +106,24 @@ describe('scripted model server: streaming', () => {
     const argsA = JSON.stringify({ city: 'Paris', note: 'a fairly long argument string to force several fragments 🌧️' })
     const argsB = '{"city":"Oslo"}'
     const { client } = await serve({
-      m: [{ content: 'Checking both.', toolCalls: [{ name: 'get_weather', arguments: argsA }, { id: 'b', name: 'get_weather', arguments: argsB }] }],
+      m: [
+        {
+          content: 'Checking both.',
+          toolCalls: [
+            { name: 'get_weather', arguments: argsA },
+            { id: 'b', name: 'get_weather', arguments: argsB },
+          ],
+        },
+      ],
     })
     const chunks = await collect(
-      await client.chat.completions.create({ model: 'm', messages: user('hi'), tools: [weatherTool], stream: true, stream_options: { include_usage: true } }),
+      await client.chat.completions.create({
+        model: 'm',
+        messages: user('hi'),
+        tools: [weatherTool],
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
     )
     const calls = new Map<number, { id?: string; type?: string; name?: string; args: string; fragments: number }>()
     let text = ''
@@ -135,18 +154,24 @@ describe('scripted model server: streaming', () => {
   })
 
   it('assembles through the SDK stream helper too', async () => {
-    const { client } = await serve({ m: [{ content: 'Hi you', toolCalls: [{ name: 'get_weather', arguments: { city: 'Rome' } }] }] })
+    const { client } = await serve({
+      m: [{ content: 'Hi you', toolCalls: [{ name: 'get_weather', arguments: { city: 'Rome' } }] }],
+    })
     const stream = client.chat.completions.stream({ model: 'm', messages: user('hi'), tools: [weatherTool] })
     const final = await stream.finalChatCompletion()
     expect(final.choices[0]?.message.content).toBe('Hi you')
-    expect(final.choices[0]?.message.tool_calls?.[0]).toMatchObject({ id: 'call_1', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } })
+    expect(final.choices[0]?.message.tool_calls?.[0]).toMatchObject({
+      id: 'call_1',
+      function: { name: 'get_weather', arguments: '{"city":"Rome"}' },
+    })
   })
 })
 
 describe('scripted model server: routing and recording', () => {
   it('routes per model and falls back to "*"', async () => {
     const { server, client } = await serve({ a: [{ content: 'from a' }], '*': [{ content: 'any 1' }, { content: 'any 2' }] })
-    const ask = async (model: string) => (await client.chat.completions.create({ model, messages: user('q') })).choices[0]?.message.content
+    const ask = async (model: string) =>
+      (await client.chat.completions.create({ model, messages: user('q') })).choices[0]?.message.content
     expect(await ask('other')).toBe('any 1')
     expect(await ask('a')).toBe('from a')
     expect(await ask('third')).toBe('any 2')
@@ -171,7 +196,11 @@ describe('scripted model server: routing and recording', () => {
     const messages = [
       { role: 'system' as const, content: 'be brief' },
       { role: 'user' as const, content: 'weather in Paris?' },
-      { role: 'assistant' as const, content: null, tool_calls: [{ id: 'c1', type: 'function' as const, function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      {
+        role: 'assistant' as const,
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function' as const, function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+      },
       { role: 'tool' as const, tool_call_id: 'c1', content: 'rain' },
     ]
     const before = Date.now()

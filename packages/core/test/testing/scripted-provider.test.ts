@@ -2,12 +2,19 @@ import { describe, expect, it } from 'vitest'
 import { isAbortError, ProviderError, SignalboxError } from '../../src/errors.ts'
 import type { Message } from '../../src/messages.ts'
 import type { ProviderRequest } from '../../src/provider/provider.ts'
-import { type ScriptStep, ScriptedProvider } from '../../src/testing/index.ts'
+import { ScriptedProvider, type ScriptStep } from '../../src/testing/index.ts'
 import { serve } from './helpers.ts'
 
-const tool = { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }
+const tool = {
+  name: 'get_weather',
+  description: 'Weather',
+  parameters: { type: 'object', properties: { city: { type: 'string' } } },
+}
 const ask = (content: string, tools = [tool]): ProviderRequest => ({ messages: [{ role: 'user', content }], tools })
-const opts = (extra: { onTextDelta?: (d: string) => void; signal?: AbortSignal } = {}) => ({ signal: new AbortController().signal, ...extra })
+const opts = (extra: { onTextDelta?: (d: string) => void; signal?: AbortSignal } = {}) => ({
+  signal: new AbortController().signal,
+  ...extra,
+})
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {
@@ -35,7 +42,12 @@ describe('ScriptedProvider', () => {
   })
 
   it('returns tool calls with stringified arguments and unique default ids', async () => {
-    const step: ScriptStep = { toolCalls: [{ name: 'get_weather', arguments: { city: 'Oslo' } }, { id: 'x', name: 'get_weather', arguments: '{bad json' }] }
+    const step: ScriptStep = {
+      toolCalls: [
+        { name: 'get_weather', arguments: { city: 'Oslo' } },
+        { id: 'x', name: 'get_weather', arguments: '{bad json' },
+      ],
+    }
     const provider = new ScriptedProvider({ script: [step, step] })
     const first = await provider.complete(ask('a'), opts())
     const second = await provider.complete(ask('b'), opts())
@@ -94,14 +106,19 @@ describe('ScriptedProvider', () => {
     const error = await rejection(provider.complete(ask('q'), opts()))
     expect(error).toBeInstanceOf(SignalboxError)
     expect(error).not.toBeInstanceOf(ProviderError)
-    expect(error).toMatchObject({ code: 'SCRIPT_EXHAUSTED', message: 'scripted model: unexpected request #2 for model "x": script exhausted' })
+    expect(error).toMatchObject({
+      code: 'SCRIPT_EXHAUSTED',
+      message: 'scripted model: unexpected request #2 for model "x": script exhausted',
+    })
     expect(provider.failures).toEqual([error])
     expect(() => provider.assertDone()).toThrow('script exhausted')
   })
 
   it('throws SCRIPT_MISMATCH when expect fails', async () => {
     const provider = new ScriptedProvider({
-      script: [{ expect: (r) => r.tools.length === 0 || `expected no tools, got ${r.tools.map((t) => t.name).join()}`, content: 'no' }],
+      script: [
+        { expect: (r) => r.tools.length === 0 || `expected no tools, got ${r.tools.map((t) => t.name).join()}`, content: 'no' },
+      ],
     })
     const error = await rejection(provider.complete(ask('q'), opts()))
     expect(error).toMatchObject({ code: 'SCRIPT_MISMATCH' })
@@ -110,7 +127,10 @@ describe('ScriptedProvider', () => {
   })
 
   it('assertDone() lists unconsumed steps', async () => {
-    const provider = new ScriptedProvider({ script: [{ content: 'a' }, { toolCalls: [{ name: 'get_weather', arguments: {} }] }], model: 'm' })
+    const provider = new ScriptedProvider({
+      script: [{ content: 'a' }, { toolCalls: [{ name: 'get_weather', arguments: {} }] }],
+      model: 'm',
+    })
     await provider.complete(ask('q'), opts())
     expect(() => provider.assertDone()).toThrow('model "m": 1 unconsumed step(s): #2 reply tool calls get_weather')
   })
