@@ -7,6 +7,7 @@ import {
   type SignalboxError,
   type Subscription,
   systemClock,
+  untilAborted,
 } from '@signalbox/core'
 import type { z } from 'zod'
 import type { RejectionReporter } from './rejections.ts'
@@ -66,28 +67,6 @@ const ACK_WAIT_MS = 30_000
 const CATCH_UP_IDLE_MS = 150
 /** Largest delay `setTimeout` honours (a longer one fires at once). */
 export const MAX_TIMER_MS = 2 ** 31 - 1
-
-/** Settles like `work`, or rejects with the signal's reason as soon as it aborts (a late settle is ignored). */
-export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => {
-      work.catch(() => {})
-      reject(signal.reason instanceof Error ? signal.reason : new AbortedError('The operation was aborted.', signal.reason))
-    }
-    if (signal.aborted) return onAbort()
-    signal.addEventListener('abort', onAbort, { once: true })
-    work.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort)
-        resolve(value)
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort)
-        reject(error)
-      },
-    )
-  })
-}
 
 /**
  * Serves requests that arrive on the durable path (approvals, questions): decodes them, skips

@@ -18,10 +18,11 @@ import {
   ToolDescribeMessage,
   type ToolDescriptionMessage,
   type ToolResultMessage,
+  untilAborted,
   type WireError,
 } from '@signalbox/core'
 import { toWireError } from './rejections.ts'
-import { MAX_TIMER_MS, untilAborted } from './request-service.ts'
+import { MAX_TIMER_MS } from './request-service.ts'
 
 export const TOOL_QUEUE_GROUP = 'signalbox-tools'
 

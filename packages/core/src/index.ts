@@ -1,3 +1,4 @@
+export { untilAborted } from './abort.ts'
 export type { AgentOptions, RunHandle, RunOptions, RunResult } from './agent.ts'
 export { Agent, createAgent, MemoryAuditLog, RunFailedError } from './agent.ts'
 export * from './bus/index.ts'

@@ -74,6 +74,7 @@ import {
   type Subscription,
   subjectCovers,
   subjectMatches,
+  untilAborted,
 } from '@signalbox/core'
 
 export interface NatsDurableOptions {
@@ -151,7 +152,7 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<NatsBus> 
   })
   let nc: NatsConnection
   try {
-    nc = await abortable(connecting, signal, 'Connecting to NATS')
+    nc = await untilAborted(connecting, signal, 'Connecting to NATS')
   } catch (error) {
     // With waitOnFirstConnect the attempt goes on in the background: close it if it ever lands.
     connecting.then((late) => late.close()).catch(() => {})
@@ -160,7 +161,7 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<NatsBus> 
   }
   const bus = new NatsBus(nc, options, prefix)
   try {
-    await abortable(bus.ensureStream(), signal, 'Setting up the durable stream')
+    await untilAborted(bus.ensureStream(), signal, 'Setting up the durable stream')
   } catch (error) {
     await bus.close()
     if (error instanceof AbortedError || error instanceof BusError) throw error
@@ -430,7 +431,7 @@ export class NatsBus implements Bus {
       await this.connection.flush()
     })()
     try {
-      await abortable(work, signal, 'Flush')
+      await untilAborted(work, signal, 'Flush')
     } catch (error) {
       if (error instanceof AbortedError) throw error
       throw mapNatsError(error, '', 'flush')
@@ -1197,28 +1198,6 @@ function raceOutcome<T>(
     void closed.then(() => finish(new BusClosedError('wait for the server')))
     if (signal?.aborted) onAbort()
     else signal?.addEventListener('abort', onAbort, { once: true })
-  })
-}
-
-function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined, what: string): Promise<T> {
-  if (signal === undefined) return promise
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new AbortedError(`${what} was aborted.`, signal.reason))
-    if (signal.aborted) {
-      promise.catch(() => {})
-      return onAbort()
-    }
-    signal.addEventListener('abort', onAbort, { once: true })
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort)
-        resolve(value)
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort)
-        reject(error)
-      },
-    )
   })
 }
 

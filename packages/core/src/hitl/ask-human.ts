@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { untilAborted } from '../abort.ts'
 import { type Clock, systemClock } from '../clock.ts'
 import { formatDuration } from '../duration.ts'
 import { AbortedError, describeError, isAbortError, ToolError } from '../errors.ts'
@@ -56,7 +57,11 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
       }, timeoutMs)
       try {
         // The deadline holds even for an answerer that ignores its signal.
-        const answer = await untilAborted(options.answerer.answer(asked, { signal: controller.signal }), controller.signal)
+        const answer = await untilAborted(
+          options.answerer.answer(asked, { signal: controller.signal }),
+          controller.signal,
+          'The question',
+        )
         if (timedOut) throw new Error('timed out')
         const latencyMs = answer.answeredAt - askedAt
         context.emit({
@@ -108,30 +113,5 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
         context.signal.removeEventListener('abort', onAbort)
       }
     },
-  })
-}
-
-/** Settles like `work`, or rejects as soon as `signal` aborts (a late settle of `work` is ignored). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    work.catch(() => {})
-    return Promise.reject(new AbortedError('The question was withdrawn.'))
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => {
-      work.catch(() => {})
-      reject(new AbortedError('The question was withdrawn.'))
-    }
-    signal.addEventListener('abort', onAbort, { once: true })
-    work.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort)
-        resolve(value)
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort)
-        reject(error)
-      },
-    )
   })
 }

@@ -1,4 +1,5 @@
 import { fromCallback, fromPromise } from 'xstate'
+import { untilAborted } from '../abort.ts'
 import { describeError, ProviderError, TimeoutError } from '../errors.ts'
 import { Handoff } from '../handoff.ts'
 import type { ApprovalRequest } from '../hitl/types.ts'
@@ -125,7 +126,7 @@ export function createAgentActors(runtime: AgentRuntime) {
           }),
         )
         // A tool that ignores its signal must not hold the run: the timeout wins the race.
-        const output = await (timeoutMs === undefined ? work : raceAbort(work, toolSignal))
+        const output = await (timeoutMs === undefined ? work : untilAborted(work, toolSignal))
         if (output instanceof Handoff) {
           if (output.filter) runtime.handoffFilters.set(input.run.runId, output.filter)
           return {
@@ -193,24 +194,6 @@ export function eventFields(context: AgentContext): EventFields {
     ...(context.run.agentPath && context.run.agentPath.length > 0 ? { agentPath: context.run.agentPath } : {}),
     parentRunId: context.run.parentRunId,
   }
-}
-
-function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason)
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason)
-    signal.addEventListener('abort', onAbort, { once: true })
-    work.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort)
-        resolve(value)
-      },
-      (error) => {
-        signal.removeEventListener('abort', onAbort)
-        reject(error)
-      },
-    )
-  })
 }
 
 /** A provider failure worth another attempt: rate limits, server errors, dropped connections. */
