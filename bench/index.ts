@@ -11,6 +11,7 @@
  *
  * See BENCHMARKS.md for what is measured and the figures.
  */
+import { execFileSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os'
 import { parseArgs } from 'node:util'
@@ -42,7 +43,7 @@ const { values: args } = parseArgs({
 
 if (args.help) {
   console.log(
-    `pnpm bench [--quick] [--json <file>] [--only ${SCENARIOS.join(',')}] [--server child-process|in-process] [--rounds N]`,
+    `pnpm bench [--quick] [--json <file>] [--markdown <file>] [--only ${SCENARIOS.join(',')}] [--server child-process|in-process] [--rounds N]`,
   )
   process.exit(0)
 }
@@ -114,12 +115,14 @@ const meta = {
   rounds,
   server: serverWhere,
   gc: gc !== undefined,
+  /** The code measured: HEAD, and whether packages/core/src had uncommitted changes. */
+  git: gitState(),
   /** 1-minute load average when the run started: other work on the machine shows up here. */
   loadAverageAtStart: Number(loadavg()[0]!.toFixed(2)),
 }
 
 console.log(
-  `signalbox bench${quick ? ' (--quick)' : ''}: node ${meta.node}, ${meta.nproc} cpus (${cpuModel}), ${rounds} interleaved rounds`,
+  `signalbox bench${quick ? ' (--quick)' : ''}: node ${meta.node}, ${meta.nproc} cpus (${cpuModel}), ${rounds} interleaved rounds, load average ${meta.loadAverageAtStart}${meta.git ? `, commit ${meta.git.commit}${meta.git.coreDirty ? ' + uncommitted core changes' : ''}` : ''}`,
 )
 
 let dots = 0
@@ -198,11 +201,24 @@ if (args.markdown) {
     const checks = t.checks.length > 0 ? `\n\n${renderChecks(t.checks, 'markdown')}` : ''
     return `### ${t.title}\n\n${t.note.replaceAll('\n', ' ')}\n\n${renderTable(t, 'markdown')}${checks}\n`
   })
-  const header = `Command: \`${meta.command}\` · ${meta.date} · node ${meta.node} · ${meta.nproc} cpus (${meta.cpu}) · ${rounds} rounds · model server: ${serverWhere} · load average ${meta.loadAverageAtStart} → ${loadAverageAtEnd} · ${seconds.toFixed(0)} s\n`
+  const code = meta.git ? ` · commit ${meta.git.commit}${meta.git.coreDirty ? ' (packages/core/src modified)' : ''}` : ''
+  const header = `Command: \`${meta.command}\` · ${meta.date}${code} · node ${meta.node} · ${meta.nproc} cpus (${meta.cpu}) · ${rounds} rounds · model server: ${serverWhere} · load average ${meta.loadAverageAtStart} → ${loadAverageAtEnd} · ${seconds.toFixed(0)} s\n`
   writeFileSync(args.markdown, `${header}\n${sections.join('\n')}`)
   console.log(`tables written to ${args.markdown}`)
 }
 if (args.json) {
   writeFileSync(args.json, `${JSON.stringify({ meta: { ...meta, seconds, loadAverageAtEnd }, tables }, null, 2)}\n`)
   console.log(`results written to ${args.json}`)
+}
+
+function gitState(): { commit: string; coreDirty: boolean } | undefined {
+  try {
+    const git = (...a: string[]) => execFileSync('git', a, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
+    return {
+      commit: git('rev-parse', '--short', 'HEAD'),
+      coreDirty: git('status', '--porcelain', '--', 'packages/core/src').length > 0,
+    }
+  } catch {
+    return undefined
+  }
 }

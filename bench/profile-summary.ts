@@ -74,13 +74,33 @@ const shortUrl = (url: string) =>
     .replace(/.*\/node_modules\/\.pnpm\/[^/]+\/node_modules\//, '')
     .replace(`${process.cwd()}/`, '')
 
+const sources = new Map<string, string[] | undefined>()
+function sourceLines(path: string): string[] | undefined {
+  if (!sources.has(path)) {
+    try {
+      sources.set(path, readFileSync(path, 'utf8').split('\n'))
+    } catch {
+      sources.set(path, undefined)
+    }
+  }
+  return sources.get(path)
+}
+
 function where(frame: CallFrame): string {
   if (!frame.url) return ''
   let line = frame.lineNumber + 1
   if (frame.url.startsWith('file://')) {
-    const map = maps.get(fileURLToPath(frame.url))
+    const path = fileURLToPath(frame.url)
+    const map = maps.get(path)
     const entry = map?.findEntry(frame.lineNumber, frame.columnNumber) as { originalLine?: number } | undefined
     if (entry && typeof entry.originalLine === 'number') line = entry.originalLine + 1
+    // A cached map can be from an older version of the file: trust a named function's declaration.
+    const name = frame.functionName
+    const lines = map ? sourceLines(path) : undefined
+    if (name && lines && !lines[line - 1]?.includes(name)) {
+      const declared = lines.findIndex((text) => new RegExp(`(function\\s+|\\b)${name}\\s*[(:=<]`).test(text))
+      if (declared >= 0) line = declared + 1
+    }
   }
   return `${shortUrl(frame.url)}:${line}`
 }

@@ -122,7 +122,7 @@ export function renderTable(table: Table, style: 'text' | 'markdown'): string {
     'variant',
     metricHeader[table.metric],
     'spread',
-    `× ${shortLabel(baseLabel)}`,
+    `× ${style === 'markdown' ? baseLabel : shortLabel(baseLabel)}`,
     ...(hasComparator ? ['× like-for-like'] : []),
     ...(hasOverhead ? ['+µs / step'] : []),
     ...(hasCpu ? ['CPU µs / step', `CPU ×${hasComparator ? ' like-for-like' : ''}`] : []),

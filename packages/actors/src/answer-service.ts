@@ -11,7 +11,7 @@ import {
   QuestionMessage,
   type Subjects,
 } from '@signalbox/core'
-import { createRejectionReporter } from './rejections.ts'
+import { createRejectionReporter, msgIdPart } from './rejections.ts'
 import { type RequestService, type ServiceMode, serveDurableRequests } from './request-service.ts'
 
 export interface AnswerServiceOptions {
@@ -74,7 +74,7 @@ export function startAnswerService(options: AnswerServiceOptions): RequestServic
         answeredAt: answer.answeredAt,
       }
       await bus.durablePublish(subjects.answers(question.agentId), encodeMessage(reply), {
-        msgId: `answer-${question.questionId}-${answer.answeredBy}`,
+        msgId: msgIdPart(`answer-${question.questionId}-${answer.answeredBy}`),
         signal,
       })
       options.onAnswer?.(question, answer)

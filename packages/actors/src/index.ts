@@ -6,7 +6,7 @@ export { type BusReviewer, type BusReviewerOptions, createBusReviewer } from './
 export { sendControl, sendSteering, watchEvents } from './clients.ts'
 export * from './inspect/index.ts'
 export * from './nats/index.ts'
-export { createRejectionReporter, type RejectionReporter } from './rejections.ts'
+export { createRejectionReporter, msgIdPart, type RejectionReporter } from './rejections.ts'
 export { discoverTools, type RemoteToolOptions, remoteTool } from './remote-tool.ts'
 export type { RequestService, ServiceMode } from './request-service.ts'
 export { type ReviewerService, type ReviewerServiceOptions, startReviewerService } from './reviewer-service.ts'

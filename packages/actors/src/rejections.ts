@@ -80,3 +80,9 @@ export function createRejectionReporter(options: {
     }
   }
 }
+
+/** A `Nats-Msg-Id` header value: no control characters (a CR or LF would break the header). */
+export function msgIdPart(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing control characters is the point
+  return text.replace(/[\x00-\x1f\x7f]/g, '_').slice(0, 512)
+}

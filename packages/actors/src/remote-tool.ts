@@ -99,7 +99,12 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
       if (!decoded.ok)
         throw new ToolError('TOOL_BAD_REPLY', `The host of "${name}" sent an invalid reply: ${decoded.error.message}`)
       const reply = decoded.value
-      if (reply.type === 'error') throw new ToolError(reply.error.code, reply.error.message)
+      if (reply.type === 'error') {
+        if (reply.inReplyTo !== undefined && reply.inReplyTo !== call.callId) {
+          throw new ToolError('TOOL_BAD_REPLY', `The host of "${name}" answered call ${reply.inReplyTo}, not ${call.callId}.`)
+        }
+        throw new ToolError(reply.error.code, reply.error.message)
+      }
       if (reply.callId !== call.callId) {
         throw new ToolError('TOOL_BAD_REPLY', `The host of "${name}" answered call ${reply.callId}, not ${call.callId}.`)
       }

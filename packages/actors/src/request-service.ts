@@ -19,6 +19,11 @@ export interface Settlements<R extends z.ZodType> {
   subject: string
   schema: R
   idOf(reply: z.output<R>): string
+  /**
+   * Whether `reply` really settles `request` (e.g. a decision quoting its call id and digest).
+   * A reply that does not match (forged, for another call) must not silence review. Default: yes.
+   */
+  matches?(request: unknown, reply: z.output<R>): boolean
   onSettled?(id: string, reply: z.output<R>): void
 }
 
@@ -79,7 +84,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
 ): RequestService {
   const { bus } = options
   const clock = options.clock ?? systemClock
-  const inFlight = new Map<string, AbortController>()
+  const inFlight = new Map<string, { controller: AbortController; request: z.output<S> }>()
   const handled = new Set<string>()
   const stop = new AbortController()
   const markHandled = (id: string) => {
@@ -101,7 +106,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     await caughtUp
     if (stop.signal.aborted) return message.nak()
     const remaining = options.deadlineOf(request) - clock.now()
-    if (handled.has(id) || inFlight.has(id) || remaining <= 0) {
+    if (settledBy(id, request) || handled.has(id) || inFlight.has(id) || remaining <= 0) {
       message.ack()
       return
     }
@@ -110,7 +115,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     const deciding = new AbortController()
     const onLifetimeAbort = () => deciding.abort(lifetime.signal.reason)
     lifetime.signal.addEventListener('abort', onLifetimeAbort, { once: true })
-    inFlight.set(id, deciding)
+    inFlight.set(id, { controller: deciding, request })
     const onStop = () => lifetime.abort(new AbortedError('the service is stopping'))
     stop.signal.addEventListener('abort', onStop, { once: true })
     // Clamped: a timer past 2^31-1 ms fires at once in Node, which would expire a far-off request now.
@@ -151,6 +156,13 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
   // caught up (it has been idle for a moment), so a request answered before this instance started
   // is skipped, not asked again.
   const settledIn = options.settlements
+  /** Replies seen on the settlement subject, by request id; applied only when they match the request. */
+  const settlements = new Map<string, z.output<R>>()
+  const settledBy = (id: string, request: z.output<S>): boolean => {
+    const reply = settlements.get(id)
+    if (reply === undefined || !settledIn) return false
+    return settledIn.matches ? settledIn.matches(request, reply) : true
+  }
   let caughtUpNow: () => void = () => {}
   const caughtUp = new Promise<void>((resolve) => {
     caughtUpNow = resolve
@@ -177,8 +189,10 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
           const decoded = decodeMessage(message.data, settledIn.schema, { maxBytes: bus.maxPayload })
           if (!decoded.ok) return
           const id = settledIn.idOf(decoded.value)
-          markHandled(id)
-          inFlight.get(id)?.abort(new AbortedError('settled elsewhere'))
+          settlements.set(id, decoded.value)
+          if (settlements.size > 10_000) settlements.delete(settlements.keys().next().value as string)
+          const running = inFlight.get(id)
+          if (running && settledBy(id, running.request)) running.controller.abort(new AbortedError('settled elsewhere'))
           settledIn.onSettled?.(id, decoded.value)
         },
         { deliverAll: true, signal: stop.signal },
@@ -209,7 +223,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     },
     settled(id) {
       markHandled(id)
-      inFlight.get(id)?.abort(new AbortedError('settled elsewhere'))
+      inFlight.get(id)?.controller.abort(new AbortedError('settled elsewhere'))
     },
     close() {
       stop.abort()

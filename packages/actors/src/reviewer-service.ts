@@ -11,7 +11,7 @@ import {
   type Reviewer,
   type Subjects,
 } from '@signalbox/core'
-import { createRejectionReporter } from './rejections.ts'
+import { createRejectionReporter, msgIdPart } from './rejections.ts'
 import { type RequestService, type ServiceMode, serveDurableRequests } from './request-service.ts'
 
 export interface ReviewerServiceOptions {
@@ -65,6 +65,10 @@ export function startReviewerService(options: ReviewerServiceOptions): ReviewerS
       subject: decisionSubject,
       schema: ApprovalDecisionMessage,
       idOf: (decision) => decision.requestId,
+      // A forged decision (another call, other arguments) must not stop people from reviewing.
+      matches: (request, decision) =>
+        (request as ApprovalRequestMessage).callId === decision.callId &&
+        (request as ApprovalRequestMessage).digest === decision.digest,
       onSettled: (id, { v: _v, type: _type, ...decision }) => options.onSettled?.(id, decision),
     },
     ...(options.clock ? { clock: options.clock } : {}),
@@ -89,7 +93,7 @@ export function startReviewerService(options: ReviewerServiceOptions): ReviewerS
         decidedAt: decision.decidedAt,
       }
       await bus.durablePublish(subjects.approvalDecisions(request.agentId), encodeMessage(reply), {
-        msgId: `decision-${request.requestId}-${decision.reviewer}`,
+        msgId: msgIdPart(`decision-${request.requestId}-${decision.reviewer}`),
         signal,
       })
       options.onDecision?.(request, decision)

@@ -156,6 +156,16 @@ export function serveTools(options: ToolHostOptions): ToolHost {
               ),
             )
           }
+          if (call.deadline <= clock.now()) {
+            // Past its deadline already (queued, or a slow network): do not start it at all.
+            return send(
+              respond,
+              errorMessage(
+                { code: 'TOOL_TIMEOUT', message: `"${tool.name}" arrived after its deadline; it was not started.` },
+                call.callId,
+              ),
+            )
+          }
           const started = clock.now()
           safely(() => options.onCall?.({ toolName: tool.name, callId: call.callId, agentId: call.agentId, runId: call.runId }))
           const controller = new AbortController()

@@ -724,7 +724,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                           target: 'afterToolExecution',
                           actions: assign(({ context, event }) => {
                             const error = serializeError(event.error)
-                            const timeout = error.code === 'TIMEOUT'
+                            const timeout = error.code === 'TIMEOUT' || error.code === 'TOOL_TIMEOUT'
                             return setResult(context, {
                               output: `Error: ${error.message}`,
                               isError: true,

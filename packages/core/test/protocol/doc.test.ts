@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { createSubjects, DEFAULT_SUBJECT_PREFIX, defaultDurableSubjects } from '../../src/bus/subjects.ts'
+import { formatDuration } from '../../src/duration.ts'
 import { AGENT_EVENT_TYPES } from '../../src/events.ts'
 import { callDigest, canonicalJson } from '../../src/hitl/digest.ts'
 import { AUDIT_KINDS } from '../../src/hitl/types.ts'
@@ -156,11 +157,122 @@ describe('events, audit kinds and error codes', () => {
     for (const code of PROTOCOL_ERROR_CODES) expect(doc).toContain(`| \`${code}\``)
   })
 
+  it('the audit kinds are listed in the kinds table of §10, and the kind is an open string', () => {
+    const audit = doc.slice(doc.indexOf('## 10. Audit'), doc.indexOf('### 10.1'))
+    for (const kind of AUDIT_KINDS) expect(audit, kind).toMatch(new RegExp(`^\\| \`${kind.replaceAll('.', '\\.')}\`\\s`, 'm'))
+    expect(audit).toContain('**open** string')
+  })
+
+  it('every error code the bundled actors produce is documented, where it belongs', () => {
+    const codesIn = (relative: string) =>
+      new Set([...sourceOf(relative).matchAll(/'([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)'/g)].map((m) => m[1] as string))
+    const wire = doc.slice(doc.indexOf('### 12.2'), doc.indexOf('### 12.3'))
+    const clientSide = doc.slice(doc.indexOf('### 12.3'), doc.indexOf('## 13.'))
+    // Sent in `error` replies by a tool host.
+    const host = codesIn('../../../actors/src/tool-host.ts')
+    expect(host.size).toBeGreaterThanOrEqual(6)
+    for (const code of host) expect(wire, `tool-host.ts: ${code}`).toContain(`| \`${code}\``)
+    // Raised by the caller of a remote tool (never sent).
+    const caller = codesIn('../../../actors/src/remote-tool.ts')
+    expect(caller.size).toBeGreaterThanOrEqual(4)
+    for (const code of caller) expect(clientSide, `remote-tool.ts: ${code}`).toContain(`| \`${code}\``)
+    // Agent hosts and parents of remote runs, and the ask_human tool.
+    for (const relative of ['../../../actors/src/system/agent-system.ts', '../../src/hitl/ask-human.ts']) {
+      for (const code of codesIn(relative)) expect(doc, `${relative}: ${code}`).toContain(`| \`${code}\``)
+    }
+  })
+
+  it('every rejection component of the bundled actors is in the table of §11', () => {
+    const components = [
+      ...sourceOf('../../../actors/src/agent-connection.ts').matchAll(/component: `agent-\$\{agent\.id\}`/g),
+    ].map(() => 'agent-<agent>')
+    for (const file of ['bus-reviewer.ts', 'bus-answerer.ts', 'reviewer-service.ts', 'answer-service.ts']) {
+      components.push(
+        ...[...sourceOf(`../../../actors/src/${file}`).matchAll(/component: '([a-z-]+)'/g)].map((m) => m[1] as string),
+      )
+    }
+    expect(components.length).toBe(5)
+    const rejections = doc.slice(doc.indexOf('## 11. Rejections'), doc.indexOf('### 11.1'))
+    for (const component of components) expect(rejections, component).toMatch(new RegExp(`^\\| \`${component}\`\\s`, 'm'))
+  })
+
   it('every bus error code is documented as client-side', () => {
     const codes = [...sourceOf('../../src/bus/errors.ts').matchAll(/super\(\s*'([A-Z_]+)'/g)].map((m) => m[1] as string)
     expect(codes.length).toBeGreaterThanOrEqual(5)
     const clientSide = doc.slice(doc.indexOf('### 12.3'))
     for (const code of codes) expect(clientSide, code).toContain(`| \`${code}\``)
+  })
+})
+
+/** Numbers and lists the doc states about the bundled actors, read from their source. */
+describe('behaviour of the bundled actors stated in the doc', () => {
+  const constant = (relative: string, name: string) => {
+    const match = new RegExp(`const ${name} = ([0-9_* ]+)\\n`).exec(sourceOf(relative))
+    expect(match, `${relative}: const ${name}`).not.toBeNull()
+    return Function(`return ${(match?.[1] ?? '').replaceAll('_', '')}`)() as number
+  }
+
+  it('an oversized event keeps exactly the identity fields of §9 (agentPath included)', () => {
+    const source = sourceOf('../../../actors/src/agent-connection.ts')
+    const list = /const IDENTITY_FIELDS = \[([^\]]*)\]/.exec(source)?.[1] ?? ''
+    const inCode = [...list.matchAll(/'([A-Za-z]+)'/g)].map((m) => m[1])
+    expect(inCode).toContain('agentPath')
+    const stage = /only the identity fields the event has, unchanged: ([^\n]*(?:\n {5}[^\n]*)*)/.exec(doc)?.[1] ?? ''
+    const inDoc = [...stage.matchAll(/`([A-Za-z]+)`/g)].map((m) => m[1])
+    expect(inDoc).toEqual(inCode)
+    expect(constant('../../../actors/src/agent-connection.ts', 'TRIMMED_STRING_LENGTH')).toBe(4096)
+    expect(doc).toContain('a string longer than 4096 characters is cut to\n     4095 characters followed by `…`')
+  })
+
+  it('TOOL_INVALID_ARGUMENTS lists at most 20 issues; errors are bounded as §12.1 says', () => {
+    expect(constant('../../../actors/src/tool-host.ts', 'MAX_LISTED_ISSUES')).toBe(20)
+    expect(doc).toContain('At most **20 issues** are listed')
+    expect(constant('../../../actors/src/rejections.ts', 'MAX_ERROR_MESSAGE_LENGTH')).toBe(4096)
+    expect(constant('../../../actors/src/rejections.ts', 'MAX_DETAILS_BYTES')).toBe(16 * 1024)
+    expect(doc).toContain('`details` whose JSON exceeds 16 KiB (16 384 bytes)')
+  })
+
+  it('the tool-call deadline is the caller timeout minus min(1 s, 10 %)', () => {
+    expect(sourceOf('../../../actors/src/remote-tool.ts')).toContain(
+      'deadline: context.clock.now() + timeoutMs - Math.min(1_000, Math.floor(timeoutMs / 10))',
+    )
+    expect(doc).toContain('`margin = min(1000, floor(timeout / 10))`')
+    const margin = (timeout: number) => Math.min(1000, Math.floor(timeout / 10))
+    for (const [timeout, text] of [
+      [60_000, '60 s → `start + 59 s`'],
+      [10_000, '10 s → `start + 9 s`'],
+      [5_000, '5 s → `start + 4.5 s`'],
+      [500, '500 ms → `start + 450 ms`'],
+    ] as const) {
+      expect(doc).toContain(text)
+      expect(formatDuration(timeout - margin(timeout)).replace(/\s/g, ''), text).toBe(text.split('+ ')[1]?.replace(/[`\s]/g, ''))
+    }
+  })
+
+  it('the duration wording of §1.8 is what formatDuration writes', () => {
+    for (const [ms, text] of [
+      [300, '300 ms'],
+      [1_500, '1.5s'],
+      [60_000, '60s'],
+      [90_000, '90s'],
+      [120_000, '2 min'],
+      [300_000, '5 min'],
+      [150_000, '2.5 min'],
+    ] as const) {
+      expect(formatDuration(ms)).toBe(text)
+      expect(doc.slice(doc.indexOf('### 1.8'), doc.indexOf('## 2. NATS mapping'))).toContain(`\`${text}\``)
+    }
+  })
+
+  it('the reviewer and answer services wait for the settlement log, and use the documented groups', () => {
+    expect(constant('../../../actors/src/request-service.ts', 'CATCH_UP_IDLE_MS')).toBe(150)
+    expect(doc).toContain('quiet for 150 ms')
+    expect(sourceOf('../../../actors/src/reviewer-service.ts')).toContain("mode: options.mode ?? 'shared',")
+    expect(sourceOf('../../../actors/src/reviewer-service.ts')).toContain("group: options.group ?? 'reviewers',")
+    expect(sourceOf('../../../actors/src/answer-service.ts')).toContain("mode: options.mode ?? 'broadcast',")
+    expect(sourceOf('../../../actors/src/answer-service.ts')).toContain("group: options.group ?? 'answerers',")
+    expect(doc).toContain('by default **`reviewers`**')
+    expect(doc).toContain('its default mode is **`broadcast`**')
   })
 })
 
