@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { untilAborted } from '../abort.ts'
 import { type Clock, systemClock } from '../clock.ts'
 import { formatDuration } from '../duration.ts'
-import { AbortedError, describeError, isAbortError, ToolError } from '../errors.ts'
+import { describeError, isAbortError, ToolError } from '../errors.ts'
 import { type Tool, tool } from '../tool.ts'
 import type { Answerer, Question } from './types.ts'
 
