@@ -1,4 +1,5 @@
 import {
+  type ApprovalDecisionMessage,
   type ApprovalRequestMessage,
   callDigest,
   createInProcessBus,
@@ -7,6 +8,7 @@ import {
   ErrorMessage,
   encodeMessage,
   policyReviewer,
+  type ToolCallMessage,
   tool,
 } from '@signalbox/core'
 import { describe, expect, it } from 'vitest'
@@ -50,13 +52,15 @@ describe('startReviewerService settlements', () => {
     await bus.durablePublish(
       subjects.approvalDecisions('payer'),
       encodeMessage({
-        ...real,
+        v: 1,
         type: 'approval.decision',
+        requestId: real.requestId,
+        callId: real.callId,
         approved: true,
         reviewer: 'mallory',
         decidedAt: Date.now(),
         digest: `sha256:${'0'.repeat(64)}`,
-      }),
+      } satisfies ApprovalDecisionMessage),
       { msgId: 'forged' },
     )
     await bus.durablePublish(subjects.approvals('payer'), encodeMessage(real), { msgId: real.requestId })
@@ -87,7 +91,7 @@ describe('serveTools deadlines', () => {
         runId: 'r',
         arguments: {},
         deadline: Date.now() - 1,
-      }),
+      } satisfies ToolCallMessage),
       { timeoutMs: 2_000 },
     )
     const decoded = decodeMessage(reply.data, ErrorMessage)
