@@ -1,11 +1,11 @@
 /**
  * `pnpm bench`: signalbox against hand-written loops, per tool step, in one process and one run.
  *
- *   pnpm bench                      full run (about 2-3 minutes on 2 cores)
- *   pnpm bench --quick              smoke mode (seconds)
+ *   pnpm bench                      every scenario (issue 2's five take about 2.3 minutes on 2 cores)
+ *   pnpm bench --quick              smoke mode (about 20 s)
  *   pnpm bench --json results.json  also write every sample as JSON
  *   pnpm bench --markdown out.md    also write the tables as Markdown (for BENCHMARKS.md)
- *   pnpm bench --only in-process,xstate,heap,http,concurrency
+ *   pnpm bench --only in-process,xstate,heap,http,concurrency   (issue 2; `scale` is issue 4's)
  *   pnpm bench --server in-process  model server in this process (default: a child process)
  *   pnpm bench --rounds 9
  *
