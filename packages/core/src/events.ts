@@ -102,7 +102,10 @@ export const AGENT_EVENT_TYPES = [
 
 /**
  * A tiny typed emitter. Listener errors are caught and handed to `onListenerError`, never
- * to the run. Payloads are frozen copies so a listener cannot reach into the run's state.
+ * to the run. Payloads are frozen, so a listener cannot change the run's state through them.
+ * They are frozen in place, not copied: the transcript's messages are frozen when they join it,
+ * so freezing an event that carries the transcript costs one check per message, where a deep
+ * copy per event made a long run quadratic (see BENCHMARKS.md).
  */
 export class EventEmitter {
   readonly #listeners = new Map<string, Set<(event: AgentEvent) => void>>()
@@ -140,18 +143,13 @@ export class EventEmitter {
     if (any) for (const listener of any) this.#call(listener, frozen)
   }
 
-  /** A frozen deep copy; emitting never throws into the run, even for a payload that cannot be cloned. */
+  /** The event, frozen; emitting never throws into the run. */
   #copy(event: AgentEvent): AgentEvent | undefined {
     try {
-      return deepFreeze(structuredClone(event))
-    } catch {
-      // E.g. a function in a reviewer's decision: JSON drops what cannot be copied.
-      try {
-        return deepFreeze(JSON.parse(JSON.stringify(event)) as AgentEvent)
-      } catch (error) {
-        this.#reportSafely(error, event)
-        return undefined
-      }
+      return deepFreeze(event)
+    } catch (error) {
+      this.#reportSafely(error, event)
+      return undefined
     }
   }
 
@@ -176,7 +174,8 @@ export class EventEmitter {
   }
 }
 
-function deepFreeze<T>(value: T): T {
+/** Freezes `value` and everything it holds, stopping at what is already frozen. */
+export function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value)
     for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key])

@@ -8,7 +8,7 @@ import {
   RunCancelledError,
   serializeError,
 } from '../errors.ts'
-import type { AgentEvent, ToolOutcome } from '../events.ts'
+import { type AgentEvent, deepFreeze, type ToolOutcome } from '../events.ts'
 import { callDigest } from '../hitl/digest.ts'
 import type { ApprovalDecision, ApprovalRequest, AuditEntry } from '../hitl/types.ts'
 import type { ToolGate } from '../hooks.ts'
@@ -256,7 +256,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
       recordToolResult: assign(({ context }) => {
         const call = context.current as CurrentCall
         const result = call.result ?? { output: '', isError: false, outcome: 'executed' as ToolOutcome }
-        const message: ToolMessage = { role: 'tool', tool_call_id: call.callId, content: result.output }
+        const message: ToolMessage = Object.freeze({ role: 'tool', tool_call_id: call.callId, content: result.output })
         emit(context, {
           type: 'tool.end',
           callId: call.callId,
@@ -691,13 +691,16 @@ export function createAgentMachine(runtime: AgentRuntime) {
                   executingTool: {
                     description: 'The tool runs (locally or on a remote host). A throw becomes an error result.',
                     tags: ['wait', 'tool'],
-                    entry: ({ context }) =>
+                    entry: ({ context }) => {
+                      if (!runtime.events.has('tool.start')) return
                       emit(context, {
                         type: 'tool.start',
                         callId: context.current?.callId ?? '',
                         toolName: context.current?.toolName ?? '',
-                        arguments: context.current?.args,
-                      }),
+                        // A copy: the event is frozen, and the tool may still change its own arguments.
+                        arguments: structuredClone(context.current?.args),
+                      })
+                    },
                     invoke: {
                       src: 'executeTool',
                       input: ({ context }) => context,
@@ -934,7 +937,8 @@ function createContext(input: AgentInput): AgentContext {
   const messages: Message[] = []
   if (input.instructions) messages.push({ role: 'system', content: input.instructions })
   if (typeof input.input === 'string') messages.push({ role: 'user', content: input.input })
-  else messages.push(...input.input)
+  else messages.push(...input.input.map((m) => deepFreeze(structuredClone(m))))
+  for (const m of messages) Object.freeze(m)
   const lastUser = [...messages].reverse().find((m) => m.role === 'user')
   return {
     run: {
@@ -968,7 +972,8 @@ function createContext(input: AgentInput): AgentContext {
 }
 
 function acceptReply(context: AgentContext, response: ProviderResponse): Partial<AgentContext> {
-  const message = response.message
+  // Transcript messages are immutable once in: events and hooks share them without copies.
+  const message = deepFreeze(response.message)
   return {
     reply: message,
     model: { ...context.model, outgoing: undefined, finishReason: response.finishReason },
