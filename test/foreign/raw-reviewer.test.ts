@@ -1,0 +1,185 @@
+/**
+ * The protocol is language-neutral: a reviewer that uses neither signalbox's code nor a NATS
+ * client library (a bare TCP socket speaking the NATS text protocol, written from
+ * docs/protocol.md alone) approves one call of a real agent and denies another.
+ */
+import net from 'node:net'
+import { connectNatsBus, createBusReviewer } from '@signalbox/actors'
+import { createAgent, createSubjects, MemoryAuditLog, tool } from '@signalbox/core'
+import { ScriptedProvider } from '@signalbox/core/testing'
+import { afterEach, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { NATS_URL, uniquePrefix } from '../support/env.ts'
+
+interface Delivery {
+  subject: string
+  reply: string | undefined
+  headers: string
+  payload: string
+}
+
+/** Just enough of the NATS text protocol for a reviewer (docs/protocol.md §2, §14). */
+class RawNats {
+  readonly #socket: net.Socket
+  #buffer = Buffer.alloc(0)
+  readonly #deliveries: Delivery[] = []
+  #wake: (() => void) | undefined
+
+  constructor(url: string) {
+    const { hostname, port } = new URL(url)
+    this.#socket = net.connect(Number(port), hostname)
+    this.#socket.on('data', (chunk: Buffer) => {
+      this.#buffer = Buffer.concat([this.#buffer, chunk])
+      this.#parse()
+    })
+    this.#socket.on('error', () => {})
+  }
+
+  send(line: string): void {
+    this.#socket.write(line)
+  }
+
+  /** The next message delivered on any subscription. */
+  async next(timeoutMs = 10_000): Promise<Delivery> {
+    const deadline = Date.now() + timeoutMs
+    while (this.#deliveries.length === 0) {
+      if (Date.now() > deadline) throw new Error('no message from the server')
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve
+        setTimeout(resolve, 50)
+      })
+    }
+    return this.#deliveries.shift() as Delivery
+  }
+
+  close(): void {
+    this.#socket.destroy()
+  }
+
+  #parse(): void {
+    for (;;) {
+      const end = this.#buffer.indexOf('\r\n')
+      if (end < 0) return
+      const line = this.#buffer.subarray(0, end).toString('utf8')
+      const parts = line.split(/ +/)
+      const op = parts[0]?.toUpperCase()
+      if (op === 'PING') {
+        this.send('PONG\r\n')
+      } else if (op === 'MSG' || op === 'HMSG') {
+        // MSG <subject> <sid> [reply] <bytes> | HMSG <subject> <sid> [reply] <header bytes> <total bytes>
+        const hasHeaders = op === 'HMSG'
+        const total = Number(parts[parts.length - 1])
+        const headerBytes = hasHeaders ? Number(parts[parts.length - 2]) : 0
+        const fixed = hasHeaders ? 5 : 4
+        const reply = parts.length > fixed ? parts[3] : undefined
+        if (this.#buffer.length < end + 2 + total + 2) return
+        const body = this.#buffer.subarray(end + 2, end + 2 + total)
+        this.#deliveries.push({
+          subject: parts[1] as string,
+          reply,
+          headers: body.subarray(0, headerBytes).toString('utf8'),
+          payload: body.subarray(headerBytes).toString('utf8'),
+        })
+        this.#buffer = this.#buffer.subarray(end + 2 + total + 2)
+        this.#wake?.()
+        continue
+      }
+      this.#buffer = this.#buffer.subarray(end + 2)
+    }
+  }
+}
+
+const cleanups: (() => unknown)[] = []
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+describe('a reviewer written against docs/protocol.md with a raw TCP socket', () => {
+  it('approves one call and denies another; the agent applies exactly those decisions', async () => {
+    const prefix = uniquePrefix()
+    const subjects = createSubjects(prefix)
+    const bus = await connectNatsBus({ servers: NATS_URL, prefix, name: 'raw-reviewer-test' })
+    cleanups.push(() => bus.close())
+
+    // The reviewer: subscribe to the requests (the `*` keeps decisions out), and to an inbox for the stream's acks.
+    const raw = new RawNats(NATS_URL)
+    cleanups.push(() => raw.close())
+    raw.send(
+      'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1,"name":"raw-reviewer"}\r\n',
+    )
+    raw.send(`SUB ${prefix}.approvals.* 1\r\n`)
+    raw.send('SUB _INBOX.raw.* 2\r\n')
+    raw.send('PING\r\n')
+
+    const paid: unknown[] = []
+    const pay = tool({
+      name: 'pay',
+      description: 'Pay an invoice. Irreversible.',
+      schema: z.object({ invoice: z.string(), amount: z.number() }),
+      needsApproval: true,
+      execute: (args) => {
+        paid.push(args)
+        return `paid ${args.invoice}`
+      },
+    })
+    const provider = new ScriptedProvider({
+      script: [
+        { toolCalls: [{ id: 'c1', name: 'pay', arguments: { invoice: 'A-1', amount: 120 } }] },
+        { toolCalls: [{ id: 'c2', name: 'pay', arguments: { invoice: 'B-2', amount: 9000 } }] },
+        { content: 'Paid A-1; B-2 was refused.' },
+      ],
+    })
+    const audit = new MemoryAuditLog()
+    const agent = createAgent({
+      id: 'payer',
+      audit,
+      provider,
+      tools: [pay],
+      reviewer: createBusReviewer({ bus, subjects }),
+      approvalTimeoutMs: 20_000,
+    })
+    const run = agent.run('Pay A-1 and B-2.')
+
+    const answered: string[] = []
+    for (const verdict of [{ approved: true }, { approved: false, reason: 'Amounts over 1000 need the finance lead' }]) {
+      const delivery = await raw.next()
+      expect(delivery.subject).toBe(`${prefix}.approvals.payer`)
+      const request = JSON.parse(delivery.payload) as Record<string, unknown>
+      expect(request).toMatchObject({ v: 1, type: 'approval.request', agentId: 'payer', toolName: 'pay' })
+      const decision = JSON.stringify({
+        v: 1,
+        type: 'approval.decision',
+        requestId: request.requestId,
+        callId: request.callId,
+        digest: request.digest,
+        ...verdict,
+        reviewer: 'raw-reviewer',
+        decidedAt: Date.now(),
+      })
+      const headers = `NATS/1.0\r\nNats-Msg-Id: decision-${request.requestId}-raw-reviewer\r\n\r\n`
+      const size = Buffer.byteLength(headers) + Buffer.byteLength(decision)
+      raw.send(
+        `HPUB ${prefix}.approvals.payer.decisions _INBOX.raw.${answered.length} ${Buffer.byteLength(headers)} ${size}\r\n${headers}${decision}\r\n`,
+      )
+      // The stream's ack: the decision is stored.
+      const ack = await raw.next()
+      expect(JSON.parse(ack.payload)).toMatchObject({ seq: expect.any(Number) })
+      answered.push(String(request.callId))
+    }
+
+    const result = await run
+    expect(answered).toEqual(['c1', 'c2'])
+    expect(paid).toEqual([{ invoice: 'A-1', amount: 120 }])
+    const toolMessages = result.messages.filter((m) => m.role === 'tool').map((m) => m.content)
+    expect(toolMessages[0]).toBe('paid A-1')
+    expect(toolMessages[1]).toMatch(/^Denied by raw-reviewer: Amounts over 1000 need the finance lead\./)
+    const kinds = audit.entries.map((e) => [e.kind, e.actor])
+    expect(kinds).toEqual([
+      ['approval.granted', 'raw-reviewer'],
+      ['approval.denied', 'raw-reviewer'],
+    ])
+
+    // Clean the test's stream off the shared server.
+    await bus.connection.request(`$JS.API.STREAM.DELETE.${bus.streamName}`, '', { timeout: 2_000 }).catch(() => {})
+  })
+})
