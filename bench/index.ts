@@ -6,6 +6,7 @@
  *   pnpm bench --json results.json  also write every sample as JSON
  *   pnpm bench --markdown out.md    also write the tables as Markdown (for BENCHMARKS.md)
  *   pnpm bench --only in-process,xstate,heap,http,concurrency   (issue 2; `scale` is issue 4's)
+ *   pnpm bench --only approval      a remote approval's round trip over NATS (issue 3)
  *   pnpm bench --server in-process  model server in this process (default: a child process)
  *   pnpm bench --rounds 9
  *
@@ -18,6 +19,7 @@ import { parseArgs } from 'node:util'
 import { gc } from './lib/measure.ts'
 import { startBenchServer } from './lib/model-server.ts'
 import { type Check, renderChecks, renderTable, type Table } from './lib/report.ts'
+import { approvalLatencyScenario, renderLatency } from './scenarios/approval-latency.ts'
 import { httpConcurrencyScenario, inProcessConcurrencyScenario } from './scenarios/concurrency.ts'
 import { heapScenario } from './scenarios/heap.ts'
 import { httpLongRunScenario } from './scenarios/http.ts'
@@ -26,7 +28,7 @@ import type { ScenarioOptions } from './scenarios/options.ts'
 import { scaleMemoryScenario, scaleThroughputScenario } from './scenarios/scale.ts'
 import { xstateFloorScenario } from './scenarios/xstate-floor.ts'
 
-const SCENARIOS = ['in-process', 'xstate', 'heap', 'http', 'concurrency', 'scale'] as const
+const SCENARIOS = ['in-process', 'xstate', 'heap', 'http', 'concurrency', 'scale', 'approval'] as const
 type ScenarioName = (typeof SCENARIOS)[number]
 
 const { values: args } = parseArgs({
@@ -188,6 +190,15 @@ if (only.has('scale')) {
   show(await scaleThroughputScenario(quick ? 100 : 1_000, quick ? 3 : 5, { ...options, rounds: Math.min(rounds, 3), warmup: 1 }))
 }
 
+// Issue 3: a remote approval's round trip over NATS, next to a bare request/reply in the same run.
+let approvalLatency: Awaited<ReturnType<typeof approvalLatencyScenario>> | undefined
+if (only.has('approval')) {
+  const count = quick ? 100 : 1_000
+  approvalLatency = await approvalLatencyScenario(count)
+  console.log(`\n## Approval round trip over NATS (${count} sequential approvals)\n`)
+  console.log(renderLatency(approvalLatency))
+}
+
 const seconds = Number(process.hrtime.bigint() - started) / 1e9
 const checks: Check[] = tables.flatMap((t) => t.checks)
 if (checks.length > 0) console.log(`\n## Targets\n${renderChecks(checks, 'text')}`)
@@ -207,7 +218,10 @@ if (args.markdown) {
   console.log(`tables written to ${args.markdown}`)
 }
 if (args.json) {
-  writeFileSync(args.json, `${JSON.stringify({ meta: { ...meta, seconds, loadAverageAtEnd }, tables }, null, 2)}\n`)
+  writeFileSync(
+    args.json,
+    `${JSON.stringify({ meta: { ...meta, seconds, loadAverageAtEnd }, tables, approvalLatency }, null, 2)}\n`,
+  )
   console.log(`results written to ${args.json}`)
 }
 
