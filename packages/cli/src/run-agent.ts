@@ -1,4 +1,5 @@
 /** The implementation of `signalbox run` (loaded only when the command runs). */
+
 import {
   type BusAnswerer,
   type BusReviewer,
@@ -33,7 +34,7 @@ import {
 } from '@signalbox/core'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import type { AgentModuleContext } from './agent-module.ts'
-import { openBus } from './bus.ts'
+import { openBus, untilSignal } from './bus.ts'
 import { CliError, type CommandContext, EXIT, NO_BUS_MESSAGE, UsageError } from './cli.ts'
 import { parseMs } from './commands/status.ts'
 import { loadAgentModule } from './load-module.ts'
@@ -283,6 +284,13 @@ export async function runAgent(context: CommandContext): Promise<number> {
       printResult(print, c, result, Date.now() - startedAt)
       if (audit instanceof MemoryAuditLog && audit.entries.length > 0) printAudit(print, c, audit.entries)
       if (scriptProblem) print(`${c.red('✘')} ${scriptProblem}`)
+    }
+    if (inspection.inspect && mode === 'embedded' && io.stdout.isTTY && !context.global.json) {
+      // The inspector page lives in this process: keep it up until the person has looked.
+      print(c.dim('the inspector page stays open: Ctrl-C to exit'))
+      const waiting = untilSignal(io.signal)
+      await waiting.promise
+      waiting.dispose()
     }
     if (result.status === 'cancelled') return EXIT.cancelled
     if (result.status !== 'done' || scriptProblem) return EXIT.failed
