@@ -62,6 +62,17 @@ export function createAgentMachine(runtime: AgentRuntime) {
         context.run.maxTokens !== undefined && context.usage.totalTokens >= context.run.maxTokens,
       externalBudgetSpent: ({ context }) => runtime.budgetChecks.get(context.run.runId)?.() !== undefined,
       handoffRequested: ({ context }) => context.handoff !== undefined,
+      nextCallGoesToHook: ({ context }) => {
+        if (context.handoff || context.steering.length > 0 || context.batchSteered) return false
+        if (!runtime.hooks.has('beforeToolExecution')) return false
+        const call = context.calls[context.callIndex]
+        return call !== undefined && prepareCall(call).invalid === undefined
+      },
+      currentRunsAtOnce: ({ context }) =>
+        context.steering.length === 0 &&
+        !context.batchSteered &&
+        context.current !== undefined &&
+        !runtime.tools.get(context.current.toolName)?.needsApproval,
       nextCallRunsAtOnce: ({ context }) => {
         if (context.handoff || context.steering.length > 0 || context.batchSteered) return false
         if (runtime.hooks.has('beforeToolExecution')) return false
@@ -421,7 +432,9 @@ export function createAgentMachine(runtime: AgentRuntime) {
                           serializeError(new RunCancelledError(`stopped by beforeTurn hook: ${event.output?.reason ?? ''}`)),
                       }),
                     },
-                    { target: 'beforeProviderCall', actions: 'emitTurnStart' },
+                    // Through the hook point's state, so every state of the chart is one a run can be in.
+                    { guard: 'hasBeforeProviderCall', target: 'beforeProviderCall', actions: 'emitTurnStart' },
+                    { target: 'callingModel', actions: ['emitTurnStart', 'resetModelCall'] },
                   ],
                   onError: { target: '#agent.failed', actions: 'failWithHookError' },
                 },
@@ -540,7 +553,17 @@ export function createAgentMachine(runtime: AgentRuntime) {
                         reenter: true,
                         actions: 'emitTurnEnd',
                       },
+                      {
+                        guard: ({ context }) => context.callIndex >= context.calls.length && runtime.hooks.has('afterTurn'),
+                        target: '#agent.running.turn.runningAfterTurn',
+                      },
                       { guard: 'allCallsHandled', target: '#agent.running.turn.afterTurn' },
+                      {
+                        // A valid call, no correction: straight to the beforeToolExecution hook.
+                        guard: 'nextCallGoesToHook',
+                        target: 'runningBeforeToolExecution',
+                        actions: assign(({ context }) => ({ current: openCall(context) })),
+                      },
                       {
                         // Fast path: a valid call that needs no hook, approval or correction runs at once.
                         guard: 'nextCallRunsAtOnce',
@@ -606,6 +629,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                           target: 'afterToolExecution',
                           actions: assign(({ context, event }) => setResult(context, gateResult(event.output))),
                         },
+                        { guard: 'currentRunsAtOnce', target: 'executingTool' },
                         { target: 'approvalCheck' },
                       ],
                       onError: { target: '#agent.failed', actions: 'failWithHookError' },
@@ -782,7 +806,15 @@ export function createAgentMachine(runtime: AgentRuntime) {
                 invoke: {
                   src: 'afterTurnHook',
                   input: ({ context }) => context,
-                  onDone: { target: 'turnEnd' },
+                  onDone: [
+                    {
+                      guard: ({ context }) => context.calls.length > 0 && !context.handoff,
+                      target: '#agent.running.turn',
+                      reenter: true,
+                      actions: 'emitTurnEnd',
+                    },
+                    { target: 'turnEnd' },
+                  ],
                   onError: { target: '#agent.failed', actions: 'failWithHookError' },
                 },
               },
