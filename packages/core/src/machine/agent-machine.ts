@@ -39,6 +39,26 @@ export function createAgentMachine(runtime: AgentRuntime) {
   const audit = (context: AgentContext, entry: Omit<AuditEntry, 'agentId' | 'runId' | 'runPath'>) =>
     runtime.recordAudit({ agentId: context.run.agentId, runId: context.run.runId, runPath: context.run.runPath, ...entry })
 
+  /** Who decided what on a request, and what they were shown (the exact call). */
+  const auditApproval = (
+    context: AgentContext,
+    request: ApprovalRequest,
+    outcome: { kind: AuditEntry['kind']; decision: string; reason: string | undefined; actor: string; decidedAt: number },
+  ) =>
+    audit(context, {
+      kind: outcome.kind,
+      callId: request.callId,
+      toolName: request.toolName,
+      shown: request.arguments,
+      digest: request.digest,
+      decision: outcome.decision,
+      ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
+      actor: outcome.actor,
+      requestedAt: request.requestedAt,
+      decidedAt: outcome.decidedAt,
+      latencyMs: outcome.decidedAt - request.requestedAt,
+    })
+
   const setResult = (context: AgentContext, result: NonNullable<CurrentCall['result']>): Partial<AgentContext> => ({
     current: context.current ? { ...context.current, result } : undefined,
   })
@@ -95,6 +115,11 @@ export function createAgentMachine(runtime: AgentRuntime) {
       },
     },
     actions: {
+      queueSteering: assign(({ context, event }) => {
+        const { text, from = 'user' } = event as Extract<AgentMachineEvent, { type: 'agent.steer' }>
+        emit(context, { type: 'steering.queued', text, from })
+        return { steering: [...context.steering, { text, from, at: clock.now() }] }
+      }),
       acceptReply: assign(({ context, event }) =>
         acceptReply(context, (event as unknown as { output: ProviderResponse }).output),
       ),
@@ -196,18 +221,12 @@ export function createAgentMachine(runtime: AgentRuntime) {
         const request = context.current?.approval as ApprovalRequest
         const latencyMs = decision.decidedAt - request.requestedAt
         emit(context, { type: 'approval.decided', request, decision, latencyMs })
-        audit(context, {
+        auditApproval(context, request, {
           kind: decision.approved ? 'approval.granted' : 'approval.denied',
-          callId: request.callId,
-          toolName: request.toolName,
-          shown: request.arguments,
-          digest: request.digest,
           decision: decision.approved ? 'approved' : 'denied',
-          ...(decision.reason === undefined ? {} : { reason: decision.reason }),
+          reason: decision.reason,
           actor: decision.reviewer,
-          requestedAt: request.requestedAt,
           decidedAt: decision.decidedAt,
-          latencyMs,
         })
         if (decision.approved) return {}
         const why = decision.reason ? `: ${decision.reason.trim().replace(/[.!?]*$/, '')}` : ' (no reason given)'
@@ -219,20 +238,13 @@ export function createAgentMachine(runtime: AgentRuntime) {
       }),
       approvalTimedOut: assign(({ context }) => {
         const request = context.current?.approval as ApprovalRequest
-        const now = clock.now()
         emit(context, { type: 'approval.timeout', request })
-        audit(context, {
+        auditApproval(context, request, {
           kind: 'approval.timeout',
-          callId: request.callId,
-          toolName: request.toolName,
-          shown: request.arguments,
-          digest: request.digest,
           decision: 'timeout',
           reason: 'no decision before the deadline; the safe default is to deny',
           actor: 'system',
-          requestedAt: request.requestedAt,
-          decidedAt: now,
-          latencyMs: now - request.requestedAt,
+          decidedAt: clock.now(),
         })
         return setResult(context, {
           output: `Not executed: nobody approved "${request.toolName}" within ${formatDuration(request.deadline - request.requestedAt)}, so it was denied by default. Ask the person, or choose another action.`,
@@ -243,20 +255,13 @@ export function createAgentMachine(runtime: AgentRuntime) {
       approvalUnavailable: assign(({ context, event }) => {
         const reason = (event as { reason: string }).reason
         const request = context.current?.approval as ApprovalRequest
-        const now = clock.now()
         emit(context, { type: 'approval.unavailable', request, reason })
-        audit(context, {
+        auditApproval(context, request, {
           kind: 'approval.unavailable',
-          callId: request.callId,
-          toolName: request.toolName,
-          shown: request.arguments,
-          digest: request.digest,
           decision: 'unavailable',
           reason: `no reviewer could decide: ${reason}`,
           actor: 'system',
-          requestedAt: request.requestedAt,
-          decidedAt: now,
-          latencyMs: now - request.requestedAt,
+          decidedAt: clock.now(),
         })
         return setResult(context, {
           output: `Not executed: "${request.toolName}" needs a person's approval and no reviewer could decide (${reason}). It was denied by default.`,
@@ -335,17 +340,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
               error: ({ event }) => serializeError(new RunCancelledError(event.reason ?? 'cancelled by request')),
             }),
           },
-          'agent.steer': {
-            actions: [
-              assign({
-                steering: ({ context, event }) => [
-                  ...context.steering,
-                  { text: event.text, from: event.from ?? 'user', at: clock.now() },
-                ],
-              }),
-              ({ context, event }) => emit(context, { type: 'steering.queued', text: event.text, from: event.from ?? 'user' }),
-            ],
-          },
+          'agent.steer': { actions: 'queueSteering' },
           // A decision that arrives when no approval is pending is late: record it, never apply it.
           'approval.decision': {
             actions: ({ context, event }) =>
@@ -697,19 +692,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                         actions: 'approvalUnavailable',
                       },
                       // A correction while the person is still deciding withdraws the request.
-                      'agent.steer': {
-                        target: 'steeringCheck',
-                        actions: [
-                          assign({
-                            steering: ({ context, event }) => [
-                              ...context.steering,
-                              { text: event.text, from: event.from ?? 'user', at: clock.now() },
-                            ],
-                          }),
-                          ({ context, event }) =>
-                            emit(context, { type: 'steering.queued', text: event.text, from: event.from ?? 'user' }),
-                        ],
-                      },
+                      'agent.steer': { target: 'steeringCheck', actions: 'queueSteering' },
                     },
                   },
                   executingTool: {
