@@ -33,8 +33,8 @@ import {
   systemClock,
 } from '@signalbox/core'
 import { z } from 'zod'
-import { type AgentConnection, connectAgent } from '../agent-connection.ts'
-import { sendControl, sendSteering } from '../clients.ts'
+import { type AgentConnection, connectAgent } from '../agents/agent-connection.ts'
+import { sendControl, sendSteering } from '../agents/clients.ts'
 import type { Directory } from './directory.ts'
 
 /** Limits for one run tree (a root run and every run it delegates to, in any process). */

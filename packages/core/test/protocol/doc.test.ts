@@ -169,11 +169,11 @@ describe('events, audit kinds and error codes', () => {
     const wire = doc.slice(doc.indexOf('### 12.2'), doc.indexOf('### 12.3'))
     const clientSide = doc.slice(doc.indexOf('### 12.3'), doc.indexOf('## 13.'))
     // Sent in `error` replies by a tool host.
-    const host = codesIn('../../../actors/src/tool-host.ts')
+    const host = codesIn('../../../actors/src/tools/tool-host.ts')
     expect(host.size).toBeGreaterThanOrEqual(6)
     for (const code of host) expect(wire, `tool-host.ts: ${code}`).toContain(`| \`${code}\``)
     // Raised by the caller of a remote tool (never sent).
-    const caller = codesIn('../../../actors/src/remote-tool.ts')
+    const caller = codesIn('../../../actors/src/tools/remote-tool.ts')
     expect(caller.size).toBeGreaterThanOrEqual(4)
     for (const code of caller) expect(clientSide, `remote-tool.ts: ${code}`).toContain(`| \`${code}\``)
     // Agent hosts and parents of remote runs, and the ask_human tool.
@@ -184,9 +184,14 @@ describe('events, audit kinds and error codes', () => {
 
   it('every rejection component of the bundled actors is in the table of §11', () => {
     const components = [
-      ...sourceOf('../../../actors/src/agent-connection.ts').matchAll(/component: `agent-\$\{agent\.id\}`/g),
+      ...sourceOf('../../../actors/src/agents/agent-connection.ts').matchAll(/component: `agent-\$\{agent\.id\}`/g),
     ].map(() => 'agent-<agent>')
-    for (const file of ['bus-reviewer.ts', 'bus-answerer.ts', 'reviewer-service.ts', 'answer-service.ts']) {
+    for (const file of [
+      'approvals/remote-reviewer.ts',
+      'questions/remote-answerer.ts',
+      'approvals/reviewer-service.ts',
+      'questions/answer-service.ts',
+    ]) {
       components.push(
         ...[...sourceOf(`../../../actors/src/${file}`).matchAll(/component: '([a-z-]+)'/g)].map((m) => m[1] as string),
       )
@@ -213,27 +218,27 @@ describe('behaviour of the bundled actors stated in the doc', () => {
   }
 
   it('an oversized event keeps exactly the identity fields of §9 (agentPath included)', () => {
-    const source = sourceOf('../../../actors/src/agent-connection.ts')
+    const source = sourceOf('../../../actors/src/agents/agent-connection.ts')
     const list = /const IDENTITY_FIELDS = \[([^\]]*)\]/.exec(source)?.[1] ?? ''
     const inCode = [...list.matchAll(/'([A-Za-z]+)'/g)].map((m) => m[1])
     expect(inCode).toContain('agentPath')
     const stage = /only the identity fields the event has, unchanged: ([^\n]*(?:\n {5}[^\n]*)*)/.exec(doc)?.[1] ?? ''
     const inDoc = [...stage.matchAll(/`([A-Za-z]+)`/g)].map((m) => m[1])
     expect(inDoc).toEqual(inCode)
-    expect(constant('../../../actors/src/agent-connection.ts', 'TRIMMED_STRING_LENGTH')).toBe(4096)
+    expect(constant('../../../actors/src/agents/agent-connection.ts', 'TRIMMED_STRING_LENGTH')).toBe(4096)
     expect(doc).toContain('a string longer than 4096 characters is cut to\n     4095 characters followed by `…`')
   })
 
   it('TOOL_INVALID_ARGUMENTS lists at most 20 issues; errors are bounded as §12.1 says', () => {
-    expect(constant('../../../actors/src/tool-host.ts', 'MAX_LISTED_ISSUES')).toBe(20)
+    expect(constant('../../../actors/src/tools/tool-host.ts', 'MAX_LISTED_ISSUES')).toBe(20)
     expect(doc).toContain('At most **20 issues** are listed')
-    expect(constant('../../../actors/src/rejections.ts', 'MAX_ERROR_MESSAGE_LENGTH')).toBe(4096)
-    expect(constant('../../../actors/src/rejections.ts', 'MAX_DETAILS_BYTES')).toBe(16 * 1024)
+    expect(constant('../../../actors/src/requests/rejections.ts', 'MAX_ERROR_MESSAGE_LENGTH')).toBe(4096)
+    expect(constant('../../../actors/src/requests/rejections.ts', 'MAX_DETAILS_BYTES')).toBe(16 * 1024)
     expect(doc).toContain('`details` whose JSON exceeds 16 KiB (16 384 bytes)')
   })
 
   it('the tool-call deadline is the caller timeout minus min(1 s, 10 %)', () => {
-    expect(sourceOf('../../../actors/src/remote-tool.ts')).toContain(
+    expect(sourceOf('../../../actors/src/tools/remote-tool.ts')).toContain(
       'deadline: context.clock.now() + timeoutMs - Math.min(1_000, Math.floor(timeoutMs / 10))',
     )
     expect(doc).toContain('`margin = min(1000, floor(timeout / 10))`')
@@ -265,12 +270,12 @@ describe('behaviour of the bundled actors stated in the doc', () => {
   })
 
   it('the reviewer and answer services wait for the settlement log, and use the documented groups', () => {
-    expect(constant('../../../actors/src/request-service.ts', 'CATCH_UP_IDLE_MS')).toBe(150)
+    expect(constant('../../../actors/src/requests/request-service.ts', 'CATCH_UP_IDLE_MS')).toBe(150)
     expect(doc).toContain('quiet for 150 ms')
-    expect(sourceOf('../../../actors/src/reviewer-service.ts')).toContain("mode: options.mode ?? 'shared',")
-    expect(sourceOf('../../../actors/src/reviewer-service.ts')).toContain("group: options.group ?? 'reviewers',")
-    expect(sourceOf('../../../actors/src/answer-service.ts')).toContain("mode: options.mode ?? 'broadcast',")
-    expect(sourceOf('../../../actors/src/answer-service.ts')).toContain("group: options.group ?? 'answerers',")
+    expect(sourceOf('../../../actors/src/approvals/reviewer-service.ts')).toContain("mode: options.mode ?? 'shared',")
+    expect(sourceOf('../../../actors/src/approvals/reviewer-service.ts')).toContain("group: options.group ?? 'reviewers',")
+    expect(sourceOf('../../../actors/src/questions/answer-service.ts')).toContain("mode: options.mode ?? 'broadcast',")
+    expect(sourceOf('../../../actors/src/questions/answer-service.ts')).toContain("group: options.group ?? 'answerers',")
     expect(doc).toContain('by default **`reviewers`**')
     expect(doc).toContain('its default mode is **`broadcast`**')
   })

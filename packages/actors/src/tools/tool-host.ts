@@ -21,8 +21,8 @@ import {
   untilAborted,
   type WireError,
 } from '@signalbox/core'
-import { toWireError } from './rejections.ts'
-import { MAX_TIMER_MS } from './request-service.ts'
+import { toWireError } from '../requests/rejections.ts'
+import { MAX_TIMER_MS } from '../requests/request-service.ts'
 
 export const TOOL_QUEUE_GROUP = 'signalbox-tools'
 

@@ -11,8 +11,8 @@ import {
   type Reviewer,
   type Subjects,
 } from '@signalbox/core'
-import { createRejectionReporter, msgIdPart } from './rejections.ts'
-import { type RequestService, type ServiceMode, serveDurableRequests } from './request-service.ts'
+import { createRejectionReporter, msgIdPart } from '../requests/rejections.ts'
+import { type RequestService, type ServiceMode, serveDurableRequests } from '../requests/request-service.ts'
 
 export interface ReviewerServiceOptions {
   bus: Bus

@@ -13,8 +13,8 @@ import {
   type QuestionMessage,
   type Subjects,
 } from '@signalbox/core'
-import { createRejectionReporter } from './rejections.ts'
-import { DurableReplyWaiter } from './reply-waiter.ts'
+import { createRejectionReporter } from '../requests/rejections.ts'
+import { DurableReplyWaiter } from '../requests/reply-waiter.ts'
 
 export interface BusAnswererOptions {
   bus: Bus

@@ -15,8 +15,8 @@ import {
   type Subjects,
   systemClock,
 } from '@signalbox/core'
-import { createRejectionReporter } from './rejections.ts'
-import { DurableReplyWaiter } from './reply-waiter.ts'
+import { createRejectionReporter } from '../requests/rejections.ts'
+import { DurableReplyWaiter } from '../requests/reply-waiter.ts'
 
 export interface BusReviewerOptions {
   bus: Bus

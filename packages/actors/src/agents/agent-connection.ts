@@ -19,7 +19,7 @@ import {
   type Subscription,
   statePath,
 } from '@signalbox/core'
-import { createRejectionReporter, toWireError, truncate } from './rejections.ts'
+import { createRejectionReporter, toWireError, truncate } from '../requests/rejections.ts'
 
 export interface ConnectAgentOptions {
   bus: Bus
