@@ -7,7 +7,7 @@
  * (SIGNALBOX_NATS_URL, default nats://127.0.0.1:4222).
  */
 import { randomUUID } from 'node:crypto'
-import { connectNatsBus, createBusReviewer, startReviewerService } from '@signalbox/actors'
+import { connectNatsBus, remoteReviewer, serveReviewer } from '@signalbox/actors'
 import { type ApprovalRequest, callDigest, createSubjects, policyReviewer } from '@signalbox/core'
 
 export interface LatencyRow {
@@ -47,9 +47,9 @@ export async function approvalLatencyScenario(count: number): Promise<LatencyRow
       if (i >= 50) bare.push(Number(process.hrtime.bigint() - started) / 1_000)
     }
 
-    const service = startReviewerService({ bus: reviewerBus, subjects, reviewer: policyReviewer(() => true, { name: 'bench' }) })
+    const service = serveReviewer({ bus: reviewerBus, subjects, reviewer: policyReviewer(() => true, { name: 'bench' }) })
     await service.ready
-    const reviewer = createBusReviewer({ bus: agentBus, subjects })
+    const reviewer = remoteReviewer({ bus: agentBus, subjects })
     const approval: number[] = []
     for (let i = 0; i < count + 20; i++) {
       const args = { invoice: `A-${i}`, amount: i }

@@ -2,7 +2,7 @@
  * The hotel agent's host module, for `signalbox host examples/travel/hotel-host.ts [--scripted]`.
  * Its approvals go out on the bus (`approvals.hotel`) to whichever reviewer serves them.
  */
-import { busAuditLog, createBusReviewer } from '@signalbox/actors'
+import { busAuditLog, remoteReviewer } from '@signalbox/actors'
 import type { Bus, Subjects } from '@signalbox/core'
 import { openDemoModel } from '../shared/model.ts'
 import { createHotelAgent } from './hotel.ts'
@@ -20,7 +20,7 @@ export default async function hotelHost(host: Host) {
   const model = await openDemoModel({ scripts: { [HOTEL_MODEL]: hotelScript } })
   host.onClose(() => model.close())
   const audit = busAuditLog({ bus: host.bus, subjects: host.subjects })
-  const reviewer = createBusReviewer({ bus: host.bus, subjects: host.subjects, audit })
+  const reviewer = remoteReviewer({ bus: host.bus, subjects: host.subjects, audit })
   host.onClose(() => reviewer.close())
   return [createHotelAgent({ provider: model.provider(HOTEL_MODEL), reviewer, audit })]
 }

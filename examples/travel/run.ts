@@ -19,14 +19,7 @@ import net from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import {
-  type AgentSystem,
-  connectNatsBus,
-  createAgentSystem,
-  type NatsBus,
-  startReviewerService,
-  watchEvents,
-} from '@signalbox/actors'
+import { type AgentSystem, connectNatsBus, createAgentSystem, type NatsBus, serveReviewer, watchEvents } from '@signalbox/actors'
 import { type Agent, type AgentEvent, type ApprovalRequest, policyReviewer, RunFailedError } from '@signalbox/core'
 import pc from 'picocolors'
 import { openDemoModel, useRealEndpoint } from '../shared/model.ts'
@@ -165,7 +158,7 @@ async function main(): Promise<number> {
     out(`${c.dim('where   ')} planner and trains here; hotel in a child process (signalbox host) · ${natsUrl} · prefix ${prefix}`)
     system = createAgentSystem({ bus, hostId: `planner-${process.pid}` })
     // The reviewer for the hotel's approvals, reached over the bus (it could be any process).
-    const reviews = startReviewerService({ bus, agentId: 'hotel', reviewer: lucia, subjects: system.subjects })
+    const reviews = serveReviewer({ bus, agentId: 'hotel', reviewer: lucia, subjects: system.subjects })
     cleanups.push(() => reviews.close())
     await reviews.ready
     const events = watchEvents({ bus, subjects: system.subjects, onEvent: trace })

@@ -6,11 +6,11 @@
 import {
   busAuditLog,
   connectNatsBus,
-  createBusReviewer,
   type NatsBus,
   type ReviewerService,
   readAudit,
-  startReviewerService,
+  remoteReviewer,
+  serveReviewer,
 } from '@signalbox/actors'
 import {
   type AgentEvent,
@@ -76,7 +76,7 @@ async function startPayer(
     },
   })
   const audit = busAuditLog({ bus, subjects })
-  const reviewer = createBusReviewer({ bus, subjects, audit })
+  const reviewer = remoteReviewer({ bus, subjects, audit })
   closers.push(() => reviewer.close())
   const agent = createAgent({
     id: 'payer',
@@ -189,7 +189,7 @@ describe('signalbox review in a real terminal', () => {
     await terminal.waitFor('⏱ timed out: send_payment', 10_000)
 
     // Another reviewer (a policy, in another group) decides the next one first.
-    robots = startReviewerService({
+    robots = serveReviewer({
       bus: bus as NatsBus,
       subjects,
       agentId: 'payer',

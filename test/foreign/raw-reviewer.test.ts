@@ -4,7 +4,7 @@
  * docs/protocol.md alone) approves one call of a real agent and denies another.
  */
 import net from 'node:net'
-import { connectNatsBus, createBusReviewer } from '@signalbox/actors'
+import { connectNatsBus, remoteReviewer } from '@signalbox/actors'
 import { createAgent, createSubjects, MemoryAuditLog, tool } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -135,7 +135,7 @@ describe('a reviewer written against docs/protocol.md with a raw TCP socket', ()
       audit,
       provider,
       tools: [pay],
-      reviewer: createBusReviewer({ bus, subjects }),
+      reviewer: remoteReviewer({ bus, subjects }),
       approvalTimeoutMs: 20_000,
     })
     const run = agent.run('Pay A-1 and B-2.')

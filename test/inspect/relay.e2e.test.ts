@@ -18,8 +18,8 @@ import {
   inspectReviewer,
   type NatsBus,
   type ReviewerService,
+  serveReviewer,
   startInspectionRelay,
-  startReviewerService,
 } from '@signalbox/actors'
 import { createSubjects, policyReviewer } from '@signalbox/core'
 import type { Browser, Frame, Page } from 'playwright-core'
@@ -151,7 +151,7 @@ describe('inspection across processes (real NATS, @statelyai/inspect server, Chr
       },
       { name: 'approver' },
     )
-    reviewerService = startReviewerService({
+    reviewerService = serveReviewer({
       bus,
       subjects,
       reviewer: inspectReviewer(approver, reviewerInspector, { name: 'approver' }),

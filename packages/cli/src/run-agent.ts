@@ -1,13 +1,13 @@
 /** The implementation of `signalbox run` (loaded only when the command runs). */
 
 import {
-  type BusAnswerer,
-  type BusReviewer,
   busAuditLog,
   connectAgent,
-  createBusAnswerer,
-  createBusReviewer,
   discoverTools,
+  type RemoteAnswerer,
+  type RemoteReviewer,
+  remoteAnswerer,
+  remoteReviewer,
 } from '@signalbox/actors'
 import {
   type AgentEvent,
@@ -143,8 +143,8 @@ export async function runAgent(context: CommandContext): Promise<number> {
       cleanups.push(() => opened.bus.close())
       where = `${opened.url} · prefix ${subjects.prefix}`
       audit = busAuditLog({ bus, subjects })
-      const busReviewer: BusReviewer = createBusReviewer({ bus, subjects, audit })
-      const busAnswerer: BusAnswerer = createBusAnswerer({ bus, subjects })
+      const busReviewer: RemoteReviewer = remoteReviewer({ bus, subjects, audit })
+      const busAnswerer: RemoteAnswerer = remoteAnswerer({ bus, subjects })
       cleanups.push(
         () => busReviewer.close(),
         () => busAnswerer.close(),

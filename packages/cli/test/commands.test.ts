@@ -3,7 +3,7 @@
  * private prefix: JSON output, filters and clear errors. The same commands run as real child
  * processes, end to end, in test/cli/.
  */
-import { busAuditLog, connectAgent, connectNatsBus, createBusReviewer, type NatsBus } from '@signalbox/actors'
+import { busAuditLog, connectAgent, connectNatsBus, type NatsBus, remoteReviewer } from '@signalbox/actors'
 import {
   type AgentEvent,
   type AuditEntry,
@@ -55,7 +55,7 @@ async function agentOnBus() {
       pay: [{ toolCalls: [{ name: 'send_payment', arguments: { to: 'bob' } }] }],
     },
   })
-  const reviewer = createBusReviewer({ bus: b, subjects })
+  const reviewer = remoteReviewer({ bus: b, subjects })
   // A hand-written tool (this package does not depend on zod).
   const sendPayment: Tool<{ to: string }> = {
     name: 'send_payment',

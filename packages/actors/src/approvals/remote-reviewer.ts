@@ -18,7 +18,7 @@ import {
 import { createRejectionReporter } from '../requests/rejections.ts'
 import { DurableReplyWaiter } from '../requests/reply-waiter.ts'
 
-export interface BusReviewerOptions {
+export interface RemoteReviewerOptions {
   bus: Bus
   subjects?: Subjects
   /** Where rejected (late, duplicate, mismatched) decisions are recorded. Usually the agent's audit. */
@@ -26,7 +26,7 @@ export interface BusReviewerOptions {
   clock?: Clock
 }
 
-export interface BusReviewer extends Reviewer {
+export interface RemoteReviewer extends Reviewer {
   /** Stops listening; pending reviews fail (the agent then denies by default). */
   close(): void
 }
@@ -36,7 +36,7 @@ export interface BusReviewer extends Reviewer {
  * `approvals.<agent>`, decisions come back on `approvals.<agent>.decisions`. Both travel on the
  * durable path, so a server restart in between loses neither.
  */
-export function createBusReviewer(options: BusReviewerOptions): BusReviewer {
+export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
   const { bus } = options
   const subjects = options.subjects ?? createSubjects()
   const clock = options.clock ?? systemClock

@@ -39,7 +39,7 @@ export interface ReviewerService extends RequestService {}
  * and stores the decision durably on `approvals.<agent>.decisions`. It also watches decisions
  * so a request another reviewer settled is dropped here.
  */
-export function startReviewerService(options: ReviewerServiceOptions): ReviewerService {
+export function serveReviewer(options: ReviewerServiceOptions): ReviewerService {
   const { bus } = options
   const subjects = options.subjects ?? createSubjects()
   const report = createRejectionReporter({

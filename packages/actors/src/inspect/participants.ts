@@ -18,7 +18,7 @@ export interface InspectReviewerOptions {
 /**
  * Wraps a reviewer so each review shows up as `run:<runId>` → reviewer (`approval.request`) and
  * reviewer → `run:<runId>` (`approval.decision`). Works in the agent's process or in a reviewer
- * service: `startReviewerService({ reviewer: inspectReviewer(policy, inspector), ... })`. The result
+ * service: `serveReviewer({ reviewer: inspectReviewer(policy, inspector), ... })`. The result
  * only has `review`: keep the original to `close()` it.
  */
 export function inspectReviewer(reviewer: Reviewer, inspector: ManualInspector, options: InspectReviewerOptions = {}): Reviewer {

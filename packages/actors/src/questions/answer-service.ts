@@ -31,7 +31,7 @@ export interface AnswerServiceOptions {
 }
 
 /** A person (or a program) answering the agents' questions from `ask.<agent>`. */
-export function startAnswerService(options: AnswerServiceOptions): RequestService {
+export function serveAnswerer(options: AnswerServiceOptions): RequestService {
   const { bus } = options
   const subjects = options.subjects ?? createSubjects()
   const report = createRejectionReporter({

@@ -16,13 +16,13 @@ import {
 import { createRejectionReporter } from '../requests/rejections.ts'
 import { DurableReplyWaiter } from '../requests/reply-waiter.ts'
 
-export interface BusAnswererOptions {
+export interface RemoteAnswererOptions {
   bus: Bus
   subjects?: Subjects
   clock?: Clock
 }
 
-export interface BusAnswerer extends Answerer {
+export interface RemoteAnswerer extends Answerer {
   close(): void
 }
 
@@ -30,7 +30,7 @@ export interface BusAnswerer extends Answerer {
  * The agent's side of escalation: the question goes out durably on `ask.<agent>`, the answer
  * comes back on `ask.<agent>.answers`. Use it as the `answerer` of `askHumanTool`.
  */
-export function createBusAnswerer(options: BusAnswererOptions): BusAnswerer {
+export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
   const { bus } = options
   const subjects = options.subjects ?? createSubjects()
   const report = createRejectionReporter({

@@ -1,11 +1,11 @@
 /**
- * Scenario 1: remote approval. The agent asks over the bus (`createBusReviewer`); a reviewer
- * service in another actor (`startReviewerService`) decides. Same scenarios on both transports.
+ * Scenario 1: remote approval. The agent asks over the bus (`remoteReviewer`); a reviewer
+ * service in another actor (`serveReviewer`) decides. Same scenarios on both transports.
  */
 import { type ApprovalRequest, callDigest, createAgent, policyReviewer, ScriptedReviewer } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
-import { createBusReviewer, startReviewerService } from '../../src/index.ts'
+import { remoteReviewer, serveReviewer } from '../../src/index.ts'
 import { type Deployment, deploy, eventually, payTool, readByModel, recordEvents, TRANSPORTS, trackedAudit } from './harness.ts'
 
 const ARGS = { to: 'bob', amount: 42 }
@@ -13,7 +13,7 @@ const ARGS = { to: 'bob', amount: 42 }
 async function payingAgent(d: Deployment, options: { approvalTimeoutMs: number }) {
   const bus = await d.bus('agent')
   const audit = trackedAudit()
-  const reviewer = createBusReviewer({ bus, subjects: d.subjects, audit: audit.log })
+  const reviewer = remoteReviewer({ bus, subjects: d.subjects, audit: audit.log })
   d.defer(() => reviewer.close())
   const pay = payTool()
   const provider = new ScriptedProvider({
@@ -31,10 +31,10 @@ async function payingAgent(d: Deployment, options: { approvalTimeoutMs: number }
   return { agent, provider, pay, audit, events, read: () => readByModel(provider, 'call_pay_1') }
 }
 
-async function reviewerService(d: Deployment, reviewer: Parameters<typeof startReviewerService>[0]['reviewer']) {
+async function reviewerService(d: Deployment, reviewer: Parameters<typeof serveReviewer>[0]['reviewer']) {
   const bus = await d.bus('reviewer')
   const seen: ApprovalRequest[] = []
-  const service = startReviewerService({ bus, subjects: d.subjects, reviewer, onRequest: (request) => seen.push(request) })
+  const service = serveReviewer({ bus, subjects: d.subjects, reviewer, onRequest: (request) => seen.push(request) })
   d.defer(() => service.close())
   await service.ready
   return { service, seen }

@@ -5,12 +5,12 @@
 import { askHumanTool, createAgent, functionAnswerer, type Question } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
-import { createBusAnswerer, startAnswerService } from '../../src/index.ts'
+import { remoteAnswerer, serveAnswerer } from '../../src/index.ts'
 import { type Deployment, deploy, readByModel, recordEvents, TRANSPORTS, trackedAudit } from './harness.ts'
 
 async function askingAgent(d: Deployment, timeoutMs: number) {
   const bus = await d.bus('agent')
-  const answerer = createBusAnswerer({ bus, subjects: d.subjects })
+  const answerer = remoteAnswerer({ bus, subjects: d.subjects })
   d.defer(() => answerer.close())
   const audit = trackedAudit()
   const provider = new ScriptedProvider({
@@ -30,7 +30,7 @@ for (const transport of TRANSPORTS) {
       const s = await askingAgent(d, 10_000)
       const serviceBus = await d.bus('answerer')
       const questions: Question[] = []
-      const service = startAnswerService({
+      const service = serveAnswerer({
         bus: serviceBus,
         subjects: d.subjects,
         answerer: functionAnswerer((question) => (question.question.includes('colour') ? 'Blue, please.' : '?'), {
@@ -64,7 +64,7 @@ for (const transport of TRANSPORTS) {
       const asked: string[] = []
       const start = async (name: string) => {
         const bus = await d.bus(name)
-        const service = startAnswerService({
+        const service = serveAnswerer({
           bus,
           subjects: d.subjects,
           answerer: functionAnswerer(

@@ -8,12 +8,12 @@ import { describe, expect, it } from 'vitest'
 import {
   busAuditLog,
   connectAgent,
-  createBusAnswerer,
-  createBusReviewer,
   readAudit,
+  remoteAnswerer,
+  remoteReviewer,
   sendSteering,
-  startAnswerService,
-  startReviewerService,
+  serveAnswerer,
+  serveReviewer,
 } from '../../src/index.ts'
 import { deferred, deploy, payTool, recordEvents, TRANSPORTS, trackedAudit, within } from './harness.ts'
 
@@ -25,8 +25,8 @@ for (const transport of TRANSPORTS) {
       const audit = trackedAudit(busAuditLog({ bus: agentBus, subjects: d.subjects }))
 
       // Agent "teller": one payment granted, one denied, one question answered.
-      const reviewer = createBusReviewer({ bus: agentBus, subjects: d.subjects, audit: audit.log })
-      const answerer = createBusAnswerer({ bus: agentBus, subjects: d.subjects })
+      const reviewer = remoteReviewer({ bus: agentBus, subjects: d.subjects, audit: audit.log })
+      const answerer = remoteAnswerer({ bus: agentBus, subjects: d.subjects })
       d.defer(() => {
         reviewer.close()
         answerer.close()
@@ -78,7 +78,7 @@ for (const transport of TRANSPORTS) {
       await connection.ready
 
       const staff = await d.bus('staff')
-      const reviewers = startReviewerService({
+      const reviewers = serveReviewer({
         bus: staff,
         subjects: d.subjects,
         agentId: 'teller',
@@ -88,7 +88,7 @@ for (const transport of TRANSPORTS) {
           { name: 'limits-policy' },
         ),
       })
-      const answers = startAnswerService({
+      const answers = serveAnswerer({
         bus: staff,
         subjects: d.subjects,
         answerer: functionAnswerer(() => 'yes, by email', { name: 'tina' }),

@@ -28,14 +28,7 @@ import {
 import { ScriptedProvider, type ScriptStep } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import {
-  connectAgent,
-  createBusAnswerer,
-  sendControl,
-  serveTools,
-  startAnswerService,
-  startReviewerService,
-} from '../../src/index.ts'
+import { connectAgent, remoteAnswerer, sendControl, serveAnswerer, serveReviewer, serveTools } from '../../src/index.ts'
 import {
   type Deployment,
   deferred,
@@ -131,7 +124,7 @@ for (const transport of TRANSPORTS) {
       const { d, attacker, rejections } = await setup(transport)
       const bus = await d.bus('reviewer')
       const decided: string[] = []
-      const service = startReviewerService({
+      const service = serveReviewer({
         bus,
         subjects: d.subjects,
         reviewer: policyReviewer(() => true, { name: 'p' }),
@@ -175,7 +168,7 @@ for (const transport of TRANSPORTS) {
       const { d, attacker, rejections } = await setup(transport)
       const bus = await d.bus('answerer')
       const answered: string[] = []
-      const service = startAnswerService({
+      const service = serveAnswerer({
         bus,
         subjects: d.subjects,
         answerer: functionAnswerer(() => 'yes'),
@@ -214,7 +207,7 @@ for (const transport of TRANSPORTS) {
     it('answers to the agent: rejected and recorded; the valid answer still reaches the model', async () => {
       const { d, attacker, rejections } = await setup(transport)
       const bus = await d.bus('agent')
-      const answerer = createBusAnswerer({ bus, subjects: d.subjects })
+      const answerer = remoteAnswerer({ bus, subjects: d.subjects })
       d.defer(() => answerer.close())
       const provider = new ScriptedProvider({
         script: [

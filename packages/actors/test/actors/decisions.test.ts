@@ -15,7 +15,7 @@ import {
 } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
-import { createBusReviewer, startReviewerService } from '../../src/index.ts'
+import { remoteReviewer, serveReviewer } from '../../src/index.ts'
 import {
   type Deployment,
   deploy,
@@ -51,7 +51,7 @@ for (const transport of TRANSPORTS) {
       const d = await deploy(transport)
       const agentBus = await d.bus('agent')
       const audit = trackedAudit()
-      const reviewer = createBusReviewer({ bus: agentBus, subjects: d.subjects, audit: audit.log })
+      const reviewer = remoteReviewer({ bus: agentBus, subjects: d.subjects, audit: audit.log })
       d.defer(() => reviewer.close())
       const pay = payTool()
       const provider = new ScriptedProvider({
@@ -152,7 +152,7 @@ for (const transport of TRANSPORTS) {
       const d = await deploy(transport)
       const agentBus = await d.bus('agent')
       const audit = trackedAudit()
-      const reviewer = createBusReviewer({ bus: agentBus, subjects: d.subjects, audit: audit.log })
+      const reviewer = remoteReviewer({ bus: agentBus, subjects: d.subjects, audit: audit.log })
       d.defer(() => reviewer.close())
       const pay = payTool()
       const calls = Array.from({ length: 8 }, (_, i) => ({
@@ -173,7 +173,7 @@ for (const transport of TRANSPORTS) {
       const decidedBy = new Map<string, string[]>()
       for (const name of ['reviewer-a', 'reviewer-b']) {
         const bus = await d.bus(name)
-        const service = startReviewerService({
+        const service = serveReviewer({
           bus,
           subjects: d.subjects,
           mode: 'shared',

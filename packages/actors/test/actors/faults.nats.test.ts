@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { z } from 'zod'
 import { uniquePrefix } from '../../../../test/support/env.ts'
 import { type NatsServer, startNatsServer } from '../../../../test/support/nats-server.ts'
-import { createBusReviewer, remoteTool, serveTools, startReviewerService } from '../../src/index.ts'
+import { remoteReviewer, remoteTool, serveReviewer, serveTools } from '../../src/index.ts'
 import { connectNatsBus, type NatsBus } from '../../src/nats/index.ts'
 import { deferred, eventually, payTool, readByModel, recordEvents, sleep, trackedAudit, within } from './harness.ts'
 
@@ -77,7 +77,7 @@ async function stored(bus: NatsBus, subject: string): Promise<number> {
 async function payingAgent(w: ReturnType<typeof world>) {
   const bus = await w.bus('agent')
   const audit = trackedAudit()
-  const reviewer = createBusReviewer({ bus, subjects: w.subjects, audit: audit.log })
+  const reviewer = remoteReviewer({ bus, subjects: w.subjects, audit: audit.log })
   w.defer(() => reviewer.close())
   const pay = payTool()
   const provider = new ScriptedProvider({
@@ -99,7 +99,7 @@ describe('faults with a real nats-server (restart, host death)', () => {
 
     const reviewerBus = await w.bus('reviewer')
     const decisions: ApprovalRequest[] = []
-    const service = startReviewerService({
+    const service = serveReviewer({
       bus: reviewerBus,
       subjects: w.subjects,
       reviewer: policyReviewer(() => true, { name: 'after-restart' }),
@@ -127,7 +127,7 @@ describe('faults with a real nats-server (restart, host death)', () => {
       const reviewerBus = await w.bus('reviewer')
       let restarting: Promise<void> | undefined
       const decided: string[] = []
-      const service = startReviewerService({
+      const service = serveReviewer({
         bus: reviewerBus,
         subjects: w.subjects,
         reviewer: policyReviewer(

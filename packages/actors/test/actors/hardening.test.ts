@@ -13,7 +13,7 @@ import {
 } from '@signalbox/core'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { msgIdPart, serveTools, startReviewerService } from '../../src/index.ts'
+import { msgIdPart, serveReviewer, serveTools } from '../../src/index.ts'
 
 const subjects = createSubjects('hardening.v1')
 
@@ -35,11 +35,11 @@ function request(id: string): ApprovalRequestMessage {
   }
 }
 
-describe('startReviewerService settlements', () => {
+describe('serveReviewer settlements', () => {
   it('a forged decision (wrong digest) does not stop people from reviewing the real request', async () => {
     const bus = createInProcessBus()
     const seen: string[] = []
-    const service = startReviewerService({
+    const service = serveReviewer({
       bus,
       subjects,
       reviewer: policyReviewer((r) => {

@@ -19,14 +19,7 @@ import {
 import type { RecordedRequest } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import {
-  createBusAnswerer,
-  createBusReviewer,
-  delegateTool,
-  fanOutTool,
-  startAnswerService,
-  watchEvents,
-} from '../../src/index.ts'
+import { delegateTool, fanOutTool, remoteAnswerer, remoteReviewer, serveAnswerer, watchEvents } from '../../src/index.ts'
 import { watchRejections } from '../actors/harness.ts'
 import { agent, answer, call, eventually, ofType, sleep, TOPOLOGIES, type Topology, taskOf, topology } from './harness.ts'
 
@@ -67,7 +60,7 @@ async function tree(name: (typeof TOPOLOGIES)[number]) {
   const hotel = agent({
     id: 'hotel',
     tools: [bookRoom],
-    reviewer: t.childBus ? createBusReviewer({ bus: t.childBus, subjects: t.subjects }) : heldReviewer,
+    reviewer: t.childBus ? remoteReviewer({ bus: t.childBus, subjects: t.subjects }) : heldReviewer,
     script: (request: RecordedRequest) => {
       const last = request.messages.at(-1)
       if (last?.role !== 'tool') return { toolCalls: [{ name: 'book_room', arguments: { hotel: taskOf(request) } }] }
@@ -231,10 +224,10 @@ describe.each(TOPOLOGIES)('a run tree with people in it (%s)', (name) => {
     // Over the bus the person answers from the parent's side; in one process, next to the child.
     let answerer = person
     if (t.bus && t.childBus) {
-      const service = startAnswerService({ bus: t.bus, subjects: t.subjects, answerer: person, agentId: 'concierge' })
+      const service = serveAnswerer({ bus: t.bus, subjects: t.subjects, answerer: person, agentId: 'concierge' })
       await service.ready
       t.deployment?.defer(() => service.close())
-      const remote = createBusAnswerer({ bus: t.childBus, subjects: t.subjects })
+      const remote = remoteAnswerer({ bus: t.childBus, subjects: t.subjects })
       t.deployment?.defer(() => remote.close())
       answerer = remote
     }

@@ -197,7 +197,7 @@ async function toAgent(
     )
   }
   const def = candidate as AgentModule
-  const [{ busAuditLog, createBusAnswerer, createBusReviewer, discoverTools }, core, testing] = await Promise.all([
+  const [{ busAuditLog, remoteAnswerer, remoteReviewer, discoverTools }, core, testing] = await Promise.all([
     import('@signalbox/actors'),
     import('@signalbox/core'),
     import('@signalbox/core/testing'),
@@ -221,8 +221,8 @@ async function toAgent(
     }
   }
   const audit = busAuditLog({ bus, subjects })
-  const reviewer = createBusReviewer({ bus, subjects, audit })
-  const answerer = createBusAnswerer({ bus, subjects })
+  const reviewer = remoteReviewer({ bus, subjects, audit })
+  const answerer = remoteAnswerer({ bus, subjects })
   options.cleanups.push(
     () => reviewer.close(),
     () => answerer.close(),

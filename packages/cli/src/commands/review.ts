@@ -64,7 +64,7 @@ export const review: Command = {
     const answersQuestions = autoAnswer !== undefined || auto === undefined
     const needsTerminal = auto === undefined
 
-    const [{ startAnswerService, startReviewerService }, { createPrompter }, { createReviewConsole }] = await Promise.all([
+    const [{ serveAnswerer, serveReviewer }, { createPrompter }, { createReviewConsole }] = await Promise.all([
       import('@signalbox/actors'),
       import('../prompter.ts'),
       import('../review-console.ts'),
@@ -100,7 +100,7 @@ export const review: Command = {
     const onError = (error: unknown) =>
       context.err(`${c.red('error')}: ${error instanceof Error ? error.message : String(error)}`)
 
-    const reviewers = startReviewerService({
+    const reviewers = serveReviewer({
       bus,
       subjects,
       ...(agentId ? { agentId } : {}),
@@ -124,7 +124,7 @@ export const review: Command = {
       onError,
     })
     const answerers = answersQuestions
-      ? startAnswerService({
+      ? serveAnswerer({
           bus,
           subjects,
           ...(agentId ? { agentId } : {}),
