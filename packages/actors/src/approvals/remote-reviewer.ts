@@ -8,15 +8,13 @@ import {
   BusClosedError,
   type Clock,
   createSubjects,
-  encodeMessage,
   PROTOCOL_VERSION,
-  ProtocolError,
   type Reviewer,
   type Subjects,
   systemClock,
 } from '@signalbox/core'
+import { DurableRequester } from '../requests/durable-request.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
-import { DurableReplyWaiter } from '../requests/reply-waiter.ts'
 
 export interface RemoteReviewerOptions {
   bus: Bus
@@ -41,17 +39,14 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
   const subjects = options.subjects ?? createSubjects()
   const clock = options.clock ?? systemClock
   const report = createRejectionReporter({ bus, subjects, component: 'agent-approvals', clock })
-  const waiter = new DurableReplyWaiter<typeof ApprovalDecisionMessage, ApprovalRequest>({
+  const requester = new DurableRequester<typeof ApprovalDecisionMessage, ApprovalRequest>({
     bus,
     schema: ApprovalDecisionMessage,
     idOf: (decision) => decision.requestId,
-    reportInvalid: report,
+    replySubjectOf: (request) => subjects.approvalDecisions(request.agentId),
+    replyName: 'Decision',
+    report,
     onRejected: ({ reply, reason, context: request }) => {
-      report(
-        subjects.approvalDecisions(request.agentId),
-        JSON.stringify(reply),
-        new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Decision rejected: ${reason}`),
-      )
       void options.audit?.record({
         kind: 'approval.rejected',
         agentId: request.agentId,
@@ -72,38 +67,29 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
 
   return {
     async review(request, { signal }): Promise<ApprovalDecision> {
-      await waiter.listen(subjects.approvalDecisions(request.agentId))
-      // Aborted by the caller, or by us when the request could not be sent (nothing may wait for it then).
-      const withdrawn = new AbortController()
-      const decided = waiter.expect(
-        request.requestId,
-        request,
-        (decision) => {
+      const message: ApprovalRequestMessage = { v: PROTOCOL_VERSION, type: 'approval.request', ...request }
+      const {
+        v: _v,
+        type: _type,
+        ...decision
+      } = await requester.request({
+        id: request.requestId,
+        context: request,
+        subject: subjects.approvals(request.agentId),
+        message,
+        check: (decision) => {
           if (decision.callId !== request.callId)
             return `callId ${decision.callId} does not match the pending call ${request.callId}`
           if (decision.digest !== request.digest)
             return 'the digest does not match the pending call (arguments differ from what was shown)'
           return undefined
         },
-        AbortSignal.any([signal, withdrawn.signal]),
-      )
-      // The wait is registered first, so a reviewer that answers at once is not missed.
-      decided.catch(() => {})
-      const message: ApprovalRequestMessage = { v: PROTOCOL_VERSION, type: 'approval.request', ...request }
-      try {
-        await bus.durablePublish(subjects.approvals(request.agentId), encodeMessage(message), {
-          msgId: request.requestId,
-          signal,
-        })
-      } catch (error) {
-        withdrawn.abort(error)
-        throw error
-      }
-      const { v: _v, type: _type, ...decision } = await decided
+        signal,
+      })
       return decision
     },
     close() {
-      waiter.close(new BusClosedError('the bus reviewer was closed'))
+      requester.close(new BusClosedError('the bus reviewer was closed'))
     },
   }
 }

@@ -42,12 +42,7 @@ export interface ReviewerService extends RequestService {}
 export function serveReviewer(options: ReviewerServiceOptions): ReviewerService {
   const { bus } = options
   const subjects = options.subjects ?? createSubjects()
-  const report = createRejectionReporter({
-    bus,
-    subjects,
-    component: 'reviewer',
-    ...(options.clock ? { clock: options.clock } : {}),
-  })
+  const report = createRejectionReporter({ bus, subjects, component: 'reviewer', clock: options.clock })
   const agentToken = options.agentId ?? '*'
   const requestSubject = `${subjects.prefix}.approvals.${agentToken}`
   const decisionSubject = `${subjects.prefix}.approvals.${agentToken}.decisions`

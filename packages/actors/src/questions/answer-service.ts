@@ -34,12 +34,7 @@ export interface AnswerServiceOptions {
 export function serveAnswerer(options: AnswerServiceOptions): RequestService {
   const { bus } = options
   const subjects = options.subjects ?? createSubjects()
-  const report = createRejectionReporter({
-    bus,
-    subjects,
-    component: 'answerer',
-    ...(options.clock ? { clock: options.clock } : {}),
-  })
+  const report = createRejectionReporter({ bus, subjects, component: 'answerer', clock: options.clock })
   const agentToken = options.agentId ?? '*'
   return serveDurableRequests({
     bus,

@@ -55,7 +55,7 @@ export function createRejectionReporter(options: {
   bus: Bus
   component: string
   subjects?: Subjects
-  clock?: Clock
+  clock?: Clock | undefined
   onRejected?: (rejection: RejectionMessage) => void
 }): RejectionReporter {
   const subjects = options.subjects ?? createSubjects()

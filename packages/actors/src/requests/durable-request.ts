@@ -1,0 +1,87 @@
+import { type Bus, encodeMessage, ProtocolError } from '@signalbox/core'
+import type { z } from 'zod'
+import type { RejectionReporter } from './rejections.ts'
+import { DurableReplyWaiter, type ReplyRejection } from './reply-waiter.ts'
+
+export interface DurableRequesterOptions<S extends z.ZodType, C> {
+  bus: Bus
+  /** Schema of the replies (decisions, answers). */
+  schema: S
+  idOf(reply: z.output<S>): string
+  /** Where the replies to a request (its context) come back. */
+  replySubjectOf(context: C): string
+  /** What a reply is, for the rejection report: `Decision`, `Answer`. */
+  replyName: string
+  report: RejectionReporter
+  /** After a rejected reply was reported: e.g. record it in the audit. */
+  onRejected?(rejection: ReplyRejection<z.output<S>, C>): void
+}
+
+export interface DurableRequest<S extends z.ZodType, C> {
+  /** The request's id: its `Nats-Msg-Id`, and what the reply quotes. */
+  id: string
+  context: C
+  subject: string
+  message: { v: number; type: string }
+  /** Why a reply cannot be applied to this request, or `undefined` when it can. */
+  check?(reply: z.output<S>): string | undefined
+  signal: AbortSignal
+}
+
+/**
+ * The asking side of a request a person answers (an approval, a question): the request goes
+ * out durably and the reply comes back on the durable path, so a server restart in between
+ * loses neither. A late, duplicate or mismatched reply is reported, never applied.
+ */
+export class DurableRequester<S extends z.ZodType, C> {
+  readonly #bus: Bus
+  readonly #waiter: DurableReplyWaiter<S, C>
+  readonly #replySubjectOf: (context: C) => string
+
+  constructor(options: DurableRequesterOptions<S, C>) {
+    this.#bus = options.bus
+    this.#replySubjectOf = options.replySubjectOf
+    this.#waiter = new DurableReplyWaiter<S, C>({
+      bus: options.bus,
+      schema: options.schema,
+      idOf: options.idOf,
+      reportInvalid: options.report,
+      onRejected: (rejection) => {
+        options.report(
+          options.replySubjectOf(rejection.context),
+          JSON.stringify(rejection.reply),
+          new ProtocolError('PROTOCOL_INVALID_MESSAGE', `${options.replyName} rejected: ${rejection.reason}`),
+        )
+        options.onRejected?.(rejection)
+      },
+    })
+  }
+
+  /** Sends the request and resolves with the first reply that passes `check`. */
+  async request(request: DurableRequest<S, C>): Promise<z.output<S>> {
+    const { id, context, signal } = request
+    await this.#waiter.listen(this.#replySubjectOf(context))
+    // Aborted by the caller, or by us when the request could not be sent (nothing may wait for it then).
+    const withdrawn = new AbortController()
+    const replied = this.#waiter.expect(
+      id,
+      context,
+      request.check ?? (() => undefined),
+      AbortSignal.any([signal, withdrawn.signal]),
+    )
+    // The wait is registered first, so a person who answers at once is not missed.
+    replied.catch(() => {})
+    try {
+      await this.#bus.durablePublish(request.subject, encodeMessage(request.message), { msgId: id, signal })
+    } catch (error) {
+      withdrawn.abort(error)
+      throw error
+    }
+    return replied
+  }
+
+  /** Stops listening; pending requests fail with `reason`. */
+  close(reason: Error): void {
+    this.#waiter.close(reason)
+  }
+}
