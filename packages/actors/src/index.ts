@@ -12,12 +12,11 @@ export type { RequestService, ServiceMode } from './requests/request-service.ts'
 export {
   AgentSystem,
   type AgentSystemOptions,
-  ChildRunError,
   createAgentSystem,
   type SystemRunOptions,
   type SystemRunResult,
-  type TreeLimits,
 } from './system/agent-system.ts'
+export { ChildRunError } from './system/child-run-error.ts'
 export {
   type ChildFailurePolicy,
   type DelegateOptions,
@@ -29,5 +28,6 @@ export {
 } from './system/delegation.ts'
 export { type Directory, type DirectoryChange, type DirectoryEntry, KvDirectory, MemoryDirectory } from './system/directory.ts'
 export { type FanOutResult, fanOut } from './system/fan-out.ts'
+export type { TreeLimits } from './system/tree-budget.ts'
 export { discoverTools, type RemoteToolOptions, remoteTool } from './tools/remote-tool.ts'
 export { serveTools, TOOL_QUEUE_GROUP, type ToolHost, type ToolHostOptions } from './tools/tool-host.ts'

@@ -1,53 +1,28 @@
 import { hostname } from 'node:os'
 import {
-  AbortedError,
   type Agent,
-  type BudgetCheck,
   type Bus,
-  BusNoRespondersError,
   type Clock,
   ConfigError,
   createSubjects,
-  decodeMessage,
-  ErrorMessage,
-  encodeMessage,
-  errorMessage,
   type IdGenerator,
   type Message,
-  PROTOCOL_VERSION,
-  RunAcceptedMessage,
   RunFailedError,
-  type RunHandle,
-  RunHeartbeatMessage,
-  type RunRequestMessage,
-  RunRequestMessage as RunRequestSchema,
   type RunResult,
-  type RunResultMessage,
-  RunResultMessage as RunResultSchema,
   randomIds,
-  type SerializedError,
-  SignalboxError,
   type Subjects,
   type Subscription,
-  serializeError,
   systemClock,
 } from '@signalbox/core'
-import { z } from 'zod'
 import { type AgentConnection, connectAgent } from '../agents/agent-connection.ts'
-import { sendControl, sendSteering } from '../agents/clients.ts'
+import { sendSteering } from '../agents/clients.ts'
+import { ChildRunError } from './child-run-error.ts'
+import { ChildSlots } from './child-slots.ts'
 import type { Directory } from './directory.ts'
-
-/** Limits for one run tree (a root run and every run it delegates to, in any process). */
-export interface TreeLimits {
-  /** Deepest delegation below the root (root = 0). Default 4. */
-  maxDepth?: number
-  /** Children of one parent running at once; more wait their turn. Default 8. */
-  maxConcurrentChildren?: number
-  /** Turns summed over the tree, root included. */
-  maxTotalTurns?: number
-  /** Tokens summed over the tree, root included. */
-  maxTotalTokens?: number
-}
+import { runRemote } from './remote-run.ts'
+import { repeat } from './repeat.ts'
+import { RunHost } from './run-host.ts'
+import { type RunBudget, RunTreeLedger, type TreeLimits } from './tree-budget.ts'
 
 export interface AgentSystemOptions {
   /** Without a bus, the system is one process; with one, agents are served and reached over it. */
@@ -59,6 +34,7 @@ export interface AgentSystemOptions {
   limits?: TreeLimits
   /** A remote child is cancelled by its host when the parent stops sending heartbeats for this long. Default 15 s. */
   leaseMs?: number
+  /** Leases, heartbeats and directory refreshes run on it. */
   clock?: Clock
   ids?: IdGenerator
 }
@@ -82,26 +58,8 @@ export interface SystemRunResult extends RunResult {
   handoffs: string[]
 }
 
-/** A child could not start or ended badly; `fault` tells whether to retry. */
-export class ChildRunError extends SignalboxError {
-  constructor(code: string, message: string, details?: Record<string, unknown>) {
-    super(code, message, { fault: 'runtime', ...(details ? { details } : {}) })
-  }
-}
-
-interface TreeState {
-  turns: number
-  tokens: number
-  /** Every run in this process that belongs to the tree, to cancel them all at once. */
-  handles: Set<RunHandle>
-  /** Set once the tree went over its turns or tokens (the runs were cancelled for it). */
-  exceeded?: string
-}
-
-/** How long `close()` waits for the runs it hosts to publish their (cancelled) results. */
-const CLOSE_GRACE_MS = 3_000
-
-const HEARTBEATS_PER_LEASE = 3
+/** How often a serving host renews its directory entries. */
+const DIRECTORY_REFRESH_MS = 10_000
 
 /**
  * Many agents as one system: each agent stays its own actor (own hooks, tools, reviewers);
@@ -113,18 +71,17 @@ export class AgentSystem {
   readonly subjects: Subjects
   readonly #bus: Bus | undefined
   readonly #directory: Directory | undefined
-  readonly #limits: Required<Pick<TreeLimits, 'maxDepth' | 'maxConcurrentChildren'>> & TreeLimits
+  readonly #ledger: RunTreeLedger
+  readonly #childSlots: ChildSlots
   readonly #leaseMs: number
   readonly #clock: Clock
   readonly #ids: IdGenerator
+  readonly #startedAt: number
   readonly #agents = new Map<string, Agent>()
-  readonly #trees = new Map<string, TreeState>()
-  readonly #childSlots = new Map<string, { active: number; waiting: Set<() => void> }>()
   readonly #served: (Subscription | AgentConnection)[] = []
-  /** Runs this host started for remote parents, until their result is published. */
-  readonly #hosted = new Set<Promise<unknown>>()
+  readonly #host: RunHost | undefined
   readonly #stop = new AbortController()
-  #refresh: ReturnType<typeof setInterval> | undefined
+  #stopRefresh: (() => void) | undefined
 
   constructor(options: AgentSystemOptions = {}) {
     this.#bus = options.bus
@@ -133,10 +90,22 @@ export class AgentSystem {
     this.subjects = options.subjects ?? createSubjects(typeof busPrefix === 'string' ? busPrefix : undefined)
     this.hostId = options.hostId ?? `${hostname()}-${process.pid}`
     this.#directory = options.directory
-    this.#limits = { maxDepth: 4, maxConcurrentChildren: 8, ...options.limits }
+    this.#ledger = new RunTreeLedger(options.limits)
+    this.#childSlots = new ChildSlots(this.#ledger.limits.maxConcurrentChildren)
     this.#leaseMs = options.leaseMs ?? 15_000
     this.#clock = options.clock ?? systemClock
     this.#ids = options.ids ?? randomIds
+    this.#startedAt = this.#clock.now()
+    this.#host = options.bus
+      ? new RunHost({
+          bus: options.bus,
+          subjects: this.subjects,
+          hostId: this.hostId,
+          clock: this.#clock,
+          ledger: this.#ledger,
+          stopping: this.#stop.signal,
+        })
+      : undefined
   }
 
   /** Adds a local agent (its id must be unique in this process). */
@@ -145,21 +114,13 @@ export class AgentSystem {
     this.#agents.set(agent.id, agent)
     // Count every run's turns and tokens against its tree (only when the tree has a budget:
     // a listener makes the agent copy the event for it).
-    const { maxTotalTurns, maxTotalTokens } = this.#limits
-    if (maxTotalTurns === undefined && maxTotalTokens === undefined) return this
-    // Each run asks before every turn whether the tree has any left (`#budgetCheck`); a reply
-    // that overshoots the tokens stops the whole tree at once.
-    agent.on('turn.start', (event) => {
-      const tree = this.#trees.get(event.runPath[0] ?? event.runId)
-      if (tree) tree.turns++
-    })
-    agent.on('model.response', (event) => {
-      const rootRunId = event.runPath[0] ?? event.runId
-      const tree = this.#trees.get(rootRunId)
-      if (!tree) return
-      tree.tokens += event.usage?.totalTokens ?? 0
-      this.#stopIfOver(rootRunId)
-    })
+    if (!this.#ledger.counts) return this
+    // Each run asks before every turn whether the tree has any left (`RunTreeLedger.check`); a
+    // reply that overshoots the tokens stops the whole tree at once.
+    agent.on('turn.start', (event) => this.#ledger.countTurn(event.runPath[0] ?? event.runId))
+    agent.on('model.response', (event) =>
+      this.#ledger.countTokens(event.runPath[0] ?? event.runId, event.usage?.totalTokens ?? 0),
+    )
     return this
   }
 
@@ -173,12 +134,13 @@ export class AgentSystem {
    */
   async serve(): Promise<void> {
     const bus = this.#requireBus('serve')
+    const host = this.#host as RunHost
     const pending: Promise<void>[] = []
     for (const agent of this.#agents.values()) {
       const connection = connectAgent(agent, { bus, subjects: this.subjects, clock: this.#clock })
       this.#served.push(connection)
       pending.push(connection.ready)
-      const subscription = bus.subscribe(this.subjects.agentRun(agent.id), (message) => this.#onRunRequest(agent, message), {
+      const subscription = bus.subscribe(this.subjects.agentRun(agent.id), (message) => host.accept(agent, message), {
         queue: `hosts-${agent.id}`,
       })
       this.#served.push(subscription)
@@ -201,12 +163,9 @@ export class AgentSystem {
           ),
         ).catch(() => {})
       await announce()
-      this.#refresh = setInterval(announce, 10_000)
-      this.#refresh.unref?.()
+      this.#stopRefresh = repeat(this.#clock, DIRECTORY_REFRESH_MS, () => void announce(), { unref: true })
     }
   }
-
-  readonly #startedAt = Date.now()
 
   /**
    * Runs an agent by id: here if it is local, else on one of its hosts over the bus. Follows
@@ -231,7 +190,7 @@ export class AgentSystem {
 
   /** Cancels every run of a tree (by its root run id) that lives in this process. */
   cancelTree(rootRunId: string, reason: string): void {
-    for (const handle of [...(this.#trees.get(rootRunId)?.handles ?? [])]) handle.cancel(reason)
+    this.#ledger.cancel(rootRunId, reason)
   }
 
   /**
@@ -253,12 +212,9 @@ export class AgentSystem {
   async close(): Promise<void> {
     if (this.#stop.signal.aborted) return
     this.#stop.abort()
-    if (this.#refresh) clearInterval(this.#refresh)
+    this.#stopRefresh?.()
     for (const served of this.#served) 'unsubscribe' in served ? served.unsubscribe() : served.close()
-    const hosted = Promise.allSettled([...this.#hosted])
-    let timer: ReturnType<typeof setTimeout> | undefined
-    await Promise.race([hosted, new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)))])
-    clearTimeout(timer)
+    await this.#host?.drain()
     if (this.#directory) {
       await Promise.all([...this.#agents.keys()].map((id) => this.#directory?.withdraw(id, this.hostId).catch(() => {})))
     }
@@ -266,57 +222,43 @@ export class AgentSystem {
 
   /** Runs this process hosts for parents elsewhere, right now. */
   get hostedRuns(): number {
-    return this.#hosted.size
+    return this.#host?.size ?? 0
   }
 
-  // --- runs ---------------------------------------------------------------------------------
-
   async #runOnce(agentId: string, input: string | Message[], options: SystemRunOptions): Promise<RunResult> {
-    const runPath = options.runPath ?? []
-    const depth = runPath.length
-    if (depth > this.#limits.maxDepth) {
-      throw new ChildRunError(
-        'TREE_DEPTH_EXCEEDED',
-        `Delegation is ${depth} levels deep; the limit is ${this.#limits.maxDepth}.`,
-        {
-          depth,
-        },
-      )
-    }
-    const rootRunId = runPath[0]
-    // A root starts with the whole budget; a child with what its tree has left.
-    const budget = rootRunId ? this.#remaining(rootRunId) : this.#remaining(undefined)
-    if (budget.turns !== undefined && budget.turns <= 0) {
-      throw new ChildRunError('TREE_BUDGET_EXCEEDED', `The run tree used all of its ${this.#limits.maxTotalTurns} turns.`)
-    }
-    if (
-      rootRunId &&
-      this.#limits.maxTotalTokens !== undefined &&
-      (this.#trees.get(rootRunId)?.tokens ?? 0) >= this.#limits.maxTotalTokens
-    ) {
-      throw new ChildRunError('TREE_BUDGET_EXCEEDED', `The run tree used all of its ${this.#limits.maxTotalTokens} tokens.`)
-    }
-    const release = options.parentRunId ? await this.#acquireChildSlot(options.parentRunId, options.signal) : () => {}
+    const budget = this.#ledger.admit(options.runPath ?? [])
+    const release = options.parentRunId ? await this.#childSlots.acquire(options.parentRunId, options.signal) : () => {}
     try {
       const local = this.#agents.get(agentId)
       if (local) return await this.#runLocal(local, input, options, budget)
-      return await this.#runRemote(agentId, input, options, budget)
+      const bus = this.#requireBus(`run agent "${agentId}" (it is not in this process)`)
+      return await runRemote({
+        bus,
+        subjects: this.subjects,
+        clock: this.#clock,
+        hostId: this.hostId,
+        leaseMs: this.#leaseMs,
+        ledger: this.#ledger,
+        runId: this.#ids('run'),
+        agentId,
+        input,
+        budget,
+        parentRunId: options.parentRunId,
+        runPath: options.runPath,
+        agentPath: options.agentPath,
+        signal: options.signal,
+      })
     } finally {
       release()
     }
   }
 
-  async #runLocal(
-    agent: Agent,
-    input: string | Message[],
-    options: SystemRunOptions,
-    budget: { turns?: number; tokens?: number },
-  ): Promise<RunResult> {
+  async #runLocal(agent: Agent, input: string | Message[], options: SystemRunOptions, budget: RunBudget): Promise<RunResult> {
     const runId = this.#ids('run')
     const runPath = options.runPath ?? []
     const rootRunId = runPath[0] ?? runId
-    const tree = this.#tree(rootRunId)
-    const check = this.#budgetCheck(rootRunId)
+    const tree = this.#ledger.open(rootRunId)
+    const check = this.#ledger.check(rootRunId)
     const handle = agent.start(input, {
       ...(check ? { budget: check } : {}),
       runId,
@@ -340,364 +282,13 @@ export class AgentSystem {
       }
       throw error
     } finally {
-      tree.handles.delete(handle)
-      if (tree.handles.size === 0) this.#trees.delete(rootRunId)
-    }
-  }
-
-  async #runRemote(
-    agentId: string,
-    input: string | Message[],
-    options: SystemRunOptions,
-    budget: { turns?: number; tokens?: number },
-  ): Promise<RunResult> {
-    const bus = this.#requireBus(`run agent "${agentId}" (it is not in this process)`)
-    const runId = this.#ids('run')
-    const signal = options.signal
-    if (signal?.aborted) throw new AbortedError('The run was cancelled before it started.')
-    const settled = new AbortController()
-    let resolveResult!: (result: RunResultMessage) => void
-    const resultPromise = new Promise<RunResultMessage>((resolve) => {
-      resolveResult = resolve
-    })
-    const resultSubscription = bus.durableConsume(
-      this.subjects.runResult(runId),
-      (message) => {
-        message.ack()
-        const decoded = decodeMessage(message.data, RunResultSchema, { maxBytes: bus.maxPayload })
-        if (decoded.ok && decoded.value.runId === runId) resolveResult(decoded.value)
-      },
-      { deliverAll: true, signal: settled.signal },
-    )
-    let heartbeat: ReturnType<typeof setInterval> | undefined
-    let onAbort: (() => void) | undefined
-    try {
-      await resultSubscription.ready
-      const request: RunRequestMessage = {
-        v: PROTOCOL_VERSION,
-        type: 'run.request',
-        runId,
-        agentId,
-        input: input as RunRequestMessage['input'],
-        ...(options.parentRunId ? { parentRunId: options.parentRunId } : {}),
-        runPath: options.runPath ?? [],
-        ...(options.agentPath && options.agentPath.length > 0 ? { agentPath: options.agentPath } : {}),
-        ...(budget.turns !== undefined ? { maxTurns: budget.turns } : {}),
-        ...(budget.tokens !== undefined ? { maxTokens: budget.tokens } : {}),
-        leaseMs: this.#leaseMs,
-        requestedBy: this.hostId,
-      }
-      let reply: Awaited<ReturnType<Bus['request']>>
-      try {
-        reply = await bus.request(this.subjects.agentRun(agentId), encodeMessage(request), {
-          timeoutMs: 10_000,
-          ...(signal ? { signal } : {}),
-        })
-      } catch (error) {
-        if (error instanceof BusNoRespondersError) {
-          throw new ChildRunError('AGENT_UNAVAILABLE', `No host serves agent "${agentId}" right now.`, { agentId })
-        }
-        // Cancelled while the request was out: a host may have started the child already.
-        if (signal?.aborted) this.#cancelRemote(bus, agentId, runId)
-        throw error
-      }
-      const accepted = decodeMessage(reply.data, z.discriminatedUnion('type', [RunAcceptedMessage, ErrorMessage]), {
-        maxBytes: bus.maxPayload,
-      })
-      if (!accepted.ok) throw accepted.error
-      if (accepted.value.type === 'error') {
-        throw new ChildRunError(accepted.value.error.code, accepted.value.error.message, { agentId })
-      }
-      const beat = () => {
-        const message: RunHeartbeatMessage = { v: PROTOCOL_VERSION, type: 'run.heartbeat', runId, at: this.#clock.now() }
-        try {
-          bus.publish(this.subjects.runHeartbeat(runId), encodeMessage(message))
-        } catch {
-          // Missing one beat is fine: the lease allows several.
-        }
-      }
-      heartbeat = setInterval(beat, Math.max(50, Math.floor(this.#leaseMs / HEARTBEATS_PER_LEASE)))
-      const cancelled = new Promise<never>((_, reject) => {
-        onAbort = () => {
-          // The parent stopped: stop the child where it runs, then report the cancellation.
-          this.#cancelRemote(bus, agentId, runId)
-          reject(new AbortedError('The parent run was cancelled; the child was told to stop.'))
-        }
-        if (signal?.aborted) onAbort()
-        else signal?.addEventListener('abort', onAbort, { once: true })
-      })
-      cancelled.catch(() => {})
-      const message = await Promise.race([resultPromise, cancelled])
-      // What the child used counts against the tree here too (its turns were counted on its host).
-      const tree = this.#trees.get((options.runPath ?? [])[0] ?? '')
-      if (tree) {
-        tree.turns += message.turns
-        tree.tokens += message.usage.totalTokens
-      }
-      return fromResultMessage(message)
-    } finally {
-      if (heartbeat) clearInterval(heartbeat)
-      if (onAbort) signal?.removeEventListener('abort', onAbort)
-      settled.abort()
-      resultSubscription.unsubscribe()
-    }
-  }
-
-  #cancelRemote(bus: Bus, agentId: string, runId: string): void {
-    sendControl({
-      bus,
-      agentId,
-      subjects: this.subjects,
-      request: { type: 'control.cancel', runId, reason: 'the parent run was cancelled', from: this.hostId },
-    }).catch(() => {})
-  }
-
-  /** Host side: start the requested run, reply at once, publish the result when it ends. */
-  #onRunRequest(agent: Agent, message: Parameters<Parameters<Bus['subscribe']>[1]>[0]): void {
-    const bus = this.#bus as Bus
-    const decoded = decodeMessage(message.data, RunRequestSchema, { maxBytes: bus.maxPayload })
-    if (!decoded.ok) {
-      message.respond(encodeMessage(errorMessage(decoded.error.toJSON())))
-      return
-    }
-    const request = decoded.value
-    if (request.agentId !== agent.id) {
-      message.respond(
-        encodeMessage(errorMessage({ code: 'AGENT_UNKNOWN', message: `This subject serves "${agent.id}".` }, request.runId)),
-      )
-      return
-    }
-    if (this.#stop.signal.aborted) {
-      message.respond(
-        encodeMessage(errorMessage({ code: 'HOST_STOPPING', message: `Host ${this.hostId} is shutting down.` }, request.runId)),
-      )
-      return
-    }
-    // The host holds its own limit too: a parent elsewhere may have a deeper one.
-    if (request.runPath.length > this.#limits.maxDepth) {
-      const refusal = {
-        code: 'TREE_DEPTH_EXCEEDED',
-        message: `Delegation is ${request.runPath.length} levels deep; this host's limit is ${this.#limits.maxDepth}.`,
-      }
-      message.respond(encodeMessage(errorMessage(refusal, request.runId)))
-      return
-    }
-    const cancelled = new AbortController()
-    const rootRunId = request.runPath[0] ?? request.runId
-    const tree = this.#tree(rootRunId)
-    const check = this.#budgetCheck(rootRunId)
-    let handle: RunHandle
-    try {
-      handle = agent.start(request.input as string | Message[], {
-        ...(check ? { budget: check } : {}),
-        runId: request.runId,
-        runPath: request.runPath,
-        ...(request.agentPath ? { agentPath: request.agentPath } : {}),
-        ...(request.parentRunId ? { parentRunId: request.parentRunId } : {}),
-        ...(request.maxTurns ? { maxTurns: request.maxTurns } : {}),
-        ...(request.maxTokens ? { maxTokens: request.maxTokens } : {}),
-        signal: cancelled.signal,
-      })
-    } catch (error) {
-      if (tree.handles.size === 0) this.#trees.delete(rootRunId)
-      message.respond(encodeMessage(errorMessage(serializeError(error), request.runId)))
-      return
-    }
-    tree.handles.add(handle)
-    // Orphan guard: no heartbeat from the parent for a whole lease and the child stops.
-    let lease: ReturnType<typeof setTimeout> | undefined
-    const renew = () => {
-      if (lease) clearTimeout(lease)
-      if (!request.leaseMs) return
-      lease = setTimeout(
-        () => cancelled.abort(new AbortedError('the parent stopped sending heartbeats (lease expired)')),
-        request.leaseMs,
-      )
-    }
-    renew()
-    const heartbeats = bus.subscribe(this.subjects.runHeartbeat(request.runId), (beat) => {
-      const parsed = decodeMessage(beat.data, RunHeartbeatMessage, { maxBytes: bus.maxPayload })
-      if (parsed.ok) renew()
-    })
-    const stopOnClose = () => cancelled.abort(new AbortedError('the host is shutting down'))
-    this.#stop.signal.addEventListener('abort', stopOnClose, { once: true })
-    const accepted: RunAcceptedMessage = {
-      v: PROTOCOL_VERSION,
-      type: 'run.accepted',
-      runId: request.runId,
-      agentId: agent.id,
-      hostId: this.hostId,
-    }
-    message.respond(encodeMessage(accepted))
-
-    const publish = (result: RunResult, error?: SerializedError) => {
-      const out: RunResultMessage = {
-        v: PROTOCOL_VERSION,
-        type: 'run.result',
-        runId: request.runId,
-        agentId: agent.id,
-        status: result.status,
-        output: result.output,
-        ...(error ? { error: { code: error.code, message: error.message } } : {}),
-        turns: result.turns,
-        usage: result.usage,
-        ...(result.handoff ? { handoff: result.handoff as RunResultMessage['handoff'] } : {}),
-        hostId: this.hostId,
-      }
-      return bus
-        .durablePublish(this.subjects.runResult(request.runId), encodeMessage(out), { msgId: `result-${request.runId}` })
-        .catch(() => {})
-    }
-    const finished = handle.result
-      .then(
-        (result) => publish(result),
-        (error) => {
-          const result = (error as { result?: RunResult }).result
-          return publish(result ?? emptyResult(request.runId, 'failed'), result?.error ?? serializeError(error))
-        },
-      )
-      .finally(() => {
-        if (lease) clearTimeout(lease)
-        heartbeats.unsubscribe()
-        tree.handles.delete(handle)
-        if (tree.handles.size === 0) this.#trees.delete(rootRunId)
-        this.#stop.signal.removeEventListener('abort', stopOnClose)
-        this.#hosted.delete(finished)
-      })
-    this.#hosted.add(finished)
-  }
-
-  // --- limits -------------------------------------------------------------------------------
-
-  #tree(rootRunId: string): TreeState {
-    let tree = this.#trees.get(rootRunId)
-    if (!tree) {
-      tree = { turns: 0, tokens: 0, handles: new Set() }
-      this.#trees.set(rootRunId, tree)
-    }
-    return tree
-  }
-
-  #remaining(rootRunId: string | undefined): { turns?: number; tokens?: number } {
-    const tree = rootRunId === undefined ? undefined : this.#trees.get(rootRunId)
-    const used = tree ?? { turns: 0, tokens: 0 }
-    return {
-      ...(this.#limits.maxTotalTurns !== undefined ? { turns: this.#limits.maxTotalTurns - used.turns } : {}),
-      ...(this.#limits.maxTotalTokens !== undefined ? { tokens: Math.max(1, this.#limits.maxTotalTokens - used.tokens) } : {}),
-    }
-  }
-
-  /**
-   * Stops the tree once it is over budget, or (`needsAnotherTurn`) once it has nothing left for
-   * the turn that must come next.
-   */
-  #stopIfOver(rootRunId: string): void {
-    const tree = this.#trees.get(rootRunId)
-    const limit = this.#limits.maxTotalTokens
-    if (!tree || tree.exceeded || limit === undefined || tree.tokens <= limit) return
-    tree.exceeded = `it used ${tree.tokens} of its ${limit} tokens`
-    this.cancelTree(rootRunId, `the run tree went over its budget: ${tree.exceeded}`)
-  }
-
-  /** What every run of a tree asks before each turn: is anything left for one more? */
-  #budgetCheck(rootRunId: string): BudgetCheck | undefined {
-    const { maxTotalTurns, maxTotalTokens } = this.#limits
-    if (maxTotalTurns === undefined && maxTotalTokens === undefined) return undefined
-    return () => {
-      const tree = this.#trees.get(rootRunId)
-      if (!tree) return undefined
-      if (maxTotalTurns !== undefined && tree.turns >= maxTotalTurns) {
-        return { code: 'TREE_BUDGET_EXCEEDED', message: `The run tree used ${tree.turns} of its ${maxTotalTurns} turns.` }
-      }
-      if (maxTotalTokens !== undefined && tree.tokens >= maxTotalTokens) {
-        return { code: 'TREE_BUDGET_EXCEEDED', message: `The run tree used ${tree.tokens} of its ${maxTotalTokens} tokens.` }
-      }
-      return undefined
-    }
-  }
-
-  /** A slot among the parent's `maxConcurrentChildren`; waits (first come, first served) when all are taken. */
-  async #acquireChildSlot(parentRunId: string, signal: AbortSignal | undefined): Promise<() => void> {
-    let slot = this.#childSlots.get(parentRunId)
-    if (!slot) {
-      slot = { active: 0, waiting: new Set() }
-      this.#childSlots.set(parentRunId, slot)
-    }
-    const s = slot
-    if (signal?.aborted) throw new AbortedError('Cancelled before the child started.')
-    if (s.active >= this.#limits.maxConcurrentChildren || s.waiting.size > 0) {
-      // The slot is handed over by `release` (active stays counted), so nobody can jump the queue.
-      await new Promise<void>((resolve, reject) => {
-        const wake = () => {
-          signal?.removeEventListener('abort', onAbort)
-          resolve()
-        }
-        const onAbort = () => {
-          // A waiter that gives up must not swallow the next hand-over.
-          s.waiting.delete(wake)
-          if (s.active === 0 && s.waiting.size === 0) this.#childSlots.delete(parentRunId)
-          reject(new AbortedError('Cancelled while waiting for a child slot.'))
-        }
-        s.waiting.add(wake)
-        signal?.addEventListener('abort', onAbort, { once: true })
-      })
-    } else {
-      s.active++
-    }
-    let released = false
-    return () => {
-      if (released) return
-      released = true
-      const next = s.waiting.values().next().value
-      if (next) {
-        s.waiting.delete(next)
-        next()
-        return
-      }
-      s.active--
-      if (s.active === 0) this.#childSlots.delete(parentRunId)
+      this.#ledger.leave(rootRunId, handle)
     }
   }
 
   #requireBus(what: string): Bus {
     if (!this.#bus) throw new ConfigError(`Cannot ${what}: this agent system has no bus (pass { bus }).`)
     return this.#bus
-  }
-}
-
-function fromResultMessage(message: RunResultMessage): RunResult {
-  const result: RunResult = {
-    runId: message.runId,
-    status: message.status,
-    output: message.output,
-    stopReason: undefined,
-    error: message.error,
-    turns: message.turns,
-    usage: message.usage,
-    messages: [],
-    pendingSteering: [],
-    ...(message.handoff ? { handoff: message.handoff as RunResult['handoff'] } : {}),
-  }
-  if (message.status !== 'done') {
-    throw new ChildRunError(message.error?.code ?? 'CHILD_FAILED', message.error?.message ?? `The child run ${message.status}.`, {
-      runId: message.runId,
-      status: message.status,
-    })
-  }
-  return result
-}
-
-function emptyResult(runId: string, status: 'failed' | 'cancelled'): RunResult {
-  return {
-    runId,
-    status,
-    output: '',
-    stopReason: undefined,
-    error: undefined,
-    turns: 0,
-    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
-    messages: [],
-    pendingSteering: [],
   }
 }
 

@@ -177,7 +177,13 @@ describe('events, audit kinds and error codes', () => {
     expect(caller.size).toBeGreaterThanOrEqual(4)
     for (const code of caller) expect(clientSide, `remote-tool.ts: ${code}`).toContain(`| \`${code}\``)
     // Agent hosts and parents of remote runs, and the ask_human tool.
-    for (const relative of ['../../../actors/src/system/agent-system.ts', '../../src/hitl/ask-human.ts']) {
+    for (const relative of [
+      '../../../actors/src/system/agent-system.ts',
+      '../../../actors/src/system/tree-budget.ts',
+      '../../../actors/src/system/remote-run.ts',
+      '../../../actors/src/system/run-host.ts',
+      '../../src/hitl/ask-human.ts',
+    ]) {
       for (const code of codesIn(relative)) expect(doc, `${relative}: ${code}`).toContain(`| \`${code}\``)
     }
   })

@@ -1,0 +1,157 @@
+import type { BudgetCheck, RunHandle } from '@signalbox/core'
+import { ChildRunError } from './child-run-error.ts'
+
+/** Limits for one run tree (a root run and every run it delegates to, in any process). */
+export interface TreeLimits {
+  /** Deepest delegation below the root (root = 0). Default 4. */
+  maxDepth?: number
+  /** Children of one parent running at once; more wait their turn. Default 8. */
+  maxConcurrentChildren?: number
+  /** Turns summed over the tree, root included. */
+  maxTotalTurns?: number
+  /** Tokens summed over the tree, root included. */
+  maxTotalTokens?: number
+}
+
+/** What one run may still use of its tree's budget (absent: no limit). */
+export interface RunBudget {
+  turns?: number
+  tokens?: number
+}
+
+export interface TreeState {
+  turns: number
+  tokens: number
+  /** Every run in this process that belongs to the tree, to cancel them all at once. */
+  handles: Set<RunHandle>
+  /** Set once the tree went over its turns or tokens (the runs were cancelled for it). */
+  exceeded?: string
+}
+
+/**
+ * What each run tree used in this process (turns, tokens) against its limits, and which of its
+ * runs live here, so a tree over budget is stopped as a whole. A tree is known from its first
+ * run here until its last one ends.
+ */
+export class RunTreeLedger {
+  readonly limits: Required<Pick<TreeLimits, 'maxDepth' | 'maxConcurrentChildren'>> & TreeLimits
+  readonly #trees = new Map<string, TreeState>()
+
+  constructor(limits: TreeLimits = {}) {
+    this.limits = { maxDepth: 4, maxConcurrentChildren: 8, ...limits }
+  }
+
+  /** Whether the tree has a turn or token budget at all (else nothing needs counting). */
+  get counts(): boolean {
+    return this.limits.maxTotalTurns !== undefined || this.limits.maxTotalTokens !== undefined
+  }
+
+  /**
+   * Before a run starts below `runPath`: refuses it when the tree is too deep or spent, else
+   * says what it may use. A root starts with the whole budget; a child with what its tree has left.
+   */
+  admit(runPath: string[]): RunBudget {
+    const depth = runPath.length
+    if (depth > this.limits.maxDepth) {
+      throw new ChildRunError(
+        'TREE_DEPTH_EXCEEDED',
+        `Delegation is ${depth} levels deep; the limit is ${this.limits.maxDepth}.`,
+        {
+          depth,
+        },
+      )
+    }
+    const rootRunId = runPath[0]
+    const budget = this.#remaining(rootRunId)
+    if (budget.turns !== undefined && budget.turns <= 0) {
+      throw new ChildRunError('TREE_BUDGET_EXCEEDED', `The run tree used all of its ${this.limits.maxTotalTurns} turns.`)
+    }
+    if (
+      rootRunId &&
+      this.limits.maxTotalTokens !== undefined &&
+      (this.#trees.get(rootRunId)?.tokens ?? 0) >= this.limits.maxTotalTokens
+    ) {
+      throw new ChildRunError('TREE_BUDGET_EXCEEDED', `The run tree used all of its ${this.limits.maxTotalTokens} tokens.`)
+    }
+    return budget
+  }
+
+  /** The tree of `rootRunId`, opened by its first run in this process. */
+  open(rootRunId: string): TreeState {
+    let tree = this.#trees.get(rootRunId)
+    if (!tree) {
+      tree = { turns: 0, tokens: 0, handles: new Set() }
+      this.#trees.set(rootRunId, tree)
+    }
+    return tree
+  }
+
+  /** A run of the tree ended (or never started): the tree is forgotten with its last run here. */
+  leave(rootRunId: string, handle?: RunHandle): void {
+    const tree = this.#trees.get(rootRunId)
+    if (!tree) return
+    if (handle) tree.handles.delete(handle)
+    if (tree.handles.size === 0) this.#trees.delete(rootRunId)
+  }
+
+  countTurn(rootRunId: string): void {
+    const tree = this.#trees.get(rootRunId)
+    if (tree) tree.turns++
+  }
+
+  /** A reply that overshoots the tokens stops the whole tree at once. */
+  countTokens(rootRunId: string, tokens: number): void {
+    const tree = this.#trees.get(rootRunId)
+    if (!tree) return
+    tree.tokens += tokens
+    this.#stopIfOver(rootRunId)
+  }
+
+  /** What a child elsewhere used counts against the tree here too (its turns were counted on its host). */
+  countChild(rootRunId: string | undefined, used: { turns: number; tokens: number }): void {
+    const tree = this.#trees.get(rootRunId ?? '')
+    if (!tree) return
+    tree.turns += used.turns
+    tree.tokens += used.tokens
+  }
+
+  /** What every run of a tree asks before each turn: is anything left for one more? */
+  check(rootRunId: string): BudgetCheck | undefined {
+    const { maxTotalTurns, maxTotalTokens } = this.limits
+    if (maxTotalTurns === undefined && maxTotalTokens === undefined) return undefined
+    return () => {
+      const tree = this.#trees.get(rootRunId)
+      if (!tree) return undefined
+      if (maxTotalTurns !== undefined && tree.turns >= maxTotalTurns) {
+        return { code: 'TREE_BUDGET_EXCEEDED', message: `The run tree used ${tree.turns} of its ${maxTotalTurns} turns.` }
+      }
+      if (maxTotalTokens !== undefined && tree.tokens >= maxTotalTokens) {
+        return { code: 'TREE_BUDGET_EXCEEDED', message: `The run tree used ${tree.tokens} of its ${maxTotalTokens} tokens.` }
+      }
+      return undefined
+    }
+  }
+
+  /** Cancels every run of a tree that lives in this process. */
+  cancel(rootRunId: string, reason: string): void {
+    for (const handle of [...(this.#trees.get(rootRunId)?.handles ?? [])]) handle.cancel(reason)
+  }
+
+  #remaining(rootRunId: string | undefined): RunBudget {
+    const tree = rootRunId === undefined ? undefined : this.#trees.get(rootRunId)
+    const used = tree ?? { turns: 0, tokens: 0 }
+    return {
+      ...(this.limits.maxTotalTurns !== undefined ? { turns: this.limits.maxTotalTurns - used.turns } : {}),
+      ...(this.limits.maxTotalTokens !== undefined ? { tokens: Math.max(1, this.limits.maxTotalTokens - used.tokens) } : {}),
+    }
+  }
+
+  /** Stops the tree once it is over its tokens. */
+  #stopIfOver(rootRunId: string): void {
+    const tree = this.#trees.get(rootRunId)
+    const limit = this.limits.maxTotalTokens
+    if (!tree || tree.exceeded || limit === undefined || tree.tokens <= limit) return
+    tree.exceeded = `it used ${tree.tokens} of its ${limit} tokens`
+    this.cancel(rootRunId, `the run tree went over its budget: ${tree.exceeded}`)
+  }
+}
