@@ -23,6 +23,7 @@ import {
 } from '@signalbox/core'
 import { backoff, deferred, withTimeout } from './async.ts'
 import { isApiError } from './errors.ts'
+import { HeldMessages } from './held-messages.ts'
 import type { BusInternals } from './internals.ts'
 import { NatsDurableMessage } from './messages.ts'
 
@@ -30,13 +31,17 @@ export interface ConsumerTuning {
   pullBatch: number
   pullExpiresMs: number
   ephemeralInactiveMs: number
+  /** The consumer's `ack_wait` on the server when the caller's `ackWaitMs` is longer. */
+  serverAckWaitMs: number
 }
 
 /**
  * One `durableConsume`: a JetStream pull consumer (durable when named, else ephemeral) consumed
- * with `consume()`, handled one message at a time. Every reconnect, and every "consumer not found"
- * or "consumer deleted" notice, ends the current `consume()` and the loop sets it up again;
- * a lost ephemeral consumer is recreated at the first message it had not yet acknowledged.
+ * with `consume()`, handled one message at a time. What comes in is held (`held-messages.ts`):
+ * kept alive with in-progress acks under a short server `ack_wait`, and nak'd on shutdown.
+ * Every reconnect, and every "consumer not found" or "consumer deleted" notice, ends the current
+ * `consume()` and the loop sets it up again; a lost ephemeral consumer is recreated at the first
+ * message it had not yet acknowledged.
  */
 export class NatsDurableConsumer implements Subscription {
   closed = false
@@ -47,6 +52,11 @@ export class NatsDurableConsumer implements Subscription {
   readonly #durableName: string | undefined
   readonly #consumerName: string
   readonly #ackWaitMs: number
+  readonly #serverAckWaitMs: number
+  readonly #held: HeldMessages
+  /** Received and not yet handed to the handler; one worker handles them in order. */
+  readonly #queue: JsMsg[] = []
+  #worker: Promise<void> | undefined
   readonly #deliverAll: boolean
   readonly #tuning: ConsumerTuning
   readonly #signal: AbortSignal | undefined
@@ -82,6 +92,8 @@ export class NatsDurableConsumer implements Subscription {
     this.#durableName = options.durableName
     this.#consumerName = options.durableName ?? `sbx_${randomBytes(8).toString('hex')}`
     this.#ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS
+    this.#serverAckWaitMs = Math.min(this.#ackWaitMs, tuning.serverAckWaitMs)
+    this.#held = new HeldMessages(this.#ackWaitMs, this.#serverAckWaitMs, () => bus.connection().isClosed())
     this.#deliverAll = options.deliverAll ?? false
     this.#tuning = tuning
     this.#signal = options.signal
@@ -104,11 +116,16 @@ export class NatsDurableConsumer implements Subscription {
     void this.shutdown()
   }
 
-  /** Stops consuming; a private consumer is also deleted on the server (a durable one stays). */
+  /**
+   * Stops consuming and hands back (nak) what it held, so another member gets it at once; a
+   * message a handler is busy with follows when the handler returns without settling it. A
+   * private consumer is also deleted on the server (a durable one stays).
+   */
   async shutdown(): Promise<void> {
     if (this.closed) return
     this.closed = true
     this.#signal?.removeEventListener('abort', this.#onAbort)
+    this.#held.releaseAll()
     this.#messages?.stop()
     this.#ready.resolve()
     this.#bus.forget(this)
@@ -130,11 +147,20 @@ export class NatsDurableConsumer implements Subscription {
   }
 
   acked(msg: JsMsg): void {
+    this.#held.settle(msg)
     const seq = msg.info.streamSequence
     this.#unacked.delete(seq)
     this.#acked.add(seq)
     if (this.#acked.size > 10_000) this.#acked.delete(this.#acked.values().next().value as number)
     this.#bus.ack(msg, this.#ackWaitMs)
+  }
+
+  naked(msg: JsMsg): void {
+    this.#held.settle(msg)
+  }
+
+  working(msg: JsMsg): void {
+    this.#held.extend(msg)
   }
 
   async #run(): Promise<void> {
@@ -152,10 +178,8 @@ export class NatsDurableConsumer implements Subscription {
         this.#ready.resolve()
         failures = 0
         void this.#watch(messages)
-        for await (const msg of messages) {
-          if (this.closed) break
-          await this.#handle(msg)
-        }
+        // Taken off the client's buffer at once, so everything received is held (kept alive).
+        for await (const msg of messages) this.#receive(msg)
       } catch (error) {
         if (this.closed) break
         if (error instanceof DurableConsumerConflictError) {
@@ -173,6 +197,8 @@ export class NatsDurableConsumer implements Subscription {
           )
         }
       }
+      // Handle what came in before setting up again (in order, and so a lost ephemeral consumer resumes right).
+      if (this.#worker !== undefined) await this.#worker
       if (this.closed || this.#bus.connection().isClosed()) break
       if (this.#restartNow) {
         this.#restartNow = false
@@ -198,20 +224,41 @@ export class NatsDurableConsumer implements Subscription {
     }
   }
 
+  /** After shutdown, `hold` hands it straight back (nak). */
+  #receive(msg: JsMsg): void {
+    this.#held.hold(msg)
+    if (this.closed) return
+    this.#queue.push(msg)
+    if (this.#worker === undefined) this.#worker = this.#work()
+  }
+
+  async #work(): Promise<void> {
+    while (this.#queue.length > 0) {
+      const msg = this.#queue.shift() as JsMsg
+      // Shut down: the rest was handed back by `releaseAll`.
+      if (!this.closed) await this.#handle(msg)
+    }
+    this.#worker = undefined
+  }
+
   async #handle(msg: JsMsg): Promise<void> {
     const seq = msg.info.streamSequence
     if (this.#acked.has(seq)) {
+      this.#held.settle(msg)
       this.#bus.ack(msg, this.#ackWaitMs)
       return
     }
     this.#unacked.add(seq)
     if (seq > this.#highestSeen) this.#highestSeen = seq
     const message = new NatsDurableMessage(msg, this, this.#bus)
+    this.#held.handOut(msg, () => message.nak())
     try {
       await this.#handler(message)
     } catch (error) {
       // Not acknowledged, so the server redelivers it after the ack wait.
       this.#bus.report(error, msg.subject, this.subject, true)
+    } finally {
+      this.#held.handled(msg)
     }
   }
 
@@ -224,6 +271,7 @@ export class NatsDurableConsumer implements Subscription {
         const filter = info.config.filter_subject ?? '>'
         // nats-server 2.9 silently rewrites a durable's filter on "create": refuse instead.
         if (filter !== this.subject) throw new DurableConsumerConflictError(this.#consumerName, filter, this.subject)
+        await this.#adoptAckWait(info.config.ack_wait)
         return this.#bus.js().consumers.get(stream, this.#consumerName)
       } catch (error) {
         if (!isApiError(error, JetStreamApiCodes.ConsumerNotFound)) throw error
@@ -237,11 +285,31 @@ export class NatsDurableConsumer implements Subscription {
     return this.#bus.js().consumers.get(stream, this.#consumerName)
   }
 
+  /**
+   * An existing consumer keeps the `ack_wait` it was made with (joining does not change it, as
+   * before), except one longer than the bus's `serverAckWaitMs` (made with the old 30 s): that
+   * one is shortened, so a dead holder's messages come back quickly. Heartbeats follow the result.
+   */
+  async #adoptAckWait(ackWaitNanos: number | undefined): Promise<void> {
+    let serverMs = ackWaitNanos === undefined ? this.#serverAckWaitMs : Math.floor(ackWaitNanos / 1_000_000)
+    if (serverMs > this.#tuning.serverAckWaitMs) {
+      try {
+        const jsm = await this.#bus.manager()
+        const ackWait = nanos(this.#tuning.serverAckWaitMs)
+        await jsm.consumers.update(this.#bus.streamName(), this.#consumerName, { ack_wait: ackWait })
+        serverMs = this.#tuning.serverAckWaitMs
+      } catch {
+        // Best effort: it still works, only a dead holder's messages come back later.
+      }
+    }
+    this.#held.useServerAckWait(serverMs)
+  }
+
   #config(): Partial<ConsumerConfig> {
     const base: Partial<ConsumerConfig> = {
       ack_policy: AckPolicy.Explicit,
       filter_subject: this.subject,
-      ack_wait: nanos(this.#ackWaitMs),
+      ack_wait: nanos(this.#serverAckWaitMs),
       max_deliver: -1,
       replay_policy: ReplayPolicy.Instant,
     }

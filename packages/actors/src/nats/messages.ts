@@ -54,9 +54,11 @@ export class NatsMessage implements BusMessage {
   }
 }
 
-/** Where a durable message reports its ack (the consumer that delivered it). */
+/** Where a durable message reports how it was settled (the consumer that delivered it). */
 export interface AckTarget {
   acked(msg: JsMsg): void
+  naked(msg: JsMsg): void
+  working(msg: JsMsg): void
 }
 
 export class NatsDurableMessage extends NatsMessage implements DurableMessage {
@@ -81,12 +83,15 @@ export class NatsDurableMessage extends NatsMessage implements DurableMessage {
   nak(delayMs?: number): void {
     if (this.#settled) return
     this.#settled = true
+    this.#consumer.naked(this.#jsMsg)
     // Fire and forget: if the nak is lost, the ack wait redelivers the message anyway.
     this.#jsMsg.nak(delayMs !== undefined && delayMs > 0 ? delayMs : undefined)
   }
 
   working(): void {
-    if (!this.#settled) this.#jsMsg.working()
+    if (this.#settled) return
+    this.#consumer.working(this.#jsMsg)
+    this.#jsMsg.working()
   }
 }
 

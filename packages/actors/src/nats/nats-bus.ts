@@ -44,7 +44,7 @@ import { type DurablePublisher, publishUntilAcked } from './durable-publish.ts'
 import { mapNatsError, requestAborted, toError } from './errors.ts'
 import type { BusInternals } from './internals.ts'
 import { ackConfirmed, headerSize, NatsMessage, NatsPlainSubscription, toBytes, toNatsHeaders } from './messages.ts'
-import { defaultConnectionName, type NatsBusOptions } from './options.ts'
+import { DEFAULT_SERVER_ACK_WAIT_MS, defaultConnectionName, type NatsBusOptions } from './options.ts'
 import { natsRequest } from './request.ts'
 import { defaultStreamName, ensureStream, StreamSubjects } from './stream.ts'
 
@@ -227,6 +227,7 @@ export class NatsBus implements Bus {
       pullBatch: this.#options.pullBatch ?? 16,
       pullExpiresMs: this.#options.pullExpiresMs ?? 10_000,
       ephemeralInactiveMs: this.#options.ephemeralInactiveMs ?? 120_000,
+      serverAckWaitMs: this.#options.serverAckWaitMs ?? DEFAULT_SERVER_ACK_WAIT_MS,
     })
     if (options.signal?.aborted) {
       consumer.closed = true

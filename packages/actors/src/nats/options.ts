@@ -42,7 +42,17 @@ export interface NatsBusOptions {
   pullBatch?: number
   /** A private (ephemeral) consumer whose client vanished is deleted by the server after this. Default 2 min. */
   ephemeralInactiveMs?: number
+  /**
+   * The `ack_wait` durable consumers get on the server (capped by a consumer's own `ackWaitMs`).
+   * What a consumer holds is extended with in-progress acks every third of it while the consumer
+   * lives, so this bounds how long the messages of a consumer that died (or lost its server)
+   * wait before another member gets them. Default 5 s.
+   */
+  serverAckWaitMs?: number
 }
+
+/** See `NatsBusOptions.serverAckWaitMs`: short, so a dead holder's messages come back within seconds. */
+export const DEFAULT_SERVER_ACK_WAIT_MS = 5_000
 
 /** The connection name when none is given. */
 export function defaultConnectionName(): string {
