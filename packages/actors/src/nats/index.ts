@@ -1,1 +1,3 @@
-export { connectNatsBus, defaultStreamName, NatsBus, type NatsBusOptions, type NatsDurableOptions } from './nats-bus.ts'
+export { connectNatsBus, NatsBus } from './nats-bus.ts'
+export type { NatsBusOptions, NatsDurableOptions } from './options.ts'
+export { defaultStreamName } from './stream.ts'

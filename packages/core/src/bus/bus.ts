@@ -5,6 +5,19 @@
  */
 export type BusHeaders = Record<string, string>
 
+// Defaults both transports share, so code behaves the same on either.
+
+/** NATS's default `max_payload`. */
+export const DEFAULT_MAX_PAYLOAD = 1024 * 1024
+/** JetStream's default duplicate window. */
+export const DEFAULT_DUPLICATE_WINDOW_MS = 2 * 60_000
+/** JetStream's default `ack_wait`. */
+export const DEFAULT_ACK_WAIT_MS = 30_000
+
+/** Why plain publish/request are refused on durable subjects (on both transports). */
+export const DURABLE_ONLY_REASON =
+  'the subject belongs to the durable store: use durablePublish/durableConsume (on NATS, JetStream would store a plain publish without de-duplication and answer a request with its own publish ack)'
+
 export interface BusMessage {
   readonly subject: string
   readonly data: Uint8Array

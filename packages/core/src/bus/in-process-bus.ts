@@ -8,36 +8,41 @@
  * handlers are called in publish order per subscription and are not awaited, a throwing handler
  * never reaches the publisher, queue groups give each message to one member, a request with no
  * subscriber fails at once. The durable path is an in-memory log shared by all subjects (like one
- * JetStream stream) with `msgId` de-duplication and pull-style consumers: each consumer handles one
- * message at a time, and a message not acknowledged within `ackWaitMs` is delivered again.
+ * JetStream stream, `durable-log.ts`) with `msgId` de-duplication and pull-style consumers
+ * (`consumer-groups.ts`): each consumer handles one message at a time, and a message not
+ * acknowledged within `ackWaitMs` is delivered again.
  */
 import { type Clock, systemClock } from '../clock.ts'
 import { AbortedError } from '../errors.ts'
-import type {
-  Bus,
-  BusHeaders,
-  BusMessage,
-  BusStatus,
-  DurableConsumeOptions,
-  DurableHandler,
-  DurableMessage,
-  DurablePublishOptions,
-  MessageHandler,
-  PublishOptions,
-  RequestOptions,
-  SubscribeOptions,
-  Subscription,
+import {
+  type Bus,
+  type BusHeaders,
+  type BusMessage,
+  type BusStatus,
+  DEFAULT_DUPLICATE_WINDOW_MS,
+  DEFAULT_MAX_PAYLOAD,
+  DURABLE_ONLY_REASON,
+  type DurableConsumeOptions,
+  type DurableHandler,
+  type DurablePublishOptions,
+  type MessageHandler,
+  type PublishOptions,
+  type RequestOptions,
+  type SubscribeOptions,
+  type Subscription,
 } from './bus.ts'
+import { ConsumerGroups } from './consumer-groups.ts'
+import { DurableLog } from './durable-log.ts'
 import {
   BusClosedError,
   BusNoRespondersError,
   BusPayloadTooLargeError,
   BusTimeoutError,
-  DurableConsumerConflictError,
   DurableSubjectError,
   type HandlerErrorListener,
   InvalidSubjectError,
 } from './errors.ts'
+import { LocalMessage, LocalSubscription } from './local-messages.ts'
 import {
   assertPublishSubject,
   assertSubscribeSubject,
@@ -46,13 +51,6 @@ import {
   subjectMatches,
   tokensMatch,
 } from './subjects.ts'
-
-/** NATS's default `max_payload`. */
-export const DEFAULT_MAX_PAYLOAD = 1024 * 1024
-/** JetStream's default duplicate window. */
-export const DEFAULT_DUPLICATE_WINDOW_MS = 2 * 60_000
-/** JetStream's default `ack_wait`. */
-export const DEFAULT_ACK_WAIT_MS = 30_000
 
 export interface InProcessBusOptions {
   /** Reported as `bus.name`. Default `in-process`. */
@@ -76,160 +74,8 @@ export interface InProcessBusOptions {
 }
 
 const encoder = new TextEncoder()
-const decoder = new TextDecoder()
-const MSG_ID_HEADER = 'Nats-Msg-Id'
 
 let busCounter = 0
-
-class LocalMessage implements BusMessage {
-  #text: string | undefined
-  readonly subject: string
-  readonly data: Uint8Array
-  readonly headers: BusHeaders | undefined
-  readonly reply: string | undefined
-  readonly #bus: InProcessBus
-
-  constructor(subject: string, data: Uint8Array, headers: BusHeaders | undefined, reply: string | undefined, bus: InProcessBus) {
-    this.subject = subject
-    this.data = data
-    this.headers = headers
-    this.reply = reply
-    this.#bus = bus
-  }
-
-  respond(data: Uint8Array | string, options?: { headers?: BusHeaders }): boolean {
-    if (this.reply === undefined) return false
-    this.#bus.publish(this.reply, data, options?.headers ? { headers: options.headers } : undefined)
-    return true
-  }
-
-  text(): string {
-    if (this.#text === undefined) this.#text = decoder.decode(this.data)
-    return this.#text
-  }
-}
-
-const READY: Promise<void> = Promise.resolve()
-
-class LocalSubscription implements Subscription {
-  closed = false
-  /** Routing is synchronous in-process: ready at once. */
-  readonly ready = READY
-  readonly subject: string
-  readonly queue: string | undefined
-  readonly handler: MessageHandler
-  /** Pre-split pattern; `undefined` for literal subjects (matched by map lookup). */
-  readonly tokens: string[] | undefined
-  readonly #detach: (subscription: LocalSubscription) => void
-  #signal: AbortSignal | undefined
-  #onAbort: (() => void) | undefined
-
-  constructor(
-    subject: string,
-    handler: MessageHandler,
-    queue: string | undefined,
-    detach: (subscription: LocalSubscription) => void,
-  ) {
-    this.subject = subject
-    this.handler = handler
-    this.queue = queue
-    this.#detach = detach
-    this.tokens = subject.includes('*') || subject.includes('>') ? subject.split('.') : undefined
-  }
-
-  bindSignal(signal: AbortSignal): void {
-    this.#signal = signal
-    this.#onAbort = () => this.unsubscribe()
-    signal.addEventListener('abort', this.#onAbort, { once: true })
-  }
-
-  unsubscribe(): void {
-    if (this.closed) return
-    this.closed = true
-    if (this.#onAbort) this.#signal?.removeEventListener('abort', this.#onAbort)
-    this.#detach(this)
-  }
-}
-
-interface LogEntry {
-  readonly seq: number
-  readonly subject: string
-  readonly data: Uint8Array
-  readonly headers: BusHeaders
-  tokens: string[] | undefined
-}
-
-/** One message handed to a consumer and not yet acknowledged. */
-interface Pending {
-  readonly entry: LogEntry
-  deliveries: number
-  done: boolean
-  queued: boolean
-  timer: unknown
-}
-
-interface Member {
-  readonly handler: DurableHandler
-  readonly subscription: LocalSubscription
-  busy: boolean
-}
-
-/** The in-process counterpart of a JetStream pull consumer (durable when it has a name). */
-class ConsumerGroup {
-  readonly filter: string
-  readonly filterTokens: string[] | undefined
-  readonly durableName: string | undefined
-  readonly ackWaitMs: number
-  /** Next log sequence to look at. */
-  cursor: number
-  readonly members: Member[] = []
-  roundRobin = 0
-  readonly pending = new Map<number, Pending>()
-  readonly redeliver: Pending[] = []
-
-  constructor(filter: string, durableName: string | undefined, ackWaitMs: number, cursor: number) {
-    this.filter = filter
-    this.filterTokens = filter.includes('*') || filter.includes('>') ? filter.split('.') : undefined
-    this.durableName = durableName
-    this.ackWaitMs = ackWaitMs
-    this.cursor = cursor
-  }
-
-  matches(entry: LogEntry): boolean {
-    if (this.filterTokens === undefined) return entry.subject === this.filter
-    if (entry.tokens === undefined) entry.tokens = entry.subject.split('.')
-    return tokensMatch(this.filterTokens, entry.tokens)
-  }
-}
-
-interface Settlement {
-  ack(): void
-  nak(delayMs: number | undefined): void
-  working(): void
-}
-
-class LocalDurableMessage extends LocalMessage implements DurableMessage {
-  readonly seq: number
-  readonly #settlement: Settlement
-
-  constructor(entry: LogEntry, bus: InProcessBus, settlement: Settlement) {
-    super(entry.subject, entry.data, entry.headers, undefined, bus)
-    this.seq = entry.seq
-    this.#settlement = settlement
-  }
-
-  ack(): void {
-    this.#settlement.ack()
-  }
-
-  nak(delayMs?: number): void {
-    this.#settlement.nak(delayMs)
-  }
-
-  working(): void {
-    this.#settlement.working()
-  }
-}
 
 type Settle = (error: Error | undefined, reply?: BusMessage) => void
 
@@ -239,8 +85,6 @@ export class InProcessBus implements Bus {
   readonly #id = ++busCounter
   readonly #clock: Clock
   readonly #onHandlerError: HandlerErrorListener | undefined
-  readonly #duplicateWindowMs: number
-  readonly #maxDurableMessages: number
   readonly #durableSubjects: readonly string[] | undefined
   #handlerErrors = 0
   #closed = false
@@ -255,21 +99,22 @@ export class InProcessBus implements Bus {
   #inboxSeq = 0
 
   // Durable path.
-  readonly #log: LogEntry[] = []
-  #firstSeq = 1
-  #lastSeq = 0
-  readonly #dedup = new Map<string, { seq: number; expiresAt: number }>()
-  readonly #groups = new Set<ConsumerGroup>()
-  readonly #durableGroups = new Map<string, ConsumerGroup>()
+  readonly #log: DurableLog
+  readonly #groups: ConsumerGroups
 
   constructor(options: InProcessBusOptions = {}) {
     this.name = options.name ?? 'in-process'
     this.maxPayload = options.maxPayload ?? DEFAULT_MAX_PAYLOAD
     this.#clock = options.clock ?? systemClock
     this.#onHandlerError = options.onHandlerError
-    this.#duplicateWindowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS
-    this.#maxDurableMessages = options.maxDurableMessages ?? 100_000
     this.#durableSubjects = options.durableSubjects
+    this.#log = new DurableLog(options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS, options.maxDurableMessages ?? 100_000)
+    this.#groups = new ConsumerGroups({
+      log: this.#log,
+      clock: this.#clock,
+      publish: (subject, data, publishOptions) => this.publish(subject, data, publishOptions),
+      report: (error, subject, subscription, durable) => this.#report(error, subject, subscription, durable),
+    })
   }
 
   /** How many handler calls threw or rejected so far. */
@@ -362,58 +207,21 @@ export class InProcessBus implements Bus {
     }
     const bytes = this.#toBytes(subject, data)
     const now = this.#clock.now()
-    // Entries expire in insertion order (constant window), so pruning stops at the first live one.
-    for (const [id, record] of this.#dedup) {
-      if (record.expiresAt > now) break
-      this.#dedup.delete(id)
-    }
-    const seen = this.#dedup.get(options.msgId)
-    if (seen !== undefined) return { seq: seen.seq, duplicate: true }
-
-    const seq = ++this.#lastSeq
-    // The msgId travels as NATS's header so consumers see the same thing on both transports.
-    const headers: BusHeaders = Object.freeze({ ...options.headers, [MSG_ID_HEADER]: options.msgId })
-    const entry: LogEntry = { seq, subject, data: bytes, headers, tokens: undefined }
-    this.#log.push(entry)
-    this.#dedup.set(options.msgId, { seq, expiresAt: now + this.#duplicateWindowMs })
-    this.#trimLog()
-    for (const group of this.#groups) if (group.matches(entry)) this.#pump(group)
+    const seen = this.#log.duplicateOf(options.msgId, now)
+    if (seen !== undefined) return { seq: seen, duplicate: true }
+    const entry = this.#log.append(subject, bytes, options.headers, options.msgId, now)
+    this.#groups.appended(entry)
     // On NATS a core subscriber sees JetStream-bound publishes too; keep parity.
-    this.#route(new LocalMessage(subject, bytes, headers, undefined, this))
-    return { seq, duplicate: false }
+    this.#route(new LocalMessage(subject, entry.data, entry.headers, undefined, this))
+    return { seq: entry.seq, duplicate: false }
   }
 
   durableConsume(subject: string, handler: DurableHandler, options: DurableConsumeOptions = {}): Subscription {
     this.#assertOpen('durableConsume')
     assertSubscribeSubject(subject)
     this.#assertDurable(subject)
-    const { durableName, signal } = options
-    if (durableName !== undefined) assertToken(durableName)
-    const ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS
-
-    let group = durableName === undefined ? undefined : this.#durableGroups.get(durableName)
-    if (group !== undefined && group.filter !== subject) {
-      throw new DurableConsumerConflictError(durableName as string, group.filter, subject)
-    }
-    const member: Member = {
-      handler,
-      busy: false,
-      subscription: new LocalSubscription(subject, noop, undefined, () => this.#leave(group as ConsumerGroup, member)),
-    }
-    if (signal?.aborted) {
-      member.subscription.closed = true
-      return member.subscription
-    }
-    if (group === undefined) {
-      const start = options.deliverAll ? this.#firstSeq : this.#lastSeq + 1
-      group = new ConsumerGroup(subject, durableName, ackWaitMs, start)
-      this.#groups.add(group)
-      if (durableName !== undefined) this.#durableGroups.set(durableName, group)
-    }
-    group.members.push(member)
-    if (signal) member.subscription.bindSignal(signal)
-    this.#pump(group)
-    return member.subscription
+    if (options.durableName !== undefined) assertToken(options.durableName)
+    return this.#groups.join(subject, handler, options)
   }
 
   flush(signal?: AbortSignal): Promise<void> {
@@ -431,6 +239,7 @@ export class InProcessBus implements Bus {
   close(): Promise<void> {
     if (this.#closing) return this.#closing
     this.#closed = true
+    this.#groups.stop()
     for (const settle of [...this.#inboxes.values()]) settle(new BusClosedError('receive a reply'))
     this.#closing = (async () => {
       // Drain: let the deliveries already queued as microtasks reach their handlers first.
@@ -439,11 +248,7 @@ export class InProcessBus implements Bus {
       for (const subscription of this.#wildcard) subscription.closed = true
       this.#literal.clear()
       this.#wildcard.clear()
-      for (const group of this.#groups) {
-        for (const member of group.members) member.subscription.closed = true
-        this.#disposeGroup(group)
-      }
-      this.#durableGroups.clear()
+      this.#groups.dispose()
     })()
     return this.#closing
   }
@@ -520,126 +325,6 @@ export class InProcessBus implements Bus {
     }
   }
 
-  // ---- durable consumers ----
-
-  #pump(group: ConsumerGroup): void {
-    if (this.#closed) return
-    for (;;) {
-      const member = nextIdleMember(group)
-      if (member === undefined) return
-      const pending = this.#nextPending(group)
-      if (pending === undefined) return
-      this.#deliver(group, member, pending)
-    }
-  }
-
-  #nextPending(group: ConsumerGroup): Pending | undefined {
-    while (group.redeliver.length > 0) {
-      const pending = group.redeliver.shift() as Pending
-      pending.queued = false
-      if (!pending.done) return pending
-    }
-    if (group.cursor < this.#firstSeq) group.cursor = this.#firstSeq
-    while (group.cursor <= this.#lastSeq) {
-      const entry = this.#log[group.cursor - this.#firstSeq] as LogEntry
-      group.cursor++
-      if (!group.matches(entry)) continue
-      const pending: Pending = { entry, deliveries: 0, done: false, queued: false, timer: undefined }
-      group.pending.set(entry.seq, pending)
-      return pending
-    }
-    return undefined
-  }
-
-  #deliver(group: ConsumerGroup, member: Member, pending: Pending): void {
-    member.busy = true
-    const delivery = ++pending.deliveries
-    // Like JetStream, the ack wait runs from delivery: not acknowledged in time → delivered again.
-    const redeliverAfter = (ms: number) => {
-      this.#clearTimer(pending)
-      pending.timer = this.#startTimer(() => {
-        pending.timer = undefined
-        this.#requeue(group, pending)
-      }, ms)
-    }
-    redeliverAfter(group.ackWaitMs)
-    // Only the current delivery may postpone or ask for redelivery (a stale one must not duplicate it).
-    const current = () => !pending.done && !pending.queued && pending.deliveries === delivery
-    const message = new LocalDurableMessage(pending.entry, this, {
-      ack: () => {
-        if (pending.done) return
-        pending.done = true
-        this.#clearTimer(pending)
-        group.pending.delete(pending.entry.seq)
-      },
-      nak: (delayMs) => {
-        if (!current()) return
-        if (delayMs !== undefined && delayMs > 0) redeliverAfter(delayMs)
-        else {
-          this.#clearTimer(pending)
-          this.#requeue(group, pending)
-        }
-      },
-      working: () => {
-        if (current()) redeliverAfter(group.ackWaitMs)
-      },
-    })
-    queueMicrotask(async () => {
-      try {
-        if (!member.subscription.closed) await member.handler(message)
-      } catch (error) {
-        // Not acknowledged, so it comes back after the ack wait.
-        this.#report(error, message.subject, group.filter, true)
-      } finally {
-        member.busy = false
-        this.#pump(group)
-      }
-    })
-  }
-
-  #requeue(group: ConsumerGroup, pending: Pending): void {
-    if (pending.done || pending.queued || !this.#groups.has(group)) return
-    pending.queued = true
-    group.redeliver.push(pending)
-    this.#pump(group)
-  }
-
-  #leave(group: ConsumerGroup, member: Member): void {
-    const index = group.members.indexOf(member)
-    if (index !== -1) group.members.splice(index, 1)
-    // A private consumer ends with its subscriber; a durable one keeps its place for the next.
-    if (group.durableName === undefined) this.#disposeGroup(group)
-  }
-
-  #disposeGroup(group: ConsumerGroup): void {
-    this.#groups.delete(group)
-    for (const pending of group.pending.values()) this.#clearTimer(pending)
-    group.pending.clear()
-    group.redeliver.length = 0
-  }
-
-  #trimLog(): void {
-    const max = this.#maxDurableMessages
-    // Trim in batches so a full log does not cost an O(n) splice on every publish.
-    if (this.#log.length <= max + Math.max(1, max >> 4)) return
-    const drop = this.#log.length - max
-    this.#log.splice(0, drop)
-    this.#firstSeq += drop
-  }
-
-  #startTimer(fn: () => void, ms: number): unknown {
-    const timer = this.#clock.setTimeout(fn, ms)
-    // Waiting redeliveries must not keep the process alive on their own.
-    ;(timer as { unref?: () => void } | undefined)?.unref?.()
-    return timer
-  }
-
-  #clearTimer(pending: Pending): void {
-    if (pending.timer === undefined) return
-    this.#clock.clearTimeout(pending.timer)
-    pending.timer = undefined
-  }
-
   // ---- checks ----
 
   #assertOpen(operation: string): void {
@@ -669,10 +354,6 @@ export class InProcessBus implements Bus {
   }
 }
 
-/** Why plain publish/request are refused on durable subjects (shared with the NATS bus). */
-export const DURABLE_ONLY_REASON =
-  'the subject belongs to the durable store: use durablePublish/durableConsume (on NATS, JetStream would store a plain publish without de-duplication and answer a request with its own publish ack)'
-
 export function createInProcessBus(options?: InProcessBusOptions): InProcessBus {
   return new InProcessBus(options)
 }
@@ -693,20 +374,6 @@ function addQueueMember(
   if (members === undefined) map.set(queue, [subscription])
   else members.push(subscription)
   return map
-}
-
-function nextIdleMember(group: ConsumerGroup): Member | undefined {
-  const { members } = group
-  const n = members.length
-  for (let i = 0; i < n; i++) {
-    const index = (group.roundRobin + i) % n
-    const member = members[index] as Member
-    if (!member.busy && !member.subscription.closed) {
-      group.roundRobin = index + 1
-      return member
-    }
-  }
-  return undefined
 }
 
 function abortedError(subject: string, signal: AbortSignal | undefined): AbortedError {

@@ -1,17 +1,21 @@
-export type {
-  Bus,
-  BusHeaders,
-  BusMessage,
-  BusStatus,
-  DurableConsumeOptions,
-  DurableHandler,
-  DurableMessage,
-  DurablePublishOptions,
-  MessageHandler,
-  PublishOptions,
-  RequestOptions,
-  SubscribeOptions,
-  Subscription,
+export {
+  type Bus,
+  type BusHeaders,
+  type BusMessage,
+  type BusStatus,
+  DEFAULT_ACK_WAIT_MS,
+  DEFAULT_DUPLICATE_WINDOW_MS,
+  DEFAULT_MAX_PAYLOAD,
+  DURABLE_ONLY_REASON,
+  type DurableConsumeOptions,
+  type DurableHandler,
+  type DurableMessage,
+  type DurablePublishOptions,
+  type MessageHandler,
+  type PublishOptions,
+  type RequestOptions,
+  type SubscribeOptions,
+  type Subscription,
 } from './bus.ts'
 export {
   BusClosedError,
@@ -25,15 +29,7 @@ export {
   type HandlerErrorListener,
   InvalidSubjectError,
 } from './errors.ts'
-export {
-  createInProcessBus,
-  DEFAULT_ACK_WAIT_MS,
-  DEFAULT_DUPLICATE_WINDOW_MS,
-  DEFAULT_MAX_PAYLOAD,
-  DURABLE_ONLY_REASON,
-  InProcessBus,
-  type InProcessBusOptions,
-} from './in-process-bus.ts'
+export { createInProcessBus, InProcessBus, type InProcessBusOptions } from './in-process-bus.ts'
 export {
   assertPublishSubject,
   assertSubscribeSubject,

@@ -1,0 +1,60 @@
+/** Options of `connectNatsBus`, and the defaults the transport falls back to. */
+import type { HandlerErrorListener } from '@signalbox/core'
+
+export interface NatsDurableOptions {
+  /** JetStream stream name. Default `SIGNALBOX` for the default prefix, else derived from the prefix. */
+  stream?: string
+  /** Subjects the stream captures. Default `defaultDurableSubjects(prefix)`. */
+  subjects?: string[]
+  /** `msgId` de-duplication window. Default 2 min. */
+  duplicateWindowMs?: number
+  /** Drop stored messages older than this. Default: keep (limits by age off). */
+  maxAgeMs?: number
+  /** Default `file` (survives server restarts). */
+  storage?: 'file' | 'memory'
+}
+
+export interface NatsBusOptions {
+  servers: string | string[]
+  /** Connection name (shown by the server's monitoring). Default `signalbox-<pid>`. */
+  name?: string
+  /** Subject prefix. Default `signalbox.v1`. */
+  prefix?: string
+  durable?: NatsDurableOptions
+  /** Aborts connecting (and the first stream setup). */
+  signal?: AbortSignal
+  user?: string
+  pass?: string
+  token?: string
+  /** Wait between reconnect attempts. Default 250 ms (the client's 2 s is slow for agents). */
+  reconnectTimeWaitMs?: number
+  /** Client PING interval, which bounds how long a dead (not closed) server goes unnoticed. Default 10 s. */
+  pingIntervalMs?: number
+  /** Called when a handler throws or rejects. Default: ignored (but counted in `handlerErrors`). */
+  onHandlerError?: HandlerErrorListener
+  /** How long one `durablePublish` attempt waits for the stream's ack before retrying. Default 2 s. */
+  publishAttemptTimeoutMs?: number
+  /** `close()` gives draining this long before closing hard (a disconnected client cannot drain). Default 5 s. */
+  drainTimeoutMs?: number
+  /** Pull request lifetime of durable consumers (idle heartbeats at half of it). Default 10 s. */
+  pullExpiresMs?: number
+  /** Messages a durable consumer buffers ahead of its handler. Default 16. */
+  pullBatch?: number
+  /** A private (ephemeral) consumer whose client vanished is deleted by the server after this. Default 2 min. */
+  ephemeralInactiveMs?: number
+  /**
+   * The `ack_wait` durable consumers get on the server (capped by a consumer's own `ackWaitMs`).
+   * What a consumer holds is extended with in-progress acks every third of it while the consumer
+   * lives, so this bounds how long the messages of a consumer that died (or lost its server)
+   * wait before another member gets them. Default 5 s.
+   */
+  serverAckWaitMs?: number
+}
+
+/** See `NatsBusOptions.serverAckWaitMs`: short, so a dead holder's messages come back within seconds. */
+export const DEFAULT_SERVER_ACK_WAIT_MS = 5_000
+
+/** The connection name when none is given. */
+export function defaultConnectionName(): string {
+  return `signalbox-${process.pid}`
+}

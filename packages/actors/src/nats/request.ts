@@ -1,0 +1,87 @@
+/** Request/reply on NATS: the shared inbox when nothing can cancel, a private one when a signal can. */
+import {
+  createInbox,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  type Subscription as NatsSubscription,
+} from '@nats-io/transport-node'
+import { BusClosedError, BusNoRespondersError, BusTimeoutError } from '@signalbox/core'
+import { mapNatsError, requestAborted } from './errors.ts'
+
+export interface NatsRequest {
+  subject: string
+  bytes: Uint8Array
+  headers: MsgHdrs | undefined
+  timeoutMs: number
+  signal: AbortSignal | undefined
+}
+
+/**
+ * Sends one request and resolves with the reply. `pending` holds a way to fail it while it runs
+ * (`close()` fails them, as a draining connection would let them run to their timeout).
+ */
+export function natsRequest(
+  connection: NatsConnection,
+  request: NatsRequest,
+  pending: Set<(error: Error) => void>,
+  isClosed: () => boolean,
+): Promise<Msg> {
+  const { subject, bytes, headers, timeoutMs, signal } = request
+  if (signal !== undefined) return requestWithSignal(connection, request, signal, pending)
+  // The shared (muxed) inbox: no SUB/UNSUB per request.
+  return new Promise<Msg>((resolve, reject) => {
+    const fail = (error: Error) => reject(error)
+    pending.add(fail)
+    connection
+      .request(subject, bytes, { timeout: timeoutMs, ...(headers ? { headers } : {}) })
+      .then(resolve, (error: unknown) =>
+        reject(isClosed() ? new BusClosedError('request', error) : mapNatsError(error, subject, 'request', timeoutMs)),
+      )
+      .finally(() => pending.delete(fail))
+  })
+}
+
+/** A private inbox per request so that aborting can drop it at once (the muxed one cannot be cancelled). */
+function requestWithSignal(
+  connection: NatsConnection,
+  { subject, bytes, headers, timeoutMs }: NatsRequest,
+  signal: AbortSignal,
+  pending: Set<(error: Error) => void>,
+): Promise<Msg> {
+  return new Promise<Msg>((resolve, reject) => {
+    let settled = false
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let inboxSubscription: NatsSubscription | undefined
+    const fail = (error: Error) => settle(error)
+    const settle = (error: Error | undefined, msg?: Msg) => {
+      if (settled) return
+      settled = true
+      pending.delete(fail)
+      if (timer !== undefined) clearTimeout(timer)
+      signal.removeEventListener('abort', onAbort)
+      inboxSubscription?.unsubscribe()
+      if (error) reject(error)
+      else resolve(msg as Msg)
+    }
+    const onAbort = () => settle(requestAborted(subject, signal))
+    pending.add(fail)
+    try {
+      const inbox = createInbox()
+      inboxSubscription = connection.subscribe(inbox, {
+        max: 1,
+        callback: (error, msg) => {
+          if (error) return settle(mapNatsError(error, subject, 'request', timeoutMs))
+          // The server answers "no responders" with an empty 503 status message.
+          if (msg.data.length === 0 && msg.headers?.code === 503) return settle(new BusNoRespondersError(subject))
+          settle(undefined, msg)
+        },
+      })
+      connection.publish(subject, bytes, { reply: inbox, ...(headers ? { headers } : {}) })
+    } catch (error) {
+      return settle(mapNatsError(error, subject, 'request', timeoutMs))
+    }
+    timer = setTimeout(() => settle(new BusTimeoutError(subject, timeoutMs)), timeoutMs)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+}

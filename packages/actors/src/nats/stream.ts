@@ -1,0 +1,116 @@
+/**
+ * The JetStream stream behind the durable path: its name for a prefix, and creating it or
+ * bringing an existing one up to our subjects and limits. Kept to what nats-server 2.9 supports.
+ */
+import {
+  DiscardPolicy,
+  JetStreamApiCodes,
+  type JetStreamManager,
+  RetentionPolicy,
+  StorageType,
+  type StreamInfo,
+} from '@nats-io/jetstream'
+import { nanos } from '@nats-io/transport-node'
+import {
+  DEFAULT_DUPLICATE_WINDOW_MS,
+  DEFAULT_SUBJECT_PREFIX,
+  DURABLE_ONLY_REASON,
+  DurableSubjectError,
+  InvalidSubjectError,
+  subjectCovers,
+  subjectMatches,
+} from '@signalbox/core'
+import { isApiError } from './errors.ts'
+import type { NatsDurableOptions } from './options.ts'
+
+/** The stream name for a prefix: `SIGNALBOX` for the default one, so deployments with other prefixes never share (and rewrite) a stream. */
+export function defaultStreamName(prefix: string): string {
+  if (prefix === DEFAULT_SUBJECT_PREFIX) return 'SIGNALBOX'
+  return `SIGNALBOX_${prefix.toUpperCase().replace(/[^A-Z0-9_-]/g, '_')}`
+}
+
+/**
+ * Creates the stream, or adds our subjects and limits to an existing one (other subjects are
+ * kept). Returns the subjects the stream captures, as the server reports them.
+ */
+export async function ensureStream(
+  jsm: JetStreamManager,
+  streamName: string,
+  subjects: string[],
+  durable: NatsDurableOptions,
+): Promise<string[]> {
+  const duplicateWindow = nanos(durable.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS)
+  const maxAge = durable.maxAgeMs === undefined ? 0 : nanos(durable.maxAgeMs)
+  let info: StreamInfo
+  try {
+    info = await jsm.streams.info(streamName)
+  } catch (error) {
+    if (!isApiError(error, JetStreamApiCodes.StreamNotFound)) throw error
+    const created = await jsm.streams.add({
+      name: streamName,
+      subjects,
+      storage: durable.storage === 'memory' ? StorageType.Memory : StorageType.File,
+      retention: RetentionPolicy.Limits,
+      discard: DiscardPolicy.Old,
+      duplicate_window: duplicateWindow,
+      max_age: maxAge,
+      num_replicas: 1,
+    })
+    return created.config.subjects ?? subjects
+  }
+  const existing = info.config.subjects ?? []
+  const missing = subjects.filter((subject) => !existing.some((p) => subjectCovers(p, subject)))
+  if (missing.length === 0 && info.config.duplicate_window === duplicateWindow && info.config.max_age === maxAge) {
+    return existing
+  }
+  const updated = await jsm.streams.update(streamName, {
+    subjects: [...existing, ...missing],
+    duplicate_window: duplicateWindow,
+    max_age: maxAge,
+  })
+  return updated.config.subjects ?? [...existing, ...missing]
+}
+
+/** The subjects the stream captures, and the checks that keep plain and durable traffic apart. */
+export class StreamSubjects {
+  #subjects: string[]
+  readonly #cache = new Map<string, boolean>()
+
+  constructor(subjects: string[]) {
+    this.#subjects = [...subjects]
+  }
+
+  get list(): readonly string[] {
+    return this.#subjects
+  }
+
+  /** After stream setup: the subjects as the server reports them. */
+  set(subjects: string[]): void {
+    this.#subjects = subjects
+    this.#cache.clear()
+  }
+
+  /** Whether a publish on `subject` lands in the stream. */
+  captures(subject: string): boolean {
+    let durable = this.#cache.get(subject)
+    if (durable === undefined) {
+      durable = this.#subjects.some((pattern) => subjectMatches(pattern, subject))
+      // Bounded: subjects repeat, but ids in them make the set open-ended.
+      if (this.#cache.size > 2_000) this.#cache.clear()
+      this.#cache.set(subject, durable)
+    }
+    return durable
+  }
+
+  /** Durable calls must stay inside the stream's subjects. */
+  assertCovers(subject: string): void {
+    if (!this.#subjects.some((pattern) => subjectCovers(pattern, subject))) {
+      throw new DurableSubjectError(subject, this.#subjects)
+    }
+  }
+
+  /** Plain publish/request must stay outside them. */
+  assertNotCaptured(subject: string): void {
+    if (this.captures(subject)) throw new InvalidSubjectError(subject, DURABLE_ONLY_REASON)
+  }
+}
