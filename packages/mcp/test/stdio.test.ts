@@ -69,6 +69,18 @@ describe('mcpTools({ command }) over stdio', () => {
     server.assertDone()
   })
 
+  it("a tool that reports an error (isError) is an error result with the server's text", async () => {
+    const { toolset } = await filesystem()
+    const { provider } = await scriptedModel({
+      '*': [{ toolCalls: [{ id: 'c1', name: 'read_text_file', arguments: { path: '/etc/hostname' } }] }, { content: 'done' }],
+    })
+    const agent = createAgent({ provider, tools: await toolset.tools() })
+    const events = recordEvents(agent)
+    const result = await agent.run('read outside')
+    expect(toolResult(result.messages, 'c1')).toMatch(/Access denied - path outside allowed directories/)
+    expect(eventsOf(events, 'tool.end')[0]).toMatchObject({ outcome: 'failed', isError: true })
+  })
+
   it('an approval-gated tool (per-tool map): denied does not reach the server, approved does', async () => {
     const { dir, toolset } = await filesystem({ needsApproval: { write_file: true } })
     const denied = path.join(dir, 'denied.txt')
