@@ -95,13 +95,16 @@ export class McpConnection {
     this.#failures = 0
   }
 
-  /** Drops a broken session: its calls fail at once and the next call reconnects. */
-  lose(session: McpSession, cause?: unknown): void {
+  /**
+   * Drops a broken session: its calls fail at once and the next call reconnects, after the
+   * backoff if it `crashed` (default), at once if the server merely forgot the session.
+   */
+  lose(session: McpSession, cause?: unknown, options: { crashed?: boolean } = {}): void {
     if (!session.live) return
     session.live = false
     if (this.#session === session) {
       this.#session = undefined
-      if (!this.closed) this.#failed()
+      if (!this.closed && options.crashed !== false) this.#failed()
     }
     this.#rejecters.get(session)?.(new McpServerLostError(this.#options.name, cause))
     session.client.close().catch(() => {})

@@ -1,3 +1,4 @@
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js'
 import {
   type ApprovalRule,
@@ -129,31 +130,42 @@ export class McpToolset {
   }
 
   async #call(mcpName: string, args: McpArguments, context: ToolContext, timeoutMs: number): Promise<string> {
-    let session: McpSession
+    for (let attempt = 1; ; attempt++) {
+      const session = await this.#session(context.signal)
+      session.inFlight += 1
+      try {
+        const call = session.client.callTool({ name: mcpName, arguments: args }, undefined, {
+          signal: context.signal,
+          // A little after the agent's own timeout, so the agent's typed timeout is what the model reads.
+          timeout: timeoutMs + 1_000,
+        })
+        const result = (await Promise.race([call, session.lost])) as McpCallResult
+        this.#connection.succeeded()
+        if (result.isError) throw new ToolError('MCP_TOOL_ERROR', resultText(result) || `"${mcpName}" failed.`)
+        return resultText(result)
+      } catch (error) {
+        if (error instanceof ToolError || context.signal.aborted) throw error
+        if (attempt === 1 && isSessionRefused(error)) {
+          // The HTTP server no longer knows our session (it restarted): it refused the call
+          // without running it, so sending it again on a new session cannot run it twice.
+          this.#connection.lose(session, error, { crashed: false })
+          continue
+        }
+        throw this.#callError(session, mcpName, error)
+      } finally {
+        session.inFlight -= 1
+      }
+    }
+  }
+
+  async #session(signal: AbortSignal): Promise<McpSession> {
     try {
-      session = await untilAborted(this.#connection.session(), context.signal)
+      return await untilAborted(this.#connection.session(), signal)
     } catch (error) {
       if (error instanceof McpConnectError) {
         throw new ToolError('MCP_UNAVAILABLE', `${error.message} Try again later, or another way.`, { cause: error })
       }
       throw error
-    }
-    session.inFlight += 1
-    try {
-      const call = session.client.callTool({ name: mcpName, arguments: args }, undefined, {
-        signal: context.signal,
-        // A little after the agent's own timeout, so the agent's typed timeout is what the model reads.
-        timeout: timeoutMs + 1_000,
-      })
-      const result = (await Promise.race([call, session.lost])) as McpCallResult
-      this.#connection.succeeded()
-      if (result.isError) throw new ToolError('MCP_TOOL_ERROR', resultText(result) || `"${mcpName}" failed.`)
-      return resultText(result)
-    } catch (error) {
-      if (error instanceof ToolError || context.signal.aborted) throw error
-      throw this.#callError(session, mcpName, error)
-    } finally {
-      session.inFlight -= 1
     }
   }
 
@@ -180,6 +192,9 @@ export class McpToolset {
     })
   }
 }
+
+/** An HTTP 404 (the spec's "session not found") or 400 (what some servers answer instead) to a request in a session. */
+const isSessionRefused = (error: unknown) => error instanceof StreamableHTTPError && (error.code === 404 || error.code === 400)
 
 /** Gives an agent the tools of an MCP server, over stdio (`command`) or Streamable HTTP (`url`). */
 export function mcpTools(options: McpToolsOptions): McpToolset {

@@ -74,6 +74,26 @@ describe('mcpTools({ url }) over Streamable HTTP (server-everything)', () => {
     expect(eventsOf(events, 'tool.end').map((e) => e.outcome)).toEqual(['failed', 'executed'])
   })
 
+  it('the server restarted between calls: the next call opens a new session, without an error', async () => {
+    const server = await everythingOverHttp()
+    const toolset = track(mcpTools({ url: server.url }))
+    const { provider } = await scriptedModel({
+      '*': async (_request, index) => {
+        if (index === 0) return { toolCalls: [sumCall('c1')] }
+        if (index > 1) return { content: 'done' }
+        await server.kill()
+        await server.start()
+        return { toolCalls: [sumCall('c2', 4)] }
+      },
+    })
+    const agent = createAgent({ provider, tools: await toolset.tools() })
+    const events = recordEvents(agent)
+    const result = await agent.run('sum twice')
+    expect(toolResult(result.messages, 'c1')).toBe('The sum of 2 and 3 is 5.')
+    expect(toolResult(result.messages, 'c2')).toBe('The sum of 4 and 3 is 7.')
+    expect(eventsOf(events, 'tool.end').map((e) => e.outcome)).toEqual(['executed', 'executed'])
+  })
+
   it('no server at the URL: connect() fails with a clear error', async () => {
     const server = await everythingOverHttp()
     await server.kill()
