@@ -12,7 +12,7 @@ import { createAgent, createSubjects, OpenAIProvider, ScriptedReviewer } from '@
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { uniquePrefix } from '../support/env.ts'
-import { busArgs, cleanupAll, NATS_URL, ROOT, startProcess } from './support.ts'
+import { busArgs, cleanupAll, NATS_URL, ROOT, runCli, startProcess } from './support.ts'
 
 const FILESYSTEM_SERVER = path.join(ROOT, 'packages/mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js')
 
@@ -85,5 +85,25 @@ describe('signalbox tools serve --mcp', () => {
 
     expect(await host.stop('SIGTERM')).toBe(0)
     expect(host.stderr).toContain('tool host stopped')
+  })
+
+  it('neither a tools module nor --mcp is a usage error; --approve naming an unknown tool fails clearly', async () => {
+    const neither = await runCli(['tools', 'serve', ...busArgs(uniquePrefix())])
+    expect(neither.code).toBe(2)
+    expect(neither.stderr).toContain('error [USAGE]: give a tools module or --mcp "<command>"')
+    dir = await realpath(await mkdtemp(path.join(os.tmpdir(), 'signalbox-mcp-cli-')))
+    const typo = await runCli([
+      'tools',
+      'serve',
+      '--mcp',
+      `"${process.execPath}" ${FILESYSTEM_SERVER} '${dir}'`,
+      '--approve',
+      'write_fiel',
+      ...busArgs(uniquePrefix()),
+    ])
+    expect(typo.code).toBe(1)
+    expect(typo.stderr).toMatch(
+      /error \[CONFIG_INVALID\]: needsApproval names "write_fiel", which the MCP server .* does not have/,
+    )
   })
 })
