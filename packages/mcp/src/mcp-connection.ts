@@ -45,6 +45,8 @@ export interface McpSession {
   readonly pid: number | undefined
   live: boolean
   inFlight: number
+  /** Ends the session politely (HTTP: DELETE, so the server frees it) and closes the client. */
+  end(): Promise<void>
 }
 
 const isHttp = (server: McpServer): server is McpHttpServer => 'url' in server
@@ -117,7 +119,7 @@ export class McpConnection {
     this.#session = undefined
     if (session) {
       session.live = false
-      await session.client.close().catch(() => {})
+      await session.end()
     }
   }
 
@@ -155,6 +157,12 @@ export class McpConnection {
       lost,
       live: true,
       inFlight: 0,
+      async end() {
+        if (transport instanceof StreamableHTTPClientTransport) {
+          await transport.terminateSession().catch(() => {})
+        }
+        await client.close().catch(() => {})
+      },
       get pid() {
         return transport instanceof StdioClientTransport ? (transport.pid ?? undefined) : undefined
       },
