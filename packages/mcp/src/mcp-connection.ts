@@ -119,6 +119,7 @@ export class McpConnection {
     this.#session = undefined
     if (session) {
       session.live = false
+      this.#rejecters.get(session)?.(new McpClosedError(this.#options.name))
       await session.end()
     }
   }

@@ -12,7 +12,7 @@ import {
   untilAborted,
 } from '@signalbox/core'
 import { type McpCallResult, resultText } from './call-result.ts'
-import { McpConnectError, McpServerLostError } from './errors.ts'
+import { McpClosedError, McpConnectError, McpServerLostError } from './errors.ts'
 import { McpConnection, type McpServer, type McpSession, type RestartBackoff } from './mcp-connection.ts'
 import { compileArgumentsValidator } from './schema-validator.ts'
 import { mapToolNames } from './tool-names.ts'
@@ -165,12 +165,16 @@ export class McpToolset {
       if (error instanceof McpConnectError) {
         throw new ToolError('MCP_UNAVAILABLE', `${error.message} Try again later, or another way.`, { cause: error })
       }
+      if (error instanceof McpClosedError) throw new ToolError('MCP_CLOSED', error.message, { cause: error })
       throw error
     }
   }
 
   /** What the model reads when a call did not get a result. */
   #callError(session: McpSession, mcpName: string, error: unknown): ToolError {
+    if (this.#connection.closed) {
+      return new ToolError('MCP_CLOSED', `The MCP server "${this.name}" was closed during "${mcpName}".`, { cause: error })
+    }
     if (error instanceof McpServerLostError || !session.live) {
       this.#connection.lose(session, error)
       return new ToolError(

@@ -260,4 +260,20 @@ describe('a long call (server-everything over stdio)', () => {
     expect(toolResult(after.messages, 'c2')).toBe('The sum of 2 and 3 is 5.')
     expect(toolset.pid).toBe(pid)
   })
+
+  it('close() during a call: the model reads that the server was closed, then every later call too', async () => {
+    const toolset = everything()
+    const tools = await toolset.tools()
+    const pid = toolset.pid as number
+    const { provider } = await scriptedModel({ '*': [{ toolCalls: [longCall] }, { toolCalls: [sumCall] }, { content: 'done' }] })
+    const agent = createAgent({ provider, tools })
+    agent.on('tool.start', (event) => {
+      if (event.toolName === longCall.name) setTimeout(() => void toolset.close(), 300)
+    })
+    const result = await agent.run('long, then sum')
+    expect(toolResult(result.messages, 'c1')).toMatch(/was closed during "trigger-long-running-operation"/)
+    expect(toolResult(result.messages, 'c2')).toMatch(/was closed; its tools are no longer available/)
+    await processGone(pid)
+    expect(toolset.pid).toBeUndefined()
+  })
 })
