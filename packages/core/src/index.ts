@@ -72,6 +72,7 @@ export {
   type ToolGate,
 } from './hooks.ts'
 export { type IdGenerator, randomIds, sequentialIds } from './ids.ts'
+export { type JsonSchemaToolDefinition, type JsonSchemaValidator, jsonSchemaTool } from './json-schema-tool.ts'
 export { type AgentMachine, createAgentMachine } from './machine/agent-machine.ts'
 export type { AgentContext, AgentInput, AgentOutput, SteeringItem, StopReason } from './machine/context.ts'
 export { type BudgetCheck, defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'

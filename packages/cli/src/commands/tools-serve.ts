@@ -1,5 +1,5 @@
 import { openBus, untilSignal } from '../bus.ts'
-import { type Command, EXIT } from '../cli.ts'
+import { type Command, EXIT, UsageError } from '../cli.ts'
 import { clockTime, formatDuration, shortId } from '../output.ts'
 
 /** `TOOL_QUEUE_GROUP` of @signalbox/actors (a test keeps them equal; not imported so help stays fast). */
@@ -8,16 +8,21 @@ export const DEFAULT_TOOL_QUEUE = 'signalbox-tools'
 export const toolsServe: Command = {
   name: 'tools serve',
   summary: 'host the tools a module exports, for agents on the bus',
-  usage: 'tools serve <module> [--queue <group>] [flags]',
+  usage: 'tools serve <module> | --mcp "<command>" [--approve <tools>] [--queue <group>] [flags]',
   description: [
     'Loads a module that exports tools (`export const tools = [...]` or `export default [...]`,',
     'made with tool() from @signalbox/core) and serves each on tools.<name> (and its description on',
     'tools.<name>.describe). Arguments are validated; results and typed errors go back as data.',
+    'With --mcp it serves the tools of an MCP server instead: a command line (started, and stopped',
+    'with the host) or an http(s):// URL (Streamable HTTP); --approve names the tools that need a',
+    "reviewer's yes (comma-separated, or all).",
     'Hosts in the same queue group share the calls. Prints each call and its outcome.',
     'Ctrl-C or SIGTERM stops taking calls, aborts running ones and drains the connection.',
   ].join('\n'),
   args: [['<module>', 'path to the tools module (.ts or .js)']],
   options: {
+    mcp: { type: 'string', valueName: '<command>', description: 'serve the tools of this MCP server (command line or URL)' },
+    approve: { type: 'string', valueName: '<tools>', description: 'with --mcp: tools that need approval (a,b or all)' },
     queue: {
       type: 'string',
       valueName: '<group>',
@@ -26,17 +31,33 @@ export const toolsServe: Command = {
     },
   },
   bus: 'required',
-  minArgs: 1,
+  minArgs: 0,
   maxArgs: 1,
   examples: [
     ['signalbox tools serve examples/distributed/claw-tools.ts', 'serve move_claw and drop_claw'],
     ['signalbox tools serve ./tools.ts --queue gpu-box --nats nats://10.0.0.5:4222', 'a second pool of hosts'],
+    [
+      'signalbox tools serve --mcp "npx @modelcontextprotocol/server-filesystem /srv/docs" --approve write_file',
+      'an MCP server for every agent',
+    ],
   ],
   async run(context) {
     const { c } = context
-    const spec = context.positionals[0] as string
-    const { loadToolsModule } = await import('../load-module.ts')
-    const { tools } = await loadToolsModule(spec, context.io.cwd)
+    const spec = context.positionals[0]
+    const mcp = context.values.mcp as string | undefined
+    if ((spec === undefined) === (mcp === undefined)) throw new UsageError('give a tools module or --mcp "<command>"', toolsServe)
+    const source =
+      mcp === undefined
+        ? {
+            ...(await (await import('../load-module.ts')).loadToolsModule(spec as string, context.io.cwd)),
+            close: async () => {},
+          }
+        : await (await import('../mcp-source.ts')).loadMcpTools(
+            mcp,
+            context.values.approve as string | undefined,
+            context.io.signal,
+          )
+    const { tools } = source
     const queue = (context.values.queue as string | undefined) ?? DEFAULT_TOOL_QUEUE
     const { serveTools } = await import('@signalbox/actors')
     const { bus, subjects, url } = await openBus(context, 'tools')
@@ -78,6 +99,7 @@ export const toolsServe: Command = {
     } finally {
       stop.dispose()
       host.close()
+      await source.close()
       await bus.close()
     }
     context.err('tool host stopped')

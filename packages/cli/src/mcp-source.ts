@@ -1,0 +1,30 @@
+import type { Tool } from '@signalbox/core'
+import { CliError } from './cli.ts'
+
+/**
+ * The tools of the MCP server behind `--mcp`: a command line (started as a child process, no
+ * shell) or an `http(s)://` URL (Streamable HTTP). `approve` names the tools that need a
+ * reviewer's yes (comma-separated, or `all`). `close()` stops the server.
+ */
+export async function loadMcpTools(
+  spec: string,
+  approve: string | undefined,
+  signal: AbortSignal | undefined,
+): Promise<{ name: string; tools: Tool<any>[]; close(): Promise<void> }> {
+  const { mcpTools, parseCommandLine } = await import('@signalbox/mcp')
+  const names = (approve ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '')
+  const needsApproval = names.includes('all') ? true : Object.fromEntries(names.map((n) => [n, true]))
+  const server = /^https?:\/\//i.test(spec) ? { url: spec } : parseCommandLine(spec)
+  const toolset = mcpTools({ ...server, needsApproval })
+  try {
+    const tools = await toolset.tools(signal ? { signal } : {})
+    if (tools.length === 0) throw new CliError('MCP_NO_TOOLS', `the MCP server "${toolset.name}" offers no tools`)
+    return { name: toolset.name, tools, close: () => toolset.close() }
+  } catch (error) {
+    await toolset.close()
+    throw error
+  }
+}

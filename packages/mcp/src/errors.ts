@@ -1,0 +1,33 @@
+import { describeError, SignalboxError } from '@signalbox/core'
+
+/** The MCP server could not be started or reached, or refused the MCP handshake. */
+export class McpConnectError extends SignalboxError {
+  constructor(server: string, cause: unknown) {
+    super('MCP_CONNECT_FAILED', `Could not connect to the MCP server "${server}": ${describeError(cause)}`, {
+      cause,
+      fault: 'runtime',
+      details: { server },
+    })
+  }
+}
+
+/** The toolset was closed; its tools can no longer be called. */
+export class McpClosedError extends SignalboxError {
+  constructor(server: string) {
+    super('MCP_CLOSED', `The MCP server "${server}" was closed; its tools are no longer available.`, {
+      fault: 'user',
+      details: { server },
+    })
+  }
+}
+
+/** The connection to a running server broke (its process exited, or it stopped answering over HTTP). */
+export class McpServerLostError extends SignalboxError {
+  constructor(server: string, cause?: unknown) {
+    super('MCP_SERVER_LOST', `The MCP server "${server}" stopped${cause ? ` (${describeError(cause)})` : ''}.`, {
+      cause,
+      fault: 'runtime',
+      details: { server },
+    })
+  }
+}

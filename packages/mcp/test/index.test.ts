@@ -1,0 +1,17 @@
+import { describe, expect, it } from 'vitest'
+import * as mcp from '../src/index.ts'
+
+describe('@signalbox/mcp public surface', () => {
+  it('exports exactly these values', () => {
+    expect(Object.keys(mcp).sort()).toEqual([
+      'McpClosedError',
+      'McpConnectError',
+      'McpServerLostError',
+      'McpToolset',
+      'mcpTools',
+      'parseCommandLine',
+      'resultText',
+      'signalboxToolName',
+    ])
+  })
+})
