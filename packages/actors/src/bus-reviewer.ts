@@ -8,10 +8,12 @@ import {
   BusClosedError,
   type Clock,
   createSubjects,
+  decisionMismatch,
   encodeMessage,
   PROTOCOL_VERSION,
   ProtocolError,
   type Reviewer,
+  rejectedDecisionAudit,
   type Subjects,
   systemClock,
 } from '@signalbox/core'
@@ -52,21 +54,7 @@ export function createBusReviewer(options: BusReviewerOptions): BusReviewer {
         JSON.stringify(reply),
         new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Decision rejected: ${reason}`),
       )
-      void options.audit?.record({
-        kind: 'approval.rejected',
-        agentId: request.agentId,
-        runId: request.runId,
-        runPath: request.runPath,
-        callId: reply.callId,
-        toolName: request.toolName,
-        shown: request.arguments,
-        digest: request.digest,
-        decision: reply.approved ? 'approved' : 'denied',
-        reason,
-        actor: reply.reviewer,
-        requestedAt: request.requestedAt,
-        decidedAt: clock.now(),
-      })
+      void options.audit?.record(rejectedDecisionAudit({ run: request, request, decision: reply, reason, at: clock.now() }))
     },
   })
 
@@ -78,13 +66,7 @@ export function createBusReviewer(options: BusReviewerOptions): BusReviewer {
       const decided = waiter.expect(
         request.requestId,
         request,
-        (decision) => {
-          if (decision.callId !== request.callId)
-            return `callId ${decision.callId} does not match the pending call ${request.callId}`
-          if (decision.digest !== request.digest)
-            return 'the digest does not match the pending call (arguments differ from what was shown)'
-          return undefined
-        },
+        (decision) => decisionMismatch(request, decision),
         AbortSignal.any([signal, withdrawn.signal]),
       )
       // The wait is registered first, so a reviewer that answers at once is not missed.

@@ -10,6 +10,7 @@ export {
   ConfigError,
   describeError,
   deserializeError,
+  ErrorCode,
   type ErrorFault,
   FatalToolError,
   HookError,
@@ -36,6 +37,7 @@ export {
 export { Handoff, type HandoffResult, handoff } from './handoff.ts'
 export { functionAnswerer, ScriptedAnswerer } from './hitl/answerers.ts'
 export { type AskHumanOptions, askHumanTool } from './hitl/ask-human.ts'
+export { decideApproval, decisionMismatch, rejectedDecisionAudit, type Verdict } from './hitl/decision.ts'
 export { callDigest, canonicalJson } from './hitl/digest.ts'
 export { policyReviewer, ScriptedReviewer, type ScriptedVerdict } from './hitl/reviewers.ts'
 export { type TerminalOptions, terminalAnswerer, terminalReviewer } from './hitl/terminal.ts'

@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { untilAborted } from '../abort.ts'
 import { type Clock, systemClock } from '../clock.ts'
 import { formatDuration } from '../duration.ts'
-import { describeError, isAbortError, ToolError } from '../errors.ts'
+import { describeError, isAbortError, QuestionTimeoutError, ToolError } from '../errors.ts'
 import { type Tool, tool } from '../tool.ts'
 import type { Answerer, Question } from './types.ts'
 
@@ -62,7 +62,7 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
           controller.signal,
           'The question',
         )
-        if (timedOut) throw new Error('timed out')
+        if (timedOut) throw new QuestionTimeoutError(timeoutMs)
         const latencyMs = answer.answeredAt - askedAt
         context.emit({
           type: 'question.answered',

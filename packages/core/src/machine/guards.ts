@@ -1,0 +1,79 @@
+import { decisionMismatch } from '../hitl/decision.ts'
+import type { ToolCall } from '../messages.ts'
+import type { AgentContext, AgentMachineEvent } from './context.ts'
+import type { PreparedCall } from './prepare-call.ts'
+import { type CallRoute, routeCall } from './routing.ts'
+import type { AgentRuntime } from './runtime.ts'
+
+interface GuardArgs {
+  context: AgentContext
+  event: AgentMachineEvent
+}
+
+/**
+ * The agent machine's named guards. Hook-point guards ask whether an agent has that hook at
+ * all (a state with none is passed through); routing guards all ask `routeCall`.
+ */
+export function createMachineGuards(runtime: AgentRuntime, prepare: (call: ToolCall) => PreparedCall) {
+  const { hooks, tools } = runtime
+  const steered = (context: AgentContext) => context.steering.length > 0 || context.batchSteered
+
+  /** Where the next call of the reply goes, before it is opened (the fast path). */
+  const nextCallRoute = (context: AgentContext): CallRoute | undefined => {
+    const call = context.calls[context.callIndex]
+    if (!call) return undefined
+    return routeCall({
+      handedOver: context.handoff !== undefined,
+      steered: steered(context),
+      invalid: prepare(call).invalid !== undefined,
+      hook: hooks.has('beforeToolExecution'),
+      needsApproval: tools.get(call.function.name)?.needsApproval,
+    })
+  }
+
+  /** Where the open call goes; after its hook ran, the hook no longer stands in the way. */
+  const currentRoute = (context: AgentContext, hookDone: boolean): CallRoute | undefined => {
+    const call = context.current
+    if (!call) return undefined
+    return routeCall({
+      handedOver: context.handoff !== undefined,
+      steered: steered(context),
+      invalid: call.invalid !== undefined,
+      hook: !hookDone && hooks.has('beforeToolExecution'),
+      needsApproval: tools.get(call.toolName)?.needsApproval,
+    })
+  }
+
+  const decisionFits = ({ context, event }: GuardArgs) =>
+    event.type === 'approval.decision' && decisionMismatch(context.current?.approval, event.decision) === undefined
+
+  return {
+    hasBeforeTurn: () => hooks.has('beforeTurn'),
+    hasBeforeProviderCall: () => hooks.has('beforeProviderCall'),
+    hasBeforeToolExecution: () => hooks.has('beforeToolExecution'),
+    hasAfterToolExecution: () => hooks.has('afterToolExecution'),
+    hasAfterTurn: () => hooks.has('afterTurn'),
+    turnLimitReached: ({ context }: GuardArgs) => context.turn > context.run.maxTurns,
+    tokenBudgetSpent: ({ context }: GuardArgs) =>
+      context.run.maxTokens !== undefined && context.usage.totalTokens >= context.run.maxTokens,
+    externalBudgetSpent: ({ context }: GuardArgs) => runtime.budgetChecks.get(context.run.runId)?.() !== undefined,
+    handoffRequested: ({ context }: GuardArgs) => context.handoff !== undefined,
+    replyHasToolCalls: ({ context }: GuardArgs) => context.calls.length > 0,
+    allCallsHandled: ({ context }: GuardArgs) => context.callIndex >= context.calls.length,
+    /** The reply's calls are done, no afterTurn hook and no hand-off: straight into the next turn. */
+    nextTurnAtOnce: ({ context }: GuardArgs) =>
+      context.callIndex >= context.calls.length && !hooks.has('afterTurn') && !context.handoff,
+    callsDoneToAfterTurnHook: ({ context }: GuardArgs) => context.callIndex >= context.calls.length && hooks.has('afterTurn'),
+    steeringPending: ({ context }: GuardArgs) => steered(context),
+    /** Fast path: a valid call with no correction pending goes straight to the beforeToolExecution hook. */
+    nextCallGoesToHook: ({ context }: GuardArgs) => nextCallRoute(context) === 'hook',
+    /** Fast path: a valid call that needs no hook, approval or correction runs at once. */
+    nextCallRunsAtOnce: ({ context }: GuardArgs) => nextCallRoute(context) === 'run',
+    callRoute: ({ context }: GuardArgs, params: { is: CallRoute }) => currentRoute(context, false) === params.is,
+    callRouteAfterHook: ({ context }: GuardArgs, params: { is: CallRoute }) => currentRoute(context, true) === params.is,
+    /** The decision quotes the pending call and approves it. */
+    decisionApproves: (args: GuardArgs) =>
+      decisionFits(args) && args.event.type === 'approval.decision' && (args.event.decision as { approved: boolean }).approved,
+    decisionFits,
+  }
+}
