@@ -2,6 +2,7 @@ export { untilAborted } from './abort.ts'
 export type { AgentOptions, RunHandle, RunOptions, RunResult } from './agent.ts'
 export { Agent, createAgent, MemoryAuditLog, RunFailedError } from './agent.ts'
 export * from './bus/index.ts'
+export { type BackoffPolicy, backoffDelay } from './backoff.ts'
 export { type Clock, sleep, systemClock } from './clock.ts'
 export { formatDuration } from './duration.ts'
 export {
@@ -69,7 +70,6 @@ export {
   HookChain,
   type HookPoint,
   type Hooks,
-  type LegacyToolGate,
   respond,
   type ToolGate,
 } from './hooks.ts'

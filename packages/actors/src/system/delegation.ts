@@ -1,5 +1,6 @@
 import {
   AbortedError,
+  backoffDelay,
   describeError,
   FatalToolError,
   handoff,
@@ -63,7 +64,10 @@ export function delegateTool(system: AgentSystem, agentId: string, options: Dele
           // A refusal by the tree's limits will not change on a second try.
           if (NOT_RETRYABLE.has((error as { code?: string })?.code ?? '')) break
           if (attempt < attempts && policy.onFailure === 'retry') {
-            await sleep((policy.backoffMs ?? 500) * 2 ** (attempt - 1), { clock: context.clock, signal: context.signal })
+            await sleep(backoffDelay(attempt, { baseDelayMs: policy.backoffMs ?? 500, jitter: false }), {
+              clock: context.clock,
+              signal: context.signal,
+            })
           }
         }
       }

@@ -13,10 +13,11 @@ import { decisionMismatch, rejectedDecisionAudit } from '../hitl/decision.ts'
 import { callDigest } from '../hitl/digest.ts'
 import type { ApprovalDecision, ApprovalRequest, AuditEntry } from '../hitl/types.ts'
 import type { ToolGate } from '../hooks.ts'
-import { addUsage, type ToolMessage } from '../messages.ts'
+import { addUsage, type ToolCall, type ToolMessage } from '../messages.ts'
 import type { ProviderResponse } from '../provider/provider.ts'
 import { eventFields, type ToolRunOutput } from './actors.ts'
 import type { AgentContext, CurrentCall, StopReason } from './context.ts'
+import { openCall, type PreparedCall } from './prepare-call.ts'
 import type { AgentRuntime } from './runtime.ts'
 import {
   approvalDeniedText,
@@ -41,7 +42,7 @@ export type TurnLimit = 'max_turns' | 'max_tokens' | 'budget'
  * return the context update. The machine names them in `setup()`; events and audit entries are
  * written here, through the runtime.
  */
-export function createMachineActions(runtime: AgentRuntime) {
+export function createMachineActions(runtime: AgentRuntime, prepare: (call: ToolCall) => PreparedCall) {
   const { clock } = runtime
 
   const emit = (context: AgentContext, body: EventBody) => {
@@ -155,11 +156,35 @@ export function createMachineActions(runtime: AgentRuntime) {
       return { stopReason, error: serializeError(new RunCancelledError(reason)) }
     },
 
-    failWithHookError(error: unknown, hookPoint = 'unknown'): Partial<AgentContext> {
+    failWithHookError(error: unknown): Partial<AgentContext> {
       return {
-        error: serializeError(error instanceof HookError ? error : new HookError(hookPoint, error)),
+        error: serializeError(error instanceof HookError ? error : new HookError('unknown', error)),
         stopReason: 'hook_error',
       }
+    },
+
+    /** A tool's `needsApproval` predicate threw: the run fails closed, as for a hook. */
+    failWithRuleError(error: unknown): Partial<AgentContext> {
+      return { error: serializeError(new HookError('needsApproval', error)), stopReason: 'hook_error' }
+    },
+
+    failWithProviderError(context: AgentContext, error: unknown): Partial<AgentContext> {
+      return {
+        error: serializeError(error),
+        stopReason: 'provider_error',
+        model: { ...context.model, outgoing: undefined },
+      }
+    },
+
+    /** A supervisor giving up on a child (or any fatal tool failure) ends the run. */
+    failWithToolError(error: unknown): Partial<AgentContext> {
+      return { error: serializeError(error), stopReason: 'tool_fatal' }
+    },
+
+    /** Opens the next call of the reply (routing only does so while one is left). */
+    openCall(context: AgentContext): Partial<AgentContext> {
+      const call = context.calls[context.callIndex] as ToolCall
+      return { current: openCall(call, prepare(call), clock.now()) }
     },
 
     acceptToolOutput(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
@@ -344,6 +369,22 @@ export function createMachineActions(runtime: AgentRuntime) {
       const call = current(context)
       // A copy: the event is frozen, and the tool may still change its own arguments.
       emit(context, { type: 'tool.start', callId: call.callId, toolName: call.toolName, arguments: structuredClone(call.args) })
+    },
+
+    emitRunStart(context: AgentContext): void {
+      emit(context, { type: 'run.start', input: context.run.input })
+    },
+
+    emitTurnStart(context: AgentContext): void {
+      emit(context, { type: 'turn.start', turn: context.turn })
+    },
+
+    emitTurnEnd(context: AgentContext): void {
+      emit(context, { type: 'turn.end', turn: context.turn, toolCalls: context.calls.length })
+    },
+
+    emitRunError(context: AgentContext): void {
+      if (context.error) emit(context, { type: 'run.error', error: context.error })
     },
 
     emitRunEnd(context: AgentContext): void {

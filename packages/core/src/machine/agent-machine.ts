@@ -1,5 +1,5 @@
 import { assign, setup } from 'xstate'
-import { FatalToolError, HookError, serializeError } from '../errors.ts'
+import { FatalToolError } from '../errors.ts'
 import type { ApprovalDecision, ApprovalRequest } from '../hitl/types.ts'
 import type { ToolGate } from '../hooks.ts'
 import type { AssistantMessage } from '../messages.ts'
@@ -9,7 +9,7 @@ import { createAgentActors, eventFields, isRetryable, type ToolRunOutput } from 
 import type { AgentContext, AgentInput, AgentMachineEvent, AgentOutput, CurrentCall } from './context.ts'
 import { createContext, runOutput } from './create-context.ts'
 import { createMachineGuards } from './guards.ts'
-import { createCallPreparer, openCall } from './prepare-call.ts'
+import { createCallPreparer } from './prepare-call.ts'
 import type { AgentRuntime } from './runtime.ts'
 
 /**
@@ -24,7 +24,7 @@ import type { AgentRuntime } from './runtime.ts'
 export function createAgentMachine(runtime: AgentRuntime) {
   const { clock } = runtime
   const prepare = createCallPreparer(runtime.tools)
-  const act = createMachineActions(runtime)
+  const act = createMachineActions(runtime, prepare)
   /** Set only in states entered with a call open, a reply received. */
   const current = (context: AgentContext) => context.current as CurrentCall
   const reply = (context: AgentContext) => context.reply as AssistantMessage
@@ -39,12 +39,10 @@ export function createAgentMachine(runtime: AgentRuntime) {
     actors: createAgentActors(runtime),
     guards: createMachineGuards(runtime, prepare),
     actions: {
-      emitRunStart: ({ context }) => act.emit(context, { type: 'run.start', input: context.run.input }),
-      emitTurnStart: ({ context }) => act.emit(context, { type: 'turn.start', turn: context.turn }),
-      emitTurnEnd: ({ context }) => act.emit(context, { type: 'turn.end', turn: context.turn, toolCalls: context.calls.length }),
-      emitRunError: ({ context }) => {
-        if (context.error) act.emit(context, { type: 'run.error', error: context.error })
-      },
+      emitRunStart: ({ context }) => act.emitRunStart(context),
+      emitTurnStart: ({ context }) => act.emitTurnStart(context),
+      emitTurnEnd: ({ context }) => act.emitTurnEnd(context),
+      emitRunError: ({ context }) => act.emitRunError(context),
       emitRunEnd: ({ context }) => act.emitRunEnd(context),
       emitModelRequest: ({ context }) => act.emitModelRequest(context),
       emitModelResponse: ({ context }, output: ProviderResponse & { durationMs: number }) =>
@@ -56,10 +54,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
         act.cancel(`stopped by beforeTurn hook: ${params.reason ?? ''}`, 'hook_stop'),
       ),
       failWithHookError: assign((_, { error }: { error: unknown }) => act.failWithHookError(error)),
-      failWithRuleError: assign((_, { error }: { error: unknown }) => ({
-        error: serializeError(new HookError('needsApproval', error)),
-        stopReason: 'hook_error' as const,
-      })),
+      failWithRuleError: assign((_, { error }: { error: unknown }) => act.failWithRuleError(error)),
       queueSteering: assign(({ context }, steer: { text: string; from?: string | undefined }) =>
         act.queueSteering(context, steer),
       ),
@@ -70,18 +65,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
       acceptReply: assign(({ context }, response: ProviderResponse) => act.acceptReply(context, response)),
       scheduleModelRetry: assign(({ context }, { error }: { error: unknown }) => act.scheduleModelRetry(context, error)),
       nextAttempt: assign({ model: ({ context }) => ({ ...context.model, attempt: context.model.attempt + 1 }) }),
-      failWithProviderError: assign(({ context }, { error }: { error: unknown }) => ({
-        error: serializeError(error),
-        stopReason: 'provider_error' as const,
-        model: { ...context.model, outgoing: undefined },
-      })),
-      openCall: assign(({ context }) => ({
-        current: openCall(
-          context.calls[context.callIndex] as NonNullable<AgentContext['calls'][number]>,
-          prepare(context.calls[context.callIndex] as NonNullable<AgentContext['calls'][number]>),
-          clock.now(),
-        ),
-      })),
+      failWithProviderError: assign(({ context }, { error }: { error: unknown }) => act.failWithProviderError(context, error)),
+      openCall: assign(({ context }) => act.openCall(context)),
       handedOver: assign(({ context }) => act.handedOver(context)),
       applySteering: assign(({ context }) => act.applySteering(context)),
       callInvalid: assign(({ context }) => act.callInvalid(context)),
@@ -92,10 +77,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
       approvalUnavailable: assign(({ context }, reason: string) => act.approvalUnavailable(context, reason)),
       rejectDecision: ({ context }, rejected: { decision: unknown; reason?: string }) => act.rejectDecision(context, rejected),
       acceptToolOutput: assign(({ context }, output: ToolRunOutput) => act.acceptToolOutput(context, output)),
-      failWithToolError: assign((_, { error }: { error: unknown }) => ({
-        error: serializeError(error),
-        stopReason: 'tool_fatal' as const,
-      })),
+      failWithToolError: assign((_, { error }: { error: unknown }) => act.failWithToolError(error)),
       toolFailed: assign(({ context }, { error }: { error: unknown }) => act.toolFailed(context, error)),
       rewritten: assign(({ context }, rewrite: { output: string; isError: boolean }) => act.rewritten(context, rewrite)),
       recordToolResult: assign(({ context }) => act.recordToolResult(context)),
