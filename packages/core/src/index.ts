@@ -1,8 +1,8 @@
 export { untilAborted } from './abort.ts'
 export type { AgentOptions, RunHandle, RunOptions, RunResult } from './agent.ts'
 export { Agent, createAgent, MemoryAuditLog, RunFailedError } from './agent.ts'
-export * from './bus/index.ts'
 export { type BackoffPolicy, backoffDelay } from './backoff.ts'
+export * from './bus/index.ts'
 export { type Clock, sleep, systemClock } from './clock.ts'
 export { formatDuration } from './duration.ts'
 export {

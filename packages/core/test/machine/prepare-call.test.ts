@@ -49,7 +49,16 @@ describe('createCallPreparer', () => {
   it('validates each call object once', () => {
     let validations = 0
     const counting = new Map<string, Tool<unknown>>([
-      ['book_ticket', { ...book, validate: (args: unknown) => (validations++, book.validate(args)) } as Tool<unknown>],
+      [
+        'book_ticket',
+        {
+          ...book,
+          validate: (args: unknown) => {
+            validations++
+            return book.validate(args)
+          },
+        } as Tool<unknown>,
+      ],
     ])
     const prepare = createCallPreparer(counting)
     const one = call('book_ticket', '{"train": 1}')
