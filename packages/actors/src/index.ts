@@ -1,3 +1,8 @@
+/**
+ * @signalbox/actors: the agent's partners as separate actors on a bus. A NATS transport, remote
+ * reviewers, answerers and tools with the services that serve them, the audit trail on the bus,
+ * systems of agents that delegate and hand off across processes, and the inspector bridge.
+ */
 export { type AgentConnection, type ConnectAgentOptions, connectAgent } from './agent-connection.ts'
 export { type AnswerServiceOptions, startAnswerService } from './answer-service.ts'
 export { type BusAnswerer, type BusAnswererOptions, createBusAnswerer } from './bus-answerer.ts'

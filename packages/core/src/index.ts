@@ -1,3 +1,9 @@
+/**
+ * @signalbox/core: one agent and its loop. `createAgent` runs the loop as an XState machine
+ * (model, tools in zod, five hook points), with people in it (approval, steering, questions),
+ * events to watch it, an OpenAI-compatible provider, and the bus contract and wire protocol the
+ * distributed actors of `@signalbox/actors` speak (with an in-process bus for one process).
+ */
 export { untilAborted } from './abort.ts'
 export type { AgentOptions, RunHandle, RunOptions, RunResult } from './agent.ts'
 export { Agent, createAgent, MemoryAuditLog, RunFailedError } from './agent.ts'

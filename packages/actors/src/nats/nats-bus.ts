@@ -130,7 +130,18 @@ export function defaultStreamName(prefix: string): string {
   return `SIGNALBOX_${prefix.toUpperCase().replace(/[^A-Z0-9_-]/g, '_')}`
 }
 
-/** Connects, creates or updates the durable stream, and returns the bus. */
+/**
+ * Connects, creates or updates the durable stream, and returns the bus.
+ *
+ * @example
+ * ```ts
+ * const bus = await connectNatsBus({ servers: 'nats://127.0.0.1:4222', name: 'booking-agent' })
+ * const agent = createAgent({ provider, tools, reviewer: createBusReviewer({ bus }) })
+ * connectAgent(agent, { bus }) // events out, steering and control in
+ * // ...
+ * await bus.close()
+ * ```
+ */
 export async function connectNatsBus(options: NatsBusOptions): Promise<NatsBus> {
   const prefix = options.prefix ?? DEFAULT_SUBJECT_PREFIX
   createSubjects(prefix) // validates the prefix tokens
