@@ -8,7 +8,7 @@ import { createMachineActions, type TurnLimit } from './actions.ts'
 import { createAgentActors, eventFields, isRetryable, type ToolRunOutput } from './actors.ts'
 import type { AgentContext, AgentInput, AgentMachineEvent, AgentOutput, CurrentCall } from './context.ts'
 import { createContext, runOutput } from './create-context.ts'
-import { createMachineGuards } from './guards.ts'
+import { createMachineGuards, decisionApproves, decisionFits } from './guards.ts'
 import { createCallPreparer } from './prepare-call.ts'
 import type { AgentRuntime } from './runtime.ts'
 
@@ -260,12 +260,12 @@ export function createAgentMachine(runtime: AgentRuntime) {
                     description: 'A queued correction cancels this call; the model reads the correction instead.',
                     always: [
                       {
-                        guard: { type: 'callRoute', params: { is: 'handed-over' } },
+                        guard: 'callHandedOver',
                         target: 'afterToolExecution',
                         actions: 'handedOver',
                       },
                       {
-                        guard: { type: 'callRoute', params: { is: 'steered' } },
+                        guard: 'callSteered',
                         target: 'afterToolExecution',
                         actions: 'applySteering',
                       },
@@ -276,7 +276,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                     description: 'Unknown tool or arguments that fail the schema: the tool does not run.',
                     always: [
                       {
-                        guard: { type: 'callRoute', params: { is: 'invalid' } },
+                        guard: 'callIsInvalid',
                         target: 'afterToolExecution',
                         actions: 'callInvalid',
                       },
@@ -286,10 +286,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                   beforeToolExecution: {
                     description: 'Hook point: allow the call, deny it with a reason, or answer it with a ready result.',
                     tags: ['hook'],
-                    always: [
-                      { guard: { type: 'callRoute', params: { is: 'hook' } }, target: 'runningBeforeToolExecution' },
-                      { target: 'approvalCheck' },
-                    ],
+                    always: [{ guard: 'callGoesToHook', target: 'runningBeforeToolExecution' }, { target: 'approvalCheck' }],
                   },
                   runningBeforeToolExecution: {
                     description: 'Hook point beforeToolExecution: waiting for the hooks.',
@@ -303,7 +300,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                           target: 'afterToolExecution',
                           actions: { type: 'gated', params: ({ event }) => event.output },
                         },
-                        { guard: { type: 'callRouteAfterHook', params: { is: 'run' } }, target: 'executingTool' },
+                        { guard: 'callRunsAtOnce', target: 'executingTool' },
                         { target: 'approvalCheck' },
                       ],
                       onError: {
@@ -316,14 +313,14 @@ export function createAgentMachine(runtime: AgentRuntime) {
                     description: 'Does this call need a person\u2019s yes?',
                     always: [
                       // A correction that arrived while a hook was deciding still beats the call: it has not started.
-                      { guard: { type: 'callRouteAfterHook', params: { is: 'steered' } }, target: 'steeringCheck' },
+                      { guard: 'callSteered', target: 'steeringCheck' },
                       {
-                        guard: { type: 'callRouteAfterHook', params: { is: 'approval' } },
+                        guard: 'approvalAlways',
                         target: 'awaitingApproval',
                         actions: 'openApproval',
                       },
                       {
-                        guard: { type: 'callRouteAfterHook', params: { is: 'approval-rule' } },
+                        guard: 'approvalByRule',
                         target: 'evaluatingApprovalRule',
                       },
                       { target: 'executingTool' },
@@ -335,7 +332,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                       src: 'evaluateApprovalRule',
                       input: ({ context }) => ({ call: current(context) }),
                       onDone: [
-                        { guard: 'steeringPending', target: 'steeringCheck' },
+                        { guard: 'callSteered', target: 'steeringCheck' },
                         { guard: ({ event }) => event.output, target: 'awaitingApproval', actions: 'openApproval' },
                         { target: 'executingTool' },
                       ],
@@ -358,12 +355,12 @@ export function createAgentMachine(runtime: AgentRuntime) {
                     on: {
                       'approval.decision': [
                         {
-                          guard: 'decisionApproves',
+                          guard: ({ context, event }) => decisionApproves(context, event),
                           target: 'executingTool',
                           actions: { type: 'approvalDecided', params: ({ event }) => event.decision as ApprovalDecision },
                         },
                         {
-                          guard: 'decisionFits',
+                          guard: ({ context, event }) => decisionFits(context, event),
                           target: 'afterToolExecution',
                           actions: { type: 'approvalDecided', params: ({ event }) => event.decision as ApprovalDecision },
                         },

@@ -44,9 +44,6 @@ export function createMachineGuards(runtime: AgentRuntime, prepare: (call: ToolC
     })
   }
 
-  const decisionFits = ({ context, event }: GuardArgs) =>
-    event.type === 'approval.decision' && decisionMismatch(context.current?.approval, event.decision) === undefined
-
   return {
     hasBeforeTurn: () => hooks.has('beforeTurn'),
     hasBeforeProviderCall: () => hooks.has('beforeProviderCall'),
@@ -64,16 +61,27 @@ export function createMachineGuards(runtime: AgentRuntime, prepare: (call: ToolC
     nextTurnAtOnce: ({ context }: GuardArgs) =>
       context.callIndex >= context.calls.length && !hooks.has('afterTurn') && !context.handoff,
     callsDoneToAfterTurnHook: ({ context }: GuardArgs) => context.callIndex >= context.calls.length && hooks.has('afterTurn'),
-    steeringPending: ({ context }: GuardArgs) => steered(context),
     /** Fast path: a valid call with no correction pending goes straight to the beforeToolExecution hook. */
     nextCallGoesToHook: ({ context }: GuardArgs) => nextCallRoute(context) === 'hook',
     /** Fast path: a valid call that needs no hook, approval or correction runs at once. */
     nextCallRunsAtOnce: ({ context }: GuardArgs) => nextCallRoute(context) === 'run',
-    callRoute: ({ context }: GuardArgs, params: { is: CallRoute }) => currentRoute(context, false) === params.is,
-    callRouteAfterHook: ({ context }: GuardArgs, params: { is: CallRoute }) => currentRoute(context, true) === params.is,
-    /** The decision quotes the pending call and approves it. */
-    decisionApproves: (args: GuardArgs) =>
-      decisionFits(args) && args.event.type === 'approval.decision' && (args.event.decision as { approved: boolean }).approved,
-    decisionFits,
+    // The step-by-step path: each state checks one branch of the same routing.
+    callHandedOver: ({ context }: GuardArgs) => currentRoute(context, false) === 'handed-over',
+    callSteered: ({ context }: GuardArgs) => currentRoute(context, false) === 'steered',
+    callIsInvalid: ({ context }: GuardArgs) => currentRoute(context, false) === 'invalid',
+    callGoesToHook: ({ context }: GuardArgs) => currentRoute(context, false) === 'hook',
+    callRunsAtOnce: ({ context }: GuardArgs) => currentRoute(context, true) === 'run',
+    approvalAlways: ({ context }: GuardArgs) => currentRoute(context, true) === 'approval',
+    approvalByRule: ({ context }: GuardArgs) => currentRoute(context, true) === 'approval-rule',
   }
+}
+
+/** The event is a decision that quotes the pending call (request id, call id, digest). */
+export function decisionFits(context: AgentContext, event: AgentMachineEvent): boolean {
+  return event.type === 'approval.decision' && decisionMismatch(context.current?.approval, event.decision) === undefined
+}
+
+/** The event is a decision that quotes the pending call and approves it. */
+export function decisionApproves(context: AgentContext, event: AgentMachineEvent): boolean {
+  return decisionFits(context, event) && (event as { decision: { approved: boolean } }).decision.approved
 }
