@@ -259,27 +259,15 @@ export function createAgentMachine(runtime: AgentRuntime) {
                   steeringCheck: {
                     description: 'A queued correction cancels this call; the model reads the correction instead.',
                     always: [
-                      {
-                        guard: 'callHandedOver',
-                        target: 'afterToolExecution',
-                        actions: 'handedOver',
-                      },
-                      {
-                        guard: 'callSteered',
-                        target: 'afterToolExecution',
-                        actions: 'applySteering',
-                      },
+                      { guard: 'callHandedOver', target: 'afterToolExecution', actions: 'handedOver' },
+                      { guard: 'callSteered', target: 'afterToolExecution', actions: 'applySteering' },
                       { target: 'validatingArguments' },
                     ],
                   },
                   validatingArguments: {
                     description: 'Unknown tool or arguments that fail the schema: the tool does not run.',
                     always: [
-                      {
-                        guard: 'callIsInvalid',
-                        target: 'afterToolExecution',
-                        actions: 'callInvalid',
-                      },
+                      { guard: 'callIsInvalid', target: 'afterToolExecution', actions: 'callInvalid' },
                       { target: 'beforeToolExecution' },
                     ],
                   },
@@ -314,15 +302,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
                     always: [
                       // A correction that arrived while a hook was deciding still beats the call: it has not started.
                       { guard: 'callSteered', target: 'steeringCheck' },
-                      {
-                        guard: 'approvalAlways',
-                        target: 'awaitingApproval',
-                        actions: 'openApproval',
-                      },
-                      {
-                        guard: 'approvalByRule',
-                        target: 'evaluatingApprovalRule',
-                      },
+                      { guard: 'approvalAlways', target: 'awaitingApproval', actions: 'openApproval' },
+                      { guard: 'approvalByRule', target: 'evaluatingApprovalRule' },
                       { target: 'executingTool' },
                     ],
                   },

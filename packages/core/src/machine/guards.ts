@@ -17,37 +17,30 @@ interface GuardArgs {
 export function createMachineGuards(runtime: AgentRuntime, prepare: (call: ToolCall) => PreparedCall) {
   const { hooks, tools } = runtime
   const steered = (context: AgentContext) => context.steering.length > 0 || context.batchSteered
+  const route = (context: AgentContext, toolName: string, invalid: boolean, hook: boolean) =>
+    routeCall({
+      handedOver: context.handoff !== undefined,
+      steered: steered(context),
+      invalid,
+      hook,
+      needsApproval: tools.get(toolName)?.needsApproval,
+    })
 
   /** Where the next call of the reply goes, before it is opened (the fast path). */
   const nextCallRoute = (context: AgentContext): CallRoute | undefined => {
     const call = context.calls[context.callIndex]
-    if (!call) return undefined
-    return routeCall({
-      handedOver: context.handoff !== undefined,
-      steered: steered(context),
-      invalid: prepare(call).invalid !== undefined,
-      hook: hooks.has('beforeToolExecution'),
-      needsApproval: tools.get(call.function.name)?.needsApproval,
-    })
+    return call && route(context, call.function.name, prepare(call).invalid !== undefined, hooks.has('beforeToolExecution'))
   }
 
   /** Where the open call goes; after its hook ran, the hook no longer stands in the way. */
   const currentRoute = (context: AgentContext, hookDone: boolean): CallRoute | undefined => {
     const call = context.current
-    if (!call) return undefined
-    return routeCall({
-      handedOver: context.handoff !== undefined,
-      steered: steered(context),
-      invalid: call.invalid !== undefined,
-      hook: !hookDone && hooks.has('beforeToolExecution'),
-      needsApproval: tools.get(call.toolName)?.needsApproval,
-    })
+    return call && route(context, call.toolName, call.invalid !== undefined, !hookDone && hooks.has('beforeToolExecution'))
   }
 
   return {
     hasBeforeTurn: () => hooks.has('beforeTurn'),
     hasBeforeProviderCall: () => hooks.has('beforeProviderCall'),
-    hasBeforeToolExecution: () => hooks.has('beforeToolExecution'),
     hasAfterToolExecution: () => hooks.has('afterToolExecution'),
     hasAfterTurn: () => hooks.has('afterTurn'),
     turnLimitReached: ({ context }: GuardArgs) => context.turn > context.run.maxTurns,
