@@ -55,7 +55,8 @@ export function createMachineGuards(runtime: AgentRuntime, prepare: (call: ToolC
       context.callIndex >= context.calls.length && !hooks.has('afterTurn') && !context.handoff,
     callsDoneToAfterTurnHook: ({ context }: GuardArgs) => context.callIndex >= context.calls.length && hooks.has('afterTurn'),
     /** Fast path: a valid call with no correction pending goes straight to the beforeToolExecution hook. */
-    nextCallGoesToHook: ({ context }: GuardArgs) => nextCallRoute(context) === 'hook',
+    // (Without the hook, the route cannot be 'hook': skip the routing on the hook-less hot path.)
+    nextCallGoesToHook: ({ context }: GuardArgs) => hooks.has('beforeToolExecution') && nextCallRoute(context) === 'hook',
     /** Fast path: a valid call that needs no hook, approval or correction runs at once. */
     nextCallRunsAtOnce: ({ context }: GuardArgs) => nextCallRoute(context) === 'run',
     // The step-by-step path: each state checks one branch of the same routing.
