@@ -44,7 +44,6 @@ export function createAgentMachine(runtime: AgentRuntime) {
       emitTurnEnd: ({ context }) => act.emitTurnEnd(context),
       emitRunError: ({ context }) => act.emitRunError(context),
       emitRunEnd: ({ context }) => act.emitRunEnd(context),
-      emitModelRequest: ({ context }) => act.emitModelRequest(context),
       emitModelResponse: ({ context }, output: ProviderResponse & { durationMs: number }) =>
         act.emitModelResponse(context, output),
       emitToolStart: ({ context }) => act.emitToolStart(context),
@@ -192,7 +191,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
               callingModel: {
                 description: 'Waiting for the model (streaming). Transient errors are retried with backoff.',
                 tags: ['wait', 'model'],
-                entry: 'emitModelRequest',
+                entry: ({ context }) => act.emitModelRequest(context),
                 invoke: {
                   src: 'callModel',
                   input: ({ context }) => ({
