@@ -36,6 +36,8 @@ export const ErrorCode = {
   PROTOCOL_TOO_LARGE: 'PROTOCOL_TOO_LARGE',
   TREE_BUDGET_EXCEEDED: 'TREE_BUDGET_EXCEEDED',
   TREE_DEPTH_EXCEEDED: 'TREE_DEPTH_EXCEEDED',
+  HANDOFF_LIMIT: 'HANDOFF_LIMIT',
+  CHILD_FAILED: 'CHILD_FAILED',
 } as const
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
 
