@@ -1,3 +1,8 @@
+/**
+ * @signalbox/actors: the agent's partners as separate actors on a bus. A NATS transport, remote
+ * reviewers, answerers and tools with the services that serve them, the audit trail on the bus,
+ * systems of agents that delegate and hand off across processes, and the inspector bridge.
+ */
 export { type AgentConnection, type ConnectAgentOptions, connectAgent } from './agents/agent-connection.ts'
 export { sendControl, sendSteering, watchEvents } from './agents/clients.ts'
 export { type RemoteReviewer, type RemoteReviewerOptions, remoteReviewer } from './approvals/remote-reviewer.ts'

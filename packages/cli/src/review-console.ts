@@ -5,7 +5,7 @@
  * same screens are printed and answered without typing (for demos and unattended runs).
  */
 import type { Answer, Answerer, ApprovalDecision, ApprovalRequest, Question, Reviewer } from '@signalbox/core'
-import { AbortedError } from '@signalbox/core'
+import { AbortedError, decideApproval } from '@signalbox/core'
 import { type Colors, clockTime, formatDuration, quote } from './output.ts'
 import type { Prompter } from './prompter.ts'
 
@@ -110,15 +110,8 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
 
   const reviewer: Reviewer = {
     async review(request, { signal }) {
-      const decide = (approved: boolean, reason: string | undefined): ApprovalDecision => ({
-        requestId: request.requestId,
-        callId: request.callId,
-        digest: request.digest,
-        approved,
-        ...(reason === undefined ? {} : { reason }),
-        reviewer: name,
-        decidedAt: now(),
-      })
+      const decide = (approved: boolean, reason: string | undefined): ApprovalDecision =>
+        decideApproval(request, { approved, reason }, name, now())
       let decision: ApprovalDecision
       if (options.auto) {
         emit({ type: 'approval.request', request }, requestBlock(request))

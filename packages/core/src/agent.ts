@@ -292,6 +292,21 @@ export class Agent {
   }
 }
 
+/**
+ * Creates an agent: a model, its tools, and the hooks, reviewer and limits its runs obey.
+ *
+ * @example
+ * ```ts
+ * const agent = createAgent({
+ *   provider: new OpenAIProvider({ baseURL: 'http://localhost:11434/v1', model: 'llama3.1' }),
+ *   tools: [bookTicket],
+ *   maxTurns: 10,
+ *   reviewer: terminalReviewer(),
+ * })
+ * const result = await agent.run('Book me a seat to Mar del Plata on Friday.')
+ * console.log(result.output)
+ * ```
+ */
 export function createAgent(options: AgentOptions): Agent {
   return new Agent(options)
 }

@@ -3,6 +3,44 @@
  * `fault` says who has to act: the user (configuration, hooks), the model (bad tool call),
  * the provider (endpoint), a peer on the bus, or the runtime itself.
  */
+/**
+ * The stable codes of the errors signalbox's core throws or reports, and that callers compare
+ * against. A peer or another package may send codes not listed here; `code` stays a string.
+ */
+export const ErrorCode = {
+  ABORTED: 'ABORTED',
+  TIMEOUT: 'TIMEOUT',
+  UNKNOWN_ERROR: 'UNKNOWN_ERROR',
+  CONFIG_INVALID: 'CONFIG_INVALID',
+  HOOK_FAILED: 'HOOK_FAILED',
+  MAX_TURNS_EXCEEDED: 'MAX_TURNS_EXCEEDED',
+  RUN_CANCELLED: 'RUN_CANCELLED',
+  RUN_FAILED: 'RUN_FAILED',
+  BUDGET_EXCEEDED: 'BUDGET_EXCEEDED',
+  PROVIDER_ERROR: 'PROVIDER_ERROR',
+  PROVIDER_UNREACHABLE: 'PROVIDER_UNREACHABLE',
+  QUESTION_FAILED: 'QUESTION_FAILED',
+  QUESTION_TIMEOUT: 'QUESTION_TIMEOUT',
+  TOOL_TIMEOUT: 'TOOL_TIMEOUT',
+  BUS_TIMEOUT: 'BUS_TIMEOUT',
+  BUS_NO_RESPONDERS: 'BUS_NO_RESPONDERS',
+  BUS_PAYLOAD_TOO_LARGE: 'BUS_PAYLOAD_TOO_LARGE',
+  BUS_CLOSED: 'BUS_CLOSED',
+  BUS_NOT_DURABLE: 'BUS_NOT_DURABLE',
+  BUS_CONSUMER_CONFLICT: 'BUS_CONSUMER_CONFLICT',
+  SUBJECT_INVALID: 'SUBJECT_INVALID',
+  PROTOCOL_INVALID_JSON: 'PROTOCOL_INVALID_JSON',
+  PROTOCOL_UNSUPPORTED_VERSION: 'PROTOCOL_UNSUPPORTED_VERSION',
+  PROTOCOL_UNEXPECTED_TYPE: 'PROTOCOL_UNEXPECTED_TYPE',
+  PROTOCOL_INVALID_MESSAGE: 'PROTOCOL_INVALID_MESSAGE',
+  PROTOCOL_TOO_LARGE: 'PROTOCOL_TOO_LARGE',
+  TREE_BUDGET_EXCEEDED: 'TREE_BUDGET_EXCEEDED',
+  TREE_DEPTH_EXCEEDED: 'TREE_DEPTH_EXCEEDED',
+  HANDOFF_LIMIT: 'HANDOFF_LIMIT',
+  CHILD_FAILED: 'CHILD_FAILED',
+} as const
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
+
 export type ErrorFault = 'user' | 'model' | 'provider' | 'peer' | 'runtime'
 
 export interface SerializedError {
@@ -45,7 +83,7 @@ export class SignalboxError extends Error {
 export class HookError extends SignalboxError {
   readonly hookPoint: string
   constructor(hookPoint: string, cause: unknown) {
-    super('HOOK_FAILED', `Hook "${hookPoint}" failed: ${describeError(cause)}`, {
+    super(ErrorCode.HOOK_FAILED, `Hook "${hookPoint}" failed: ${describeError(cause)}`, {
       cause,
       fault: 'user',
       details: { hookPoint },
@@ -57,7 +95,7 @@ export class HookError extends SignalboxError {
 /** The run reached `maxTurns` without a final answer. */
 export class MaxTurnsExceededError extends SignalboxError {
   constructor(maxTurns: number) {
-    super('MAX_TURNS_EXCEEDED', `No final answer after ${maxTurns} turns (maxTurns=${maxTurns}).`, {
+    super(ErrorCode.MAX_TURNS_EXCEEDED, `No final answer after ${maxTurns} turns (maxTurns=${maxTurns}).`, {
       fault: 'model',
       details: { maxTurns },
     })
@@ -67,7 +105,7 @@ export class MaxTurnsExceededError extends SignalboxError {
 /** The run was cancelled (by `cancel()`, an aborted signal, or a hook's stop). */
 export class RunCancelledError extends SignalboxError {
   constructor(reason: string) {
-    super('RUN_CANCELLED', `Run cancelled: ${reason}`, { fault: 'user', details: { reason } })
+    super(ErrorCode.RUN_CANCELLED, `Run cancelled: ${reason}`, { fault: 'user', details: { reason } })
   }
 }
 
@@ -76,7 +114,7 @@ export class ProviderError extends SignalboxError {
   readonly status: number | undefined
   readonly retryable: boolean
   constructor(message: string, options: { status?: number; retryable: boolean; cause?: unknown; code?: string }) {
-    super(options.code ?? 'PROVIDER_ERROR', message, {
+    super(options.code ?? ErrorCode.PROVIDER_ERROR, message, {
       cause: options.cause,
       fault: 'provider',
       details: { status: options.status, retryable: options.retryable },
@@ -89,7 +127,7 @@ export class ProviderError extends SignalboxError {
 /** Invalid configuration given to a signalbox factory. */
 export class ConfigError extends SignalboxError {
   constructor(message: string, details?: Record<string, unknown>) {
-    super('CONFIG_INVALID', message, { fault: 'user', ...(details ? { details } : {}) })
+    super(ErrorCode.CONFIG_INVALID, message, { fault: 'user', ...(details ? { details } : {}) })
   }
 }
 
@@ -103,14 +141,14 @@ export class ToolError extends SignalboxError {
 /** An operation was aborted through its AbortSignal. */
 export class AbortedError extends SignalboxError {
   constructor(message = 'The operation was aborted.', cause?: unknown) {
-    super('ABORTED', message, { cause, fault: 'user' })
+    super(ErrorCode.ABORTED, message, { cause, fault: 'user' })
   }
 }
 
 /** An operation did not finish before its deadline. */
 export class TimeoutError extends SignalboxError {
   constructor(message: string, details?: Record<string, unknown>) {
-    super('TIMEOUT', message, { fault: 'runtime', ...(details ? { details } : {}) })
+    super(ErrorCode.TIMEOUT, message, { fault: 'runtime', ...(details ? { details } : {}) })
   }
 }
 
@@ -127,8 +165,8 @@ export function describeError(error: unknown): string {
 /** Normalize any throwable once, at a boundary, into data that can cross the bus or be persisted. */
 export function serializeError(error: unknown): SerializedError {
   if (error instanceof SignalboxError) return error.toJSON()
-  if (error instanceof Error) return { code: 'UNKNOWN_ERROR', message: error.message, name: error.name }
-  return { code: 'UNKNOWN_ERROR', message: describeError(error) }
+  if (error instanceof Error) return { code: ErrorCode.UNKNOWN_ERROR, message: error.message, name: error.name }
+  return { code: ErrorCode.UNKNOWN_ERROR, message: describeError(error) }
 }
 
 /** Rebuild an error from data received over the wire. The `code` survives the trip. */
@@ -157,6 +195,13 @@ export class FatalToolError extends SignalboxError {
 /** A run tree or a run went over its token budget. */
 export class BudgetExceededError extends SignalboxError {
   constructor(message: string, details?: Record<string, unknown>) {
-    super('BUDGET_EXCEEDED', message, { fault: 'runtime', ...(details ? { details } : {}) })
+    super(ErrorCode.BUDGET_EXCEEDED, message, { fault: 'runtime', ...(details ? { details } : {}) })
+  }
+}
+
+/** Nobody answered a question to the person before its deadline. */
+export class QuestionTimeoutError extends SignalboxError {
+  constructor(timeoutMs: number) {
+    super(ErrorCode.QUESTION_TIMEOUT, `Nobody answered within ${timeoutMs} ms.`, { fault: 'user', details: { timeoutMs } })
   }
 }

@@ -46,9 +46,11 @@ export type ToolGate =
   /** The tool never runs; the model reads `result` as if the tool had returned it. */
   | { action: 'respond'; result: string }
 
-/** The seeds' shape is accepted too: `{ authorize: false, mockResult }` denies with that reason. */
-export type LegacyToolGate = { authorize: boolean; mockResult?: string }
-export type BeforeToolExecutionResult = undefined | ToolGate | LegacyToolGate
+/**
+ * What a beforeToolExecution hook returns. The seeds' shape `{ authorize, mockResult }` is
+ * accepted too: `{ authorize: false, mockResult }` denies with that reason.
+ */
+export type BeforeToolExecutionResult = undefined | ToolGate | { authorize: boolean; mockResult?: string }
 
 export interface AfterToolExecutionContext extends HookContextBase {
   callId: string

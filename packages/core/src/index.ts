@@ -1,6 +1,13 @@
+/**
+ * @signalbox/core: one agent and its loop. `createAgent` runs the loop as an XState machine
+ * (model, tools in zod, five hook points), with people in it (approval, steering, questions),
+ * events to watch it, an OpenAI-compatible provider, and the bus contract and wire protocol the
+ * distributed actors of `@signalbox/actors` speak (with an in-process bus for one process).
+ */
 export { untilAborted } from './abort.ts'
 export type { AgentOptions, RunHandle, RunOptions, RunResult } from './agent.ts'
 export { Agent, createAgent, MemoryAuditLog, RunFailedError } from './agent.ts'
+export { type BackoffPolicy, backoffDelay } from './backoff.ts'
 export * from './bus/index.ts'
 export { type Clock, sleep, systemClock } from './clock.ts'
 export { formatDuration } from './duration.ts'
@@ -10,6 +17,7 @@ export {
   ConfigError,
   describeError,
   deserializeError,
+  ErrorCode,
   type ErrorFault,
   FatalToolError,
   HookError,
@@ -36,6 +44,7 @@ export {
 export { Handoff, type HandoffResult, handoff } from './handoff.ts'
 export { functionAnswerer, ScriptedAnswerer } from './hitl/answerers.ts'
 export { type AskHumanOptions, askHumanTool } from './hitl/ask-human.ts'
+export { decideApproval, decisionMismatch, rejectedDecisionAudit, type Verdict } from './hitl/decision.ts'
 export { callDigest, canonicalJson } from './hitl/digest.ts'
 export { policyReviewer, ScriptedReviewer, type ScriptedVerdict } from './hitl/reviewers.ts'
 export { type TerminalOptions, terminalAnswerer, terminalReviewer } from './hitl/terminal.ts'
@@ -67,7 +76,6 @@ export {
   HookChain,
   type HookPoint,
   type Hooks,
-  type LegacyToolGate,
   respond,
   type ToolGate,
 } from './hooks.ts'

@@ -64,7 +64,20 @@ export function assertToolName(name: string): void {
   }
 }
 
-/** Defines a tool from a zod schema; the JSON Schema the model sees is generated from it. */
+/**
+ * Defines a tool from a zod schema; the JSON Schema the model sees is generated from it.
+ *
+ * @example
+ * ```ts
+ * const bookTicket = tool({
+ *   name: 'book_ticket',
+ *   description: 'Book one seat on a train.',
+ *   schema: z.object({ train: z.number().int(), seat_class: z.enum(['first', 'tourist']) }),
+ *   needsApproval: true, // a person approves the exact call first
+ *   execute: async ({ train, seat_class }, { signal }) => reserveSeat(train, seat_class, signal),
+ * })
+ * ```
+ */
 export function tool<S extends z.ZodType>(definition: ToolDefinition<S>): Tool<z.output<S>> {
   assertToolName(definition.name)
   const { schema } = definition

@@ -8,8 +8,10 @@ import {
   BusClosedError,
   type Clock,
   createSubjects,
+  decisionMismatch,
   PROTOCOL_VERSION,
   type Reviewer,
+  rejectedDecisionAudit,
   type Subjects,
   systemClock,
 } from '@signalbox/core'
@@ -47,21 +49,7 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
     replyName: 'Decision',
     report,
     onRejected: ({ reply, reason, context: request }) => {
-      void options.audit?.record({
-        kind: 'approval.rejected',
-        agentId: request.agentId,
-        runId: request.runId,
-        runPath: request.runPath,
-        callId: reply.callId,
-        toolName: request.toolName,
-        shown: request.arguments,
-        digest: request.digest,
-        decision: reply.approved ? 'approved' : 'denied',
-        reason,
-        actor: reply.reviewer,
-        requestedAt: request.requestedAt,
-        decidedAt: clock.now(),
-      })
+      void options.audit?.record(rejectedDecisionAudit({ run: request, request, decision: reply, reason, at: clock.now() }))
     },
   })
 
@@ -77,13 +65,7 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
         context: request,
         subject: subjects.approvals(request.agentId),
         message,
-        check: (decision) => {
-          if (decision.callId !== request.callId)
-            return `callId ${decision.callId} does not match the pending call ${request.callId}`
-          if (decision.digest !== request.digest)
-            return 'the digest does not match the pending call (arguments differ from what was shown)'
-          return undefined
-        },
+        check: (decision) => decisionMismatch(request, decision),
         signal,
       })
       return decision

@@ -6,6 +6,8 @@ import {
   type Bus,
   type Clock,
   createSubjects,
+  decideApproval,
+  decisionMismatch,
   encodeMessage,
   PROTOCOL_VERSION,
   type Reviewer,
@@ -61,9 +63,7 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
       schema: ApprovalDecisionMessage,
       idOf: (decision) => decision.requestId,
       // A forged decision (another call, other arguments) must not stop people from reviewing.
-      matches: (request, decision) =>
-        (request as ApprovalRequestMessage).callId === decision.callId &&
-        (request as ApprovalRequestMessage).digest === decision.digest,
+      matches: (request, decision) => decisionMismatch(request as ApprovalRequestMessage, decision) === undefined,
       onSettled: (id, { v: _v, type: _type, ...decision }) => options.onSettled?.(id, decision),
     },
     ...(options.clock ? { clock: options.clock } : {}),
@@ -75,17 +75,11 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
       return { request, decision }
     },
     publish: async (_message, { request, decision }, signal) => {
+      // Quote what was shown; a reviewer cannot re-bind its decision to another call.
       const reply: ApprovalDecisionMessage = {
         v: PROTOCOL_VERSION,
         type: 'approval.decision',
-        requestId: request.requestId,
-        // Quote what was shown; a reviewer cannot re-bind its decision to another call.
-        callId: request.callId,
-        digest: request.digest,
-        approved: decision.approved,
-        ...(decision.reason === undefined ? {} : { reason: decision.reason }),
-        reviewer: decision.reviewer,
-        decidedAt: decision.decidedAt,
+        ...decideApproval(request, decision, decision.reviewer, decision.decidedAt),
       }
       await bus.durablePublish(subjects.approvalDecisions(request.agentId), encodeMessage(reply), {
         msgId: msgIdPart(`decision-${request.requestId}-${decision.reviewer}`),

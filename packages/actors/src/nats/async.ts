@@ -1,5 +1,5 @@
 /** Small promise helpers of the NATS transport: one-shot signals, races against reconnects, retry pacing. */
-import { BusClosedError } from '@signalbox/core'
+import { BusClosedError, backoffDelay } from '@signalbox/core'
 import { toError } from './errors.ts'
 
 export interface Deferred {
@@ -62,8 +62,9 @@ export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | und
   })
 }
 
-/** 100 ms doubling to 2 s, with jitter so many clients do not retry in step. */
+/** 100 ms doubling to 2 s, jittered (the project's one backoff formula). */
 export function backoff(attempt: number): number {
-  const base = Math.min(2_000, 100 * 2 ** Math.min(attempt, 5))
-  return Math.round(base / 2 + Math.random() * (base / 2))
+  return backoffDelay(attempt + 1, NATS_BACKOFF)
 }
+
+const NATS_BACKOFF = { baseDelayMs: 100, maxDelayMs: 2_000 } as const

@@ -48,7 +48,18 @@ import { DEFAULT_SERVER_ACK_WAIT_MS, defaultConnectionName, type NatsBusOptions 
 import { natsRequest } from './request.ts'
 import { defaultStreamName, ensureStream, StreamSubjects } from './stream.ts'
 
-/** Connects, creates or updates the durable stream, and returns the bus. */
+/**
+ * Connects, creates or updates the durable stream, and returns the bus.
+ *
+ * @example
+ * ```ts
+ * const bus = await connectNatsBus({ servers: 'nats://127.0.0.1:4222', name: 'booking-agent' })
+ * const agent = createAgent({ provider, tools, reviewer: remoteReviewer({ bus }) })
+ * connectAgent(agent, { bus }) // events out, steering and control in
+ * // ...
+ * await bus.close()
+ * ```
+ */
 export async function connectNatsBus(options: NatsBusOptions): Promise<NatsBus> {
   const prefix = options.prefix ?? DEFAULT_SUBJECT_PREFIX
   createSubjects(prefix) // validates the prefix tokens

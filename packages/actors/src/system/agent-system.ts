@@ -292,6 +292,19 @@ export class AgentSystem {
   }
 }
 
+/**
+ * A system of agents that delegate to, hand off to and supervise each other, within the limits
+ * of the run tree, in this process or across processes on a bus.
+ *
+ * @example
+ * ```ts
+ * const system = createAgentSystem({ bus, limits: { maxDepth: 3, maxConcurrentChildren: 4, maxTotalTurns: 50 } })
+ * system.add(trainsAgent).add(planner) // planner has delegateTool(system, 'trains')
+ * await system.serve() // other processes can run these agents by id
+ * const result = await system.run('planner', 'Two nights in Mar del Plata, train there on Friday.')
+ * console.log(result.finishedBy, result.output)
+ * ```
+ */
 export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem {
   return new AgentSystem(options)
 }

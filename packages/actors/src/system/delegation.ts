@@ -1,6 +1,8 @@
 import {
   AbortedError,
+  backoffDelay,
   describeError,
+  ErrorCode,
   FatalToolError,
   handoff,
   type Message,
@@ -21,7 +23,7 @@ export type ChildFailurePolicy =
   /** The parent run fails too. */
   | { onFailure: 'give-up' }
 
-const NOT_RETRYABLE = new Set(['TREE_DEPTH_EXCEEDED', 'TREE_BUDGET_EXCEEDED', 'HANDOFF_LIMIT'])
+const NOT_RETRYABLE = new Set<string>([ErrorCode.TREE_DEPTH_EXCEEDED, ErrorCode.TREE_BUDGET_EXCEEDED, ErrorCode.HANDOFF_LIMIT])
 
 export interface DelegateOptions {
   /** Tool name the parent's model calls. Default `ask_<agentId>`. */
@@ -63,11 +65,14 @@ export function delegateTool(system: AgentSystem, agentId: string, options: Dele
           // A refusal by the tree's limits will not change on a second try.
           if (NOT_RETRYABLE.has((error as { code?: string })?.code ?? '')) break
           if (attempt < attempts && policy.onFailure === 'retry') {
-            await sleep((policy.backoffMs ?? 500) * 2 ** (attempt - 1), { clock: context.clock, signal: context.signal })
+            await sleep(backoffDelay(attempt, { baseDelayMs: policy.backoffMs ?? 500, jitter: false }), {
+              clock: context.clock,
+              signal: context.signal,
+            })
           }
         }
       }
-      const code = (lastError as { code?: string })?.code ?? 'CHILD_FAILED'
+      const code = (lastError as { code?: string })?.code ?? ErrorCode.CHILD_FAILED
       const message = `The "${agentId}" agent failed${tried > 1 ? ` after ${tried} attempts` : ''} (${code}): ${describeError(lastError)}`
       if (policy.onFailure === 'give-up') throw new FatalToolError(code, message, { cause: lastError })
       throw new ToolError(code, message, { cause: lastError })

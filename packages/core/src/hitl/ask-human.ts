@@ -2,9 +2,9 @@ import { z } from 'zod'
 import { untilAborted } from '../abort.ts'
 import { type Clock, systemClock } from '../clock.ts'
 import { formatDuration } from '../duration.ts'
-import { describeError, isAbortError, ToolError } from '../errors.ts'
+import { describeError, isAbortError, QuestionTimeoutError, ToolError } from '../errors.ts'
 import { type Tool, tool } from '../tool.ts'
-import type { Answerer, Question } from './types.ts'
+import type { Answerer, AuditKind, Question } from './types.ts'
 
 export interface AskHumanOptions {
   /** Tool name the model calls. Default `ask_human`. */
@@ -47,6 +47,22 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
         askedAt,
       }
       context.emit({ type: 'question.asked', question: asked })
+      /** Who answered what, when, to exactly which question. */
+      const audit = (kind: AuditKind, decision: string, actor: string, decidedAt: number) =>
+        context.audit.record({
+          kind,
+          agentId: context.agentId,
+          runId: context.runId,
+          runPath: context.runPath,
+          callId: context.callId,
+          toolName: options.name ?? 'ask_human',
+          shown: question,
+          decision,
+          actor,
+          requestedAt: askedAt,
+          decidedAt,
+          latencyMs: decidedAt - askedAt,
+        })
       const controller = new AbortController()
       const onAbort = () => controller.abort(context.signal.reason)
       context.signal.addEventListener('abort', onAbort, { once: true })
@@ -62,7 +78,7 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
           controller.signal,
           'The question',
         )
-        if (timedOut) throw new Error('timed out')
+        if (timedOut) throw new QuestionTimeoutError(timeoutMs)
         const latencyMs = answer.answeredAt - askedAt
         context.emit({
           type: 'question.answered',
@@ -71,39 +87,13 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
           answeredBy: answer.answeredBy,
           latencyMs,
         })
-        await context.audit.record({
-          kind: 'question.answered',
-          agentId: context.agentId,
-          runId: context.runId,
-          runPath: context.runPath,
-          callId: context.callId,
-          toolName: options.name ?? 'ask_human',
-          shown: question,
-          decision: answer.answer,
-          actor: answer.answeredBy,
-          requestedAt: askedAt,
-          decidedAt: answer.answeredAt,
-          latencyMs,
-        })
+        await audit('question.answered', answer.answer, answer.answeredBy, answer.answeredAt)
         return answer.answer
       } catch (error) {
         if (timedOut) {
           const now = clock.now()
           context.emit({ type: 'question.timeout', question: asked })
-          await context.audit.record({
-            kind: 'question.timeout',
-            agentId: context.agentId,
-            runId: context.runId,
-            runPath: context.runPath,
-            callId: context.callId,
-            toolName: options.name ?? 'ask_human',
-            shown: question,
-            decision: 'timeout',
-            actor: 'system',
-            requestedAt: askedAt,
-            decidedAt: now,
-            latencyMs: now - askedAt,
-          })
+          await audit('question.timeout', 'timeout', 'system', now)
           return noAnswer(question, timeoutMs)
         }
         if (isAbortError(error) || context.signal.aborted) throw error

@@ -1,22 +1,8 @@
 import type { Clock } from '../clock.ts'
 import { systemClock } from '../clock.ts'
 import { AbortedError, ConfigError } from '../errors.ts'
+import { decideApproval, type Verdict } from './decision.ts'
 import type { ApprovalDecision, ApprovalRequest, Reviewer } from './types.ts'
-
-type Verdict = boolean | { approved: boolean; reason?: string }
-
-function decide(request: ApprovalRequest, verdict: Verdict, reviewer: string, clock: Clock): ApprovalDecision {
-  const { approved, reason } = typeof verdict === 'boolean' ? { approved: verdict, reason: undefined } : verdict
-  return {
-    requestId: request.requestId,
-    callId: request.callId,
-    digest: request.digest,
-    approved,
-    ...(reason === undefined ? {} : { reason }),
-    reviewer,
-    decidedAt: clock.now(),
-  }
-}
 
 /** A reviewer that is a function: a policy decides (e.g. amounts under a limit). */
 export function policyReviewer(
@@ -28,7 +14,7 @@ export function policyReviewer(
   return {
     async review(request, { signal }) {
       const verdict = await policy(request, { signal })
-      return decide(request, verdict, name, clock)
+      return decideApproval(request, verdict, name, clock.now())
     },
   }
 }
@@ -78,7 +64,7 @@ export class ScriptedReviewer implements Reviewer {
         else signal.addEventListener('abort', onAbort, { once: true })
       })
     }
-    return decide(request, verdict as Verdict, this.#name, this.#clock)
+    return decideApproval(request, verdict as Verdict, this.#name, this.#clock.now())
   }
 
   /** Verdicts not consumed yet. */

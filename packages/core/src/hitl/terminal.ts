@@ -2,6 +2,7 @@ import { createInterface } from 'node:readline/promises'
 import type { Readable, Writable } from 'node:stream'
 import { type Clock, systemClock } from '../clock.ts'
 import { AbortedError } from '../errors.ts'
+import { decideApproval } from './decision.ts'
 import type { Answerer, Reviewer } from './types.ts'
 
 export interface TerminalOptions {
@@ -28,15 +29,7 @@ export function terminalReviewer(options: TerminalOptions = {}): Reviewer {
       const approved = answer === 'y' || answer === 'yes'
       let reason: string | undefined
       if (!approved) reason = (await ask('Reason (the model reads it): ', signal)).trim() || undefined
-      return {
-        requestId: request.requestId,
-        callId: request.callId,
-        digest: request.digest,
-        approved,
-        ...(reason === undefined ? {} : { reason }),
-        reviewer: name,
-        decidedAt: clock.now(),
-      }
+      return decideApproval(request, { approved, reason }, name, clock.now())
     },
   }
 }

@@ -3,11 +3,12 @@ import { untilAborted } from '../abort.ts'
 import { describeError, ProviderError, TimeoutError } from '../errors.ts'
 import { Handoff } from '../handoff.ts'
 import type { ApprovalRequest } from '../hitl/types.ts'
-import type { Message } from '../messages.ts'
+import type { AssistantMessage, Message, ToolMessage } from '../messages.ts'
 import type { ProviderResponse, ToolSpec } from '../provider/provider.ts'
-import { stringifyToolOutput, type ToolEmittedEvent } from '../tool.ts'
-import type { AgentContext, AgentMachineEvent } from './context.ts'
+import { stringifyToolOutput, type Tool, type ToolEmittedEvent } from '../tool.ts'
+import type { AgentMachineEvent, CurrentCall, RunInfo } from './context.ts'
 import type { AgentRuntime } from './runtime.ts'
+import { transferredText } from './tool-result-texts.ts'
 
 /**
  * The named actors the agent machine invokes, one per wait. Each is registered by name in
@@ -15,19 +16,19 @@ import type { AgentRuntime } from './runtime.ts'
  * that aborts when its state is left.
  */
 export function createAgentActors(runtime: AgentRuntime) {
-  const hookBase = (context: AgentContext, signal: AbortSignal) => ({
-    agentId: context.run.agentId,
-    runId: context.run.runId,
-    turn: context.turn,
+  const hookBase = (input: TurnInput, signal: AbortSignal) => ({
+    agentId: input.run.agentId,
+    runId: input.run.runId,
+    turn: input.turn,
     signal,
   })
 
   return {
-    beforeTurnHook: fromPromise(async ({ input, signal }: { input: AgentContext; signal: AbortSignal }) =>
+    beforeTurnHook: fromPromise(async ({ input, signal }: { input: TranscriptInput; signal: AbortSignal }) =>
       runtime.hooks.beforeTurn({ ...hookBase(input, signal), messages: [...input.messages] }),
     ),
 
-    beforeProviderCallHook: fromPromise(async ({ input, signal }: { input: AgentContext; signal: AbortSignal }) =>
+    beforeProviderCallHook: fromPromise(async ({ input, signal }: { input: TranscriptInput; signal: AbortSignal }) =>
       runtime.hooks.beforeProviderCall({
         ...hookBase(input, signal),
         messages: [...input.messages],
@@ -56,22 +57,19 @@ export function createAgentActors(runtime: AgentRuntime) {
       },
     ),
 
-    beforeToolExecutionHook: fromPromise(async ({ input, signal }: { input: AgentContext; signal: AbortSignal }) => {
-      const call = input.current
-      if (!call) throw new Error('no current call')
-      return runtime.hooks.beforeToolExecution({
+    beforeToolExecutionHook: fromPromise(async ({ input, signal }: { input: CallInput; signal: AbortSignal }) =>
+      runtime.hooks.beforeToolExecution({
         ...hookBase(input, signal),
-        callId: call.callId,
-        toolName: call.toolName,
-        input: call.args,
-      })
-    }),
+        callId: input.call.callId,
+        toolName: input.call.toolName,
+        input: input.call.args,
+      }),
+    ),
 
-    evaluateApprovalRule: fromPromise(async ({ input }: { input: AgentContext }) => {
-      const call = input.current
-      const rule = call ? runtime.tools.get(call.toolName)?.needsApproval : undefined
+    evaluateApprovalRule: fromPromise(async ({ input }: { input: { call: CurrentCall } }) => {
+      const rule = runtime.tools.get(input.call.toolName)?.needsApproval
       if (typeof rule !== 'function') return Boolean(rule)
-      return Boolean(await rule(call?.args))
+      return Boolean(await rule(input.call.args))
     }),
 
     requestApproval: fromCallback<AgentMachineEvent, { request: ApprovalRequest }>(({ input, sendBack }) => {
@@ -92,11 +90,11 @@ export function createAgentActors(runtime: AgentRuntime) {
       return () => controller.abort()
     }),
 
-    executeTool: fromPromise(async ({ input, signal }: { input: AgentContext; signal: AbortSignal }): Promise<ToolRunOutput> => {
-      const call = input.current
-      const tool = call ? runtime.tools.get(call.toolName) : undefined
-      if (!call || !tool) throw new Error('no tool to execute')
-      const base = eventFields(input)
+    executeTool: fromPromise(async ({ input, signal }: { input: ToolRunInput; signal: AbortSignal }): Promise<ToolRunOutput> => {
+      const { call, run } = input
+      // Routing sends only calls to known tools here (an unknown one is an invalid call).
+      const tool = runtime.tools.get(call.toolName) as Tool<unknown>
+      const base = eventFields(run)
       const timeoutMs = tool.timeoutMs
       let toolSignal = signal
       let timer: unknown
@@ -114,10 +112,10 @@ export function createAgentActors(runtime: AgentRuntime) {
           tool.execute(call.args, {
             signal: toolSignal,
             callId: call.callId,
-            agentId: input.run.agentId,
-            runId: input.run.runId,
-            runPath: input.run.runPath,
-            agentPath: input.run.agentPath ?? [],
+            agentId: run.agentId,
+            runId: run.runId,
+            runPath: run.runPath,
+            agentPath: run.agentPath ?? [],
             clock: runtime.clock,
             ids: runtime.ids,
             audit: { record: (entry) => runtime.recordAudit(entry) },
@@ -128,9 +126,9 @@ export function createAgentActors(runtime: AgentRuntime) {
         // A tool that ignores its signal must not hold the run: the timeout wins the race.
         const output = await (timeoutMs === undefined ? work : untilAborted(work, toolSignal))
         if (output instanceof Handoff) {
-          if (output.filter) runtime.handoffFilters.set(input.run.runId, output.filter)
+          if (output.filter) runtime.handoffFilters.set(run.runId, output.filter)
           return {
-            output: `Transferred the conversation to "${output.to}".`,
+            output: transferredText(output.to),
             handoff: { to: output.to, ...(output.reason ? { reason: output.reason } : {}) },
           }
         }
@@ -143,30 +141,54 @@ export function createAgentActors(runtime: AgentRuntime) {
       }
     }),
 
-    afterToolExecutionHook: fromPromise(async ({ input, signal }: { input: AgentContext; signal: AbortSignal }) => {
-      const call = input.current
-      if (!call?.result) throw new Error('no tool result')
-      return runtime.hooks.afterToolExecution({
-        ...hookBase(input, signal),
-        callId: call.callId,
-        toolName: call.toolName,
-        input: call.args,
-        output: call.result.output,
-        isError: call.result.isError,
-      })
-    }),
+    afterToolExecutionHook: fromPromise(
+      async ({ input, signal }: { input: CallInput & { result: { output: string; isError: boolean } }; signal: AbortSignal }) =>
+        runtime.hooks.afterToolExecution({
+          ...hookBase(input, signal),
+          callId: input.call.callId,
+          toolName: input.call.toolName,
+          input: input.call.args,
+          output: input.result.output,
+          isError: input.result.isError,
+        }),
+    ),
 
-    afterTurnHook: fromPromise(async ({ input, signal }: { input: AgentContext; signal: AbortSignal }) => {
-      const reply = input.reply
-      if (!reply) throw new Error('no reply')
-      await runtime.hooks.afterTurn({
-        ...hookBase(input, signal),
-        reply,
-        toolResults: [...input.toolResults],
-        messages: [...input.messages],
-      })
-    }),
+    afterTurnHook: fromPromise(
+      async ({
+        input,
+        signal,
+      }: {
+        input: TranscriptInput & { reply: AssistantMessage; toolResults: ToolMessage[] }
+        signal: AbortSignal
+      }) => {
+        await runtime.hooks.afterTurn({
+          ...hookBase(input, signal),
+          reply: input.reply,
+          toolResults: [...input.toolResults],
+          messages: [...input.messages],
+        })
+      },
+    ),
   }
+}
+
+/** What every hook is told: whose run, which turn. */
+export interface TurnInput {
+  run: RunInfo
+  turn: number
+}
+
+export interface TranscriptInput extends TurnInput {
+  messages: Message[]
+}
+
+export interface CallInput extends TurnInput {
+  call: CurrentCall
+}
+
+export interface ToolRunInput {
+  run: RunInfo
+  call: CurrentCall
 }
 
 /** What a tool run produced: the text the model reads, and maybe a hand-off. */
@@ -183,16 +205,15 @@ export interface EventFields {
   parentRunId?: string
 }
 
-export function eventFields(context: AgentContext): EventFields {
-  if (context.run.parentRunId === undefined)
-    return { agentId: context.run.agentId, runId: context.run.runId, runPath: context.run.runPath }
+export function eventFields(run: RunInfo): EventFields {
+  if (run.parentRunId === undefined) return { agentId: run.agentId, runId: run.runId, runPath: run.runPath }
   return {
-    agentId: context.run.agentId,
-    runId: context.run.runId,
-    runPath: context.run.runPath,
+    agentId: run.agentId,
+    runId: run.runId,
+    runPath: run.runPath,
     // Older snapshots (before agentPath) have none.
-    ...(context.run.agentPath && context.run.agentPath.length > 0 ? { agentPath: context.run.agentPath } : {}),
-    parentRunId: context.run.parentRunId,
+    ...(run.agentPath && run.agentPath.length > 0 ? { agentPath: run.agentPath } : {}),
+    parentRunId: run.parentRunId,
   }
 }
 

@@ -1,0 +1,78 @@
+/**
+ * The approval-binding rule, in one place: a decision counts only when it quotes the exact call
+ * its reviewer was shown (request id, call id, argument digest) and says who decided. The agent
+ * machine, the remote reviewer and the reviewer service all check decisions with this module.
+ */
+import type { ApprovalDecision, ApprovalRequest, AuditEntry } from './types.ts'
+
+/** A reviewer's answer: a plain yes/no, or a yes/no with the reason the model will read. */
+export type Verdict = boolean | { approved: boolean; reason?: string | undefined }
+
+/**
+ * A decision bound to `request`: it quotes the request's ids and digest, so it cannot be
+ * applied to any other call.
+ */
+export function decideApproval(
+  request: ApprovalRequest,
+  verdict: Verdict,
+  reviewer: string,
+  decidedAt: number,
+): ApprovalDecision {
+  const { approved, reason } = typeof verdict === 'boolean' ? { approved: verdict, reason: undefined } : verdict
+  return {
+    requestId: request.requestId,
+    callId: request.callId,
+    digest: request.digest,
+    approved,
+    ...(reason === undefined ? {} : { reason }),
+    reviewer,
+    decidedAt,
+  }
+}
+
+/**
+ * Why `decision` cannot be applied to `request`, or `undefined` when it can. `decision` may be
+ * anything (it can come from a peer): its shape is checked before its binding.
+ */
+export function decisionMismatch(
+  request: Pick<ApprovalRequest, 'requestId' | 'callId' | 'digest'> | undefined,
+  decision: unknown,
+): string | undefined {
+  if (!request) return 'no approval is pending'
+  if (!decision || typeof decision !== 'object') return 'the decision is not an object'
+  const d = decision as Partial<ApprovalDecision>
+  if (typeof d.approved !== 'boolean') return 'the decision has no boolean "approved"'
+  if (typeof d.reviewer !== 'string' || d.reviewer === '') return 'the decision does not say who decided'
+  if (d.requestId !== request.requestId) return `requestId ${String(d.requestId)} does not match the pending request`
+  if (d.callId !== request.callId) return `callId ${String(d.callId)} does not match the pending call ${request.callId}`
+  if (d.digest !== request.digest) return 'the digest does not match the pending call (arguments differ from what was shown)'
+  return undefined
+}
+
+/**
+ * The audit entry for a decision that was not applied (late, duplicate, forged, malformed).
+ * `request` is the request it claimed to answer, when known.
+ */
+export function rejectedDecisionAudit(options: {
+  run: Pick<AuditEntry, 'agentId' | 'runId' | 'runPath'>
+  request: ApprovalRequest | undefined
+  decision: unknown
+  reason: string
+  at: number
+}): AuditEntry {
+  const { request, reason } = options
+  const d = (options.decision && typeof options.decision === 'object' ? options.decision : {}) as Partial<ApprovalDecision>
+  return {
+    kind: 'approval.rejected',
+    agentId: options.run.agentId,
+    runId: options.run.runId,
+    runPath: options.run.runPath,
+    ...(typeof d.callId === 'string' ? { callId: d.callId } : {}),
+    ...(request ? { toolName: request.toolName, shown: request.arguments, digest: request.digest } : {}),
+    decision: typeof d.approved === 'boolean' ? (d.approved ? 'approved' : 'denied') : 'malformed',
+    reason,
+    actor: typeof d.reviewer === 'string' ? d.reviewer : 'unknown',
+    ...(request ? { requestedAt: request.requestedAt } : {}),
+    decidedAt: options.at,
+  }
+}

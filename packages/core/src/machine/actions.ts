@@ -1,0 +1,426 @@
+import { backoffDelay } from '../backoff.ts'
+import {
+  BudgetExceededError,
+  ErrorCode,
+  HookError,
+  MaxTurnsExceededError,
+  RunCancelledError,
+  type SerializedError,
+  serializeError,
+} from '../errors.ts'
+import { type AgentEvent, deepFreeze, type ToolOutcome } from '../events.ts'
+import { decisionMismatch, rejectedDecisionAudit } from '../hitl/decision.ts'
+import { callDigest } from '../hitl/digest.ts'
+import type { ApprovalDecision, ApprovalRequest, AuditEntry } from '../hitl/types.ts'
+import type { ToolGate } from '../hooks.ts'
+import { addUsage, type ToolCall, type ToolMessage } from '../messages.ts'
+import type { ProviderResponse } from '../provider/provider.ts'
+import { eventFields, type ToolRunOutput } from './actors.ts'
+import type { AgentContext, CurrentCall, StopReason } from './context.ts'
+import { openCall, type PreparedCall } from './prepare-call.ts'
+import type { AgentRuntime } from './runtime.ts'
+import {
+  approvalDeniedText,
+  approvalTimedOutText,
+  approvalUnavailableText,
+  batchSteeredText,
+  handedOverText,
+  invalidCallText,
+  steeredText,
+  toolFailedText,
+} from './tool-result-texts.ts'
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
+type EventBody = DistributiveOmit<AgentEvent, 'agentId' | 'runId' | 'runPath' | 'agentPath' | 'parentRunId' | 'at'>
+type CallResult = NonNullable<CurrentCall['result']>
+
+/** Why a run stops before its next turn: too many turns, its token budget, or an outside budget. */
+export type TurnLimit = 'max_turns' | 'max_tokens' | 'budget'
+
+/**
+ * What the agent machine's actions do, as functions of the context (and typed parameters) that
+ * return the context update. The machine names them in `setup()`; events and audit entries are
+ * written here, through the runtime.
+ */
+export function createMachineActions(runtime: AgentRuntime, prepare: (call: ToolCall) => PreparedCall) {
+  const { clock } = runtime
+
+  const emit = (context: AgentContext, body: EventBody) => {
+    if (!runtime.events.has(body.type)) return
+    runtime.events.emit({ ...eventFields(context.run), at: clock.now(), ...body } as AgentEvent)
+  }
+  const audit = (context: AgentContext, entry: Omit<AuditEntry, 'agentId' | 'runId' | 'runPath'>) =>
+    runtime.recordAudit({ agentId: context.run.agentId, runId: context.run.runId, runPath: context.run.runPath, ...entry })
+
+  /** Who decided what on a request, and what they were shown (the exact call). */
+  const auditApproval = (
+    context: AgentContext,
+    request: ApprovalRequest,
+    outcome: { kind: AuditEntry['kind']; decision: string; reason: string | undefined; actor: string; decidedAt: number },
+  ) =>
+    audit(context, {
+      kind: outcome.kind,
+      callId: request.callId,
+      toolName: request.toolName,
+      shown: request.arguments,
+      digest: request.digest,
+      decision: outcome.decision,
+      ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
+      actor: outcome.actor,
+      requestedAt: request.requestedAt,
+      decidedAt: outcome.decidedAt,
+      latencyMs: outcome.decidedAt - request.requestedAt,
+    })
+
+  /** The call being handled; the states that use it are entered only with one open. */
+  const current = (context: AgentContext) => context.current as CurrentCall
+  /** The pending request; the approval states are entered only with one open. */
+  const pendingRequest = (context: AgentContext) => context.current?.approval as ApprovalRequest
+
+  const setResult = (context: AgentContext, result: CallResult): Partial<AgentContext> => ({
+    current: context.current ? { ...context.current, result } : undefined,
+  })
+
+  return {
+    emit,
+
+    setResult,
+
+    queueSteering(context: AgentContext, steer: { text: string; from?: string | undefined }): Partial<AgentContext> {
+      const { text, from = 'user' } = steer
+      emit(context, { type: 'steering.queued', text, from })
+      return { steering: [...context.steering, { text, from, at: clock.now() }] }
+    },
+
+    acceptReply(context: AgentContext, response: ProviderResponse): Partial<AgentContext> {
+      // Transcript messages are immutable once in: events and hooks share them without copies.
+      const message = deepFreeze(response.message)
+      return {
+        reply: message,
+        model: { ...context.model, outgoing: undefined, finishReason: response.finishReason },
+        calls: message.tool_calls ?? [],
+        callIndex: 0,
+        messages: [...context.messages, message],
+        usage: addUsage(context.usage, response.usage),
+      }
+    },
+
+    emitModelResponse(context: AgentContext, output: ProviderResponse & { durationMs: number }): void {
+      emit(context, {
+        type: 'model.response',
+        turn: context.turn,
+        message: output.message,
+        finishReason: output.finishReason,
+        ...(output.usage ? { usage: output.usage } : {}),
+        durationMs: output.durationMs,
+      })
+    },
+
+    emitModelRequest(context: AgentContext): void {
+      if (!runtime.events.has('model.request')) return
+      const sent = context.model.outgoing ?? { messages: context.messages, tools: runtime.toolSpecs }
+      emit(context, {
+        type: 'model.request',
+        turn: context.turn,
+        attempt: context.model.attempt,
+        messages: sent.messages,
+        tools: sent.tools.map((t) => t.name),
+      })
+    },
+
+    /** Schedules the next attempt of a model call that failed with a transient error. */
+    scheduleModelRetry(context: AgentContext, error: unknown): Partial<AgentContext> {
+      const retryAfter = (error as { details?: { retryAfterMs?: unknown } })?.details?.retryAfterMs
+      // A server's Retry-After wins when given.
+      const retryDelayMs =
+        typeof retryAfter === 'number' && retryAfter >= 0
+          ? Math.min(retryAfter, runtime.retry.maxDelayMs)
+          : backoffDelay(context.model.attempt, runtime.retry)
+      const lastError = serializeError(error)
+      emit(context, {
+        type: 'model.retry',
+        turn: context.turn,
+        attempt: context.model.attempt,
+        delayMs: retryDelayMs,
+        error: lastError,
+      })
+      return { model: { ...context.model, lastError, retryDelayMs } }
+    },
+
+    /** Ends the run before its next turn because a limit is reached. */
+    stopAtLimit(context: AgentContext, limit: TurnLimit): Partial<AgentContext> {
+      return { turn: context.turn - 1, stopReason: limit, error: limitError(context, limit) }
+    },
+
+    cancel(reason: string, stopReason: StopReason = 'cancelled'): Partial<AgentContext> {
+      return { stopReason, error: serializeError(new RunCancelledError(reason)) }
+    },
+
+    failWithHookError(error: unknown): Partial<AgentContext> {
+      return {
+        error: serializeError(error instanceof HookError ? error : new HookError('unknown', error)),
+        stopReason: 'hook_error',
+      }
+    },
+
+    /** A tool's `needsApproval` predicate threw: the run fails closed, as for a hook. */
+    failWithRuleError(error: unknown): Partial<AgentContext> {
+      return { error: serializeError(new HookError('needsApproval', error)), stopReason: 'hook_error' }
+    },
+
+    failWithProviderError(context: AgentContext, error: unknown): Partial<AgentContext> {
+      return {
+        error: serializeError(error),
+        stopReason: 'provider_error',
+        model: { ...context.model, outgoing: undefined },
+      }
+    },
+
+    /** A supervisor giving up on a child (or any fatal tool failure) ends the run. */
+    failWithToolError(error: unknown): Partial<AgentContext> {
+      return { error: serializeError(error), stopReason: 'tool_fatal' }
+    },
+
+    /** Opens the next call of the reply (routing only does so while one is left). */
+    openCall(context: AgentContext): Partial<AgentContext> {
+      const call = context.calls[context.callIndex] as ToolCall
+      return { current: openCall(call, prepare(call), clock.now()) }
+    },
+
+    acceptToolOutput(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
+      return {
+        ...setResult(context, { output: output.output, isError: false, outcome: 'executed' }),
+        ...(output.handoff ? { handoff: output.handoff } : {}),
+      }
+    },
+
+    /** A tool threw (or timed out): the model reads the error and the run goes on. */
+    toolFailed(context: AgentContext, error: unknown): Partial<AgentContext> {
+      const serialized = serializeError(error)
+      const timeout = serialized.code === ErrorCode.TIMEOUT || serialized.code === ErrorCode.TOOL_TIMEOUT
+      return setResult(context, {
+        output: toolFailedText(serialized.message),
+        isError: true,
+        outcome: timeout ? 'timeout' : 'failed',
+      })
+    },
+
+    handedOver(context: AgentContext): Partial<AgentContext> {
+      return setResult(context, { output: handedOverText(context.handoff?.to), isError: false, outcome: 'steered' })
+    },
+
+    callInvalid(context: AgentContext): Partial<AgentContext> {
+      const invalid = context.current?.invalid
+      return setResult(context, {
+        output: invalid?.message ?? invalidCallText,
+        isError: true,
+        outcome: invalid?.outcome ?? 'invalid_arguments',
+      })
+    },
+
+    /** A beforeToolExecution hook denied the call or answered it. */
+    gated(context: AgentContext, gate: ToolGate): Partial<AgentContext> {
+      return setResult(context, gateResult(gate))
+    },
+
+    /** An afterToolExecution hook rewrote what the model reads. */
+    rewritten(context: AgentContext, rewrite: { output: string; isError: boolean }): Partial<AgentContext> {
+      return setResult(context, {
+        output: rewrite.output,
+        isError: rewrite.isError,
+        outcome: context.current?.result?.outcome ?? 'executed',
+      })
+    },
+
+    applySteering(context: AgentContext): Partial<AgentContext> {
+      const call = current(context)
+      const items = context.steering
+      if (items.length === 0) {
+        // cancel-batch: an earlier call of this reply already carried the correction.
+        return setResult(context, { output: batchSteeredText, isError: false, outcome: 'steered' })
+      }
+      const text = items.map((item) => item.text).join('\n')
+      const from = [...new Set(items.map((item) => item.from))].join(', ')
+      emit(context, { type: 'steering.applied', callId: call.callId, toolName: call.toolName, text, from })
+      const now = clock.now()
+      for (const item of items) {
+        audit(context, {
+          kind: 'steering.applied',
+          callId: call.callId,
+          toolName: call.toolName,
+          shown: { toolName: call.toolName, arguments: call.rawArguments },
+          decision: item.text,
+          actor: item.from,
+          requestedAt: item.at,
+          decidedAt: now,
+          latencyMs: now - item.at,
+        })
+      }
+      return {
+        ...setResult(context, { output: steeredText(text), isError: false, outcome: 'steered' }),
+        steering: [],
+        batchSteered: runtime.steeringPolicy === 'cancel-batch',
+      }
+    },
+
+    openApproval(context: AgentContext): Partial<AgentContext> {
+      const call = current(context)
+      const now = clock.now()
+      const request: ApprovalRequest = {
+        requestId: runtime.ids('request'),
+        agentId: context.run.agentId,
+        runId: context.run.runId,
+        runPath: context.run.runPath,
+        ...(context.run.agentPath.length > 0 ? { agentPath: context.run.agentPath } : {}),
+        callId: call.callId,
+        toolName: call.toolName,
+        arguments: call.args,
+        digest: callDigest(call.toolName, call.args),
+        deadline: now + runtime.approvalTimeoutMs,
+        requestedAt: now,
+      }
+      emit(context, { type: 'approval.requested', request })
+      return { current: { ...call, approval: request } }
+    },
+
+    /** A decision that quotes the pending call: applied, audited, and on a denial read by the model. */
+    approvalDecided(context: AgentContext, decision: ApprovalDecision): Partial<AgentContext> {
+      const request = pendingRequest(context)
+      const latencyMs = decision.decidedAt - request.requestedAt
+      emit(context, { type: 'approval.decided', request, decision, latencyMs })
+      auditApproval(context, request, {
+        kind: decision.approved ? 'approval.granted' : 'approval.denied',
+        decision: decision.approved ? 'approved' : 'denied',
+        reason: decision.reason,
+        actor: decision.reviewer,
+        decidedAt: decision.decidedAt,
+      })
+      if (decision.approved) return {}
+      return setResult(context, {
+        output: approvalDeniedText(request, decision),
+        isError: true,
+        outcome: 'approval_denied',
+      })
+    },
+
+    approvalTimedOut(context: AgentContext): Partial<AgentContext> {
+      const request = pendingRequest(context)
+      emit(context, { type: 'approval.timeout', request })
+      auditApproval(context, request, {
+        kind: 'approval.timeout',
+        decision: 'timeout',
+        reason: 'no decision before the deadline; the safe default is to deny',
+        actor: 'system',
+        decidedAt: clock.now(),
+      })
+      return setResult(context, { output: approvalTimedOutText(request), isError: true, outcome: 'approval_timeout' })
+    },
+
+    approvalUnavailable(context: AgentContext, reason: string): Partial<AgentContext> {
+      const request = pendingRequest(context)
+      emit(context, { type: 'approval.unavailable', request, reason })
+      auditApproval(context, request, {
+        kind: 'approval.unavailable',
+        decision: 'unavailable',
+        reason: `no reviewer could decide: ${reason}`,
+        actor: 'system',
+        decidedAt: clock.now(),
+      })
+      return setResult(context, {
+        output: approvalUnavailableText(request, reason),
+        isError: true,
+        outcome: 'approval_timeout',
+      })
+    },
+
+    /** A decision that cannot be applied (late, duplicate, forged, malformed): recorded, never applied. */
+    rejectDecision(context: AgentContext, rejected: { decision: unknown; reason?: string }): void {
+      const request = context.current?.approval
+      const reason = rejected.reason ?? decisionMismatch(request, rejected.decision) ?? ''
+      emit(context, { type: 'approval.rejected', ...(request ? { request } : {}), decision: rejected.decision, reason })
+      runtime.recordAudit(
+        rejectedDecisionAudit({ run: context.run, request, decision: rejected.decision, reason, at: clock.now() }),
+      )
+    },
+
+    recordToolResult(context: AgentContext): Partial<AgentContext> {
+      const call = current(context)
+      const result = call.result ?? { output: '', isError: false, outcome: 'executed' as ToolOutcome }
+      const message: ToolMessage = Object.freeze({ role: 'tool', tool_call_id: call.callId, content: result.output })
+      emit(context, {
+        type: 'tool.end',
+        callId: call.callId,
+        toolName: call.toolName,
+        output: result.output,
+        isError: result.isError,
+        outcome: result.outcome,
+        durationMs: clock.now() - call.startedAt,
+      })
+      return {
+        messages: [...context.messages, message],
+        toolResults: [...context.toolResults, message],
+        callIndex: context.callIndex + 1,
+        current: undefined,
+      }
+    },
+
+    emitToolStart(context: AgentContext): void {
+      if (!runtime.events.has('tool.start')) return
+      const call = current(context)
+      // A copy: the event is frozen, and the tool may still change its own arguments.
+      emit(context, { type: 'tool.start', callId: call.callId, toolName: call.toolName, arguments: structuredClone(call.args) })
+    },
+
+    emitRunStart(context: AgentContext): void {
+      emit(context, { type: 'run.start', input: context.run.input })
+    },
+
+    emitTurnStart(context: AgentContext): void {
+      emit(context, { type: 'turn.start', turn: context.turn })
+    },
+
+    emitTurnEnd(context: AgentContext): void {
+      emit(context, { type: 'turn.end', turn: context.turn, toolCalls: context.calls.length })
+    },
+
+    emitRunError(context: AgentContext): void {
+      if (context.error) emit(context, { type: 'run.error', error: context.error })
+    },
+
+    emitRunEnd(context: AgentContext): void {
+      emit(context, {
+        type: 'run.end',
+        status: context.status as 'done' | 'failed' | 'cancelled',
+        ...(context.output === undefined ? {} : { output: context.output }),
+        ...(context.error ? { error: context.error } : {}),
+        turns: context.turn,
+        usage: context.usage,
+      })
+    },
+  }
+
+  function limitError(context: AgentContext, limit: TurnLimit): SerializedError {
+    if (limit === 'max_turns') return serializeError(new MaxTurnsExceededError(context.run.maxTurns))
+    if (limit === 'max_tokens') {
+      return serializeError(
+        new BudgetExceededError(`The run used ${context.usage.totalTokens} tokens; its budget is ${context.run.maxTokens}.`, {
+          maxTokens: context.run.maxTokens,
+          used: context.usage.totalTokens,
+        }),
+      )
+    }
+    const spent = runtime.budgetChecks.get(context.run.runId)?.() ?? {
+      code: ErrorCode.BUDGET_EXCEEDED,
+      message: 'The budget is spent.',
+    }
+    return { code: spent.code, message: spent.message, fault: 'user' }
+  }
+}
+
+export type MachineActions = ReturnType<typeof createMachineActions>
+
+export function gateResult(gate: ToolGate): CallResult {
+  if (gate.action === 'deny') return { output: gate.reason, isError: true, outcome: 'denied' }
+  if (gate.action === 'respond') return { output: gate.result, isError: false, outcome: 'responded' }
+  throw new Error('allow has no result')
+}

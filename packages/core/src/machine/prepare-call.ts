@@ -1,0 +1,65 @@
+import type { ToolCall } from '../messages.ts'
+import type { Tool } from '../tool.ts'
+import type { CurrentCall } from './context.ts'
+import { argumentsNotJsonText, invalidArgumentsText, unknownToolText } from './tool-result-texts.ts'
+
+/** A call after parsing and validation: the arguments the tool will get, or why it cannot run. */
+export type PreparedCall = Pick<CurrentCall, 'args' | 'invalid'>
+
+/**
+ * Parses and validates one tool call against the agent's tools: an unknown tool, arguments that
+ * are not JSON, or arguments that fail the schema each give the model a message instead of a run.
+ */
+export function validateCall(call: ToolCall, tools: ReadonlyMap<string, Tool<unknown>>): PreparedCall {
+  const name = call.function.name
+  const tool = tools.get(name)
+  if (!tool) {
+    return { args: undefined, invalid: { outcome: 'unknown_tool', message: unknownToolText(name, [...tools.keys()]) } }
+  }
+  let parsed: unknown
+  const raw = call.function.arguments.trim()
+  try {
+    // Some endpoints send "" for a call without arguments.
+    parsed = raw === '' ? {} : JSON.parse(raw)
+  } catch (error) {
+    return {
+      args: undefined,
+      invalid: { outcome: 'invalid_arguments', message: argumentsNotJsonText(name, (error as Error).message) },
+    }
+  }
+  const validation = tool.validate(parsed)
+  if (!validation.ok) {
+    return { args: parsed, invalid: { outcome: 'invalid_arguments', message: invalidArgumentsText(name, validation.issues) } }
+  }
+  return { args: validation.value, invalid: undefined }
+}
+
+/**
+ * Validates each call once (the routing guards and the opening action both need it). Keyed by
+ * the call object, which stays the same for the whole reply.
+ */
+export function createCallPreparer(tools: ReadonlyMap<string, Tool<unknown>>): (call: ToolCall) => PreparedCall {
+  const prepared = new WeakMap<ToolCall, PreparedCall>()
+  return (call) => {
+    let result = prepared.get(call)
+    if (!result) {
+      result = validateCall(call, tools)
+      prepared.set(call, result)
+    }
+    return result
+  }
+}
+
+/** The call being handled, as the machine keeps it while the call goes through its states. */
+export function openCall(call: ToolCall, prepared: PreparedCall, startedAt: number): CurrentCall {
+  return {
+    callId: call.id,
+    toolName: call.function.name,
+    rawArguments: call.function.arguments,
+    args: prepared.args,
+    startedAt,
+    invalid: prepared.invalid,
+    approval: undefined,
+    result: undefined,
+  }
+}

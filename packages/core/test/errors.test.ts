@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest'
+import {
+  BusClosedError,
+  BusNoRespondersError,
+  BusPayloadTooLargeError,
+  BusTimeoutError,
+  DurableConsumerConflictError,
+  DurableSubjectError,
+  InvalidSubjectError,
+} from '../src/bus/errors.ts'
+import {
+  AbortedError,
+  BudgetExceededError,
+  ConfigError,
+  ErrorCode,
+  HookError,
+  MaxTurnsExceededError,
+  ProviderError,
+  QuestionTimeoutError,
+  RunCancelledError,
+  serializeError,
+  TimeoutError,
+} from '../src/errors.ts'
+
+describe('ErrorCode', () => {
+  it('names every code the core error classes carry', () => {
+    const thrown = [
+      new HookError('beforeTurn', new Error('x')),
+      new MaxTurnsExceededError(3),
+      new RunCancelledError('asked to'),
+      new ProviderError('down', { retryable: true }),
+      new ConfigError('bad'),
+      new AbortedError(),
+      new TimeoutError('slow'),
+      new BudgetExceededError('spent'),
+      new QuestionTimeoutError(1_000),
+      new BusTimeoutError('a.b', 10),
+      new BusNoRespondersError('a.b'),
+      new BusPayloadTooLargeError('a.b', 2, 1),
+      new BusClosedError('publish'),
+      new InvalidSubjectError('a b', 'has a space'),
+      new DurableSubjectError('a.b', ['c.d']),
+      new DurableConsumerConflictError('d', 'a.b', 'c.d'),
+    ]
+    const codes = new Set<string>(Object.values(ErrorCode))
+    for (const error of thrown) expect(codes, error.name).toContain(error.code)
+  })
+
+  it('keys each code by its own name', () => {
+    for (const [key, code] of Object.entries(ErrorCode)) expect(code).toBe(key)
+  })
+
+  it('marks an unknown throwable with UNKNOWN_ERROR', () => {
+    expect(serializeError('boom').code).toBe(ErrorCode.UNKNOWN_ERROR)
+  })
+})
+
+describe('QuestionTimeoutError', () => {
+  it('carries a stable code and the deadline that passed', () => {
+    const error = new QuestionTimeoutError(30_000)
+    expect(error).toMatchObject({ code: 'QUESTION_TIMEOUT', name: 'QuestionTimeoutError', details: { timeoutMs: 30_000 } })
+  })
+})
