@@ -114,3 +114,4 @@ export {
   tool,
   type ValidationResult,
 } from './tool.ts'
+export * from './store/index.ts'
