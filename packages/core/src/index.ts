@@ -104,6 +104,7 @@ export type {
   ProviderResponse,
   ToolSpec,
 } from './provider/provider.ts'
+export * from './store/index.ts'
 export {
   type ApprovalRule,
   formatIssues,
@@ -114,4 +115,3 @@ export {
   tool,
   type ValidationResult,
 } from './tool.ts'
-export * from './store/index.ts'
