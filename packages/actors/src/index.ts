@@ -10,6 +10,7 @@ export { createRejectionReporter, msgIdPart, type RejectionReporter } from './re
 export { discoverTools, type RemoteToolOptions, remoteTool } from './remote-tool.ts'
 export type { RequestService, ServiceMode } from './request-service.ts'
 export { type ReviewerService, type ReviewerServiceOptions, startReviewerService } from './reviewer-service.ts'
+export * from './store/index.ts'
 export {
   AgentSystem,
   type AgentSystemOptions,

@@ -25,8 +25,10 @@ export function decodeCheckpoint(runId: string, data: string | Uint8Array): Chec
     json = JSON.parse(text)
   } catch (cause) {
     const message = (cause as Error).message
-    // V8 reports a cut-off document as "Unexpected end of JSON input" or "Unterminated string".
-    const truncated = /end of JSON input|Unterminated/i.test(message)
+    // A cut-off document fails at its very end: V8 says "end of JSON input", or names a position
+    // that is the length of the text ("Unterminated string…", "Expected … at position N").
+    const position = /at position (\d+)/.exec(message)
+    const truncated = /end of JSON input/.test(message) || (position !== null && Number(position[1]) >= text.trimEnd().length)
     throw new CheckpointError(
       truncated ? 'CHECKPOINT_TRUNCATED' : 'CHECKPOINT_INVALID_JSON',
       runId,

@@ -61,3 +61,12 @@ describe('decodeCheckpoint', () => {
     expect(error.message).toBe('Run "run_2": the stored checkpoint belongs to run "run_1".')
   })
 })
+
+describe('decodeCheckpoint on a checkpoint cut at every length', () => {
+  it('calls every proper prefix truncated, never invalid', () => {
+    const text = encodeCheckpoint(sampleCheckpoint())
+    const codes = new Set<string>()
+    for (let length = 1; length < text.length; length++) codes.add(decodeError('run_1', text.slice(0, length)).code)
+    expect([...codes]).toEqual(['CHECKPOINT_TRUNCATED'])
+  })
+})
