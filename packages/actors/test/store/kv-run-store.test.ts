@@ -10,6 +10,7 @@ import { CheckpointError, type RunStoreError } from '@signalbox/core'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { NATS_URL } from '../../../../test/support/env.ts'
 import { describeRunStoreConformance, errorOf, expectStoreError } from '../../../core/test/store/conformance.ts'
+import { type ClaimResult, race } from '../../../core/test/store/racers.ts'
 import { sampleCheckpoint } from '../../../core/test/store/sample.ts'
 import { KvRunStore } from '../../src/store/index.ts'
 
@@ -119,5 +120,41 @@ describe('KvRunStore specifics', () => {
       }),
     )
     expectStoreError(error, 'RUN_STORE_TOO_LARGE', 'run_big')
+  })
+})
+
+describe('KvRunStore across processes', () => {
+  const RACE_CHILD = 'packages/actors/test/store/fixtures/kv-race-child.ts'
+
+  it('of three processes claiming the same orphaned run, exactly one wins', async () => {
+    const bucket = uniqueBucket()
+    const store = new KvRunStore({ connection: await connection('kv-race-setup'), bucket })
+    await store.create(sampleCheckpoint({ runId: 'run_orphan', lease: { owner: 'dead', epoch: 1, expiresAt: 0 } }), {
+      signal: signal(),
+    })
+    const results = await race<ClaimResult>(
+      RACE_CHILD,
+      ['p1', 'p2', 'p3'].map((owner) => [NATS_URL, bucket, 'run_orphan', 'claim', owner]),
+    )
+    const winners = results.filter((result) => result.won)
+    expect(winners).toHaveLength(1)
+    for (const loser of results.filter((result) => !result.won))
+      expect(['RUN_REVISION_CONFLICT', 'RUN_LEASE_HELD']).toContain(loser.code)
+    expect((await store.load('run_orphan', { signal: signal() }))?.checkpoint.lease).toMatchObject({
+      owner: winners[0]?.owner,
+      epoch: 2,
+    })
+  })
+
+  it('two processes doing load + compare-and-set increments lose no update', async () => {
+    const bucket = uniqueBucket()
+    const store = new KvRunStore({ connection: await connection('kv-count-setup'), bucket })
+    const base = sampleCheckpoint({ runId: 'run_count' })
+    await store.create({ ...base, usage: { ...base.usage, totalTokens: 0 } }, { signal: signal() })
+    await race(RACE_CHILD, [
+      [NATS_URL, bucket, 'run_count', 'count', '30'],
+      [NATS_URL, bucket, 'run_count', 'count', '30'],
+    ])
+    expect((await store.load('run_count', { signal: signal() }))?.checkpoint.usage.totalTokens).toBe(60)
   })
 })

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { link, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises'
+import { link, mkdir, open, readdir, readFile, rename, rm, stat, truncate, unlink } from 'node:fs/promises'
 import path from 'node:path'
 import { type Clock, systemClock } from '../clock.ts'
 import type { Message } from '../messages.ts'
@@ -35,9 +35,10 @@ const MESSAGES_FILE = 'messages.jsonl'
  * with `link(temp, rev-<n+1>.json)`, which fails with EEXIST if any process published n+1 first
  * (link never replaces, unlike rename). Of two racing writers exactly one wins, across processes,
  * and a writer killed at any point leaves no lock behind (a lock file would need stale-lock
- * breaking, itself racy), only an unpublished temp file. The current and the previous revision
- * are kept, older ones removed; loads read the highest. Needs a local POSIX file system (link(2)
- * atomic and exclusive); not NFS.
+ * breaking, itself racy), only an unpublished temp file. A revision name is never used twice:
+ * revisions older than the previous one are emptied, not removed (a removed name could be linked
+ * again by a writer holding a stale revision). Loads read the highest. Needs a local POSIX file
+ * system (link(2) atomic and exclusive); not NFS.
  */
 export class FileRunStore implements RunStore {
   readonly #directory: string
@@ -63,19 +64,13 @@ export class FileRunStore implements RunStore {
 
   async load(runId: string, options: { signal: AbortSignal }): Promise<StoredRun | undefined> {
     const dir = this.#runDir(runId)
-    // A revision removed between listing and reading (a concurrent commit) means: list again.
     for (let attempt = 0; ; attempt++) {
       options.signal.throwIfAborted()
-      const revisions = await listRevisions(dir)
-      const revision = revisions.at(-1)
+      const revision = (await listRevisions(dir)).at(-1)
       if (revision === undefined) return undefined
-      let data: Buffer
-      try {
-        data = await readFile(path.join(dir, revisionFile(revision)), { signal: options.signal })
-      } catch (error) {
-        if (isCode(error, 'ENOENT') && attempt < 10) continue
-        throw error
-      }
+      const data = await readFile(path.join(dir, revisionFile(revision)), { signal: options.signal })
+      // Emptied by two newer commits between listing and reading: list again.
+      if (data.byteLength === 0 && attempt < 10 && ((await listRevisions(dir)).at(-1) ?? 0) > revision) continue
       return { checkpoint: decodeCheckpoint(runId, data), revision }
     }
   }
@@ -173,11 +168,10 @@ export class FileRunStore implements RunStore {
     signal.throwIfAborted()
     const { runId } = checkpoint
     const dir = this.#runDir(runId)
-    const before = await listRevisions(dir)
-    const current = before.at(-1) ?? 0
-    if (expected === 0 ? before.length > 0 : !before.includes(expected)) {
-      if (expected > 0 && before.length === 0)
-        throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
+    if (expected > 0 && !(await exists(path.join(dir, revisionFile(expected))))) {
+      // Never written here: the run is gone, or was deleted and created anew since it was read.
+      const current = (await listRevisions(dir)).at(-1)
+      if (current === undefined) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
       throw conflict(runId, expected, current)
     }
     const next = expected + 1
@@ -193,18 +187,14 @@ export class FileRunStore implements RunStore {
       signal.throwIfAborted()
       await link(temp, path.join(dir, revisionFile(next)))
     } catch (error) {
-      if (isCode(error, 'EEXIST')) throw conflict(runId, expected, next)
+      if (isCode(error, 'EEXIST')) throw conflict(runId, expected, (await listRevisions(dir)).at(-1) ?? next)
       throw error
     } finally {
       await unlink(temp).catch(() => {})
     }
     await fsyncDirectory(dir)
-    const after = await listRevisions(dir)
-    const newest = after.at(-1) ?? next
-    // Slot `next` can only have been free for a stale writer if it was removed, which happens
-    // once `next + 2` exists (two revisions are kept): then this write is invisible and lost.
-    if (newest >= next + 2) throw conflict(runId, expected, newest)
-    for (const old of after) if (old < next - 1) await unlink(path.join(dir, revisionFile(old))).catch(() => {})
+    // Keep this revision and the previous one readable; empty the one before (its name stays).
+    if (next > 2) await truncate(path.join(dir, revisionFile(next - 2))).catch(() => {})
     return next
   }
 }
@@ -247,6 +237,16 @@ async function fsyncDirectory(dir: string): Promise<void> {
     await handle.sync()
   } finally {
     await handle.close()
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await stat(file)
+    return true
+  } catch (error) {
+    if (isCode(error, 'ENOENT')) return false
+    throw error
   }
 }
 

@@ -1,16 +1,15 @@
-import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { appendFile, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type CrashChild, startCrashChild } from '../../../../test/support/crash-harness.ts'
 import { CheckpointError, FileRunStore, runKey } from '../../src/store/index.ts'
 import { describeRunStoreConformance, errorOf, expectStoreError } from './conformance.ts'
+import { type ClaimResult, race } from './racers.ts'
 import { sampleCheckpoint } from './sample.ts'
 
 const RACE_CHILD = 'packages/core/test/store/fixtures/store-race-child.ts'
 const signal = () => new AbortController().signal
 const dirs: string[] = []
-const children: CrashChild[] = []
 
 async function tempDir(): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'signalbox-runs-'))
@@ -19,7 +18,6 @@ async function tempDir(): Promise<string> {
 }
 
 afterEach(async () => {
-  for (const child of children.splice(0)) await child.kill()
   for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true })
 })
 
@@ -31,7 +29,8 @@ describeRunStoreConformance('file', async ({ clock }) => {
 /** The directory holding a run's files, and its current checkpoint file. */
 async function checkpointFile(directory: string, runId: string): Promise<string> {
   const dir = path.join(directory, runKey(runId))
-  const revisions = (await readdir(dir)).filter((name) => name.startsWith('rev-')).sort()
+  const revisions = (await readdir(dir)).filter((name) => name.startsWith('rev-'))
+  revisions.sort((a, b) => Number(a.slice(4, -5)) - Number(b.slice(4, -5)))
   return path.join(dir, revisions.at(-1) as string)
 }
 
@@ -74,12 +73,48 @@ describe('FileRunStore on disk', () => {
     expect(byRun.run_future?.message).toContain('Run "run_future": checkpoint schema version 7 is not supported')
   })
 
-  it('keeps two revisions on disk and no temp files after many saves', async () => {
+  it('keeps two revisions readable, empties older ones without reusing their names, leaves no temp files', async () => {
     const directory = await tempDir()
     const store = new FileRunStore({ directory })
     let revision = await store.create(sampleCheckpoint({ runId: 'run_gc' }), { signal: signal() })
     for (let i = 0; i < 5; i++) revision = await store.save(sampleCheckpoint({ runId: 'run_gc' }), { revision, signal: signal() })
-    expect((await readdir(path.join(directory, 'run_gc'))).sort()).toEqual(['rev-5.json', 'rev-6.json'])
+    const dir = path.join(directory, 'run_gc')
+    const sizes = Object.fromEntries(
+      await Promise.all((await readdir(dir)).map(async (name) => [name, (await stat(path.join(dir, name))).size] as const)),
+    )
+    expect(Object.keys(sizes).sort()).toEqual([
+      'rev-1.json',
+      'rev-2.json',
+      'rev-3.json',
+      'rev-4.json',
+      'rev-5.json',
+      'rev-6.json',
+    ])
+    expect([1, 2, 3, 4].map((n) => sizes[`rev-${n}.json`])).toEqual([0, 0, 0, 0])
+    expect(sizes['rev-5.json']).toBeGreaterThan(0)
+    // A writer still holding revision 2 cannot publish over the emptied history.
+    expectStoreError(
+      await errorOf(store.save(sampleCheckpoint({ runId: 'run_gc' }), { revision: 2, signal: signal() })),
+      'RUN_REVISION_CONFLICT',
+      'run_gc',
+    )
+    expect((await store.load('run_gc', { signal: signal() }))?.revision).toBe(6)
+  })
+
+  it('refuses a revision from a deleted incarnation of the run', async () => {
+    const directory = await tempDir()
+    const store = new FileRunStore({ directory })
+    let revision = await store.create(sampleCheckpoint({ runId: 'run_again' }), { signal: signal() })
+    for (let i = 0; i < 3; i++)
+      revision = await store.save(sampleCheckpoint({ runId: 'run_again' }), { revision, signal: signal() })
+    await store.delete('run_again', { signal: signal() })
+    await store.create(sampleCheckpoint({ runId: 'run_again', status: 'running' }), { signal: signal() })
+    expectStoreError(
+      await errorOf(store.save(sampleCheckpoint({ runId: 'run_again' }), { revision, signal: signal() })),
+      'RUN_REVISION_CONFLICT',
+      'run_again',
+    )
+    expect(await store.load('run_again', { signal: signal() })).toMatchObject({ revision: 1, checkpoint: { status: 'running' } })
   })
 
   it('skips a torn last line of the message log and appends after it on a line of its own', async () => {
@@ -115,35 +150,16 @@ describe('FileRunStore on disk', () => {
 })
 
 describe('FileRunStore across processes', () => {
-  async function racers(directory: string, runId: string, args: string[][]): Promise<unknown[]> {
-    const started = await Promise.all(
-      args.map((extra) => startCrashChild(RACE_CHILD, { args: [directory, runId, ...extra], ready: 'ready' })),
-    )
-    children.push(...started)
-    for (const child of started) child.send('go')
-    const lines = await Promise.all(started.map((child) => child.waitForLine(/^(result|error) /)))
-    return lines.map((line) => {
-      if (line.startsWith('error ')) throw new Error(line)
-      return JSON.parse(line.slice('result '.length)) as unknown
-    })
-  }
-
   it('of four processes claiming the same orphaned run, exactly one wins', async () => {
     const directory = await tempDir()
     const store = new FileRunStore({ directory })
     await store.create(sampleCheckpoint({ runId: 'run_orphan', lease: { owner: 'dead', epoch: 1, expiresAt: 0 } }), {
       signal: signal(),
     })
-    const results = (await racers(directory, 'run_orphan', [
-      ['claim', 'p1'],
-      ['claim', 'p2'],
-      ['claim', 'p3'],
-      ['claim', 'p4'],
-    ])) as {
-      won: boolean
-      owner: string
-      code?: string
-    }[]
+    const results = await race<ClaimResult>(
+      RACE_CHILD,
+      ['p1', 'p2', 'p3', 'p4'].map((owner) => [directory, 'run_orphan', 'claim', owner]),
+    )
     const winners = results.filter((result) => result.won)
     expect(winners).toHaveLength(1)
     for (const loser of results.filter((result) => !result.won))
@@ -157,9 +173,9 @@ describe('FileRunStore across processes', () => {
     const store = new FileRunStore({ directory })
     const base = sampleCheckpoint({ runId: 'run_count' })
     await store.create({ ...base, usage: { ...base.usage, totalTokens: 0 } }, { signal: signal() })
-    await racers(directory, 'run_count', [
-      ['count', '40'],
-      ['count', '40'],
+    await race(RACE_CHILD, [
+      [directory, 'run_count', 'count', '40'],
+      [directory, 'run_count', 'count', '40'],
     ])
     const stored = await store.load('run_count', { signal: signal() })
     expect(stored?.checkpoint.usage.totalTokens).toBe(80)
