@@ -2,6 +2,7 @@ import { appendFile, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'nod
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { startCrashChild } from '../../../../test/support/crash-harness.ts'
 import { CheckpointError, FileRunStore, runKey } from '../../src/store/index.ts'
 import { describeRunStoreConformance, errorOf, expectStoreError } from './conformance.ts'
 import { type ClaimResult, race } from './racers.ts'
@@ -181,5 +182,38 @@ describe('FileRunStore across processes', () => {
     expect(stored?.checkpoint.usage.totalTokens).toBe(80)
     expect(stored?.revision).toBe(81)
     expectStoreError(await errorOf(store.save(base, { revision: 40, signal: signal() })), 'RUN_REVISION_CONFLICT', 'run_count')
+  })
+
+  it('a writer killed with SIGKILL mid-stream leaves its last acknowledged checkpoint and transcript readable', async () => {
+    const directory = await tempDir()
+    const writer = await startCrashChild('packages/core/test/store/fixtures/store-writer-child.ts', {
+      args: [directory, 'run_killed'],
+      ready: 'ready',
+    })
+    await writer.waitForLine('saved 25')
+    expect(await writer.kill()).toMatchObject({ signal: 'SIGKILL' })
+    const acknowledged = Math.max(...[...writer.stdout().matchAll(/^saved (\d+)$/gm)].map((match) => Number(match[1])))
+
+    const store = new FileRunStore({ directory })
+    const stored = await store.load('run_killed', { signal: signal() })
+    const length = stored?.checkpoint.transcript.length ?? -1
+    // Everything acknowledged survived; at most the one write in flight got further.
+    expect(length).toBeGreaterThanOrEqual(acknowledged)
+    expect(length).toBeLessThanOrEqual(acknowledged + 1)
+    expect(stored?.checkpoint.usage.totalTokens).toBe(length)
+    const messages = await store.readMessages('run_killed', { length, signal: signal() })
+    expect(messages.map((message) => message.content)).toEqual(Array.from({ length }, (_, i) => `m${i + 1}`))
+    // The resumed owner goes on from there.
+    await store.claim('run_killed', { owner: 'next-host', leaseMs: 1_000, signal: signal() })
+    await store.appendMessages('run_killed', {
+      from: length,
+      epoch: 2,
+      messages: [{ role: 'user', content: 'after' }],
+      signal: signal(),
+    })
+    expect((await store.readMessages('run_killed', { length: length + 1, signal: signal() })).at(-1)).toEqual({
+      role: 'user',
+      content: 'after',
+    })
   })
 })
