@@ -1,5 +1,5 @@
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
-import { type KV, Kvm } from '@nats-io/kv'
+import { type KV, type KvEntry, Kvm } from '@nats-io/kv'
 import type { NatsConnection } from '@nats-io/transport-node'
 import {
   type AppendMessagesOptions,
@@ -139,13 +139,9 @@ export class KvRunStore implements RunStore {
   async list(options: ListRunsOptions): Promise<RunListing> {
     return this.#do(options.signal, 'Listing runs', async (kv) => {
       const listing: RunListing = { runs: [], errors: [] }
-      const keys: string[] = []
-      for await (const key of await kv.keys('run.*')) keys.push(key)
-      for (const key of keys.sort()) {
-        options.signal.throwIfAborted()
-        const runId = runIdOfKey(key.slice('run.'.length))
-        const entry = await kv.get(key)
-        if (entry === null || entry.operation !== 'PUT') continue
+      // One ordered consumer over every checkpoint, instead of a get per run.
+      for (const entry of await latest(kv, 'run.*', options.signal)) {
+        const runId = runIdOfKey(entry.key.slice('run.'.length))
         try {
           const checkpoint = decodeCheckpoint(runId, entry.value)
           if (matchesListing(checkpoint, options)) listing.runs.push({ checkpoint, revision: entry.revision })
@@ -154,6 +150,7 @@ export class KvRunStore implements RunStore {
           listing.errors.push(error)
         }
       }
+      listing.runs.sort((a, b) => (a.checkpoint.runId < b.checkpoint.runId ? -1 : 1))
       return listing
     })
   }
@@ -175,20 +172,13 @@ export class KvRunStore implements RunStore {
 
   async readMessages(runId: string, options: { length: number; signal: AbortSignal }): Promise<Message[]> {
     return this.#do(options.signal, 'Reading messages', async (kv) => {
-      const batches: { batch: MessageBatch; revision: number }[] = []
-      for (const key of await this.#logKeys(kv, runId)) {
-        const entry = await kv.get(key)
-        if (entry === null || entry.operation !== 'PUT') continue
+      const batches: MessageBatch[] = []
+      // Stream order is write order (the KV revision); `assembleTranscript` then orders by epoch.
+      for (const entry of await latest(kv, `${logPrefix(runId)}.>`, options.signal)) {
         const batch = parseBatch(runId, decoder.decode(entry.value))
-        if (batch !== undefined) batches.push({ batch, revision: entry.revision })
+        if (batch !== undefined) batches.push(batch)
       }
-      // Write order is the KV revision; `assembleTranscript` then orders by epoch.
-      batches.sort((a, b) => a.revision - b.revision)
-      return assembleTranscript(
-        runId,
-        batches.map((item) => item.batch),
-        options.length,
-      )
+      return assembleTranscript(runId, batches, options.length)
     })
   }
 
@@ -236,6 +226,17 @@ export class KvRunStore implements RunStore {
 
 const checkpointKey = (runId: string) => `run.${runKey(runId)}`
 const logPrefix = (runId: string) => `log.${runKey(runId)}`
+
+/** The current value of every key matching `filter`, in write order (deleted keys left out). */
+async function latest(kv: KV, filter: string, signal: AbortSignal): Promise<KvEntry[]> {
+  const entries = new Map<string, KvEntry>()
+  for await (const entry of await kv.history({ key: filter })) {
+    signal.throwIfAborted()
+    if (entry.operation === 'PUT') entries.set(entry.key, entry)
+    else entries.delete(entry.key)
+  }
+  return [...entries.values()].sort((a, b) => a.revision - b.revision)
+}
 
 function isWrongLastSequence(error: unknown): boolean {
   return (

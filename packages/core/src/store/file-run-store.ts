@@ -104,8 +104,7 @@ export class FileRunStore implements RunStore {
   async appendMessages(runId: string, options: AppendMessagesOptions): Promise<void> {
     options.signal.throwIfAborted()
     const dir = this.#runDir(runId)
-    if ((await listRevisions(dir)).length === 0)
-      throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
+    if (!(await exists(dir))) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
     const batch: MessageBatch = { from: options.from, epoch: options.epoch, messages: options.messages }
     let line = `${JSON.stringify(batch)}\n`
     const handle = await open(path.join(dir, MESSAGES_FILE), 'a+')
