@@ -27,6 +27,11 @@ describeRunStoreConformance('file', async ({ clock }) => {
   return { store: new FileRunStore({ directory, clock }), cleanup: async () => {} }
 })
 
+describeRunStoreConformance('file (fsync: false)', async ({ clock }) => {
+  const directory = await tempDir()
+  return { store: new FileRunStore({ directory, clock, fsync: false }), cleanup: async () => {} }
+})
+
 /** The directory holding a run's files, and its current checkpoint file. */
 async function checkpointFile(directory: string, runId: string): Promise<string> {
   const dir = path.join(directory, runKey(runId))
@@ -184,36 +189,39 @@ describe('FileRunStore across processes', () => {
     expectStoreError(await errorOf(store.save(base, { revision: 40, signal: signal() })), 'RUN_REVISION_CONFLICT', 'run_count')
   })
 
-  it('a writer killed with SIGKILL mid-stream leaves its last acknowledged checkpoint and transcript readable', async () => {
-    const directory = await tempDir()
-    const writer = await startCrashChild('packages/core/test/store/fixtures/store-writer-child.ts', {
-      args: [directory, 'run_killed'],
-      ready: 'ready',
-    })
-    await writer.waitForLine('saved 25')
-    expect(await writer.kill()).toMatchObject({ signal: 'SIGKILL' })
-    const acknowledged = Math.max(...[...writer.stdout().matchAll(/^saved (\d+)$/gm)].map((match) => Number(match[1])))
+  it.each(['fsync', 'no-fsync'])(
+    'a writer (%s) killed with SIGKILL mid-stream leaves its last acknowledged checkpoint and transcript readable',
+    async (mode) => {
+      const directory = await tempDir()
+      const writer = await startCrashChild('packages/core/test/store/fixtures/store-writer-child.ts', {
+        args: [directory, 'run_killed', mode],
+        ready: 'ready',
+      })
+      await writer.waitForLine('saved 25')
+      expect(await writer.kill()).toMatchObject({ signal: 'SIGKILL' })
+      const acknowledged = Math.max(...[...writer.stdout().matchAll(/^saved (\d+)$/gm)].map((match) => Number(match[1])))
 
-    const store = new FileRunStore({ directory })
-    const stored = await store.load('run_killed', { signal: signal() })
-    const length = stored?.checkpoint.transcript.length ?? -1
-    // Everything acknowledged survived; at most the one write in flight got further.
-    expect(length).toBeGreaterThanOrEqual(acknowledged)
-    expect(length).toBeLessThanOrEqual(acknowledged + 1)
-    expect(stored?.checkpoint.usage.totalTokens).toBe(length)
-    const messages = await store.readMessages('run_killed', { length, signal: signal() })
-    expect(messages.map((message) => message.content)).toEqual(Array.from({ length }, (_, i) => `m${i + 1}`))
-    // The resumed owner goes on from there.
-    await store.claim('run_killed', { owner: 'next-host', leaseMs: 1_000, signal: signal() })
-    await store.appendMessages('run_killed', {
-      from: length,
-      epoch: 2,
-      messages: [{ role: 'user', content: 'after' }],
-      signal: signal(),
-    })
-    expect((await store.readMessages('run_killed', { length: length + 1, signal: signal() })).at(-1)).toEqual({
-      role: 'user',
-      content: 'after',
-    })
-  })
+      const store = new FileRunStore({ directory })
+      const stored = await store.load('run_killed', { signal: signal() })
+      const length = stored?.checkpoint.transcript.length ?? -1
+      // Everything acknowledged survived; at most the one write in flight got further.
+      expect(length).toBeGreaterThanOrEqual(acknowledged)
+      expect(length).toBeLessThanOrEqual(acknowledged + 1)
+      expect(stored?.checkpoint.usage.totalTokens).toBe(length)
+      const messages = await store.readMessages('run_killed', { length, signal: signal() })
+      expect(messages.map((message) => message.content)).toEqual(Array.from({ length }, (_, i) => `m${i + 1}`))
+      // The resumed owner goes on from there.
+      await store.claim('run_killed', { owner: 'next-host', leaseMs: 1_000, signal: signal() })
+      await store.appendMessages('run_killed', {
+        from: length,
+        epoch: 2,
+        messages: [{ role: 'user', content: 'after' }],
+        signal: signal(),
+      })
+      expect((await store.readMessages('run_killed', { length: length + 1, signal: signal() })).at(-1)).toEqual({
+        role: 'user',
+        content: 'after',
+      })
+    },
+  )
 })
