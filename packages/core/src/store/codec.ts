@@ -4,7 +4,21 @@ import { CheckpointError } from './errors.ts'
 
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
+/** The stored form of a checkpoint. Checked first: a bad one is refused now, not found unreadable at resume. */
 export function encodeCheckpoint(checkpoint: Checkpoint): string {
+  const parsed = Checkpoint.safeParse(checkpoint)
+  if (!parsed.success) {
+    const issues = formatIssues(parsed.error).slice(0, 10)
+    const runId = typeof checkpoint?.runId === 'string' ? checkpoint.runId : '(no run id)'
+    throw new CheckpointError(
+      'CHECKPOINT_INVALID',
+      runId,
+      `refusing to store a checkpoint that does not match schema v${CHECKPOINT_VERSION}: ${issues.join('; ')}`,
+      {
+        details: { issues },
+      },
+    )
+  }
   return JSON.stringify(checkpoint)
 }
 

@@ -60,14 +60,15 @@ export class FileRunStore implements RunStore {
   }
 
   async create(checkpoint: Checkpoint, options: { signal: AbortSignal }): Promise<number> {
+    const data = encodeCheckpoint(checkpoint)
     const dir = this.#runDir(checkpoint.runId)
     await mkdir(dir, { recursive: true })
     if (this.#fsync) await fsyncDirectory(this.#directory)
-    return this.#commit(checkpoint, 0, options.signal)
+    return this.#commit(checkpoint.runId, data, 0, options.signal)
   }
 
   async save(checkpoint: Checkpoint, options: { revision: number; signal: AbortSignal }): Promise<number> {
-    return this.#commit(checkpoint, options.revision, options.signal)
+    return this.#commit(checkpoint.runId, encodeCheckpoint(checkpoint), options.revision, options.signal)
   }
 
   async load(runId: string, options: { signal: AbortSignal }): Promise<StoredRun | undefined> {
@@ -171,9 +172,8 @@ export class FileRunStore implements RunStore {
     return path.join(this.#directory, runKey(runId))
   }
 
-  async #commit(checkpoint: Checkpoint, expected: number, signal: AbortSignal): Promise<number> {
+  async #commit(runId: string, data: string, expected: number, signal: AbortSignal): Promise<number> {
     signal.throwIfAborted()
-    const { runId } = checkpoint
     const dir = this.#runDir(runId)
     if (expected > 0 && !(await exists(path.join(dir, revisionFile(expected))))) {
       // Never written here: the run is gone, or was deleted and created anew since it was read.
@@ -185,7 +185,7 @@ export class FileRunStore implements RunStore {
     const temp = path.join(dir, `.tmp-${randomBytes(8).toString('hex')}`)
     const handle = await open(temp, 'wx')
     try {
-      await handle.writeFile(encodeCheckpoint(checkpoint))
+      await handle.writeFile(data)
       if (this.#fsync) await handle.sync()
     } finally {
       await handle.close()

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
 import { SimulatedClock } from 'xstate'
 import type { Message } from '../../src/messages.ts'
-import { type RunStore, RunStoreError } from '../../src/store/index.ts'
+import { type Checkpoint, CheckpointError, type RunStore, RunStoreError } from '../../src/store/index.ts'
 import { sampleCheckpoint } from './sample.ts'
 
 export interface StoreUnderTest {
@@ -77,15 +77,25 @@ export function describeRunStoreConformance(name: string, makeStore: MakeStore):
         )
       })
 
-      it('keys run ids with dots, spaces and non-ASCII characters, and refuses an empty one', async () => {
+      it('keys run ids with dots, spaces and non-ASCII characters, and refuses one with control characters', async () => {
         const { store } = await open()
         const runId = `run.${randomBytes(3).toString('hex')} ünï/côde`
         await store.create(sampleCheckpoint({ runId }), { signal: signal() })
         expect((await store.load(runId, { signal: signal() }))?.checkpoint.runId).toBe(runId)
         const { runs } = await store.list({ signal: signal() })
         expect(runs.map((run) => run.checkpoint.runId)).toContain(runId)
-        const error = await errorOf(store.create(sampleCheckpoint({ runId: '' }), { signal: signal() }))
+        const error = await errorOf(store.load('bad\u0000id', { signal: signal() }))
         expect((error as RunStoreError).code).toBe('RUN_ID_INVALID')
+      })
+
+      it('refuses to store a checkpoint that does not match the schema, and stores nothing', async () => {
+        const { store, runId } = await open()
+        const bad = { ...sampleCheckpoint({ runId }), status: 'sleeping' } as unknown as Checkpoint
+        const error = await errorOf(store.create(bad, { signal: signal() }))
+        expect(error).toBeInstanceOf(CheckpointError)
+        expect((error as CheckpointError).code).toBe('CHECKPOINT_INVALID')
+        expect((error as Error).message).toContain(`Run "${runId}": refusing to store`)
+        expect(await store.load(runId, { signal: signal() })).toBeUndefined()
       })
 
       it('rejects at once when the signal is already aborted', async () => {
