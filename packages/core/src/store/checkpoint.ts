@@ -18,19 +18,19 @@ const count = z.number().int().nonnegative()
 /** Where a run stands, as the store lists it. `waiting` = parked on a person (approval, question). */
 export const StoredRunStatus = z.enum(['running', 'waiting', 'done', 'failed', 'cancelled'])
 export type StoredRunStatus = z.infer<typeof StoredRunStatus>
-export const FINISHED_STATUSES: readonly StoredRunStatus[] = ['done', 'failed', 'cancelled']
+export const FINISHED_RUN_STATUSES: readonly StoredRunStatus[] = ['done', 'failed', 'cancelled']
 
 /**
  * Who runs the run, until when. `epoch` goes up by one at every claim: it fences a former owner
  * (its writes carry an older epoch and lose, see `message-log.ts`).
  */
-export const Lease = z.object({
+export const RunLease = z.object({
   owner: z.string().min(1).max(256),
   epoch: count,
   /** Epoch ms on the owner's clock; after it, another process may claim the run. */
   expiresAt: epochMs,
 })
-export type Lease = z.infer<typeof Lease>
+export type RunLease = z.infer<typeof RunLease>
 
 const ToolResult = z.object({
   output: z.string(),
@@ -93,7 +93,7 @@ export const Checkpoint = z.object({
   steeringCursor: count.optional(),
   /** Tool calls of the current reply (older turns live in the transcript and are pruned). */
   ledger: z.array(LedgerEntry),
-  lease: Lease.optional(),
+  lease: RunLease.optional(),
   createdAt: epochMs,
   savedAt: epochMs,
 })
