@@ -3,11 +3,11 @@ export {
   CHECKPOINT_VERSION,
   Checkpoint,
   FINISHED_RUN_STATUSES,
-  RunLease,
   LedgerEntry,
   type LedgerToolResult,
   PendingApproval,
   PendingQuestion,
+  RunLease,
   type StoredRun,
   StoredRunStatus,
 } from './checkpoint.ts'
