@@ -14,6 +14,7 @@ export { type AnswerServiceOptions, serveAnswerer } from './questions/answer-ser
 export { type RemoteAnswerer, type RemoteAnswererOptions, remoteAnswerer } from './questions/remote-answerer.ts'
 export { createRejectionReporter, msgIdPart, type RejectionReporter } from './requests/rejections.ts'
 export type { RequestService, ServiceMode } from './requests/request-service.ts'
+export * from './store/index.ts'
 export {
   AgentSystem,
   type AgentSystemOptions,

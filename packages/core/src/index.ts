@@ -113,6 +113,7 @@ export type {
   ProviderResponse,
   ToolSpec,
 } from './provider/provider.ts'
+export * from './store/index.ts'
 export {
   type ApprovalRule,
   formatIssues,

@@ -1,0 +1,160 @@
+/**
+ * The shared `RunStore` conformance suite against JetStream KV on the shared server, one bucket per
+ * test (deleted after), plus what only the KV store has: its bucket settings, corrupt values and
+ * two connections racing on one run.
+ */
+import { randomBytes } from 'node:crypto'
+import { Kvm } from '@nats-io/kv'
+import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { CheckpointError, type RunStoreError } from '@signalbox/core'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { NATS_URL } from '../../../../test/support/env.ts'
+import { describeRunStoreConformance, errorOf, expectStoreError } from '../../../core/test/store/conformance.ts'
+import { type ClaimResult, race } from '../../../core/test/store/racers.ts'
+import { sampleCheckpoint } from '../../../core/test/store/sample.ts'
+import { KvRunStore } from '../../src/store/index.ts'
+
+let admin: NatsConnection
+const buckets = new Set<string>()
+const connections: NatsConnection[] = []
+const signal = () => new AbortController().signal
+
+beforeAll(async () => {
+  admin = await connect({ servers: NATS_URL, name: 'kv-run-store-admin' })
+})
+afterAll(async () => {
+  await admin?.close()
+})
+afterEach(async () => {
+  for (const connection of connections.splice(0)) await connection.close()
+  const kvm = new Kvm(admin)
+  for (const bucket of buckets) await (await kvm.open(bucket)).destroy().catch(() => {})
+  buckets.clear()
+})
+
+function uniqueBucket(): string {
+  const bucket = `runs_test_${randomBytes(6).toString('hex')}`
+  buckets.add(bucket)
+  return bucket
+}
+
+async function connection(name: string): Promise<NatsConnection> {
+  const nc = await connect({ servers: NATS_URL, name })
+  connections.push(nc)
+  return nc
+}
+
+describeRunStoreConformance('nats-kv', async ({ clock }) => {
+  const store = new KvRunStore({ connection: await connection('kv-conformance'), bucket: uniqueBucket(), clock })
+  return { store, cleanup: async () => {} }
+})
+
+describe('KvRunStore specifics', () => {
+  it('creates its bucket with history 1 and the replicas asked for', async () => {
+    const bucket = uniqueBucket()
+    const store = new KvRunStore({ connection: await connection('kv-settings'), bucket, replicas: 1 })
+    await store.create(sampleCheckpoint({ runId: 'run_settings' }), { signal: signal() })
+    const status = await (await new Kvm(admin).open(bucket)).status()
+    expect(status.history).toBe(1)
+    expect(status.replicas).toBe(1)
+    expect(status.bucket).toBe(bucket)
+  })
+
+  it('refuses a bucket name NATS cannot hold', async () => {
+    const nc = await connection('kv-bad-bucket')
+    expect(() => new KvRunStore({ connection: nc, bucket: 'runs.prod' })).toThrow('Invalid run-store bucket "runs.prod"')
+  })
+
+  it('reports a corrupt and a future-version value naming the run, and still lists the others', async () => {
+    const bucket = uniqueBucket()
+    const store = new KvRunStore({ connection: await connection('kv-corrupt'), bucket })
+    for (const runId of ['run_ok', 'run_cut', 'run_v9']) await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+    const kv = await new Kvm(admin).open(bucket)
+    const text = JSON.stringify(sampleCheckpoint({ runId: 'run_cut' }))
+    await kv.put('run.run_cut', text.slice(0, 100))
+    await kv.put('run.run_v9', JSON.stringify({ ...sampleCheckpoint({ runId: 'run_v9' }), v: 9 }))
+
+    const error = await errorOf(store.load('run_cut', { signal: signal() }))
+    expect(error).toBeInstanceOf(CheckpointError)
+    expect((error as CheckpointError).code).toBe('CHECKPOINT_TRUNCATED')
+    expect((error as Error).message).toContain('Run "run_cut"')
+    const listing = await store.list({ signal: signal() })
+    expect(listing.runs.map((run) => run.checkpoint.runId)).toEqual(['run_ok'])
+    expect(listing.errors.map((e) => [e.runId, e.code]).sort()).toEqual([
+      ['run_cut', 'CHECKPOINT_TRUNCATED'],
+      ['run_v9', 'CHECKPOINT_UNSUPPORTED_VERSION'],
+    ])
+  })
+
+  it('of two processes (connections) claiming an orphaned run, exactly one owns it', async () => {
+    const bucket = uniqueBucket()
+    const [a, b] = [
+      new KvRunStore({ connection: await connection('host-a'), bucket }),
+      new KvRunStore({ connection: await connection('host-b'), bucket }),
+    ]
+    await a.create(sampleCheckpoint({ runId: 'run_orphan', lease: { owner: 'gone', epoch: 4, expiresAt: 0 } }), {
+      signal: signal(),
+    })
+    const results = await Promise.allSettled([
+      a.claim('run_orphan', { owner: 'host-a', leaseMs: 60_000, signal: signal() }),
+      b.claim('run_orphan', { owner: 'host-b', leaseMs: 60_000, signal: signal() }),
+    ])
+    const winners = results.filter((result) => result.status === 'fulfilled')
+    expect(winners).toHaveLength(1)
+    const loser = results.find((result): result is PromiseRejectedResult => result.status === 'rejected')
+    expect(['RUN_REVISION_CONFLICT', 'RUN_LEASE_HELD']).toContain((loser?.reason as RunStoreError | undefined)?.code)
+    const stored = await a.load('run_orphan', { signal: signal() })
+    expect(stored?.checkpoint.lease?.epoch).toBe(5)
+    expect(stored).toEqual(winners[0]?.status === 'fulfilled' ? winners[0].value : undefined)
+  })
+
+  it('refuses a value over the server payload limit before sending it', async () => {
+    const store = new KvRunStore({ connection: await connection('kv-large'), bucket: uniqueBucket() })
+    await store.create(sampleCheckpoint({ runId: 'run_big' }), { signal: signal() })
+    const error = await errorOf(
+      store.appendMessages('run_big', {
+        from: 0,
+        epoch: 1,
+        messages: [{ role: 'tool', tool_call_id: 'c', content: 'x'.repeat(2 * 1024 * 1024) }],
+        signal: signal(),
+      }),
+    )
+    expectStoreError(error, 'RUN_STORE_TOO_LARGE', 'run_big')
+  })
+})
+
+describe('KvRunStore across processes', () => {
+  const RACE_CHILD = 'packages/actors/test/store/fixtures/kv-race-child.ts'
+
+  it('of three processes claiming the same orphaned run, exactly one wins', async () => {
+    const bucket = uniqueBucket()
+    const store = new KvRunStore({ connection: await connection('kv-race-setup'), bucket })
+    await store.create(sampleCheckpoint({ runId: 'run_orphan', lease: { owner: 'dead', epoch: 1, expiresAt: 0 } }), {
+      signal: signal(),
+    })
+    const results = await race<ClaimResult>(
+      RACE_CHILD,
+      ['p1', 'p2', 'p3'].map((owner) => [NATS_URL, bucket, 'run_orphan', 'claim', owner]),
+    )
+    const winners = results.filter((result) => result.won)
+    expect(winners).toHaveLength(1)
+    for (const loser of results.filter((result) => !result.won))
+      expect(['RUN_REVISION_CONFLICT', 'RUN_LEASE_HELD']).toContain(loser.code)
+    expect((await store.load('run_orphan', { signal: signal() }))?.checkpoint.lease).toMatchObject({
+      owner: winners[0]?.owner,
+      epoch: 2,
+    })
+  })
+
+  it('two processes doing load + compare-and-set increments lose no update', async () => {
+    const bucket = uniqueBucket()
+    const store = new KvRunStore({ connection: await connection('kv-count-setup'), bucket })
+    const base = sampleCheckpoint({ runId: 'run_count' })
+    await store.create({ ...base, usage: { ...base.usage, totalTokens: 0 } }, { signal: signal() })
+    await race(RACE_CHILD, [
+      [NATS_URL, bucket, 'run_count', 'count', '30'],
+      [NATS_URL, bucket, 'run_count', 'count', '30'],
+    ])
+    expect((await store.load('run_count', { signal: signal() }))?.checkpoint.usage.totalTokens).toBe(60)
+  })
+})

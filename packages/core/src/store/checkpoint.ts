@@ -1,0 +1,106 @@
+import { z } from 'zod'
+import { ApprovalDecisionMessage, ApprovalRequestMessage, QuestionMessage } from '../protocol/schemas.ts'
+
+/**
+ * What a stored run holds to continue where it stood, version 1. Persisted data is versioned like
+ * wire data: a reader refuses a version it does not know instead of guessing. Frozen samples per
+ * version live in `packages/core/test/store/fixtures/`.
+ *
+ * The transcript is NOT in here: it is an append-only message log beside the checkpoint, and the
+ * checkpoint only says how many of its messages belong to the run (`transcript.length`). So a
+ * 200-step run writes each message once, not 200 growing transcripts.
+ */
+export const CHECKPOINT_VERSION = 1
+
+const epochMs = z.number().int().nonnegative()
+const count = z.number().int().nonnegative()
+
+/** Where a run stands, as the store lists it. `waiting` = parked on a person (approval, question). */
+export const StoredRunStatus = z.enum(['running', 'waiting', 'done', 'failed', 'cancelled'])
+export type StoredRunStatus = z.infer<typeof StoredRunStatus>
+export const FINISHED_RUN_STATUSES: readonly StoredRunStatus[] = ['done', 'failed', 'cancelled']
+
+/**
+ * Who runs the run, until when. `epoch` goes up by one at every claim: it fences a former owner
+ * (its writes carry an older epoch and lose, see `message-log.ts`).
+ */
+export const RunLease = z.object({
+  owner: z.string().min(1).max(256),
+  epoch: count,
+  /** Epoch ms on the owner's clock; after it, another process may claim the run. */
+  expiresAt: epochMs,
+})
+export type RunLease = z.infer<typeof RunLease>
+
+const ToolResult = z.object({
+  output: z.string(),
+  isError: z.boolean(),
+  /** A `ToolOutcome`, or `outcome_unknown` for a call cut off by a crash. */
+  outcome: z.string().min(1).max(64),
+})
+export type LedgerToolResult = z.infer<typeof ToolResult>
+
+/** One tool call of the run: `started` is written before the tool runs, `finished` after. */
+export const LedgerEntry = z.discriminatedUnion('state', [
+  z.object({
+    state: z.literal('started'),
+    callId: z.string().min(1).max(256),
+    toolName: z.string().min(1).max(64),
+    idempotencyKey: z.string().min(1).max(600),
+    startedAt: epochMs,
+  }),
+  z.object({
+    state: z.literal('finished'),
+    callId: z.string().min(1).max(256),
+    toolName: z.string().min(1).max(64),
+    idempotencyKey: z.string().min(1).max(600),
+    startedAt: epochMs,
+    finishedAt: epochMs,
+    result: ToolResult,
+  }),
+])
+export type LedgerEntry = z.infer<typeof LedgerEntry>
+
+const wire = { v: true, type: true } as const
+/** The exact request reviewers were shown, with its absolute deadline (re-armed on resume). */
+export const PendingApproval = ApprovalRequestMessage.omit(wire)
+export type PendingApproval = z.infer<typeof PendingApproval>
+export const PendingQuestion = QuestionMessage.omit(wire)
+export type PendingQuestion = z.infer<typeof PendingQuestion>
+/** A decision already applied: a re-delivery of the same `requestId` is ignored (and audited as a duplicate). */
+export const AppliedDecision = ApprovalDecisionMessage.omit(wire)
+export type AppliedDecision = z.infer<typeof AppliedDecision>
+
+export const QueuedSteering = z.object({ text: z.string(), from: z.string(), at: epochMs })
+
+export const Checkpoint = z.object({
+  v: z.literal(CHECKPOINT_VERSION),
+  type: z.literal('run.checkpoint'),
+  runId: z.string().min(1).max(256),
+  agentId: z.string().min(1).max(64),
+  runPath: z.array(z.string()).max(64),
+  status: StoredRunStatus,
+  /** XState's `getPersistedSnapshot()` with the transcript taken out of the context (opaque here). */
+  snapshot: z.unknown(),
+  /** How many messages of the run's message log make up the transcript at this checkpoint. */
+  transcript: z.object({ length: count }),
+  usage: z.object({ promptTokens: count, completionTokens: count, totalTokens: count }),
+  pending: z.object({ approvals: z.array(PendingApproval), questions: z.array(PendingQuestion) }),
+  appliedDecisions: z.array(AppliedDecision),
+  /** Corrections received and not yet applied. */
+  steering: z.array(QueuedSteering),
+  /** Last durable steering message consumed (stream sequence), so a resumed consumer starts after it. */
+  steeringCursor: count.optional(),
+  /** Tool calls of the current reply (older turns live in the transcript and are pruned). */
+  ledger: z.array(LedgerEntry),
+  lease: RunLease.optional(),
+  createdAt: epochMs,
+  savedAt: epochMs,
+})
+export type Checkpoint = z.infer<typeof Checkpoint>
+
+/** A checkpoint as read back, with the store's revision (the compare-and-set token). */
+export interface StoredRun {
+  checkpoint: Checkpoint
+  revision: number
+}

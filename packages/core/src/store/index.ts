@@ -1,0 +1,39 @@
+export {
+  AppliedDecision,
+  CHECKPOINT_VERSION,
+  Checkpoint,
+  FINISHED_RUN_STATUSES,
+  LedgerEntry,
+  type LedgerToolResult,
+  PendingApproval,
+  PendingQuestion,
+  RunLease,
+  type StoredRun,
+  StoredRunStatus,
+} from './checkpoint.ts'
+export { decodeCheckpoint, encodeCheckpoint } from './codec.ts'
+export { CheckpointError, type CheckpointErrorCode, RunStoreError, type RunStoreErrorCode } from './errors.ts'
+export { FileRunStore, type FileRunStoreOptions } from './file-run-store.ts'
+export {
+  findCall,
+  finishCall,
+  idempotencyKey,
+  OUTCOME_UNKNOWN,
+  outcomeUnknownText,
+  pruneLedger,
+  type ResumeDecision,
+  resumeToolCall,
+  startCall,
+} from './ledger.ts'
+export { MemoryRunStore } from './memory-run-store.ts'
+export { type AppendMessagesOptions, assembleTranscript, type MessageBatch, parseBatch } from './message-log.ts'
+export {
+  type ClaimOptions,
+  claimRun,
+  type ListRunsOptions,
+  matchesListing,
+  type RunListing,
+  type RunStore,
+  runIdOfKey,
+  runKey,
+} from './run-store.ts'

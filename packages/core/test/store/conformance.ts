@@ -1,0 +1,321 @@
+/**
+ * The `RunStore` contract, written once and run against every store (memory and file here, the
+ * JetStream KV store in `packages/actors/test/store/`). Each test gets fresh run ids; leases are
+ * driven by a `SimulatedClock`, never by sleeping.
+ */
+import { randomBytes } from 'node:crypto'
+import { afterEach, describe, expect, it } from 'vitest'
+import { SimulatedClock } from 'xstate'
+import type { Message } from '../../src/messages.ts'
+import { type Checkpoint, CheckpointError, type RunStore, RunStoreError } from '../../src/store/index.ts'
+import { sampleCheckpoint } from './sample.ts'
+
+export interface StoreUnderTest {
+  store: RunStore
+  cleanup(): Promise<void>
+}
+
+/** Builds a store for one test on `clock` (the store reads lease times from it). */
+export type MakeStore = (context: { clock: SimulatedClock }) => Promise<StoreUnderTest>
+
+const signal = () => new AbortController().signal
+
+export async function errorOf(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise
+  } catch (error) {
+    return error
+  }
+  throw new Error('expected a rejection, but the promise resolved')
+}
+
+export function expectStoreError(error: unknown, code: string, runId: string): void {
+  expect(error).toBeInstanceOf(RunStoreError)
+  expect((error as RunStoreError).code).toBe(code)
+  expect((error as RunStoreError).runId).toBe(runId)
+  expect((error as Error).message).toContain(runId)
+}
+
+const user = (content: string): Message => ({ role: 'user', content })
+const assistant = (content: string): Message => ({ role: 'assistant', content })
+
+export function describeRunStoreConformance(name: string, makeStore: MakeStore): void {
+  describe(`RunStore conformance: ${name}`, () => {
+    const cleanups: (() => Promise<void>)[] = []
+    afterEach(async () => {
+      for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+    })
+
+    async function open(): Promise<{ store: RunStore; clock: SimulatedClock; runId: string }> {
+      const clock = new SimulatedClock()
+      clock.set(1_700_000_000_000)
+      const { store, cleanup } = await makeStore({ clock })
+      cleanups.push(cleanup)
+      return { store, clock, runId: `run_${randomBytes(6).toString('hex')}` }
+    }
+
+    describe('create / load', () => {
+      it('stores a checkpoint with a revision and loads it back equal', async () => {
+        const { store, runId } = await open()
+        const checkpoint = sampleCheckpoint({ runId })
+        const revision = await store.create(checkpoint, { signal: signal() })
+        expect(await store.load(runId, { signal: signal() })).toEqual({ checkpoint, revision })
+      })
+
+      it('loads undefined for a run never stored', async () => {
+        const { store, runId } = await open()
+        expect(await store.load(runId, { signal: signal() })).toBeUndefined()
+      })
+
+      it('refuses to create a run twice', async () => {
+        const { store, runId } = await open()
+        await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+        expectStoreError(
+          await errorOf(store.create(sampleCheckpoint({ runId, status: 'running' }), { signal: signal() })),
+          'RUN_REVISION_CONFLICT',
+          runId,
+        )
+      })
+
+      it('keys run ids with dots, spaces and non-ASCII characters, and refuses one with control characters', async () => {
+        const { store } = await open()
+        const runId = `run.${randomBytes(3).toString('hex')} ünï/côde`
+        await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+        expect((await store.load(runId, { signal: signal() }))?.checkpoint.runId).toBe(runId)
+        const { runs } = await store.list({ signal: signal() })
+        expect(runs.map((run) => run.checkpoint.runId)).toContain(runId)
+        const error = await errorOf(store.load('bad\u0000id', { signal: signal() }))
+        expect((error as RunStoreError).code).toBe('RUN_ID_INVALID')
+      })
+
+      it('refuses to store a checkpoint that does not match the schema, and stores nothing', async () => {
+        const { store, runId } = await open()
+        const bad = { ...sampleCheckpoint({ runId }), status: 'sleeping' } as unknown as Checkpoint
+        const error = await errorOf(store.create(bad, { signal: signal() }))
+        expect(error).toBeInstanceOf(CheckpointError)
+        expect((error as CheckpointError).code).toBe('CHECKPOINT_INVALID')
+        expect((error as Error).message).toContain(`Run "${runId}": refusing to store`)
+        expect(await store.load(runId, { signal: signal() })).toBeUndefined()
+      })
+
+      it('rejects at once when the signal is already aborted', async () => {
+        const { store, runId } = await open()
+        const controller = new AbortController()
+        controller.abort(new Error('stop'))
+        await expect(store.create(sampleCheckpoint({ runId }), { signal: controller.signal })).rejects.toThrow()
+        expect(await store.load(runId, { signal: signal() })).toBeUndefined()
+      })
+    })
+
+    describe('save (compare-and-set)', () => {
+      it('replaces the checkpoint at the expected revision and bumps the revision', async () => {
+        const { store, runId } = await open()
+        const r1 = await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+        const next = sampleCheckpoint({ runId, status: 'running', transcript: { length: 5 } })
+        const r2 = await store.save(next, { revision: r1, signal: signal() })
+        expect(r2).toBeGreaterThan(r1)
+        expect(await store.load(runId, { signal: signal() })).toEqual({ checkpoint: next, revision: r2 })
+        expect(await store.save(sampleCheckpoint({ runId, status: 'done' }), { revision: r2, signal: signal() })).toBeGreaterThan(
+          r2,
+        )
+        expect((await store.load(runId, { signal: signal() }))?.checkpoint.status).toBe('done')
+      })
+
+      it('refuses a stale revision and leaves the stored checkpoint as it was', async () => {
+        const { store, runId } = await open()
+        const r1 = await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+        const r2 = await store.save(sampleCheckpoint({ runId, status: 'running' }), { revision: r1, signal: signal() })
+        const error = await errorOf(store.save(sampleCheckpoint({ runId, status: 'failed' }), { revision: r1, signal: signal() }))
+        expectStoreError(error, 'RUN_REVISION_CONFLICT', runId)
+        const stored = await store.load(runId, { signal: signal() })
+        expect(stored?.revision).toBe(r2)
+        expect(stored?.checkpoint.status).toBe('running')
+      })
+
+      it('refuses to save a run that was never created', async () => {
+        const { store, runId } = await open()
+        expectStoreError(
+          await errorOf(store.save(sampleCheckpoint({ runId }), { revision: 1, signal: signal() })),
+          'RUN_NOT_FOUND',
+          runId,
+        )
+      })
+
+      it('lets exactly one of several concurrent writers of the same revision win', async () => {
+        const { store, runId } = await open()
+        const r1 = await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+        const writers = ['a', 'b', 'c', 'd', 'e'].map((owner) =>
+          store.save(sampleCheckpoint({ runId, lease: { owner, epoch: 1, expiresAt: 1 } }), { revision: r1, signal: signal() }),
+        )
+        const results = await Promise.allSettled(writers)
+        const won = results.filter((result) => result.status === 'fulfilled')
+        expect(won).toHaveLength(1)
+        for (const result of results) {
+          if (result.status === 'rejected') expectStoreError(result.reason, 'RUN_REVISION_CONFLICT', runId)
+        }
+        const winner = ['a', 'b', 'c', 'd', 'e'][results.findIndex((result) => result.status === 'fulfilled')]
+        const stored = await store.load(runId, { signal: signal() })
+        expect(stored?.revision).toBe(won[0]?.status === 'fulfilled' ? won[0].value : -1)
+        expect(stored?.checkpoint.lease?.owner).toBe(winner)
+      })
+    })
+
+    describe('list', () => {
+      it('lists runs by status and by agent', async () => {
+        const { store, runId } = await open()
+        const ids = [`${runId}_a`, `${runId}_b`, `${runId}_c`]
+        await store.create(sampleCheckpoint({ runId: ids[0], status: 'waiting' }), { signal: signal() })
+        await store.create(sampleCheckpoint({ runId: ids[1], status: 'done' }), { signal: signal() })
+        await store.create(sampleCheckpoint({ runId: ids[2], status: 'running', agentId: 'other' }), { signal: signal() })
+        const all = await store.list({ signal: signal() })
+        expect(all.errors).toEqual([])
+        expect(all.runs.map((run) => run.checkpoint.runId).sort()).toEqual(ids)
+        const unfinished = await store.list({ status: ['waiting', 'running'], signal: signal() })
+        expect(unfinished.runs.map((run) => run.checkpoint.runId).sort()).toEqual([ids[0], ids[2]])
+        const trains = await store.list({ agentId: 'trains', signal: signal() })
+        expect(trains.runs.map((run) => run.checkpoint.runId).sort()).toEqual([ids[0], ids[1]])
+      })
+    })
+
+    describe('claim', () => {
+      it('gives an unowned run to the claimant with epoch 1 and a lease from the clock', async () => {
+        const { store, runId, clock } = await open()
+        const r1 = await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+        const claimed = await store.claim(runId, { owner: 'host-a', leaseMs: 10_000, signal: signal() })
+        expect(claimed.revision).toBeGreaterThan(r1)
+        expect(claimed.checkpoint.lease).toEqual({ owner: 'host-a', epoch: 1, expiresAt: clock.now() + 10_000 })
+        expect(await store.load(runId, { signal: signal() })).toEqual(claimed)
+      })
+
+      it('refuses a live lease held by another owner, renews for the holder, hands over after expiry', async () => {
+        const { store, runId, clock } = await open()
+        await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+        const first = await store.claim(runId, { owner: 'host-a', leaseMs: 10_000, signal: signal() })
+        const held = await errorOf(store.claim(runId, { owner: 'host-b', leaseMs: 10_000, signal: signal() }))
+        expectStoreError(held, 'RUN_LEASE_HELD', runId)
+        expect((held as RunStoreError).details).toMatchObject({ owner: 'host-a' })
+
+        clock.increment(5_000)
+        const renewed = await store.claim(runId, { owner: 'host-a', leaseMs: 10_000, signal: signal() })
+        expect(renewed.checkpoint.lease).toEqual({ owner: 'host-a', epoch: 1, expiresAt: clock.now() + 10_000 })
+
+        clock.increment(10_001)
+        const taken = await store.claim(runId, { owner: 'host-b', leaseMs: 10_000, signal: signal() })
+        expect(taken.checkpoint.lease).toMatchObject({ owner: 'host-b', epoch: 2 })
+        // The former owner's next write carries the revision it knew: refused, so it stops.
+        const stale = await errorOf(
+          store.save(sampleCheckpoint({ runId, status: 'done' }), { revision: renewed.revision, signal: signal() }),
+        )
+        expectStoreError(stale, 'RUN_REVISION_CONFLICT', runId)
+        expect(first.revision).toBeLessThan(taken.revision)
+      })
+
+      it('claims only at the revision the caller read, when given', async () => {
+        const { store, runId } = await open()
+        const r1 = await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+        const r2 = await store.save(sampleCheckpoint({ runId }), { revision: r1, signal: signal() })
+        expectStoreError(
+          await errorOf(store.claim(runId, { owner: 'h', leaseMs: 1, revision: r1, signal: signal() })),
+          'RUN_REVISION_CONFLICT',
+          runId,
+        )
+        expect(
+          (await store.claim(runId, { owner: 'h', leaseMs: 1, revision: r2, signal: signal() })).checkpoint.lease?.owner,
+        ).toBe('h')
+        expectStoreError(
+          await errorOf(store.claim(`${runId}_none`, { owner: 'h', leaseMs: 1, signal: signal() })),
+          'RUN_NOT_FOUND',
+          `${runId}_none`,
+        )
+      })
+
+      it('of racing claimants of an orphaned run, exactly one wins', async () => {
+        const { store, runId, clock } = await open()
+        await store.create(sampleCheckpoint({ runId, lease: { owner: 'dead-host', epoch: 3, expiresAt: clock.now() - 1 } }), {
+          signal: signal(),
+        })
+        const owners = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6']
+        const results = await Promise.allSettled(
+          owners.map((owner) => store.claim(runId, { owner, leaseMs: 60_000, signal: signal() })),
+        )
+        const winners = results.flatMap((result, i) => (result.status === 'fulfilled' ? [owners[i]] : []))
+        expect(winners).toHaveLength(1)
+        for (const result of results) {
+          if (result.status === 'rejected')
+            expect(['RUN_REVISION_CONFLICT', 'RUN_LEASE_HELD']).toContain((result.reason as RunStoreError).code)
+        }
+        const stored = await store.load(runId, { signal: signal() })
+        expect(stored?.checkpoint.lease).toMatchObject({ owner: winners[0], epoch: 4 })
+      })
+    })
+
+    describe('message log', () => {
+      it('reads back the first `length` messages appended in batches', async () => {
+        const { store, runId } = await open()
+        await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+        await store.appendMessages(runId, { from: 0, epoch: 1, messages: [user('hi'), assistant('hello')], signal: signal() })
+        await store.appendMessages(runId, { from: 2, epoch: 1, messages: [user('more')], signal: signal() })
+        expect(await store.readMessages(runId, { length: 3, signal: signal() })).toEqual([
+          user('hi'),
+          assistant('hello'),
+          user('more'),
+        ])
+        expect(await store.readMessages(runId, { length: 2, signal: signal() })).toEqual([user('hi'), assistant('hello')])
+        expect(await store.readMessages(runId, { length: 0, signal: signal() })).toEqual([])
+      })
+
+      it('reports a message the checkpoint counts but the log lacks, naming the run', async () => {
+        const { store, runId } = await open()
+        await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+        await store.appendMessages(runId, { from: 0, epoch: 1, messages: [user('hi')], signal: signal() })
+        expectStoreError(await errorOf(store.readMessages(runId, { length: 2, signal: signal() })), 'RUN_TRANSCRIPT_GAP', runId)
+      })
+
+      it('lets a resumed run overwrite a tail written after the last checkpoint', async () => {
+        const { store, runId } = await open()
+        await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+        await store.appendMessages(runId, { from: 0, epoch: 1, messages: [user('hi')], signal: signal() })
+        // Written, then the process died before checkpointing length 2.
+        await store.appendMessages(runId, { from: 1, epoch: 1, messages: [assistant('lost')], signal: signal() })
+        await store.appendMessages(runId, { from: 1, epoch: 2, messages: [assistant('again'), user('next')], signal: signal() })
+        expect(await store.readMessages(runId, { length: 3, signal: signal() })).toEqual([
+          user('hi'),
+          assistant('again'),
+          user('next'),
+        ])
+      })
+
+      it('never lets a former owner (older epoch) overwrite what the new owner wrote', async () => {
+        const { store, runId } = await open()
+        await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+        await store.appendMessages(runId, { from: 0, epoch: 2, messages: [user('new owner')], signal: signal() })
+        await store.appendMessages(runId, { from: 0, epoch: 1, messages: [user('stale owner')], signal: signal() })
+        expect(await store.readMessages(runId, { length: 1, signal: signal() })).toEqual([user('new owner')])
+      })
+
+      it('refuses to append to a run that was never created', async () => {
+        const { store, runId } = await open()
+        expectStoreError(
+          await errorOf(store.appendMessages(runId, { from: 0, epoch: 0, messages: [user('x')], signal: signal() })),
+          'RUN_NOT_FOUND',
+          runId,
+        )
+      })
+    })
+
+    describe('delete', () => {
+      it('removes the checkpoint and the log; deleting again is a no-op', async () => {
+        const { store, runId } = await open()
+        await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+        await store.appendMessages(runId, { from: 0, epoch: 0, messages: [user('x')], signal: signal() })
+        await store.delete(runId, { signal: signal() })
+        expect(await store.load(runId, { signal: signal() })).toBeUndefined()
+        expect((await store.list({ signal: signal() })).runs.map((run) => run.checkpoint.runId)).not.toContain(runId)
+        await store.delete(runId, { signal: signal() })
+        // A run created again under the same id starts afresh, with an empty log.
+        await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+        expectStoreError(await errorOf(store.readMessages(runId, { length: 1, signal: signal() })), 'RUN_TRANSCRIPT_GAP', runId)
+      })
+    })
+  })
+}
