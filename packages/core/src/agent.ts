@@ -1,7 +1,8 @@
+import { hostname } from 'node:os'
 import { type Actor, createActor, type InspectionEvent, type Observer } from 'xstate'
 import { type Clock, systemClock } from './clock.ts'
 import { ConfigError, type SerializedError, SignalboxError } from './errors.ts'
-import { type AgentEventType, EventEmitter, type EventListener, type RunStatus } from './events.ts'
+import { type AgentEventType, deepFreeze, EventEmitter, type EventListener, type RunStatus } from './events.ts'
 import type { HandoffResult } from './handoff.ts'
 import type { AuditEntry, AuditLog, Reviewer } from './hitl/types.ts'
 import { HookChain, type Hooks } from './hooks.ts'
@@ -11,6 +12,10 @@ import type { AgentOutput, SteeringItem, StopReason } from './machine/context.ts
 import { type BudgetCheck, defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
 import type { Message, Usage } from './messages.ts'
 import type { Provider } from './provider/provider.ts'
+import type { StoredRun } from './store/checkpoint.ts'
+import { CheckpointError, RunStoreError } from './store/errors.ts'
+import { RunJournal, restoreTranscript } from './store/run-journal.ts'
+import type { RunStore } from './store/run-store.ts'
 import { assertToolName, type Tool, toToolSpec } from './tool.ts'
 
 export interface AgentOptions {
@@ -38,6 +43,28 @@ export interface AgentOptions {
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
   /** Called when an event listener or the audit log throws. Default: ignore. */
   onInternalError?: (error: unknown, where: string) => void
+  /**
+   * Keeps runs outside the process (`FileRunStore`, `KvRunStore`): checkpointed at settled
+   * boundaries, resumed with `agent.resume()`. Without one, a run lives in its process.
+   */
+  store?: RunStore
+  /** Who owns the runs this agent drives (stable across restarts of one host). Default: the host name. */
+  hostId?: string
+  /** How long a run's lease lasts without a write; renewed every third of it. Default 30 s. */
+  leaseMs?: number
+}
+
+export interface ResumeOptions {
+  signal?: AbortSignal
+}
+
+/** What `resumeAll()` did: the runs now going on, the runs another live owner holds, and the runs it could not read. */
+export interface ResumeAllResult {
+  runs: RunHandle[]
+  /** Leased by another owner whose lease has not expired. */
+  skipped: { runId: string; owner: string; expiresAt: number }[]
+  /** One per run that could not be resumed (each names its run); the others still resumed. */
+  errors: (CheckpointError | RunStoreError | Error)[]
 }
 
 export interface RunOptions {
@@ -123,6 +150,10 @@ export class Agent {
   readonly #handoffFilters = new Map<string, (messages: readonly Message[]) => Message[]>()
   readonly #budgetChecks = new Map<string, BudgetCheck>()
   readonly #toolNames: string[]
+  readonly #store: RunStore | undefined
+  readonly #journals: Map<string, RunJournal> | undefined
+  readonly #hostId: string
+  readonly #leaseMs: number
   #queuedSteering: SteeringItem[] = []
 
   constructor(options: AgentOptions) {
@@ -157,6 +188,12 @@ export class Agent {
       tools.set(t.name, t as Tool<unknown>)
     }
     this.#toolNames = [...tools.keys()]
+    this.#store = options.store
+    this.#journals = options.store ? new Map() : undefined
+    this.#hostId = options.hostId ?? hostname()
+    this.#leaseMs = options.leaseMs ?? 30_000
+    if (!Number.isInteger(this.#leaseMs) || this.#leaseMs < 3)
+      throw new ConfigError(`leaseMs must be an integer of at least 3, got ${options.leaseMs}.`)
     const audit = this.audit
     this.machine = createAgentMachine({
       agentId: this.id,
@@ -182,6 +219,7 @@ export class Agent {
       steeringPolicy: options.steeringPolicy ?? 'cancel-next',
       handoffFilters: this.#handoffFilters,
       budgetChecks: this.#budgetChecks,
+      journals: this.#journals,
     })
   }
 
@@ -219,17 +257,134 @@ export class Agent {
       },
     })
     if (options.budget) this.#budgetChecks.set(runId, options.budget)
-    const { signal } = options
+    const handle = this.#launch(actor, runId, options.signal, this.#journal(runId, options.runPath ?? [], undefined))
+    // A signal that was already aborted has cancelled the run before it started.
+    if (actor.getSnapshot().status === 'active') actor.send({ type: 'agent.start' })
+    return handle
+  }
+
+  /**
+   * Continues a stored run in the state it was saved in (needs a `store`): a wait for a person
+   * re-attaches to the same request with its deadline, a model call in flight is made again, and
+   * a tool call in flight follows the ledger (never run twice unless the tool is `idempotent`).
+   * Takes the run's lease first: `RUN_LEASE_HELD` while another owner's lease has not expired.
+   */
+  async resume(runId: string, options: ResumeOptions = {}): Promise<RunHandle> {
+    const store = this.#requireStore('resume')
+    const signal = options.signal ?? new AbortController().signal
+    if (this.#active.has(runId)) throw new RunStoreError('RUN_NOT_RESUMABLE', runId, 'it is already running in this process.')
+    const loaded = await store.load(runId, { signal })
+    if (loaded === undefined) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
+    const stored = loaded.checkpoint
+    if (stored.agentId !== this.id) {
+      throw new RunStoreError('RUN_NOT_RESUMABLE', runId, `it belongs to agent "${stored.agentId}", not "${this.id}".`)
+    }
+    if (stored.status === 'done' || stored.status === 'failed' || stored.status === 'cancelled') {
+      throw new RunStoreError('RUN_NOT_RESUMABLE', runId, `it is finished (${stored.status}).`)
+    }
+    const claimed = await store.claim(runId, { owner: this.#hostId, leaseMs: this.#leaseMs, revision: loaded.revision, signal })
+    const messages = await store.readMessages(runId, { length: claimed.checkpoint.transcript.length, signal })
+    for (const message of messages) deepFreeze(message)
+    let actor: Actor<AgentMachine>
+    try {
+      actor = createActor(this.machine, {
+        id: runId,
+        clock: this.#clock,
+        ...(this.#options.inspect ? { inspect: this.#options.inspect } : {}),
+        snapshot: restoreTranscript(claimed.checkpoint.snapshot, messages) as never,
+        // Ignored when restoring a snapshot; the type asks for it.
+        input: undefined as never,
+      })
+    } catch (cause) {
+      throw new CheckpointError('CHECKPOINT_INVALID', runId, `the stored machine snapshot cannot be restored: ${String(cause)}`, {
+        cause,
+      })
+    }
+    signal.throwIfAborted()
+    return this.#launch(actor, runId, options.signal, this.#journal(runId, stored.runPath, claimed))
+  }
+
+  /**
+   * Resumes every stored run of this agent that is not finished and that no other live owner
+   * holds. A run that cannot be read is reported in `errors` (naming it); the others resume.
+   */
+  async resumeAll(options: ResumeOptions = {}): Promise<ResumeAllResult> {
+    const store = this.#requireStore('resumeAll')
+    const signal = options.signal ?? new AbortController().signal
+    const listing = await store.list({ status: ['running', 'waiting'], agentId: this.id, signal })
+    const result: ResumeAllResult = { runs: [], skipped: [], errors: [...listing.errors] }
+    const now = this.#clock.now()
+    const todo = listing.runs.filter(({ checkpoint }) => {
+      const { lease } = checkpoint
+      if (this.#active.has(checkpoint.runId)) return false
+      if (lease && lease.owner !== this.#hostId && lease.expiresAt > now) {
+        result.skipped.push({ runId: checkpoint.runId, owner: lease.owner, expiresAt: lease.expiresAt })
+        return false
+      }
+      return true
+    })
+    // A few at a time: each resume reads its transcript and claims its lease.
+    for (let i = 0; i < todo.length; i += 16) {
+      const batch = todo.slice(i, i + 16)
+      const settled = await Promise.allSettled(batch.map(({ checkpoint }) => this.resume(checkpoint.runId, { signal })))
+      for (const outcome of settled) {
+        if (outcome.status === 'fulfilled') result.runs.push(outcome.value)
+        else result.errors.push(outcome.reason instanceof Error ? outcome.reason : new Error(String(outcome.reason)))
+      }
+    }
+    return result
+  }
+
+  /** The run's journal when the agent has a store; registered before the run's actors start. */
+  #journal(runId: string, runPath: string[], resumed: StoredRun | undefined) {
+    if (this.#store === undefined) return undefined
+    return new RunJournal({
+      store: this.#store,
+      runId,
+      agentId: this.id,
+      runPath,
+      owner: this.#hostId,
+      leaseMs: this.#leaseMs,
+      clock: this.#clock,
+      ...(resumed ? { resumed } : {}),
+      onLost: () => {},
+    })
+  }
+
+  #requireStore(what: string): RunStore {
+    if (this.#store === undefined) throw new ConfigError(`agent.${what}() needs a run store: createAgent({ store }).`)
+    return this.#store
+  }
+
+  /** Wires a created (or restored) actor to its result, signal and journal, and starts it. */
+  #launch(actor: Actor<AgentMachine>, runId: string, signal: AbortSignal | undefined, journal: RunJournal | undefined): RunHandle {
     let onAbort: (() => void) | undefined
+    /** Set when the journal could not write: the run stops here, and `result` rejects with why. */
+    let lost: unknown
+    if (journal) {
+      journal.onLost = (error) => {
+        lost = error
+        actor.stop()
+      }
+      this.#journals?.set(runId, journal)
+    }
     const result = new Promise<RunResult>((resolve, reject) => {
+      const finish = () => {
+        if (lost !== undefined) return reject(lost instanceof Error ? lost : new Error(String(lost)))
+        const output = actor.getSnapshot().output as AgentOutput
+        const runResult = toRunResult(runId, output, this.#handoffFilters.get(runId))
+        this.#handoffFilters.delete(runId)
+        this.#budgetChecks.delete(runId)
+        if (output.status === 'done') resolve(runResult)
+        else reject(new RunFailedError(runResult))
+      }
       actor.subscribe({
+        ...(journal ? { next: (snapshot) => journal.observe(snapshot) } : {}),
         complete: () => {
-          const output = actor.getSnapshot().output as AgentOutput
-          const runResult = toRunResult(runId, output, this.#handoffFilters.get(runId))
-          this.#handoffFilters.delete(runId)
-          this.#budgetChecks.delete(runId)
-          if (output.status === 'done') resolve(runResult)
-          else reject(new RunFailedError(runResult))
+          if (!journal || lost !== undefined) return finish()
+          // The result is handed back once the run's end is stored.
+          journal.observe(actor.getSnapshot())
+          journal.settled().then(finish, finish)
         },
         // A root actor without an error observer would crash the process (XState rethrows).
         error: (error) => {
@@ -239,6 +394,10 @@ export class Agent {
     }).finally(() => {
       this.#active.delete(runId)
       this.#budgetChecks.delete(runId)
+      if (journal) {
+        journal.close()
+        this.#journals?.delete(runId)
+      }
       if (onAbort) signal?.removeEventListener('abort', onAbort)
     })
     const handle: RunHandle = {
@@ -252,14 +411,13 @@ export class Agent {
       cancel: (reason) => actor.send({ type: 'agent.cancel', reason: reason ?? 'cancelled by request' }),
     }
     this.#active.set(runId, handle)
+    journal?.attach(actor)
     actor.start()
     if (signal) {
       onAbort = () => handle.cancel(`signal aborted${signal.reason ? `: ${String(signal.reason)}` : ''}`)
       if (signal.aborted) onAbort()
       else signal.addEventListener('abort', onAbort, { once: true })
     }
-    // A signal that was already aborted has cancelled the run before it started.
-    if (actor.getSnapshot().status === 'active') actor.send({ type: 'agent.start' })
     return handle
   }
 

@@ -73,6 +73,10 @@ export const AUDIT_KINDS = [
   'approval.timeout',
   'approval.unavailable',
   'approval.rejected',
+  /** A decision already applied came again (a re-delivery): ignored. */
+  'approval.duplicate',
+  /** A tool call cut off by a crash, not run again: its effect is unknown. */
+  'tool.outcome_unknown',
   'steering.applied',
   'question.answered',
   'question.timeout',

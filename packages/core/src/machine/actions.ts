@@ -26,8 +26,8 @@ import {
   batchSteeredText,
   handedOverText,
   invalidCallText,
+  failedToolResult,
   steeredText,
-  toolFailedText,
 } from './tool-result-texts.ts'
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
@@ -144,7 +144,7 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
         delayMs: retryDelayMs,
         error: lastError,
       })
-      return { model: { ...context.model, lastError, retryDelayMs } }
+      return { model: { ...context.model, lastError, retryDelayMs, retryAt: clock.now() + retryDelayMs } }
     },
 
     /** Ends the run before its next turn because a limit is reached. */
@@ -189,20 +189,14 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
 
     acceptToolOutput(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
       return {
-        ...setResult(context, { output: output.output, isError: false, outcome: 'executed' }),
+        ...setResult(context, (output.recorded as CallResult | undefined) ?? { output: output.output, isError: false, outcome: 'executed' }),
         ...(output.handoff ? { handoff: output.handoff } : {}),
       }
     },
 
     /** A tool threw (or timed out): the model reads the error and the run goes on. */
     toolFailed(context: AgentContext, error: unknown): Partial<AgentContext> {
-      const serialized = serializeError(error)
-      const timeout = serialized.code === ErrorCode.TIMEOUT || serialized.code === ErrorCode.TOOL_TIMEOUT
-      return setResult(context, {
-        output: toolFailedText(serialized.message),
-        isError: true,
-        outcome: timeout ? 'timeout' : 'failed',
-      })
+      return setResult(context, failedToolResult(error))
     },
 
     handedOver(context: AgentContext): Partial<AgentContext> {
@@ -279,7 +273,7 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
         deadline: now + runtime.approvalTimeoutMs,
         requestedAt: now,
       }
-      emit(context, { type: 'approval.requested', request })
+      // Announced by the `requestApproval` actor, once the wait is durable (see actors.ts).
       return { current: { ...call, approval: request } }
     },
 
@@ -287,6 +281,7 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
     approvalDecided(context: AgentContext, decision: ApprovalDecision): Partial<AgentContext> {
       const request = pendingRequest(context)
       const latencyMs = decision.decidedAt - request.requestedAt
+      runtime.journals?.get(context.run.runId)?.decisionApplied(decision)
       emit(context, { type: 'approval.decided', request, decision, latencyMs })
       auditApproval(context, request, {
         kind: decision.approved ? 'approval.granted' : 'approval.denied',
@@ -336,11 +331,15 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
     /** A decision that cannot be applied (late, duplicate, forged, malformed): recorded, never applied. */
     rejectDecision(context: AgentContext, rejected: { decision: unknown; reason?: string }): void {
       const request = context.current?.approval
-      const reason = rejected.reason ?? decisionMismatch(request, rejected.decision) ?? ''
+      const requestId = (rejected.decision as { requestId?: unknown } | null)?.requestId
+      // A re-delivery of a decision this run already applied (e.g. replayed after a resume).
+      const duplicate = runtime.journals?.get(context.run.runId)?.isApplied(requestId) === true
+      const reason = duplicate
+        ? `decision ${String(requestId)} was already applied (duplicate delivery)`
+        : (rejected.reason ?? decisionMismatch(request, rejected.decision) ?? '')
       emit(context, { type: 'approval.rejected', ...(request ? { request } : {}), decision: rejected.decision, reason })
-      runtime.recordAudit(
-        rejectedDecisionAudit({ run: context.run, request, decision: rejected.decision, reason, at: clock.now() }),
-      )
+      const entry = rejectedDecisionAudit({ run: context.run, request, decision: rejected.decision, reason, at: clock.now() })
+      runtime.recordAudit(duplicate ? { ...entry, kind: 'approval.duplicate' } : entry)
     },
 
     recordToolResult(context: AgentContext): Partial<AgentContext> {
