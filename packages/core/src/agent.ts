@@ -1,7 +1,7 @@
 import { hostname } from 'node:os'
 import { type Actor, createActor, type InspectionEvent, type Observer } from 'xstate'
 import { type Clock, systemClock } from './clock.ts'
-import { ConfigError, type SerializedError, SignalboxError } from './errors.ts'
+import { ConfigError, RunCancelledError, type SerializedError, SignalboxError } from './errors.ts'
 import { type AgentEventType, deepFreeze, EventEmitter, type EventListener, type RunStatus } from './events.ts'
 import type { HandoffResult } from './handoff.ts'
 import type { AuditEntry, AuditLog, Reviewer } from './hitl/types.ts'
@@ -357,7 +357,12 @@ export class Agent {
   }
 
   /** Wires a created (or restored) actor to its result, signal and journal, and starts it. */
-  #launch(actor: Actor<AgentMachine>, runId: string, signal: AbortSignal | undefined, journal: RunJournal | undefined): RunHandle {
+  #launch(
+    actor: Actor<AgentMachine>,
+    runId: string,
+    signal: AbortSignal | undefined,
+    journal: RunJournal | undefined,
+  ): RunHandle {
     let onAbort: (() => void) | undefined
     /** Set when the journal could not write: the run stops here, and `result` rejects with why. */
     let lost: unknown
@@ -371,7 +376,9 @@ export class Agent {
     const result = new Promise<RunResult>((resolve, reject) => {
       const finish = () => {
         if (lost !== undefined) return reject(lost instanceof Error ? lost : new Error(String(lost)))
-        const output = actor.getSnapshot().output as AgentOutput
+        const output = actor.getSnapshot().output as AgentOutput | undefined
+        // Stopped by `actor.stop()` before it finished: nothing to report but that.
+        if (output === undefined) return reject(new RunCancelledError('the run was stopped before it finished'))
         const runResult = toRunResult(runId, output, this.#handoffFilters.get(runId))
         this.#handoffFilters.delete(runId)
         this.#budgetChecks.delete(runId)

@@ -24,9 +24,9 @@ import {
   approvalTimedOutText,
   approvalUnavailableText,
   batchSteeredText,
+  failedToolResult,
   handedOverText,
   invalidCallText,
-  failedToolResult,
   steeredText,
 } from './tool-result-texts.ts'
 
@@ -189,7 +189,10 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
 
     acceptToolOutput(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
       return {
-        ...setResult(context, (output.recorded as CallResult | undefined) ?? { output: output.output, isError: false, outcome: 'executed' }),
+        ...setResult(
+          context,
+          (output.recorded as CallResult | undefined) ?? { output: output.output, isError: false, outcome: 'executed' },
+        ),
         ...(output.handoff ? { handoff: output.handoff } : {}),
       }
     },

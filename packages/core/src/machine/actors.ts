@@ -5,8 +5,8 @@ import { Handoff } from '../handoff.ts'
 import type { ApprovalRequest } from '../hitl/types.ts'
 import type { AssistantMessage, Message, ToolMessage } from '../messages.ts'
 import type { ProviderResponse, ToolSpec } from '../provider/provider.ts'
-import { stringifyToolOutput, type Tool, type ToolEmittedEvent } from '../tool.ts'
 import { type LedgerToolResult, OUTCOME_UNKNOWN, resumeToolCall } from '../store/ledger.ts'
+import { stringifyToolOutput, type Tool, type ToolEmittedEvent } from '../tool.ts'
 import type { AgentMachineEvent, CurrentCall, RunInfo } from './context.ts'
 import type { AgentRuntime } from './runtime.ts'
 import { failedToolResult, transferredText } from './tool-result-texts.ts'
@@ -182,50 +182,50 @@ async function runTool(
   base: EventFields,
   signal: AbortSignal,
 ): Promise<ToolRunOutput> {
-    const timeoutMs = tool.timeoutMs
-    let toolSignal = signal
-    let timer: unknown
-    let timedOut = false
-    if (timeoutMs !== undefined) {
-      const timeout = new AbortController()
-      timer = runtime.clock.setTimeout(() => {
-        timedOut = true
-        timeout.abort(new TimeoutError(`Tool "${tool.name}" timed out after ${timeoutMs} ms.`, { timeoutMs }))
-      }, timeoutMs)
-      toolSignal = AbortSignal.any([signal, timeout.signal])
-    }
-    try {
-      const work = Promise.resolve(
-        tool.execute(call.args, {
-          signal: toolSignal,
-          callId: call.callId,
-          agentId: run.agentId,
-          runId: run.runId,
-          runPath: run.runPath,
-          agentPath: run.agentPath ?? [],
-          clock: runtime.clock,
-          ids: runtime.ids,
-          audit: { record: (entry) => runtime.recordAudit(entry) },
-          emit: (event: ToolEmittedEvent) =>
-            runtime.events.emit({ ...base, at: runtime.clock.now(), ...event } as Parameters<typeof runtime.events.emit>[0]),
-        }),
-      )
-      // A tool that ignores its signal must not hold the run: the timeout wins the race.
-      const output = await (timeoutMs === undefined ? work : untilAborted(work, toolSignal))
-      if (output instanceof Handoff) {
-        if (output.filter) runtime.handoffFilters.set(run.runId, output.filter)
-        return {
-          output: transferredText(output.to),
-          handoff: { to: output.to, ...(output.reason ? { reason: output.reason } : {}) },
-        }
+  const timeoutMs = tool.timeoutMs
+  let toolSignal = signal
+  let timer: unknown
+  let timedOut = false
+  if (timeoutMs !== undefined) {
+    const timeout = new AbortController()
+    timer = runtime.clock.setTimeout(() => {
+      timedOut = true
+      timeout.abort(new TimeoutError(`Tool "${tool.name}" timed out after ${timeoutMs} ms.`, { timeoutMs }))
+    }, timeoutMs)
+    toolSignal = AbortSignal.any([signal, timeout.signal])
+  }
+  try {
+    const work = Promise.resolve(
+      tool.execute(call.args, {
+        signal: toolSignal,
+        callId: call.callId,
+        agentId: run.agentId,
+        runId: run.runId,
+        runPath: run.runPath,
+        agentPath: run.agentPath ?? [],
+        clock: runtime.clock,
+        ids: runtime.ids,
+        audit: { record: (entry) => runtime.recordAudit(entry) },
+        emit: (event: ToolEmittedEvent) =>
+          runtime.events.emit({ ...base, at: runtime.clock.now(), ...event } as Parameters<typeof runtime.events.emit>[0]),
+      }),
+    )
+    // A tool that ignores its signal must not hold the run: the timeout wins the race.
+    const output = await (timeoutMs === undefined ? work : untilAborted(work, toolSignal))
+    if (output instanceof Handoff) {
+      if (output.filter) runtime.handoffFilters.set(run.runId, output.filter)
+      return {
+        output: transferredText(output.to),
+        handoff: { to: output.to, ...(output.reason ? { reason: output.reason } : {}) },
       }
-      return { output: stringifyToolOutput(output) }
-    } catch (error) {
-      if (timedOut) throw new TimeoutError(`Tool "${tool.name}" timed out after ${timeoutMs} ms.`, { timeoutMs })
-      throw error
-    } finally {
-      if (timer !== undefined) runtime.clock.clearTimeout(timer)
     }
+    return { output: stringifyToolOutput(output) }
+  } catch (error) {
+    if (timedOut) throw new TimeoutError(`Tool "${tool.name}" timed out after ${timeoutMs} ms.`, { timeoutMs })
+    throw error
+  } finally {
+    if (timer !== undefined) runtime.clock.clearTimeout(timer)
+  }
 }
 
 /**

@@ -328,7 +328,10 @@ export function createAgentMachine(runtime: AgentRuntime) {
                         input: ({ context }) => ({ request: current(context).approval as ApprovalRequest }),
                       },
                       // The deadline is absolute: restored after a crash, it is re-armed (or fires at once).
-                      { src: 'deadline', input: ({ context }) => ({ at: (current(context).approval as ApprovalRequest).deadline }) },
+                      {
+                        src: 'deadline',
+                        input: ({ context }) => ({ at: (current(context).approval as ApprovalRequest).deadline }),
+                      },
                     ],
                     on: {
                       'deadline.reached': { target: 'afterToolExecution', actions: 'approvalTimedOut' },

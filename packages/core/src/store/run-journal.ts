@@ -65,7 +65,11 @@ export class RunJournal {
   #tail: Promise<void> = Promise.resolve()
   #failure: unknown
   #finished = false
-  #seen: { messages: unknown; steering: unknown; approval: unknown } = { messages: undefined, steering: undefined, approval: undefined }
+  #seen: { messages: unknown; steering: unknown; approval: unknown } = {
+    messages: undefined,
+    steering: undefined,
+    approval: undefined,
+  }
   readonly #abort = new AbortController()
   #renewTimer: unknown
   /** Told when the run cannot go on (a write failed, or the compare-and-set was lost): the owner stops it. */
@@ -93,10 +97,17 @@ export class RunJournal {
 
   /** Called with every snapshot: saves at the settled boundaries only (transcript, steering or wait changed, run ended). */
   observe(snapshot: JournaledSnapshot): void {
+    // Stopped (not finished): the process lets go of the run; what is stored stays resumable.
+    if (snapshot.status === 'stopped') return
     const { context } = snapshot
     const approval = snapshot.hasTag('human') ? context.current?.approval : undefined
     const seen = this.#seen
-    if (snapshot.status === 'active' && seen.messages === context.messages && seen.steering === context.steering && seen.approval === approval) {
+    if (
+      snapshot.status === 'active' &&
+      seen.messages === context.messages &&
+      seen.steering === context.steering &&
+      seen.approval === approval
+    ) {
       return
     }
     this.#seen = { messages: context.messages, steering: context.steering, approval }
@@ -162,13 +173,18 @@ export class RunJournal {
     if (this.#failure !== undefined) throw this.#failure
     const actor = this.#actor
     if (actor === undefined || this.#abort.signal.aborted) return
-    const { store, clock, runId } = this.#options
+    const { store, runId } = this.#options
     const snapshot = actor.getSnapshot()
+    if (snapshot.status === 'stopped') return
     const { context } = snapshot
     const messages = context.messages
     const length = messages.length
     const signal = this.#abort.signal
     try {
+      // The log belongs to a stored run, so a new run is created first, then its first messages
+      // appended (a crash in between leaves a run that fails to resume with RUN_TRANSCRIPT_GAP).
+      const created = this.#revision === undefined
+      if (created) this.#revision = await store.create(this.#checkpoint(snapshot, actor, length), { signal })
       if (length > this.#persistedLength) {
         await store.appendMessages(runId, {
           from: this.#persistedLength,
@@ -182,36 +198,10 @@ export class RunJournal {
         context.calls.map((call) => call.id),
       )
       const finished = snapshot.status !== 'active'
-      const now = clock.now()
-      const approval = snapshot.hasTag('human') ? (context.current?.approval as Checkpoint['pending']['approvals'][number]) : undefined
-      const checkpoint: Checkpoint = {
-        v: CHECKPOINT_VERSION,
-        type: 'run.checkpoint',
-        runId,
-        agentId: this.#options.agentId,
-        runPath: this.#options.runPath,
-        status: storedStatus(snapshot, approval !== undefined),
-        snapshot: leanSnapshot(actor.getPersistedSnapshot() as PersistedSnapshot, messages),
-        transcript: { length },
-        usage: {
-          promptTokens: context.usage.promptTokens,
-          completionTokens: context.usage.completionTokens,
-          totalTokens: context.usage.totalTokens,
-        },
-        pending: { approvals: approval ? [approval] : [], questions: [] },
-        appliedDecisions: this.#applied,
-        steering: context.steering,
-        ...(this.#steeringCursor === undefined ? {} : { steeringCursor: this.#steeringCursor }),
-        ledger: this.#ledger,
-        // A finished run has no owner: nothing is left to drive.
-        ...(finished ? {} : { lease: { owner: this.#options.owner, epoch: this.#epoch, expiresAt: now + this.#options.leaseMs } }),
-        createdAt: this.#createdAt,
-        savedAt: now,
+      if (!created) {
+        const checkpoint = this.#checkpoint(snapshot, actor, length)
+        this.#revision = await store.save(checkpoint, { revision: this.#revision as number, signal })
       }
-      this.#revision =
-        this.#revision === undefined
-          ? await store.create(checkpoint, { signal })
-          : await store.save(checkpoint, { revision: this.#revision, signal })
       this.#persistedLength = length
       if (finished) this.close()
     } catch (error) {
@@ -220,6 +210,41 @@ export class RunJournal {
       this.close()
       this.onLost(error)
       throw error
+    }
+  }
+
+  /** The run as it stands, the transcript by reference (`length` messages of the log). */
+  #checkpoint(snapshot: JournaledSnapshot, actor: JournaledActor, length: number): Checkpoint {
+    const { context } = snapshot
+    const finished = snapshot.status !== 'active'
+    const now = this.#options.clock.now()
+    const { runId } = this.#options
+    const approval = snapshot.hasTag('human')
+      ? (context.current?.approval as Checkpoint['pending']['approvals'][number])
+      : undefined
+    return {
+      v: CHECKPOINT_VERSION,
+      type: 'run.checkpoint',
+      runId,
+      agentId: this.#options.agentId,
+      runPath: this.#options.runPath,
+      status: storedStatus(snapshot, approval !== undefined),
+      snapshot: leanSnapshot(actor.getPersistedSnapshot() as PersistedSnapshot, context.messages),
+      transcript: { length },
+      usage: {
+        promptTokens: context.usage.promptTokens,
+        completionTokens: context.usage.completionTokens,
+        totalTokens: context.usage.totalTokens,
+      },
+      pending: { approvals: approval ? [approval] : [], questions: [] },
+      appliedDecisions: this.#applied,
+      steering: context.steering,
+      ...(this.#steeringCursor === undefined ? {} : { steeringCursor: this.#steeringCursor }),
+      ledger: this.#ledger,
+      // A finished run has no owner: nothing is left to drive.
+      ...(finished ? {} : { lease: { owner: this.#options.owner, epoch: this.#epoch, expiresAt: now + this.#options.leaseMs } }),
+      createdAt: this.#createdAt,
+      savedAt: now,
     }
   }
 
