@@ -3,7 +3,7 @@ import type { ApprovalDecision } from '../hitl/types.ts'
 import type { Message } from '../messages.ts'
 import type { AppliedDecision, Checkpoint, LedgerEntry, LedgerToolResult, StoredRunStatus } from './checkpoint.ts'
 import { CHECKPOINT_VERSION } from './checkpoint.ts'
-import { findCall, finishCall, pruneLedger, startCall } from './ledger.ts'
+import { findCall, finishCall, startCall } from './ledger.ts'
 import type { RunStore } from './run-store.ts'
 
 /** What the journal reads from the running actor (the agent machine's snapshot, loosely typed here). */
@@ -127,9 +127,13 @@ export class RunJournal {
     return queued
   }
 
-  /** Records that a call is about to run and waits until that is durable: only then may the tool start. */
+  /**
+   * Records that a call is about to run and waits until that is durable: only then may the tool
+   * start. Calls run one at a time and every earlier result is in the transcript, so the ledger
+   * holds just this call.
+   */
   startCall(call: { callId: string; toolName: string }): Promise<void> {
-    this.#ledger = startCall(this.#ledger, { runId: this.runId, ...call, at: this.#options.clock.now() })
+    this.#ledger = startCall([], { runId: this.runId, ...call, at: this.#options.clock.now() })
     return this.save()
   }
 
@@ -180,11 +184,18 @@ export class RunJournal {
     const messages = context.messages
     const length = messages.length
     const signal = this.#abort.signal
+    // Everything the checkpoint holds is taken now, at one instant, so it is consistent.
+    const state: CapturedState = {
+      snapshot,
+      persisted: actor.getPersistedSnapshot() as PersistedSnapshot,
+      ledger: this.#ledger,
+      applied: this.#applied,
+    }
     try {
       // The log belongs to a stored run, so a new run is created first, then its first messages
       // appended (a crash in between leaves a run that fails to resume with RUN_TRANSCRIPT_GAP).
       const created = this.#revision === undefined
-      if (created) this.#revision = await store.create(this.#checkpoint(snapshot, actor, length), { signal })
+      if (created) this.#revision = await store.create(this.#checkpoint(state, length), { signal })
       if (length > this.#persistedLength) {
         await store.appendMessages(runId, {
           from: this.#persistedLength,
@@ -193,13 +204,9 @@ export class RunJournal {
           signal,
         })
       }
-      this.#ledger = pruneLedger(
-        this.#ledger,
-        context.calls.map((call) => call.id),
-      )
       const finished = snapshot.status !== 'active'
       if (!created) {
-        const checkpoint = this.#checkpoint(snapshot, actor, length)
+        const checkpoint = this.#checkpoint(state, length)
         this.#revision = await store.save(checkpoint, { revision: this.#revision as number, signal })
       }
       this.#persistedLength = length
@@ -214,7 +221,7 @@ export class RunJournal {
   }
 
   /** The run as it stands, the transcript by reference (`length` messages of the log). */
-  #checkpoint(snapshot: JournaledSnapshot, actor: JournaledActor, length: number): Checkpoint {
+  #checkpoint({ snapshot, persisted, ledger, applied }: CapturedState, length: number): Checkpoint {
     const { context } = snapshot
     const finished = snapshot.status !== 'active'
     const now = this.#options.clock.now()
@@ -229,7 +236,7 @@ export class RunJournal {
       agentId: this.#options.agentId,
       runPath: this.#options.runPath,
       status: storedStatus(snapshot, approval !== undefined),
-      snapshot: leanSnapshot(actor.getPersistedSnapshot() as PersistedSnapshot, context.messages),
+      snapshot: leanSnapshot(persisted, context.messages),
       transcript: { length },
       usage: {
         promptTokens: context.usage.promptTokens,
@@ -237,10 +244,10 @@ export class RunJournal {
         totalTokens: context.usage.totalTokens,
       },
       pending: { approvals: approval ? [approval] : [], questions: [] },
-      appliedDecisions: this.#applied,
+      appliedDecisions: applied,
       steering: context.steering,
       ...(this.#steeringCursor === undefined ? {} : { steeringCursor: this.#steeringCursor }),
-      ledger: this.#ledger,
+      ledger,
       // A finished run has no owner: nothing is left to drive.
       ...(finished ? {} : { lease: { owner: this.#options.owner, epoch: this.#epoch, expiresAt: now + this.#options.leaseMs } }),
       createdAt: this.#createdAt,
@@ -263,6 +270,13 @@ export class RunJournal {
       Math.max(1, Math.floor(this.#options.leaseMs / 3)),
     )
   }
+}
+
+interface CapturedState {
+  snapshot: JournaledSnapshot
+  persisted: PersistedSnapshot
+  ledger: LedgerEntry[]
+  applied: AppliedDecision[]
 }
 
 interface PersistedSnapshot {
