@@ -36,4 +36,4 @@ export { type Directory, type DirectoryChange, type DirectoryEntry, KvDirectory,
 export { type FanOutResult, fanOut } from './system/fan-out.ts'
 export type { TreeLimits } from './system/tree-budget.ts'
 export { discoverTools, type RemoteToolOptions, remoteTool } from './tools/remote-tool.ts'
-export { serveTools, TOOL_QUEUE_GROUP, type ToolHost, type ToolHostOptions } from './tools/tool-host.ts'
+export { IDEMPOTENCY_KEY_HEADER, serveTools, TOOL_QUEUE_GROUP, type ToolHost, type ToolHostOptions } from './tools/tool-host.ts'

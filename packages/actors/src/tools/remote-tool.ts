@@ -8,6 +8,7 @@ import {
   ErrorMessage,
   encodeMessage,
   formatDuration,
+  idempotencyKey,
   PROTOCOL_VERSION,
   type Subjects,
   type Tool,
@@ -18,6 +19,7 @@ import {
   ToolResultMessage,
 } from '@signalbox/core'
 import { z } from 'zod'
+import { IDEMPOTENCY_KEY_HEADER } from './tool-host.ts'
 
 export interface RemoteToolOptions {
   bus: Bus
@@ -66,7 +68,12 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
       }
       let response: Awaited<ReturnType<Bus['request']>>
       try {
-        response = await bus.request(subject, encodeMessage(call), { timeoutMs, signal: context.signal })
+        response = await bus.request(subject, encodeMessage(call), {
+          timeoutMs,
+          signal: context.signal,
+          // The host answers a retried call (a resumed run, a reconnect) with its first answer.
+          headers: { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey(context.runId, context.callId) },
+        })
       } catch (error) {
         if (error instanceof BusNoRespondersError) {
           throw new ToolError(
