@@ -155,6 +155,8 @@ export class Agent {
   readonly #hostId: string
   readonly #leaseMs: number
   #queuedSteering: SteeringItem[] = []
+  /** The last durable steering message consumed (stream sequence), when a connection reports it. */
+  #steeringSeq: number | undefined
 
   constructor(options: AgentOptions) {
     if (!options?.provider || typeof options.provider.complete !== 'function') {
@@ -347,8 +349,36 @@ export class Agent {
       leaseMs: this.#leaseMs,
       clock: this.#clock,
       ...(resumed ? { resumed } : {}),
-      onLost: () => {},
+      ...(this.#steeringSeq === undefined ? {} : { steeringCursor: this.#steeringSeq }),
     })
+  }
+
+  /**
+   * For the steering consumer of a durable agent: the last correction (stream sequence) `runId`
+   * has seen. A correction at or below it was already delivered to the run before a restart.
+   */
+  steeringCursor(runId: string): number | undefined {
+    return this.#journals?.get(runId)?.steeringCursor
+  }
+
+  /**
+   * Where a steering consumer should start so that the runs in flight (resumed ones) miss nothing:
+   * after the lowest cursor, or at the start of the log for a run that never saw a correction.
+   * `undefined` when no durable run is in flight (the consumer then starts at new messages).
+   */
+  steeringResumeFrom(): number | undefined {
+    let lowest: number | undefined
+    for (const journal of this.#journals?.values() ?? []) {
+      const cursor = journal.steeringCursor ?? 0
+      if (lowest === undefined || cursor < lowest) lowest = cursor
+    }
+    return lowest === undefined ? undefined : lowest + 1
+  }
+
+  /** The steering consumer got message `seq`: every run in flight has now seen it (kept in their checkpoints). */
+  steeringConsumed(seq: number): void {
+    if (this.#steeringSeq === undefined || seq > this.#steeringSeq) this.#steeringSeq = seq
+    for (const journal of this.#journals?.values() ?? []) journal.steeringConsumed(seq)
   }
 
   #requireStore(what: string): RunStore {

@@ -59,36 +59,59 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
 
   if (options.steering !== false) {
     const seen = new Set<string>()
+    // A durable agent's resumed runs start after the last correction they saw, so one published
+    // while no process was connected is applied now; otherwise, new corrections only.
+    const startSeq = agent.steeringResumeFrom()
     subscriptions.push(
-      bus.durableConsume(subjects.steer(agent.id), (message) => {
-        message.ack()
-        const decoded = decodeMessage(message.data, SteerMessage, { maxBytes: bus.maxPayload })
-        if (!decoded.ok) return report(message.subject, message.data, decoded.error)
-        const steer = decoded.value
-        // A publish retried across a reconnect may arrive twice: apply each correction once.
-        if (seen.has(steer.steerId)) return
-        const refuse = (why: string) =>
-          report(
-            message.subject,
-            message.data,
-            new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Steering ${steer.steerId} refused: ${why}`),
-          )
-        if (steer.text.trim() === '') return refuse('the correction has no text')
-        let target: { steer(text: string, options: { from: string }): void } = agent
-        if (steer.runId !== undefined) {
-          const handle = agent.runs.get(steer.runId)
-          // Said, not dropped in silence: the operator aimed at a run that is not (or no longer) here.
-          if (handle === undefined) return refuse(`run ${steer.runId} is not active on agent ${agent.id}`)
-          target = handle
-        }
-        try {
-          target.steer(steer.text, { from: steer.from })
-        } catch (error) {
-          return refuse(describeError(error))
-        }
-        seen.add(steer.steerId)
-        if (seen.size > 10_000) seen.delete(seen.values().next().value as string)
-      }),
+      bus.durableConsume(
+        subjects.steer(agent.id),
+        (message) => {
+          message.ack()
+          const decoded = decodeMessage(message.data, SteerMessage, { maxBytes: bus.maxPayload })
+          if (!decoded.ok) return report(message.subject, message.data, decoded.error)
+          const steer = decoded.value
+          // A publish retried across a reconnect may arrive twice: apply each correction once.
+          if (seen.has(steer.steerId)) return
+          const refuse = (why: string) =>
+            report(
+              message.subject,
+              message.data,
+              new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Steering ${steer.steerId} refused: ${why}`),
+            )
+          if (steer.text.trim() === '') return refuse('the correction has no text')
+          /**
+           * A run restored from a checkpoint has seen the corrections up to its cursor. One that
+           * never saw any has no cursor: it takes the corrections aimed at it, not older general ones.
+           */
+          const cursorOf = (runId: string) => agent.steeringCursor(runId)
+          let targets: { steer(text: string, options: { from: string }): void }[] = [agent]
+          if (steer.runId !== undefined) {
+            const handle = agent.runs.get(steer.runId)
+            // Said, not dropped in silence: the operator aimed at a run that is not (or no longer) here.
+            // (Not while replaying for resumed runs: old corrections of finished runs are no news.)
+            if (handle === undefined) {
+              return startSeq === undefined ? refuse(`run ${steer.runId} is not active on agent ${agent.id}`) : undefined
+            }
+            const cursor = cursorOf(steer.runId)
+            targets = cursor === undefined || cursor < message.seq ? [handle] : []
+          } else if (startSeq !== undefined && agent.runs.size > 0) {
+            targets = [...agent.runs.values()].filter((handle) => {
+              const cursor = cursorOf(handle.runId)
+              return cursor !== undefined && cursor < message.seq
+            })
+          }
+          // Recorded first, so the checkpoint that stores the queued correction stores the cursor too.
+          agent.steeringConsumed(message.seq)
+          try {
+            for (const target of targets) target.steer(steer.text, { from: steer.from })
+          } catch (error) {
+            return refuse(describeError(error))
+          }
+          seen.add(steer.steerId)
+          if (seen.size > 10_000) seen.delete(seen.values().next().value as string)
+        },
+        startSeq === undefined ? {} : { startSeq },
+      ),
     )
   }
 

@@ -24,6 +24,11 @@ export interface RemoteReviewerOptions {
   /** Where rejected (late, duplicate, mismatched) decisions are recorded. Usually the agent's audit. */
   audit?: AuditLog
   clock?: Clock
+  /**
+   * Read the decisions subject from the start of the stream, so a run resumed after a restart
+   * gets a decision made while no process was running. For agents with a run store. Default false.
+   */
+  replayDecisions?: boolean
 }
 
 export interface RemoteReviewer extends Reviewer {
@@ -47,6 +52,7 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
     idOf: (decision) => decision.requestId,
     replySubjectOf: (request) => subjects.approvalDecisions(request.agentId),
     replyName: 'Decision',
+    ...(options.replayDecisions ? { replay: true } : {}),
     report,
     onRejected: ({ reply, reason, context: request }) => {
       void options.audit?.record(rejectedDecisionAudit({ run: request, request, decision: reply, reason, at: clock.now() }))

@@ -33,6 +33,12 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
   /** Recently settled ids (oldest first) with their context, to tell a late reply from a stranger's. */
   readonly #settled = new Map<string, C>()
   readonly #consumers = new Map<string, Subscription>()
+  /**
+   * With `replay`: replies (oldest first) for ids nobody waits for yet. A resumed run asks again
+   * for a request made before a restart; its reply may already be in the replayed log.
+   */
+  readonly #unclaimed = new Map<string, z.output<S>>()
+  readonly #replay: boolean
 
   constructor(options: {
     bus: Bus
@@ -40,7 +46,10 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
     idOf: (reply: z.output<S>) => string
     onRejected: (rejection: ReplyRejection<z.output<S>, C>) => void
     reportInvalid: RejectionReporter
+    /** Read the reply subjects from the start of the log (replies that came while no process listened). */
+    replay?: boolean
   }) {
+    this.#replay = options.replay ?? false
     this.#bus = options.bus
     this.#schema = options.schema
     this.#idOf = options.idOf
@@ -52,15 +61,19 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
   listen(subject: string): Promise<void> {
     let consumer = this.#consumers.get(subject)
     if (!consumer) {
-      consumer = this.#bus.durableConsume(subject, (message) => {
-        message.ack()
-        const decoded = decodeMessage(message.data, this.#schema, { maxBytes: this.#bus.maxPayload })
-        if (!decoded.ok) {
-          this.#reportInvalid(message.subject, message.data, decoded.error as SignalboxError)
-          return
-        }
-        this.#route(decoded.value)
-      })
+      consumer = this.#bus.durableConsume(
+        subject,
+        (message) => {
+          message.ack()
+          const decoded = decodeMessage(message.data, this.#schema, { maxBytes: this.#bus.maxPayload })
+          if (!decoded.ok) {
+            this.#reportInvalid(message.subject, message.data, decoded.error as SignalboxError)
+            return
+          }
+          this.#route(decoded.value)
+        },
+        this.#replay ? { deliverAll: true } : {},
+      )
       this.#consumers.set(subject, consumer)
     }
     return consumer.ready
@@ -75,6 +88,13 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
         reject(new AbortedError('The request was withdrawn.'))
       }
       signal.addEventListener('abort', onAbort, { once: true })
+      const early = this.#unclaimed.get(id)
+      if (early !== undefined && check(early) === undefined) {
+        this.#unclaimed.delete(id)
+        this.#settle(id, context)
+        signal.removeEventListener('abort', onAbort)
+        return resolve(early)
+      }
       this.#pending.set(id, {
         resolve: (value) => {
           signal.removeEventListener('abort', onAbort)
@@ -111,6 +131,9 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
           reason: 'the request was already settled (late or duplicate reply)',
           context: this.#settled.get(id) as C,
         })
+      } else if (this.#replay) {
+        this.#unclaimed.set(id, reply)
+        if (this.#unclaimed.size > 1_000) this.#unclaimed.delete(this.#unclaimed.keys().next().value as string)
       }
       return
     }

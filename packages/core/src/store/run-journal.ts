@@ -35,6 +35,8 @@ export interface RunJournalOptions {
   clock: Clock
   /** What was stored, when the run is resumed (absent for a new run). */
   resumed?: { checkpoint: Checkpoint; revision: number }
+  /** For a new run: the last steering message the agent had consumed when the run began. */
+  steeringCursor?: number
   /** The run cannot go on: a write failed or another process took it (compare-and-set lost). */
   onLost?(error: unknown): void
 }
@@ -59,7 +61,7 @@ export class RunJournal {
   #createdAt: number
   #ledger: LedgerEntry[]
   #applied: AppliedDecision[]
-  readonly #steeringCursor: number | undefined
+  #steeringCursor: number | undefined
   /** A save that waits for its turn (not started): later requests join it. */
   #queued: Promise<void> | undefined
   #tail: Promise<void> = Promise.resolve()
@@ -85,7 +87,7 @@ export class RunJournal {
     this.#createdAt = stored?.checkpoint.createdAt ?? options.clock.now()
     this.#ledger = stored ? [...stored.checkpoint.ledger] : []
     this.#applied = stored ? [...stored.checkpoint.appliedDecisions] : []
-    this.#steeringCursor = stored?.checkpoint.steeringCursor
+    this.#steeringCursor = stored ? stored.checkpoint.steeringCursor : options.steeringCursor
     this.onLost = options.onLost ?? (() => {})
   }
 
@@ -156,9 +158,14 @@ export class RunJournal {
     return typeof requestId === 'string' && this.#applied.some((d) => d.requestId === requestId)
   }
 
-  /** Where a resumed steering consumer starts (the last correction consumed). */
+  /** The last steering message (stream sequence) this run has seen; a resumed consumer starts after it. */
   get steeringCursor(): number | undefined {
     return this.#steeringCursor
+  }
+
+  /** The steering consumer got message `seq` (saved with the next checkpoint). */
+  steeringConsumed(seq: number): void {
+    if (this.#steeringCursor === undefined || seq > this.#steeringCursor) this.#steeringCursor = seq
   }
 
   /** Waits for every queued write. */
