@@ -79,6 +79,7 @@ describe('inspection converter', () => {
     expect(children.map((c) => c.name)).toEqual([
       'callModel',
       'requestApproval',
+      'deadline',
       'executeTool',
       'afterToolExecutionHook',
       'callModel',

@@ -79,12 +79,12 @@ export function createAgentActors(runtime: AgentRuntime) {
      * the SAME request again (same ids, digest, deadline), unless its deadline has passed while the
      * process was down (the `deadline` actor denies it then).
      */
-    requestApproval: fromCallback<AgentMachineEvent, { request: ApprovalRequest }>(({ input, sendBack }) => {
+    requestApproval: fromCallback<AgentMachineEvent, { request: ApprovalRequest; run: RunInfo }>(({ input, sendBack }) => {
       const controller = new AbortController()
       const { request } = input
       const publish = () => {
         if (controller.signal.aborted || request.deadline <= runtime.clock.now()) return
-        runtime.events.emit({ ...requestFields(request), at: runtime.clock.now(), type: 'approval.requested', request })
+        runtime.events.emit({ ...eventFields(input.run), at: runtime.clock.now(), type: 'approval.requested', request })
         const reviewer = runtime.reviewer
         if (!reviewer) {
           sendBack({ type: 'approval.unavailable', reason: 'no reviewer is configured for this agent' })
@@ -248,16 +248,6 @@ function reportOutcomeUnknown(runtime: AgentRuntime, run: RunInfo, call: Current
     requestedAt: call.startedAt,
     decidedAt: now,
   })
-}
-
-/** The run fields of an event about a request (its run is the request's). */
-function requestFields(request: ApprovalRequest): EventFields {
-  return {
-    agentId: request.agentId,
-    runId: request.runId,
-    runPath: request.runPath,
-    ...(request.agentPath && request.agentPath.length > 0 ? { agentPath: request.agentPath } : {}),
-  }
 }
 
 /** What every hook is told: whose run, which turn. */

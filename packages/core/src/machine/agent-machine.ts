@@ -325,7 +325,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                     invoke: [
                       {
                         src: 'requestApproval',
-                        input: ({ context }) => ({ request: current(context).approval as ApprovalRequest }),
+                        input: ({ context }) => ({ request: current(context).approval as ApprovalRequest, run: context.run }),
                       },
                       // The deadline is absolute: restored after a crash, it is re-armed (or fires at once).
                       {
