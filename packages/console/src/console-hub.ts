@@ -240,6 +240,10 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       if (event.type === 'run.end') {
         const status = event.status
         run.status = status === 'done' || status === 'failed' || status === 'cancelled' ? status : 'failed'
+        // The run no longer waits: its open requests leave the inbox (a late decision would be refused).
+        for (const [id, entry] of pending) {
+          if (entry.item.runId === event.runId) settle(id, 'withdrawn', undefined, `the run ended (${run.status})`)
+        }
       }
       run.events.push(eventView(event, includeContents))
       if (run.events.length > MAX_EVENTS_PER_RUN) run.events.shift()
