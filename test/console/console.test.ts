@@ -3,7 +3,7 @@
  * connection, a person clicking. What the model received is read from the scripted server.
  */
 import { randomUUID } from 'node:crypto'
-import { type ApprovalRequest, callDigest, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core'
+import { type ApprovalRequest, callDigest, type EventMessage, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core'
 import { clawScenarios, DENY_REASON } from '@signalbox/examples/claw/script.ts'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -186,7 +186,7 @@ describe('signalbox console', () => {
     const ghostRun = 'run-ghost'
     bus.publish(
       `${prefix}.agents.ghost.events.tool.start`,
-      encodeMessage({
+      encodeMessage(<EventMessage>{
         v: PROTOCOL_VERSION,
         type: 'event',
         event: {
