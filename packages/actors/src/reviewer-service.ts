@@ -89,6 +89,8 @@ export function startReviewerService(options: ReviewerServiceOptions): ReviewerS
         digest: request.digest,
         approved: decision.approved,
         ...(decision.reason === undefined ? {} : { reason: decision.reason }),
+        // Approve with edited arguments: the agent validates them and runs the edited call.
+        ...(decision.arguments === undefined ? {} : { arguments: decision.arguments }),
         reviewer: decision.reviewer,
         decidedAt: decision.decidedAt,
       }

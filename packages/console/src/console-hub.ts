@@ -49,7 +49,8 @@ export interface ConsoleHub {
   snapshot(): { inbox: InboxItem[]; settled: SettledItem[]; runs: RunView[]; audit: AuditEntry[] }
   /** Calls `listener` with every change; returns an unsubscribe. */
   subscribe(listener: (message: ServerMessage) => void): () => void
-  decide(id: string, verdict: { approved: boolean; reason?: string }): DecideResult
+  /** `arguments`: approve with edited arguments (the agent validates them against the tool's schema). */
+  decide(id: string, verdict: { approved: boolean; reason?: string; arguments?: unknown }): DecideResult
   answer(id: string, text: string): DecideResult
   steer(runId: string, text: string, signal?: AbortSignal): Promise<void>
   cancel(runId: string, reason: string | undefined, signal?: AbortSignal): Promise<string[]>
@@ -117,6 +118,11 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
     emit({ type: 'inbox.settled', settled: done })
   }
 
+  const settleDecision = (id: string, decision: ApprovalDecision) => {
+    const edited = decision.approved && decision.arguments !== undefined
+    settle(id, decision.approved ? 'approved' : 'denied', decision.reviewer, edited ? 'with edited arguments' : decision.reason)
+  }
+
   /** Holds a request in the inbox until a person here decides, someone else does, or it expires. */
   const waitForPerson = <T extends ApprovalDecision | Answer>(item: InboxItem, signal: AbortSignal): Promise<T> =>
     new Promise<T>((resolve, reject) => {
@@ -168,9 +174,8 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
             signal,
           ),
       },
-      onDecision: (request, decision) =>
-        settle(request.requestId, decision.approved ? 'approved' : 'denied', decision.reviewer, decision.reason),
-      onSettled: (id, decision) => settle(id, decision.approved ? 'approved' : 'denied', decision.reviewer, decision.reason),
+      onDecision: (request, decision) => settleDecision(request.requestId, decision),
+      onSettled: settleDecision,
       onError,
     }),
     startAnswerService({
@@ -321,6 +326,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
         digest: item.digest,
         approved: verdict.approved,
         ...(verdict.reason ? { reason: verdict.reason } : {}),
+        ...(verdict.approved && verdict.arguments !== undefined ? { arguments: verdict.arguments } : {}),
         reviewer,
         decidedAt: clock.now(),
       })

@@ -33,7 +33,12 @@ const MAX_BODY_BYTES = 64 * 1024
 const HEARTBEAT_MS = 15_000
 const TEXT_LIMIT = 8_000
 
-const DecisionBody = z.object({ approved: z.boolean(), reason: z.string().max(TEXT_LIMIT).optional() })
+const DecisionBody = z.object({
+  approved: z.boolean(),
+  reason: z.string().max(TEXT_LIMIT).optional(),
+  /** Approve with edited arguments. */
+  arguments: z.unknown().optional(),
+})
 const AnswerBody = z.object({ answer: z.string().trim().min(1).max(TEXT_LIMIT) })
 const SteerBody = z.object({ text: z.string().trim().min(1).max(TEXT_LIMIT) })
 const CancelBody = z.object({ reason: z.string().max(TEXT_LIMIT).optional() })
@@ -64,7 +69,14 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     if (collection === 'approvals' && !action) {
       const verdict = DecisionBody.parse(body)
       const reason = verdict.reason?.trim()
-      return decided(response, hub.decide(id, { approved: verdict.approved, ...(reason ? { reason } : {}) }))
+      return decided(
+        response,
+        hub.decide(id, {
+          approved: verdict.approved,
+          ...(reason ? { reason } : {}),
+          ...(verdict.arguments === undefined ? {} : { arguments: verdict.arguments }),
+        }),
+      )
     }
     if (collection === 'questions' && !action) return decided(response, hub.answer(id, AnswerBody.parse(body).answer))
     if (collection === 'runs' && action === 'steer') {

@@ -23,6 +23,8 @@ export async function post(path: string, body: unknown): Promise<void> {
 export const actions = {
   decide: (id: string, approved: boolean, reason?: string) =>
     post(`/api/approvals/${encodeURIComponent(id)}`, { approved, ...(reason ? { reason } : {}) }),
+  approveEdited: (id: string, edited: unknown) =>
+    post(`/api/approvals/${encodeURIComponent(id)}`, { approved: true, arguments: edited }),
   answer: (id: string, answer: string) => post(`/api/questions/${encodeURIComponent(id)}`, { answer }),
   steer: (runId: string, text: string) => post(`/api/runs/${encodeURIComponent(runId)}/steer`, { text }),
   cancel: (runId: string, reason?: string) => post(`/api/runs/${encodeURIComponent(runId)}/cancel`, reason ? { reason } : {}),

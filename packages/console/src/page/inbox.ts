@@ -89,8 +89,28 @@ export function createInboxView(): InboxView {
     )
     card.insertBefore(steerControls(card, item), card.querySelector('.error'))
     approve.addEventListener('click', () => guard(card, () => actions.decide(item.id, true)))
+    card.insertBefore(editControls(card, item), card.querySelector('.error'))
     deny.addEventListener('click', () => guard(card, () => actions.decide(item.id, false, reason.value.trim() || undefined)))
     return { card, countdown }
+  }
+
+  /** Approve with edited arguments: JSON checked here, the tool's schema checked by the agent. */
+  const editControls = (card: HTMLElement, item: Extract<InboxItem, { kind: 'approval' }>) => {
+    const editor = el('textarea', { class: 'edited-arguments', rows: '4', spellcheck: 'false' })
+    editor.value = pretty(item.arguments)
+    const send = el('button', { class: 'approve-edited', type: 'button' }, 'Approve with these arguments')
+    send.addEventListener('click', () => {
+      let edited: unknown
+      try {
+        edited = JSON.parse(editor.value)
+      } catch (failure) {
+        const error = card.querySelector<HTMLElement>('.error')
+        if (error) error.textContent = `The edited arguments are not JSON: ${(failure as Error).message}`
+        return
+      }
+      guard(card, () => actions.approveEdited(item.id, edited))
+    })
+    return el('details', { class: 'edit' }, el('summary', {}, 'Edit the arguments, then approve'), editor, send)
   }
 
   const questionCard = (item: Extract<InboxItem, { kind: 'question' }>) => {

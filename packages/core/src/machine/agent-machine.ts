@@ -10,6 +10,7 @@ import {
 } from '../errors.ts'
 import { type AgentEvent, deepFreeze, type ToolOutcome } from '../events.ts'
 import { callDigest } from '../hitl/digest.ts'
+import { approveEdited, checkEditedArguments, editedArgumentsRejected, noteEditedArguments } from '../hitl/edited-arguments.ts' // EDITED-ARGUMENTS
 import type { ApprovalDecision, ApprovalRequest, AuditEntry } from '../hitl/types.ts'
 import type { ToolGate } from '../hooks.ts'
 import { addUsage, emptyUsage, type Message, type ToolCall, type ToolMessage } from '../messages.ts'
@@ -44,6 +45,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
     context: AgentContext,
     request: ApprovalRequest,
     outcome: { kind: AuditEntry['kind']; decision: string; reason: string | undefined; actor: string; decidedAt: number },
+    extra: Partial<AuditEntry> = {}, // EDITED-ARGUMENTS
   ) =>
     audit(context, {
       kind: outcome.kind,
@@ -57,6 +59,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
       requestedAt: request.requestedAt,
       decidedAt: outcome.decidedAt,
       latencyMs: outcome.decidedAt - request.requestedAt,
+      ...extra, // EDITED-ARGUMENTS
     })
 
   const setResult = (context: AgentContext, result: NonNullable<CurrentCall['result']>): Partial<AgentContext> => ({
@@ -138,7 +141,11 @@ export function createAgentMachine(runtime: AgentRuntime) {
       acceptToolOutput: assign(({ context, event }) => {
         const output = (event as unknown as { output: ToolRunOutput }).output
         return {
-          ...setResult(context, { output: output.output, isError: false, outcome: 'executed' }),
+          ...setResult(context, {
+            output: noteEditedArguments(context.current, output.output),
+            isError: false,
+            outcome: 'executed',
+          }), // EDITED-ARGUMENTS
           ...(output.handoff ? { handoff: output.handoff } : {}),
         }
       }),
@@ -219,6 +226,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
       approvalDecided: assign(({ context, event }) => {
         const decision = (event as { decision: ApprovalDecision }).decision
         const request = context.current?.approval as ApprovalRequest
+        const edit = checkEditedArguments(runtime.tools.get(request.toolName), decision) // EDITED-ARGUMENTS
+        if (edit.kind !== 'none') return approveEdited({ context, request, decision, edit, emit, auditApproval, setResult }) // EDITED-ARGUMENTS
         const latencyMs = decision.decidedAt - request.requestedAt
         emit(context, { type: 'approval.decided', request, decision, latencyMs })
         auditApproval(context, request, {
@@ -673,7 +682,9 @@ export function createAgentMachine(runtime: AgentRuntime) {
                       'approval.decision': [
                         {
                           guard: ({ context, event }) =>
-                            decisionMatches(context, event.decision) && (event.decision as ApprovalDecision).approved,
+                            decisionMatches(context, event.decision) &&
+                            (event.decision as ApprovalDecision).approved &&
+                            !editedArgumentsRejected(runtime.tools.get(context.current?.toolName ?? ''), event.decision), // EDITED-ARGUMENTS
                           target: 'executingTool',
                           actions: 'approvalDecided',
                         },
