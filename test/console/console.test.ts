@@ -3,10 +3,23 @@
  * connection, a person clicking. What the model received is read from the scripted server.
  */
 import { randomUUID } from 'node:crypto'
-import { type ApprovalRequest, callDigest, type EventMessage, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core'
+import { busAuditLog, connectAgent, createBusInspector, createBusReviewer } from '@signalbox/actors'
+import {
+  type ApprovalRequest,
+  callDigest,
+  createAgent,
+  type EventMessage,
+  encodeMessage,
+  OpenAIProvider,
+  PROTOCOL_VERSION,
+  tool,
+} from '@signalbox/core'
+import { startScriptedModelServer } from '@signalbox/core/testing'
 import { clawScenarios, DENY_REASON } from '@signalbox/examples/claw/script.ts'
+import { lastToolResult } from '@signalbox/examples/shared/expect.ts'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { z } from 'zod'
 import { launchChromium } from '../inspect/support.ts'
 import { type Deployment, deploy, openPage, screenshot } from './support.ts'
 
@@ -222,5 +235,70 @@ describe('signalbox console', () => {
     await expect(handle.result).resolves.toMatchObject({ output: clawScenarios.approve.answer })
     expect(pageErrors).toEqual([])
     await page.close()
+  })
+
+  it('approves with edited arguments: the tool gets the edit, the model is told, the audit keeps both', async () => {
+    const console = await deployment.openConsole('tina')
+    const page = await newPage(console.url)
+    const { bus, subjects } = deployment
+    const model = await startScriptedModelServer({
+      scripts: {
+        bank: [
+          { toolCalls: [{ name: 'pay', arguments: { to: 'ACME', amount: 250 } }] },
+          { expect: lastToolResult('ran with'), content: 'Paid.' },
+        ],
+      },
+    })
+    const paid: unknown[] = []
+    const audit = busAuditLog({ bus, subjects })
+    const reviewer = createBusReviewer({ bus, subjects, audit })
+    const agent = createAgent({
+      id: 'bank',
+      provider: new OpenAIProvider({ baseURL: model.url, apiKey: 'console-test', model: 'bank' }),
+      tools: [
+        tool({
+          name: 'pay',
+          description: 'Pay someone. Irreversible.',
+          schema: z.object({ to: z.string(), amount: z.number().positive() }),
+          needsApproval: true,
+          execute: (args) => {
+            paid.push(args)
+            return `paid ${args.amount} to ${args.to}`
+          },
+        }),
+      ],
+      reviewer,
+      audit,
+      inspect: createBusInspector({ bus, subjects }).inspect,
+    })
+    const connection = connectAgent(agent, { bus, subjects })
+    try {
+      const requested = nextRequest(agent)
+      const handle = agent.start('Pay ACME 250')
+      const request = await requested
+      const card = page.locator(`.item[data-id="${request.requestId}"]`)
+      await card.locator('details.edit summary').click()
+      await card.locator('textarea.edited-arguments').fill('{ "to": "ACME", "amount": 25 }')
+      await screenshot(page, 'inbox-edit-arguments')
+      await card.locator('button.approve-edited').click()
+      await expect(handle.result).resolves.toMatchObject({ output: 'Paid.' })
+      expect(paid).toEqual([{ to: 'ACME', amount: 25 }])
+      const toolMessage = model.requestsFor('bank').at(-1)?.messages.at(-1)
+      expect(toolMessage?.content).toContain('ran with {"to":"ACME","amount":25}')
+      await page
+        .locator(`#settled li[data-id="${request.requestId}"]`, { hasText: 'approved by tina: with edited arguments' })
+        .waitFor()
+
+      await page.locator('nav a[data-tab="audit"]').click()
+      const row = page.locator('#audit tr[data-kind="approval.granted"]', { hasText: 'pay' })
+      await row.waitFor()
+      expect(JSON.parse((await row.locator('td.edited pre').textContent()) ?? '')).toEqual({ to: 'ACME', amount: 25 })
+      expect(await row.textContent()).toContain('"amount": 250')
+    } finally {
+      connection.close()
+      reviewer.close()
+      await model.close()
+      await page.close()
+    }
   })
 })

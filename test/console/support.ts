@@ -6,7 +6,7 @@ import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { connectNatsBus, type NatsBus } from '@signalbox/actors'
 import { type Console, startConsole } from '@signalbox/console'
-import { createSubjects, OpenAIProvider } from '@signalbox/core'
+import { createSubjects, OpenAIProvider, type Subjects } from '@signalbox/core'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { clawOnBus } from '@signalbox/examples/claw/on-bus.ts'
 import { clawScripts } from '@signalbox/examples/claw/script.ts'
@@ -18,6 +18,7 @@ export const SCREENSHOTS = path.join(import.meta.dirname, 'screenshots')
 
 export interface Deployment {
   prefix: string
+  subjects: Subjects
   /** The agent's connection. */
   bus: NatsBus
   openConsole(reviewer: string): Promise<Console>
@@ -36,6 +37,7 @@ export async function deploy(): Promise<Deployment> {
   const cleanups: (() => Promise<void> | void)[] = []
   return {
     prefix,
+    subjects,
     bus,
     async openConsole(reviewer) {
       const consoleBus = await connectNatsBus({ servers: NATS_URL, prefix, name: `console-test-${reviewer}` })

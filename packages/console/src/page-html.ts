@@ -37,7 +37,7 @@ export function pageHtml(options: { token: string; reviewer: string }): string {
       <label>actor <input name="actor"></label>
       <label>kind <select name="kind"><option value="">any</option></select></label>
     </form>
-    <table id="audit"><thead><tr><th>decided</th><th>kind</th><th>agent</th><th>run</th><th>tool</th><th>actor</th><th>decision</th><th>reason</th><th>latency</th><th>shown</th></tr></thead><tbody></tbody></table>
+    <table id="audit"><thead><tr><th>decided</th><th>kind</th><th>agent</th><th>run</th><th>tool</th><th>actor</th><th>decision</th><th>reason</th><th>latency</th><th>shown</th><th>edited</th></tr></thead><tbody></tbody></table>
   </section>
 </main>
 <script type="module" src="/app.js"></script>

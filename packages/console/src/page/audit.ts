@@ -54,6 +54,7 @@ export function createAuditView(): AuditView {
           el('td', { class: 'reason' }, entry.reason ?? ''),
           el('td', {}, entry.latencyMs === undefined ? '' : `${entry.latencyMs} ms`),
           el('td', {}, entry.shown === undefined ? '' : el('pre', {}, pretty(entry.shown))),
+          el('td', { class: 'edited' }, entry.edited === undefined ? '' : el('pre', {}, pretty(entry.edited))),
         ),
       ),
     )
