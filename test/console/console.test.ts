@@ -15,7 +15,7 @@ import {
   tool,
 } from '@signalbox/core'
 import { startScriptedModelServer } from '@signalbox/core/testing'
-import { clawScenarios, DENY_REASON } from '@signalbox/examples/claw/script.ts'
+import { clawScenarios, DENY_REASON, STEERING_TEXT } from '@signalbox/examples/claw/script.ts'
 import { lastToolResult } from '@signalbox/examples/shared/expect.ts'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -56,14 +56,14 @@ function nextRequest(agent: {
 
 describe('signalbox console', () => {
   it('shows the run reach awaitingApproval, the exact call in the inbox, and approves it', async () => {
-    const console = await deployment.openConsole('tina')
-    const page = await newPage(console.url)
+    const opened = await deployment.openConsole('tina')
+    const page = await newPage(opened.url)
     const claw = await deployment.claw(clawScenarios.approve.model)
     const requested = nextRequest(claw.agent)
     const handle = claw.agent.start(clawScenarios.approve.prompt)
     const request = await requested
 
-    await page.goto(`${console.url}/#runs`)
+    await page.goto(`${opened.url}/#runs`)
     const awaiting = page.locator('.chart g.node.active[data-state="running.turn.toolCalls.awaitingApproval"]')
     await awaiting.waitFor()
     await expect(page.locator('.run-title').textContent()).resolves.toContain(handle.runId)
@@ -93,6 +93,8 @@ describe('signalbox console', () => {
     const events = await page.locator('.events').textContent()
     expect(events).toContain('tool.end')
     expect(events).toContain('drop_claw')
+    // Private by default: no tool output, no prompt.
+    expect(events).not.toContain('teddy bear')
     await screenshot(page, 'statechart-done')
 
     await page.locator('nav a[data-tab="audit"]').click()
@@ -148,8 +150,8 @@ describe('signalbox console', () => {
   })
 
   it('an item whose deadline passes leaves the inbox as timed out', async () => {
-    const console = await deployment.openConsole('tina')
-    const page = await newPage(console.url)
+    const opened = await deployment.openConsole('tina')
+    const page = await newPage(opened.url)
     const claw = await deployment.claw(clawScenarios.timeout.model, { approvalTimeoutMs: 1_500 })
     const requested = nextRequest(claw.agent)
     const handle = claw.agent.start(clawScenarios.timeout.prompt)
@@ -164,29 +166,29 @@ describe('signalbox console', () => {
   })
 
   it('cancels a run waiting for approval from its run page', async () => {
-    const console = await deployment.openConsole('tina')
-    const page = await newPage(`${console.url}`)
+    const opened = await deployment.openConsole('tina')
+    const page = await newPage(`${opened.url}`)
     const claw = await deployment.claw(clawScenarios.approve.model)
     const requested = nextRequest(claw.agent)
     const handle = claw.agent.start(clawScenarios.approve.prompt)
     const outcome = handle.result.catch((error: unknown) => error)
     const request = await requested
-    await page.goto(`${console.url}/#runs`)
+    await page.goto(`${opened.url}/#runs`)
     await page.locator(`#run-tree a[data-run="${handle.runId}"]`).click()
     await page.locator('.chart g.node.active[data-state="running.turn.toolCalls.awaitingApproval"]').waitFor()
     await page.locator('.run-actions button.cancel').click()
     expect(String(((await outcome) as Error).message)).toMatch(/cancelled by tina/)
     expect(claw.machine.drops).toEqual([])
     await page.locator('.run-status', { hasText: 'cancelled' }).waitFor()
-    await page.goto(`${console.url}/#inbox`)
+    await page.goto(`${opened.url}/#inbox`)
     await page.locator(`.item[data-id="${request.requestId}"]`).waitFor({ state: 'detached' })
     await page.locator(`#settled li[data-id="${request.requestId}"]`, { hasText: 'withdrawn' }).waitFor()
     await page.close()
   })
 
   it('malformed and forged messages on the bus do not break the page', async () => {
-    const console = await deployment.openConsole('tina')
-    const page = await newPage(`${console.url}/#runs`)
+    const opened = await deployment.openConsole('tina')
+    const page = await newPage(`${opened.url}/#runs`)
     const { bus, prefix } = deployment
     const junk = ['not json', '{"v":1,"type":"event"}', '\u0000\u0001', JSON.stringify({ v: 99, type: 'event', event: {} })]
     for (const data of junk) {
@@ -238,8 +240,8 @@ describe('signalbox console', () => {
   })
 
   it('approves with edited arguments: the tool gets the edit, the model is told, the audit keeps both', async () => {
-    const console = await deployment.openConsole('tina')
-    const page = await newPage(console.url)
+    const opened = await deployment.openConsole('tina')
+    const page = await newPage(opened.url)
     const { bus, subjects } = deployment
     const model = await startScriptedModelServer({
       scripts: {
@@ -300,5 +302,53 @@ describe('signalbox console', () => {
       await model.close()
       await page.close()
     }
+  })
+
+  it('steers a run from its inbox item; a console with contents allowed shows what was said', async () => {
+    const opened = await deployment.openConsole('tina', { includeContents: true })
+    const page = await newPage(opened.url)
+    const claw = await deployment.claw(clawScenarios.steer.model)
+    const requested = nextRequest(claw.agent)
+    const handle = claw.agent.start(clawScenarios.steer.prompt)
+    const request = await requested
+    const card = page.locator(`.item[data-id="${request.requestId}"]`)
+    await card.locator('input.steer-text').fill(STEERING_TEXT)
+    await card.locator('button.steer').click()
+    await expect(handle.result).resolves.toMatchObject({ output: clawScenarios.steer.answer })
+    expect(claw.machine.drops).toEqual([])
+    expect(claw.machine.position).toBe('penguin')
+    await page.locator(`#settled li[data-id="${request.requestId}"]`, { hasText: 'withdrawn' }).waitFor()
+
+    await page.locator('nav a[data-tab="runs"]').click()
+    await page.locator('.run-status', { hasText: 'done' }).waitFor()
+    const events = await page.locator('.events').textContent()
+    expect(events).toContain(`steering.applied drop_claw · from tina${STEERING_TEXT}`)
+    expect(events).toContain('The claw is over the penguin')
+    await page.locator('nav a[data-tab="audit"]').click()
+    const steered = page.locator('#audit tr[data-kind="steering.applied"]')
+    await steered.waitFor()
+    expect(await steered.locator('.actor').textContent()).toBe('tina')
+    await page.close()
+  })
+
+  it('draws child runs under their parent run', async () => {
+    const opened = await deployment.openConsole('tina')
+    const page = await newPage(`${opened.url}/#runs`)
+    const { bus, subjects } = deployment
+    const event = (agentId: string, runId: string, extra: Record<string, unknown>) =>
+      bus.publish(
+        subjects.events(agentId, 'run.start'),
+        encodeMessage(<EventMessage>{
+          v: PROTOCOL_VERSION,
+          type: 'event',
+          event: { type: 'run.start', agentId, runId, at: Date.now(), input: '', runPath: [], ...extra },
+        }),
+      )
+    event('planner', 'run-parent', {})
+    event('trains', 'run-child', { parentRunId: 'run-parent', runPath: ['run-parent'], agentPath: ['planner'] })
+    await page.locator('#run-tree li:has(> a[data-run="run-parent"]) > ul a[data-run="run-child"]').waitFor()
+    await page.locator('#run-tree a[data-run="run-child"]').click()
+    expect(await page.locator('.run-title').textContent()).toBe('planner › trains · run run-child')
+    await page.close()
   })
 })

@@ -21,7 +21,7 @@ export interface Deployment {
   subjects: Subjects
   /** The agent's connection. */
   bus: NatsBus
-  openConsole(reviewer: string): Promise<Console>
+  openConsole(reviewer: string, options?: { includeContents?: boolean }): Promise<Console>
   /** The claw agent on the bus, playing `model`'s script on its own scripted model server. */
   claw(
     model: string,
@@ -39,9 +39,9 @@ export async function deploy(): Promise<Deployment> {
     prefix,
     subjects,
     bus,
-    async openConsole(reviewer) {
+    async openConsole(reviewer, options = {}) {
       const consoleBus = await connectNatsBus({ servers: NATS_URL, prefix, name: `console-test-${reviewer}` })
-      const opened = await startConsole({ bus: consoleBus, subjects, reviewer })
+      const opened = await startConsole({ bus: consoleBus, subjects, reviewer, ...options })
       cleanups.push(async () => {
         await opened.close()
         await consoleBus.close()

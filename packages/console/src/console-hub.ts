@@ -250,7 +250,8 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
           if (entry.item.runId === event.runId) settle(id, 'withdrawn', undefined, `the run ended (${run.status})`)
         }
       }
-      run.events.push(eventView(event, includeContents))
+      // Streamed text is one event per token: the model.response that follows carries it whole.
+      if (event.type !== 'text.delta') run.events.push(eventView(event, includeContents))
       if (run.events.length > MAX_EVENTS_PER_RUN) run.events.shift()
       emit({ type: 'run', run })
     },
