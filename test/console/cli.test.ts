@@ -2,6 +2,7 @@
  * `signalbox console` as a person starts it: a real process on the bus, a page served entirely
  * from this machine, actions refused without the page's token, Ctrl-C stops it.
  */
+import http from 'node:http'
 import { afterEach, describe, expect, it } from 'vitest'
 import { busArgs, cleanupAll, deleteStream, runCli, startProcess } from '../cli/support.ts'
 import { uniquePrefix } from '../support/env.ts'
@@ -44,6 +45,21 @@ describe('signalbox console', () => {
     const steer = await post('/api/runs/run-unknown/steer', { text: 'stop' })
     expect(steer.status).toBe(404)
     expect(await steer.text()).toContain('UNKNOWN_RUN')
+
+    // DNS rebinding: a request addressed to another host name is refused.
+    const rebound = await new Promise<number>((resolve, reject) => {
+      const target = new URL(url)
+      http
+        .get(
+          { host: '127.0.0.1', port: target.port, path: '/', headers: { host: `evil.example:${target.port}` } },
+          (response) => {
+            response.resume()
+            resolve(response.statusCode ?? 0)
+          },
+        )
+        .on('error', reject)
+    })
+    expect(rebound).toBe(403)
 
     expect(await proc.stop('SIGINT')).toBe(0)
     await deleteStream(prefix)

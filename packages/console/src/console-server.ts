@@ -30,6 +30,7 @@ export interface ConsoleServer {
 }
 
 const MAX_BODY_BYTES = 64 * 1024
+const LOCAL_HOST = /^(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/i
 const HEARTBEAT_MS = 15_000
 const TEXT_LIMIT = 8_000
 
@@ -47,8 +48,13 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   const { hub } = options
   const token = randomBytes(18).toString('base64url')
   const streams = new Set<ServerResponse>()
+  const local = ['127.0.0.1', 'localhost', '::1'].includes(options.host)
 
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
+    // A page on another site that rebinds its DNS name to 127.0.0.1 would be same-origin with us:
+    // only answer requests addressed to this machine by a local name.
+    if (local && !LOCAL_HOST.test(request.headers.host ?? ''))
+      return json(response, 403, { error: { code: 'FORBIDDEN', message: 'the console answers local host names only' } })
     const url = new URL(request.url ?? '/', 'http://console')
     const path = url.pathname
     if (request.method === 'GET' && path === '/') {
