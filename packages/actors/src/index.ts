@@ -31,3 +31,4 @@ export {
 export { type Directory, type DirectoryChange, type DirectoryEntry, KvDirectory, MemoryDirectory } from './system/directory.ts'
 export { type FanOutResult, fanOut } from './system/fan-out.ts'
 export { serveTools, TOOL_QUEUE_GROUP, type ToolHost, type ToolHostOptions } from './tool-host.ts'
+export * from './trust/index.ts'

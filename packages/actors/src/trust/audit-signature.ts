@@ -4,8 +4,9 @@
  * records (`evidence`), so a reader can check both who decided and that the entry says what
  * was decided, without trusting whoever could publish on the audit subjects.
  */
-import { type AuditEntry, canonicalJson } from '@signalbox/core'
+
 import { fromPublic } from '@nats-io/nkeys'
+import { type AuditEntry, canonicalJson } from '@signalbox/core'
 import type { TrustPolicy } from './policy.ts'
 import { type Signer, verifySignature } from './sign.ts'
 
@@ -63,7 +64,8 @@ export function verifyAuditEntry(entry: AuditEntry, options: AuditVerifyOptions 
     } catch {
       valid = false
     }
-    if (!valid) problems.push({ code: 'bad-signature', reason: "the writer's signature does not match the entry (altered after signing?)" })
+    if (!valid)
+      problems.push({ code: 'bad-signature', reason: "the writer's signature does not match the entry (altered after signing?)" })
     else if (options.writers && !options.writers.includes(signer)) {
       problems.push({ code: 'unknown-writer', reason: `written by ${signer}, which is not a known writer` })
     }
@@ -75,7 +77,8 @@ export function verifyAuditEntry(entry: AuditEntry, options: AuditVerifyOptions 
 
 function checkEvidence(entry: AuditEntry, expectedType: string | undefined, options: AuditVerifyOptions): AuditProblem[] {
   const evidence = entry.evidence
-  if (evidence === undefined) return [{ code: 'evidence-invalid', reason: `a ${entry.kind} entry without the signed message it records` }]
+  if (evidence === undefined)
+    return [{ code: 'evidence-invalid', reason: `a ${entry.kind} entry without the signed message it records` }]
   const signature = verifySignature(evidence)
   if (!signature.ok) return [{ code: 'evidence-invalid', reason: `the recorded ${String(evidence.type)}: ${signature.reason}` }]
   const mismatches: string[] = []
@@ -95,7 +98,10 @@ function checkEvidence(entry: AuditEntry, expectedType: string | undefined, opti
   if (name !== undefined && entry.actor !== name) mismatches.push('actor')
   const problems: AuditProblem[] = []
   if (mismatches.length > 0) {
-    problems.push({ code: 'evidence-mismatch', reason: `the entry disagrees with the signed message on ${mismatches.join(', ')}` })
+    problems.push({
+      code: 'evidence-mismatch',
+      reason: `the entry disagrees with the signed message on ${mismatches.join(', ')}`,
+    })
   }
   if (options.policy) {
     const verdict = options.policy.check(evidence, {

@@ -10,7 +10,7 @@ export {
   verifyAuditTrail,
 } from './audit-signature.ts'
 export { encodingProblem, SIGNATURE_DOMAIN, SIGNED_FIELDS, type SignableType, type Signed, signingInput } from './canonical.ts'
-export { isValidPublicKey } from './keys.ts'
+export { isValidPublicKey, newUserSeed } from './keys.ts'
 export {
   type Allowed,
   createTrustPolicy,

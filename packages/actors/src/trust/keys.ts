@@ -1,4 +1,4 @@
-import { fromPublic } from '@nats-io/nkeys'
+import { createUser, fromPublic } from '@nats-io/nkeys'
 
 /** Whether `key` is a public nkey (valid prefix and checksum). */
 export function isValidPublicKey(key: unknown): key is string {
@@ -9,4 +9,9 @@ export function isValidPublicKey(key: unknown): key is string {
   } catch {
     return false
   }
+}
+
+/** A fresh user nkey seed (`SU...`), as `nk -gen user` prints it. Keep it secret. */
+export function newUserSeed(): string {
+  return new TextDecoder().decode(createUser().getSeed())
 }

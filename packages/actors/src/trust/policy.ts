@@ -4,8 +4,8 @@
  * this agent. The name shown for a decision comes from the policy, never from the message.
  */
 import { SignalboxError } from '@signalbox/core'
-import { isValidPublicKey } from './keys.ts'
 import type { Signed } from './canonical.ts'
+import { isValidPublicKey } from './keys.ts'
 import { verifySignature } from './sign.ts'
 
 export type Allowed = readonly string[]
