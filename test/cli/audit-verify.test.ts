@@ -1,6 +1,6 @@
 /** `signalbox audit --verify`: checks every stored entry's signatures offline, flags a tampered one. */
 import { busAuditLog, connectNatsBus, createSigner, newUserSeed, signAuditEntry } from '@signalbox/actors'
-import { type AuditEntry, createSubjects, encodeMessage } from '@signalbox/core'
+import { type AuditEntry, createSubjects } from '@signalbox/core'
 import { afterAll, describe, expect, it } from 'vitest'
 import { uniquePrefix } from '../support/env.ts'
 import { busArgs, cleanupAll, deleteStream, NATS_URL, runCli } from './support.ts'
@@ -40,7 +40,7 @@ describe('signalbox audit --verify', () => {
       const tampered = { ...entry('call_3', 1_767_225_602_000), actor: 'cfo' }
       await bus.durablePublish(
         subjects.audit('claw', 'approval.timeout'),
-        encodeMessage({ v: 1, type: 'audit', entry: tampered }),
+        JSON.stringify({ v: 1, type: 'audit', entry: tampered }),
         {
           msgId: 'tampered-1',
         },
