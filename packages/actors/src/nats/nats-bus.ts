@@ -29,7 +29,6 @@ import {
   type StreamInfo,
 } from '@nats-io/jetstream'
 import {
-  connect,
   createInbox,
   type Msg,
   type MsgHdrs,
@@ -76,6 +75,8 @@ import {
   subjectMatches,
   untilAborted,
 } from '@signalbox/core'
+import { classifyConnectError, dialNats, redactUrls } from './connect-errors.ts'
+import { credentialOf, type NatsCredentialOptions, natsConnectOptions, serverList } from './credentials.ts'
 
 export interface NatsDurableOptions {
   /** JetStream stream name. Default `SIGNALBOX` for the default prefix, else derived from the prefix. */
@@ -102,6 +103,8 @@ export interface NatsBusOptions {
   user?: string
   pass?: string
   token?: string
+  /** Creds file, nkey, TLS... as the `nats` CLI takes them (`natsCredentialsFromEnv` reads its variables). */
+  credentials?: NatsCredentialOptions
   /** Wait between reconnect attempts. Default 250 ms (the client's 2 s is slow for agents). */
   reconnectTimeWaitMs?: number
   /** Client PING interval, which bounds how long a dead (not closed) server goes unnoticed. Default 10 s. */
@@ -137,7 +140,7 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<NatsBus> 
   const { signal } = options
   if (signal?.aborted) throw new AbortedError('Connecting to NATS was aborted.', signal.reason)
   const reconnectTimeWait = options.reconnectTimeWaitMs ?? 250
-  const connecting = connect({
+  const connecting = dialNats({
     servers: options.servers,
     name: options.name ?? `signalbox-${process.pid}`,
     // Never give up: the default (10 attempts) closes the connection for good after ~20 s.
@@ -149,6 +152,7 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<NatsBus> 
     ...(options.user !== undefined ? { user: options.user } : {}),
     ...(options.pass !== undefined ? { pass: options.pass } : {}),
     ...(options.token !== undefined ? { token: options.token } : {}),
+    ...natsConnectOptions(options.credentials),
   })
   let nc: NatsConnection
   try {
@@ -157,7 +161,13 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<NatsBus> 
     // With waitOnFirstConnect the attempt goes on in the background: close it if it ever lands.
     connecting.then((late) => late.close()).catch(() => {})
     if (error instanceof AbortedError) throw error
-    throw new BusError('BUS_CONNECT_FAILED', `Could not connect to NATS at ${String(options.servers)}.`, { cause: error })
+    throw (
+      classifyConnectError(error, {
+        servers: serverList(options.credentials?.servers ?? options.servers),
+        credential: credentialOf(options),
+      }) ??
+      new BusError('BUS_CONNECT_FAILED', `Could not connect to NATS at ${redactUrls(String(options.servers))}.`, { cause: error })
+    )
   }
   const bus = new NatsBus(nc, options, prefix)
   try {
