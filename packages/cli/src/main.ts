@@ -19,6 +19,7 @@ import { cancel } from './commands/cancel.ts'
 import { graph } from './commands/graph.ts'
 import { host } from './commands/host.ts'
 import { inspect } from './commands/inspect.ts'
+import { natsPermissions } from './commands/nats-permissions.ts'
 import { review } from './commands/review.ts'
 import { run } from './commands/run.ts'
 import { status } from './commands/status.ts'
@@ -28,7 +29,20 @@ import { watch } from './commands/watch.ts'
 import { colorsEnabled, createColorizer } from './output.ts'
 
 /** Every command, in the order `signalbox --help` lists them. */
-export const COMMANDS: readonly Command[] = [run, review, steer, watch, audit, status, cancel, toolsServe, inspect, graph, host]
+export const COMMANDS: readonly Command[] = [
+  run,
+  review,
+  steer,
+  watch,
+  audit,
+  status,
+  cancel,
+  toolsServe,
+  inspect,
+  graph,
+  host,
+  natsPermissions,
+]
 
 export function defaultIO(): CommandIO {
   return { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd() }

@@ -12,6 +12,19 @@ export {
 export { encodingProblem, SIGNATURE_DOMAIN, SIGNED_FIELDS, type SignableType, type Signed, signingInput } from './canonical.ts'
 export { isValidPublicKey, newUserSeed } from './keys.ts'
 export {
+  authorizationBlock,
+  type PermissionRule,
+  type PermissionScope,
+  PermissionScopeError,
+  permissionsTable,
+  ROLES,
+  type Role,
+  type RolePermissions,
+  rolePermissions,
+  type UserLogin,
+  userEntry,
+} from './permissions.ts'
+export {
   type Allowed,
   createTrustPolicy,
   type TrustContext,
