@@ -3,12 +3,21 @@
  * one user per role, raw NATS clients (with each role's inbox prefix and consumer names). Each role
  * does its job; what it must not do fails with a permission violation and leaves nothing behind.
  */
+import { readFileSync } from 'node:fs'
 import { AckPolicy, DeliverPolicy, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { connect, errors, type NatsConnection } from '@nats-io/transport-node'
 import { createSubjects, defaultDurableSubjects } from '@signalbox/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type ConfigServer, startConfigServer } from '../../../../test/support/nats-config-server.ts'
-import { authorizationBlock, defaultStreamName, type Role, type RolePermissions, rolePermissions } from '../../src/index.ts'
+import {
+  authorizationBlock,
+  defaultStreamName,
+  permissionsTable,
+  ROLES,
+  type Role,
+  type RolePermissions,
+  rolePermissions,
+} from '../../src/index.ts'
 
 const prefix = 'perm.v1'
 const S = defaultStreamName(prefix)
@@ -196,5 +205,16 @@ describe('forbidden actions fail', () => {
     const steering = clients.steering as NatsConnection
     await expectPublishDenied(steering, subjects.approvalDecisions('claw'))
     await expectSubscribeDenied(steering, `${prefix}.approvals.*`)
+  })
+})
+
+describe('docs/security.md', () => {
+  it('shows, for every role, the table the generator makes', () => {
+    const doc = readFileSync(new URL('../../../../docs/security.md', import.meta.url), 'utf8')
+    for (const role of ROLES) {
+      const permissions = rolePermissions(role, role === 'agent' ? { agent: 'claw' } : {})
+      expect(doc, role).toContain(`### ${role}\n`)
+      expect(doc, role).toContain(permissionsTable(permissions))
+    }
   })
 })
