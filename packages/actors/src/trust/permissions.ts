@@ -6,7 +6,7 @@
  * them: nobody can pull from, or delete, another role's consumer.
  */
 import { assertToken, createSubjects, DEFAULT_SUBJECT_PREFIX } from '@signalbox/core'
-import { defaultStreamName } from '../nats/nats-bus.ts'
+import { defaultStreamName } from '../nats/index.ts'
 
 export const ROLES = ['agent', 'reviewer', 'answerer', 'steering', 'tool-host', 'observer', 'console'] as const
 export type Role = (typeof ROLES)[number]
