@@ -28,6 +28,11 @@ export interface TrustPolicyOptions {
   ownKey?: string
   /** Reviewer side: agent id (or `'*'`) → the keys whose signed approval requests are real. */
   agents?: Readonly<Record<string, Allowed>>
+  /**
+   * Steering and cancels sent longer ago than this (by `sentAt`, against `TrustContext.now`) are
+   * `stale`: a captured signed message cannot be replayed later. Default: not checked.
+   */
+  maxAgeMs?: number
 }
 
 export type TrustRejectionCode =
@@ -38,6 +43,7 @@ export type TrustRejectionCode =
   | 'key-not-allowed'
   | 'own-key'
   | 'wrong-agent'
+  | 'stale'
 
 export type TrustVerdict =
   | { ok: true; signer: string; name: string }
@@ -49,6 +55,8 @@ export interface TrustContext {
   toolName?: string
   /** The receiving agent (steer, control) or the agent a request claims to come from. */
   agentId?: string
+  /** The receiver's clock (epoch ms), for `maxAgeMs`. */
+  now?: number
 }
 
 export class TrustPolicyError extends SignalboxError {
@@ -143,6 +151,19 @@ function check(
   }
   if (type === 'approval.request' && context.agentId !== undefined && message.agentId !== context.agentId) {
     return { ok: false, code: 'wrong-agent', reason: `the request names agent ${JSON.stringify(message.agentId)}`, signer }
+  }
+  if (
+    (type === 'steer' || type === 'control.cancel') &&
+    options.maxAgeMs !== undefined &&
+    context.now !== undefined &&
+    Math.abs(context.now - Number(message.sentAt)) > options.maxAgeMs
+  ) {
+    return {
+      ok: false,
+      code: 'stale',
+      reason: `sent at ${String(message.sentAt)}, more than ${options.maxAgeMs} ms from now`,
+      signer,
+    }
   }
   const name = nameOf(signer)
   if (name === undefined) return { ok: false, code: 'unknown-key', reason: `signed by an unknown key ${signer}`, signer }

@@ -160,6 +160,21 @@ describe('trust policy', () => {
     expect(policy.check(tina.sign(cancel), { agentId: 'claw' })).toMatchObject({ ok: false, code: 'key-not-allowed' })
   })
 
+  it('with maxAgeMs, refuses steering sent too long ago (a replayed capture)', () => {
+    const fresh = createTrustPolicy({ ...policy.options, maxAgeMs: 60_000 })
+    const steer = tina.sign({
+      v: 1,
+      type: 'steer',
+      agentId: 'claw',
+      steerId: 's1',
+      text: 'stop',
+      from: 'tina',
+      sentAt: 1_000_000,
+    })
+    expect(fresh.check(steer, { agentId: 'claw', now: 1_030_000 }).ok).toBe(true)
+    expect(fresh.check(steer, { agentId: 'claw', now: 1_000_000 + 3_600_000 })).toMatchObject({ ok: false, code: 'stale' })
+  })
+
   it('lets a reviewer tell an agent-signed request from a fake', () => {
     const request = {
       v: 1,
