@@ -71,8 +71,8 @@ export async function startConfigServer(
   }
 }
 
-/** A throwaway CA and a server certificate for 127.0.0.1 / localhost, made with `openssl` in `dir`. */
-export function makeCertificates(dir: string): { ca: string; cert: string; key: string } {
+/** A throwaway CA, a server certificate for 127.0.0.1 / localhost and a client certificate, made with `openssl` in `dir`. */
+export function makeCertificates(dir: string): { ca: string; cert: string; key: string; clientCert: string; clientKey: string } {
   const file = (name: string) => path.join(dir, name)
   const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' })
   openssl(
@@ -120,7 +120,41 @@ export function makeCertificates(dir: string): { ca: string; cert: string; key: 
     '-extfile',
     file('ext.cnf'),
   )
-  return { ca: file('ca.pem'), cert: file('server.pem'), key: file('server.key') }
+  // A client certificate from the same CA, for servers that verify clients (`verify: true`).
+  openssl(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    file('client.key'),
+    '-out',
+    file('client.csr'),
+    '-subj',
+    '/CN=signalbox client',
+  )
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    file('client.csr'),
+    '-CA',
+    file('ca.pem'),
+    '-CAkey',
+    file('ca.key'),
+    '-CAcreateserial',
+    '-out',
+    file('client.pem'),
+    '-days',
+    '1',
+  )
+  return {
+    ca: file('ca.pem'),
+    cert: file('server.pem'),
+    key: file('server.key'),
+    clientCert: file('client.pem'),
+    clientKey: file('client.key'),
+  }
 }
 
 /** Removes a directory made by a test (certificates made outside a server's dir). */

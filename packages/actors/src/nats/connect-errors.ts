@@ -81,22 +81,27 @@ export function classifyConnectError(
       { reason: certificate },
     )
   }
+  const clientRefused = codes.find((code) =>
+    /ALERT_(BAD_CERTIFICATE|CERTIFICATE_REQUIRED|UNKNOWN_CA|HANDSHAKE_FAILURE)$/.test(code),
+  )
+  if (clientRefused) {
+    return new NatsConnectError(
+      'NATS_TLS_FAILED',
+      `TLS to NATS at ${at} failed: the server refused the client certificate, or wanted one (pass --tlscert and --tlskey with a certificate its CA signed)`,
+      { reason: clientRefused },
+    )
+  }
   if (
     text.includes('tls') ||
     text.includes('ssl') ||
     codes.some((code) => code.startsWith('ERR_SSL') || code.startsWith('ERR_TLS'))
   ) {
-    const hint =
-      text.includes('certificate required') || text.includes('alert')
-        ? ': the server may require a client certificate (--tlscert and --tlskey)'
-        : ''
-    return new NatsConnectError(
-      'NATS_TLS_FAILED',
-      `TLS to NATS at ${at} failed: ${redactUrls(messages[0] ?? 'handshake failed')}${hint}`,
-      {
-        reason: codes[0] ?? 'tls',
-      },
+    // OpenSSL messages start with an internal error id: keep the readable part.
+    const detail = redactUrls((messages[0] ?? 'handshake failed').split('\n')[0] as string).replace(
+      /^[0-9A-F]+:error:[0-9A-F]+:/,
+      '',
     )
+    return new NatsConnectError('NATS_TLS_FAILED', `TLS to NATS at ${at} failed: ${detail}`, { reason: codes[0] ?? 'tls' })
   }
   if (codes.includes('ECONNREFUSED') || codes.includes('ENOTFOUND') || text.includes('connection refused')) {
     return new NatsConnectError('NATS_UNREACHABLE', `nothing listens for NATS at ${at} (is nats-server running?)`, {
@@ -112,17 +117,45 @@ function isFatal(error: unknown): boolean {
   return classified !== undefined && classified.code !== 'NATS_UNREACHABLE'
 }
 
+/** How long the connection may take before a one-shot attempt asks the server why it does not come. */
+const DIAGNOSE_AFTER_MS = 1_000
+
 /**
  * `connect`, but a refused credential or a failed TLS handshake is reported at once: with
  * `waitOnFirstConnect` nats.js would retry those forever. One plain attempt first; if the servers
- * only are not up yet, the waiting connect takes over.
+ * only are not up yet, the waiting connect takes over. Some refusals come after the handshake (a
+ * server that rejects the client certificate) and make even the plain attempt retry silently, so
+ * a connection still missing after a second is diagnosed by one attempt without retries.
  */
 export async function dialNats(options: ConnectionOptions): Promise<NatsConnection> {
   if (!options.waitOnFirstConnect) return connect(options)
+  const main = (async () => {
+    try {
+      return await connect({ ...options, waitOnFirstConnect: false })
+    } catch (error) {
+      if (isFatal(error)) throw error
+    }
+    return connect(options)
+  })()
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const diagnosis = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      connect({ ...options, waitOnFirstConnect: false, reconnect: false, timeout: 2_000 }).then(
+        (probe) => void probe.close(),
+        (error: unknown) => {
+          if (isFatal(error)) reject(error)
+        },
+      )
+    }, DIAGNOSE_AFTER_MS)
+    timer.unref?.()
+  })
   try {
-    return await connect({ ...options, waitOnFirstConnect: false })
+    return await Promise.race([main, diagnosis])
   } catch (error) {
-    if (isFatal(error)) throw error
+    // The waiting connect goes on in the background: close it if it ever lands.
+    main.then((late) => late.close()).catch(() => {})
+    throw error
+  } finally {
+    clearTimeout(timer)
   }
-  return connect(options)
 }

@@ -186,6 +186,23 @@ describe('TLS', () => {
     expect(await tryBus(s.url, { tlsCa: path.join(s.dir, 'ca.pem') })).not.toBeInstanceOf(Error)
   })
 
+  it('a server that verifies clients: with --tlscert/--tlskey it connects, without them TLS fails', async () => {
+    const s = await server((dir) => {
+      const { ca, cert, key } = makeCertificates(dir)
+      return `tls: { cert_file: ${JSON.stringify(cert)}, key_file: ${JSON.stringify(key)}, ca_file: ${JSON.stringify(ca)}, verify: true }`
+    })
+    const tlsCa = path.join(s.dir, 'ca.pem')
+    const withCert = await tryBus(s.url, {
+      tlsCa,
+      tlsCert: path.join(s.dir, 'client.pem'),
+      tlsKey: path.join(s.dir, 'client.key'),
+    })
+    expect(withCert).not.toBeInstanceOf(Error)
+    const without = await tryBus(s.url, { tlsCa })
+    expect(without).toBeInstanceOf(Error)
+    expect((without as Error & { code?: string }).code).toBe('NATS_TLS_FAILED')
+  })
+
   it('client certificates: TLS-first and cert/key pairs map to the client options; half a pair is refused', () => {
     expect(() => natsConnectOptions({ tlsCert: '/x.pem' })).toThrow(NatsCredentialsError)
     expect(natsConnectOptions({ tlsFirst: true }).tls).toEqual({ handshakeFirst: true })
