@@ -20,6 +20,7 @@ import { consoleCommand } from './commands/console.ts'
 import { graph } from './commands/graph.ts'
 import { host } from './commands/host.ts'
 import { inspect } from './commands/inspect.ts'
+import { natsPermissions } from './commands/nats-permissions.ts'
 import { review } from './commands/review.ts'
 import { run } from './commands/run.ts'
 import { status } from './commands/status.ts'
@@ -42,6 +43,7 @@ export const COMMANDS: readonly Command[] = [
   inspect,
   graph,
   host,
+  natsPermissions,
 ]
 
 export function defaultIO(): CommandIO {

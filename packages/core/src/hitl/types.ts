@@ -108,6 +108,11 @@ export interface AuditEntry {
   requestedAt?: number
   decidedAt: number
   latencyMs?: number
+  /** The signed message the entry records (decision, answer, steering), as received. */
+  evidence?: Record<string, unknown>
+  /** Public nkey of the party that wrote the entry, and its signature over the entry (docs/protocol.md, "Signing"). */
+  signer?: string
+  signature?: string
 }
 
 export interface AuditLog {

@@ -187,6 +187,11 @@ export const AuditMessage = envelope('audit', {
     requestedAt: epochMs.optional(),
     decidedAt: epochMs,
     latencyMs: z.number().optional(),
+    /** The signed message the entry records (decision, answer, steering), as received. */
+    evidence: z.record(z.string(), z.unknown()).optional(),
+    /** Public nkey of the party that wrote the entry, and its signature over the entry. */
+    signer: z.string().optional(),
+    signature: z.string().optional(),
   }),
 })
 export type AuditMessage = z.infer<typeof AuditMessage>
