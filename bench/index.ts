@@ -21,7 +21,7 @@ import { startBenchServer } from './lib/model-server.ts'
 import { type Check, renderChecks, renderTable, type Table } from './lib/report.ts'
 import { approvalLatencyScenario, renderLatency } from './scenarios/approval-latency.ts'
 import { httpConcurrencyScenario, inProcessConcurrencyScenario } from './scenarios/concurrency.ts'
-import { heapScenario } from './scenarios/heap.ts'
+import { heapScenario, httpHeapScenario } from './scenarios/heap.ts'
 import { httpLongRunScenario } from './scenarios/http.ts'
 import { inProcessScenario } from './scenarios/in-process.ts'
 import type { ScenarioOptions } from './scenarios/options.ts'
@@ -168,9 +168,10 @@ if (only.has('concurrency')) {
   const inProcessOptions = { ...concurrencyOptions, rounds: Math.min(rounds, plan.inProcessConcurrencyRounds) }
   show(await inProcessConcurrencyScenario(plan.inProcessConcurrent, plan.inProcessConcurrentSteps, inProcessOptions))
 }
-if (only.has('http') || only.has('concurrency')) {
+if (only.has('http') || only.has('concurrency') || (only.has('heap') && gc)) {
   const server = await startBenchServer(serverWhere)
   try {
+    if (only.has('heap') && gc) show(await httpHeapScenario(server.url, plan.heapRuns, 5, serverWhere))
     // One 200-step run per sample is long enough to need only one warm-up run.
     if (only.has('http')) show(await httpLongRunScenario(server.url, plan.httpSteps, { ...options, warmup: 1 }))
     if (only.has('concurrency')) {

@@ -20,11 +20,12 @@ export interface HttpVariantOptions {
   url: string
   steps: number
   withHooks: boolean
+  /** Default `bench-<steps>`; the heap scenario parks runs on `park-<steps>`. */
+  model?: string
 }
 
 /** The HTTP variants, as "one run" functions; the concurrency scenario reuses them. */
-export function httpRunners({ url, steps, withHooks }: HttpVariantOptions) {
-  const model = modelFor(steps)
+export function httpRunners({ url, steps, withHooks, model = modelFor(steps) }: HttpVariantOptions) {
   // The client configuration signalbox's OpenAIProvider builds for itself.
   const client = new OpenAI({ baseURL: url, apiKey: API_KEY, maxRetries: 0 })
   const checked = (ran: number) => {
