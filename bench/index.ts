@@ -72,13 +72,13 @@ const plan = quick
       inProcessSteps: [50],
       xstateSteps: 50,
       heapRuns: 100,
-      httpHeapRuns: 20,
+      httpHeapRuns: 10,
       // The peers take 5-15 ms a step on a loaded machine: 20 steps keep the HTTP table to seconds.
       httpSteps: 20,
       httpConcurrent: [{ runs: 10, steps: 5 }],
       inProcessConcurrent: 200,
       inProcessConcurrentSteps: 5,
-      concurrencyRounds: 3,
+      concurrencyRounds: 2,
       inProcessConcurrencyRounds: 3,
     }
   : {
