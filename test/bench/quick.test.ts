@@ -46,7 +46,10 @@ interface Results {
 describe('pnpm bench --quick', () => {
   it('runs every in-process and HTTP variant, peers included, and prints each row', async () => {
     const json = join(dir, 'results.json')
-    const out = await runBench(['--quick', '--only', 'in-process,http', '--json', json], AbortSignal.timeout(170_000))
+    const out = await runBench(
+      ['--quick', '--rounds', '1', '--only', 'in-process,http', '--json', json],
+      AbortSignal.timeout(170_000),
+    )
     expect(out.code, out.stderr).toBe(0)
 
     const results = JSON.parse(readFileSync(json, 'utf8')) as Results
