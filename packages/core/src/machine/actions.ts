@@ -11,6 +11,7 @@ import {
 import { type AgentEvent, deepFreeze, type ToolOutcome } from '../events.ts'
 import { decisionMismatch, rejectedDecisionAudit } from '../hitl/decision.ts'
 import { callDigest } from '../hitl/digest.ts'
+import { approveEdited, checkEditedArguments, noteEditedArguments } from '../hitl/edited-arguments.ts'
 import type { ApprovalDecision, ApprovalRequest, AuditEntry } from '../hitl/types.ts'
 import type { ToolGate } from '../hooks.ts'
 import { addUsage, type ToolCall, type ToolMessage } from '../messages.ts'
@@ -57,6 +58,7 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
     context: AgentContext,
     request: ApprovalRequest,
     outcome: { kind: AuditEntry['kind']; decision: string; reason: string | undefined; actor: string; decidedAt: number },
+    extra: Partial<AuditEntry> = {},
   ) =>
     audit(context, {
       kind: outcome.kind,
@@ -70,6 +72,7 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
       requestedAt: request.requestedAt,
       decidedAt: outcome.decidedAt,
       latencyMs: outcome.decidedAt - request.requestedAt,
+      ...extra,
     })
 
   /** The call being handled; the states that use it are entered only with one open. */
@@ -191,7 +194,12 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
       return {
         ...setResult(
           context,
-          (output.recorded as CallResult | undefined) ?? { output: output.output, isError: false, outcome: 'executed' },
+          // A result recorded in the ledger (a resumed call) is read as it was.
+          (output.recorded as CallResult | undefined) ?? {
+            output: noteEditedArguments(context.current, output.output),
+            isError: false,
+            outcome: 'executed',
+          },
         ),
         ...(output.handoff ? { handoff: output.handoff } : {}),
       }
@@ -283,8 +291,10 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
     /** A decision that quotes the pending call: applied, audited, and on a denial read by the model. */
     approvalDecided(context: AgentContext, decision: ApprovalDecision): Partial<AgentContext> {
       const request = pendingRequest(context)
-      const latencyMs = decision.decidedAt - request.requestedAt
       runtime.journals?.get(context.run.runId)?.decisionApplied(decision)
+      const edit = checkEditedArguments(runtime.tools.get(request.toolName), decision)
+      if (edit.kind !== 'none') return approveEdited({ context, request, decision, edit, emit, auditApproval, setResult })
+      const latencyMs = decision.decidedAt - request.requestedAt
       emit(context, { type: 'approval.decided', request, decision, latencyMs })
       auditApproval(context, request, {
         kind: decision.approved ? 'approval.granted' : 'approval.denied',
