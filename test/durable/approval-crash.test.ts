@@ -7,7 +7,7 @@ import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/c
 import { afterEach, describe, expect, it } from 'vitest'
 import { type DurableDir, durableDir, startDurableChild } from './support.ts'
 
-describe('durable runs: killed while awaiting approval', () => {
+describe('durable runs: killed while awaiting approval', { timeout: 120_000 }, () => {
   let dir: DurableDir | undefined
   let server: ScriptedModelServer | undefined
   afterEach(async () => {
@@ -93,7 +93,7 @@ describe('durable runs: killed while awaiting approval', () => {
       mode: 'start',
       runIds: ['run-b'],
       reviewer: 'never',
-      approvalTimeoutMs: 1_000,
+      approvalTimeoutMs: 5_000, // long enough to be parked (stored) before it passes, on a loaded machine
     })
     const asked = (await first.next('approval.requested')).request as { deadline: number }
     await first.child.kill()

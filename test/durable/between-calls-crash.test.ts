@@ -28,7 +28,7 @@ function twoSteps(hold: { once: boolean }) {
   }
 }
 
-describe('durable runs: killed between two model calls', () => {
+describe('durable runs: killed between two model calls', { timeout: 120_000 }, () => {
   const dirs: DurableDir[] = []
   let server: ScriptedModelServer | undefined
   afterEach(async () => {

@@ -20,7 +20,7 @@ function latestRevision(storeDir: string, runId: string): string {
   return path.join(dir, `rev-${revisions.at(-1)}.json`)
 }
 
-describe('durable runs: unreadable checkpoints', () => {
+describe('durable runs: unreadable checkpoints', { timeout: 120_000 }, () => {
   let dir: DurableDir | undefined
   let server: ScriptedModelServer | undefined
   afterEach(async () => {

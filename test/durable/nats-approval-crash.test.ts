@@ -6,6 +6,7 @@
 import { connectNatsBus, type NatsBus, serveReviewer } from '@signalbox/actors'
 import {
   type ApprovalDecision,
+  type ApprovalRequest,
   createSubjects,
   decideApproval,
   encodeMessage,
@@ -17,7 +18,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../support/env.ts'
 import { type DurableDir, durableDir, startDurableChild } from './support.ts'
 
-describe('durable runs over NATS: killed while awaiting approval', () => {
+describe('durable runs over NATS: killed while awaiting approval', { timeout: 120_000 }, () => {
   let dir: DurableDir | undefined
   let server: ScriptedModelServer | undefined
   let bus: NatsBus | undefined
@@ -45,6 +46,39 @@ describe('durable runs over NATS: killed while awaiting approval', () => {
         ],
       },
     })
+    // A reviewer is on duty: it gets the stored request and keeps it on screen until the agent is dead.
+    bus = await connectNatsBus({ servers: NATS_URL, name: 'reviewer', prefix, durable: { storage: 'memory' } })
+    let shown: (request: ApprovalRequest) => void = () => {}
+    const onScreen = new Promise<ApprovalRequest>((resolve) => {
+      shown = resolve
+    })
+    let approve: () => void = () => {}
+    const agentDown = new Promise<void>((resolve) => {
+      approve = resolve
+    })
+    const decided: ApprovalDecision[] = []
+    let onDecided: () => void = () => {}
+    const decidedOnce = new Promise<void>((resolve) => {
+      onDecided = resolve
+    })
+    const service = serveReviewer({
+      bus,
+      subjects: createSubjects(prefix),
+      reviewer: {
+        review: async (request) => {
+          shown(request)
+          await agentDown
+          return decideApproval(request, true, 'alice', Date.now())
+        },
+      },
+      onDecision: (_request, decision) => {
+        decided.push(decision)
+        onDecided()
+      },
+    })
+    cleanups.push(() => service.close())
+    await service.ready
+
     const nats = { url: NATS_URL, prefix }
     const first = await startDurableChild(dir, {
       modelUrl: server.url,
@@ -54,26 +88,10 @@ describe('durable runs over NATS: killed while awaiting approval', () => {
       reviewer: 'never',
       nats,
     })
-    const asked = (await first.next('approval.requested')).request as { requestId: string; callId: string; digest: string }
+    const asked = await onScreen
     await first.child.kill()
-
-    // The agent is down: a reviewer takes the stored request and approves it.
-    bus = await connectNatsBus({ servers: NATS_URL, name: 'reviewer', prefix, durable: { storage: 'memory' } })
-    const decided: ApprovalDecision[] = []
-    let onDecided: () => void = () => {}
-    const decidedOnce = new Promise<void>((resolve) => {
-      onDecided = resolve
-    })
-    const service = serveReviewer({
-      bus,
-      subjects: createSubjects(prefix),
-      reviewer: { review: async (request) => decideApproval(request, true, 'alice', Date.now()) },
-      onDecision: (_request, decision) => {
-        decided.push(decision)
-        onDecided()
-      },
-    })
-    cleanups.push(() => service.close())
+    // The agent is down: the reviewer approves.
+    approve()
     await decidedOnce
     expect(decided[0]).toMatchObject({ requestId: asked.requestId, approved: true, reviewer: 'alice' })
     expect(dir.effectLines()).toEqual([])

@@ -65,7 +65,7 @@ export async function startDurableChild(
       .split('\n')
       .filter((line) => line.startsWith('{'))
       .map((line) => JSON.parse(line) as Printed)
-  const next = async (type: string, where?: (line: Printed) => boolean, timeoutMs = 20_000): Promise<Printed> => {
+  const next = async (type: string, where?: (line: Printed) => boolean, timeoutMs = 60_000): Promise<Printed> => {
     const matches = (line: Printed) => line.type === type && (where === undefined || where(line))
     let exited = false
     void child.exited.then(() => {

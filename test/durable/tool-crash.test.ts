@@ -8,7 +8,7 @@ import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/c
 import { afterEach, describe, expect, it } from 'vitest'
 import { type DurableDir, durableDir, startDurableChild } from './support.ts'
 
-describe('durable runs: killed during a tool', () => {
+describe('durable runs: killed during a tool', { timeout: 120_000 }, () => {
   let dir: DurableDir | undefined
   let server: ScriptedModelServer | undefined
   afterEach(async () => {
