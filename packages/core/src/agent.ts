@@ -14,6 +14,7 @@ import type { Message, Usage } from './messages.ts'
 import type { Provider } from './provider/provider.ts'
 import type { StoredRun } from './store/checkpoint.ts'
 import { CheckpointError, RunStoreError } from './store/errors.ts'
+import { type ResumeAllResult, type ResumeOptions, resumeEvery } from './store/resume-all.ts'
 import { RunJournal, restoreTranscript } from './store/run-journal.ts'
 import type { RunStore } from './store/run-store.ts'
 import { assertToolName, type Tool, toToolSpec } from './tool.ts'
@@ -52,19 +53,6 @@ export interface AgentOptions {
   hostId?: string
   /** How long a run's lease lasts without a write; renewed every third of it. Default 30 s. */
   leaseMs?: number
-}
-
-export interface ResumeOptions {
-  signal?: AbortSignal
-}
-
-/** What `resumeAll()` did: the runs now going on, the runs another live owner holds, and the runs it could not read. */
-export interface ResumeAllResult {
-  runs: RunHandle[]
-  /** Leased by another owner whose lease has not expired. */
-  skipped: { runId: string; owner: string; expiresAt: number }[]
-  /** One per run that could not be resumed (each names its run); the others still resumed. */
-  errors: (CheckpointError | RunStoreError | Error)[]
 }
 
 export interface RunOptions {
@@ -313,28 +301,15 @@ export class Agent {
   async resumeAll(options: ResumeOptions = {}): Promise<ResumeAllResult> {
     const store = this.#requireStore('resumeAll')
     const signal = options.signal ?? new AbortController().signal
-    const listing = await store.list({ status: ['running', 'waiting'], agentId: this.id, signal })
-    const result: ResumeAllResult = { runs: [], skipped: [], errors: [...listing.errors] }
-    const now = this.#clock.now()
-    const todo = listing.runs.filter(({ checkpoint }) => {
-      const { lease } = checkpoint
-      if (this.#active.has(checkpoint.runId)) return false
-      if (lease && lease.owner !== this.#hostId && lease.expiresAt > now) {
-        result.skipped.push({ runId: checkpoint.runId, owner: lease.owner, expiresAt: lease.expiresAt })
-        return false
-      }
-      return true
+    return resumeEvery({
+      store,
+      agentId: this.id,
+      owner: this.#hostId,
+      now: this.#clock.now(),
+      signal,
+      isActive: (runId) => this.#active.has(runId),
+      resume: (runId) => this.resume(runId, { signal }),
     })
-    // A few at a time: each resume reads its transcript and claims its lease.
-    for (let i = 0; i < todo.length; i += 16) {
-      const batch = todo.slice(i, i + 16)
-      const settled = await Promise.allSettled(batch.map(({ checkpoint }) => this.resume(checkpoint.runId, { signal })))
-      for (const outcome of settled) {
-        if (outcome.status === 'fulfilled') result.runs.push(outcome.value)
-        else result.errors.push(outcome.reason instanceof Error ? outcome.reason : new Error(String(outcome.reason)))
-      }
-    }
-    return result
   }
 
   /** The run's journal when the agent has a store; registered before the run's actors start. */
