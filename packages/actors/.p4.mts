@@ -1,7 +1,7 @@
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
+import { connectNatsBus } from '@signalbox/actors/nats'
 import { startNatsServer } from '../../test/support/nats-server.ts'
-import { connectNatsBus } from './src/nats/index.ts'
 
 let dupRounds = 0
 for (let round = 0; round < 30; round++) {

@@ -1,15 +1,10 @@
-export { untilAborted } from './abort.ts'
 export type { AgentOptions, RunHandle, RunOptions, RunResult } from './agent.ts'
 export { Agent, createAgent, MemoryAuditLog, RunFailedError } from './agent.ts'
-export * from './bus/index.ts'
-export { type Clock, sleep, systemClock } from './clock.ts'
-export { formatDuration } from './duration.ts'
+export { type Clock, systemClock } from './clock.ts'
 export {
   AbortedError,
   BudgetExceededError,
   ConfigError,
-  describeError,
-  deserializeError,
   type ErrorFault,
   FatalToolError,
   HookError,
@@ -19,7 +14,6 @@ export {
   RunCancelledError,
   type SerializedError,
   SignalboxError,
-  serializeError,
   TimeoutError,
   ToolError,
 } from './errors.ts'
@@ -28,7 +22,6 @@ export {
   type AgentEvent,
   type AgentEventOf,
   type AgentEventType,
-  EventEmitter,
   type EventListener,
   type RunStatus,
   type ToolOutcome,
@@ -36,7 +29,6 @@ export {
 export { Handoff, type HandoffResult, handoff } from './handoff.ts'
 export { functionAnswerer, ScriptedAnswerer } from './hitl/answerers.ts'
 export { type AskHumanOptions, askHumanTool } from './hitl/ask-human.ts'
-export { callDigest, canonicalJson } from './hitl/digest.ts'
 export { policyReviewer, ScriptedReviewer, type ScriptedVerdict } from './hitl/reviewers.ts'
 export { type TerminalOptions, terminalAnswerer, terminalReviewer } from './hitl/terminal.ts'
 export type {
@@ -64,19 +56,15 @@ export {
   type BeforeTurnResult,
   deny,
   HOOK_POINTS,
-  HookChain,
   type HookPoint,
   type Hooks,
-  type LegacyToolGate,
   respond,
   type ToolGate,
 } from './hooks.ts'
 export { type IdGenerator, randomIds, sequentialIds } from './ids.ts'
 export { type JsonSchemaToolDefinition, type JsonSchemaValidator, jsonSchemaTool } from './json-schema-tool.ts'
-export { type AgentMachine, createAgentMachine } from './machine/agent-machine.ts'
 export type { AgentContext, AgentInput, AgentOutput, SteeringItem, StopReason } from './machine/context.ts'
 export { type BudgetCheck, defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
-export { statePath } from './machine/state-path.ts'
 export type {
   AssistantMessage,
   Message,
@@ -86,16 +74,6 @@ export type {
   Usage,
   UserMessage,
 } from './messages.ts'
-export {
-  type DecodeResult,
-  decodeMessage,
-  encodeMessage,
-  errorMessage,
-  ProtocolError,
-  type ProtocolErrorCode,
-  payloadSample,
-} from './protocol/codec.ts'
-export * from './protocol/schemas.ts'
 export { OpenAIProvider, type OpenAIProviderOptions } from './provider/openai-provider.ts'
 export type {
   FinishReason,
@@ -107,8 +85,6 @@ export type {
 } from './provider/provider.ts'
 export {
   type ApprovalRule,
-  formatIssues,
-  stringifyToolOutput,
   type Tool,
   type ToolContext,
   type ToolDefinition,

@@ -1,5 +1,5 @@
 /** Small promise helpers of the NATS transport: one-shot signals, races against reconnects, retry pacing. */
-import { BusClosedError } from '@signalbox/core'
+import { BusClosedError } from '@signalbox/core/bus'
 import { toError } from './errors.ts'
 
 export interface Deferred {

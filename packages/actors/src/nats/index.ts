@@ -1,3 +1,4 @@
+/** `@signalbox/actors/nats`: the NATS transport (core NATS for requests, JetStream for durable messages). */
 export { connectNatsBus, NatsBus } from './nats-bus.ts'
 export type { NatsBusOptions, NatsDurableOptions } from './options.ts'
 export { defaultStreamName } from './stream.ts'

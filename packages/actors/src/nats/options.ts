@@ -1,5 +1,5 @@
 /** Options of `connectNatsBus`, and the defaults the transport falls back to. */
-import type { HandlerErrorListener } from '@signalbox/core'
+import type { HandlerErrorListener } from '@signalbox/core/bus'
 
 export interface NatsDurableOptions {
   /** JetStream stream name. Default `SIGNALBOX` for the default prefix, else derived from the prefix. */

@@ -1,4 +1,6 @@
-import { AbortedError, type Bus, decodeMessage, type SignalboxError, type Subscription } from '@signalbox/core'
+import { AbortedError, type SignalboxError } from '@signalbox/core'
+import type { Bus, Subscription } from '@signalbox/core/bus'
+import { decodeMessage } from '@signalbox/core/protocol'
 import type { z } from 'zod'
 import type { RejectionReporter } from './rejections.ts'
 

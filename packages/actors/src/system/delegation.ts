@@ -1,14 +1,5 @@
-import {
-  AbortedError,
-  describeError,
-  FatalToolError,
-  handoff,
-  type Message,
-  sleep,
-  type Tool,
-  ToolError,
-  tool,
-} from '@signalbox/core'
+import { AbortedError, FatalToolError, handoff, type Message, type Tool, ToolError, tool } from '@signalbox/core'
+import { describeError, sleep } from '@signalbox/core/internal'
 import { z } from 'zod'
 import type { AgentSystem } from './agent-system.ts'
 import { fanOut } from './fan-out.ts'

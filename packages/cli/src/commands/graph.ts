@@ -36,7 +36,7 @@ export const graph: Command = {
   ],
   async run(context) {
     const brief = context.values.brief === true
-    const { statechartToMermaid } = await import('@signalbox/actors')
+    const { statechartToMermaid } = await import('@signalbox/actors/inspect')
     const text = statechartToMermaid(await agentMachineForGraph(), {
       direction: context.values.direction === 'LR' ? 'LR' : 'TB',
       descriptions: !brief,
