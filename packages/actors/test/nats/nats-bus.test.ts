@@ -17,7 +17,7 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
 import { freePort } from '../../../../test/support/nats-server.ts'
-import { AbortedError } from '../../../core/src/errors.ts'
+import { AbortedError } from '@signalbox/core'
 import { eventually } from '../../../core/test/bus/conformance.ts'
 
 let admin: NatsConnection
