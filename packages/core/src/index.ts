@@ -1,5 +1,6 @@
 export type { AgentOptions, RunHandle, RunOptions, RunResult } from './agent.ts'
 export { Agent, createAgent, MemoryAuditLog, RunFailedError } from './agent.ts'
+export type { AgentMachine } from './machine/agent-machine.ts'
 export { type Clock, systemClock } from './clock.ts'
 export {
   AbortedError,

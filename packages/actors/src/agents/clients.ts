@@ -11,7 +11,7 @@ import {
   PROTOCOL_VERSION,
   type SteerMessage,
 } from '@signalbox/core/protocol'
-import { z } from 'zod'
+import { z } from 'zod/v4'
 
 /** Queues a correction for an agent (every active run, or one `runId`). Durable: survives a server restart. */
 export async function sendSteering(options: {

@@ -2,7 +2,7 @@ import { AbortedError, type Clock, type SignalboxError, systemClock } from '@sig
 import type { Bus, DurableMessage, Subscription } from '@signalbox/core/bus'
 import { untilAborted } from '@signalbox/core/internal'
 import { decodeMessage } from '@signalbox/core/protocol'
-import type { z } from 'zod'
+import type { z } from 'zod/v4'
 import type { RejectionReporter } from './rejections.ts'
 
 export type ServiceMode = 'shared' | 'broadcast'

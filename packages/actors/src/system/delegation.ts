@@ -1,6 +1,6 @@
 import { AbortedError, FatalToolError, handoff, type Message, type Tool, ToolError, tool } from '@signalbox/core'
 import { describeError, sleep } from '@signalbox/core/internal'
-import { z } from 'zod'
+import { z } from 'zod/v4'
 import type { AgentSystem } from './agent-system.ts'
 import { fanOut } from './fan-out.ts'
 

@@ -10,7 +10,7 @@ import {
   type RunRequestMessage,
   RunResultMessage,
 } from '@signalbox/core/protocol'
-import { z } from 'zod'
+import { z } from 'zod/v4'
 import { sendControl } from '../agents/clients.ts'
 import { ChildRunError } from './child-run-error.ts'
 import { repeat } from './repeat.ts'

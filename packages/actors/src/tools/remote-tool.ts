@@ -18,7 +18,7 @@ import {
   ToolDescriptionMessage,
   ToolResultMessage,
 } from '@signalbox/core/protocol'
-import { z } from 'zod'
+import { z } from 'zod/v4'
 
 export interface RemoteToolOptions {
   bus: Bus
