@@ -1,6 +1,5 @@
 export type { AgentOptions, RunHandle, RunOptions, RunResult } from './agent.ts'
 export { Agent, createAgent, MemoryAuditLog, RunFailedError } from './agent.ts'
-export type { AgentMachine } from './machine/agent-machine.ts'
 export { type Clock, systemClock } from './clock.ts'
 export {
   AbortedError,
@@ -64,6 +63,7 @@ export {
 } from './hooks.ts'
 export { type IdGenerator, randomIds, sequentialIds } from './ids.ts'
 export { type JsonSchemaToolDefinition, type JsonSchemaValidator, jsonSchemaTool } from './json-schema-tool.ts'
+export type { AgentMachine } from './machine/agent-machine.ts'
 export type { AgentContext, AgentInput, AgentOutput, SteeringItem, StopReason } from './machine/context.ts'
 export { type BudgetCheck, defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
 export type {

@@ -6,11 +6,11 @@
  */
 
 import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
+import { AbortedError } from '@signalbox/core'
 import { type BusStatus, createSubjects } from '@signalbox/core/bus'
 import { afterEach, describe, expect, it } from 'vitest'
 import { uniquePrefix } from '../../../../test/support/env.ts'
 import { startNatsServer } from '../../../../test/support/nats-server.ts'
-import { AbortedError } from '@signalbox/core'
 import { eventually, sleep } from '../../../core/test/bus/conformance.ts'
 
 const teardown: (() => Promise<void>)[] = []

@@ -5,6 +5,7 @@
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { connectNatsBus, defaultStreamName, type NatsBus, type NatsBusOptions } from '@signalbox/actors/nats'
+import { AbortedError } from '@signalbox/core'
 import {
   type BusMessage,
   type BusStatus,
@@ -17,7 +18,6 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
 import { freePort } from '../../../../test/support/nats-server.ts'
-import { AbortedError } from '@signalbox/core'
 import { eventually } from '../../../core/test/bus/conformance.ts'
 
 let admin: NatsConnection

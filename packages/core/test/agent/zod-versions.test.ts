@@ -1,5 +1,6 @@
 import { ConfigError, tool } from '@signalbox/core'
 import { describe, expect, it } from 'vitest'
+import type { z } from 'zod'
 import { z as zod3 } from 'zod3'
 import { z as zod3v4 } from 'zod3/v4'
 
@@ -27,7 +28,14 @@ describe('tool() and the zod a user has', () => {
     const book = tool({
       name: 'book',
       description: 'Book a seat.',
-      schema: zod3v4.object({ train: zod3v4.number().int(), seat_class: zod3v4.enum(['first', 'tourist']) }),
+      // Installed, core's `zod/v4` is the user's own; here two zod copies meet, so only the types need a cast.
+      schema: zod3v4.object({
+        train: zod3v4.number().int(),
+        seat_class: zod3v4.enum(['first', 'tourist']),
+      }) as unknown as z.ZodType<{
+        train: number
+        seat_class: 'first' | 'tourist'
+      }>,
       execute: ({ train }) => `booked on ${train}`,
     })
     expect(book.parameters).toMatchObject({
