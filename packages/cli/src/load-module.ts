@@ -17,7 +17,8 @@ export async function importUserModule(spec: string, cwd: string): Promise<{ fil
     } catch (error) {
       if (!isTypeScript(file) || !needsLoader(error)) throw error
       await registerTypeScript(spec, cwd)
-      return { file, exports: (await import(url)) as Record<string, unknown> }
+      // Node remembers the failed load of `url`: import it again under another URL.
+      return { file, exports: (await import(`${url}?ts-loader`)) as Record<string, unknown> }
     }
   } catch (error) {
     if (error instanceof CliError) throw error
