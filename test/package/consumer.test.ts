@@ -198,6 +198,7 @@ describe.concurrent('installed from the tarballs, outside the workspace', { time
   it('a consumer file and the README example type-check with tsc --strict --module nodenext', async () => {
     const ran = await run('node', [tsc, '--strict', '--module', 'nodenext', '--noEmit', 'consumer.ts', 'readme-example.ts'], {
       cwd: installed.dir,
+      timeoutMs: SLOW - 5_000,
     })
     expect(`${ran.stdout}${ran.stderr}`).toBe('')
     expect(ran.code).toBe(0)

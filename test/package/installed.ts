@@ -63,8 +63,9 @@ export async function buildPackAndInstall(): Promise<Installed> {
   const dir = path.join(base, 'app')
   await mkdir(packs)
   await mkdir(dir)
-  for (const name of PACKAGES)
-    await mustRun('pnpm', ['pack', '--pack-destination', packs], { cwd: path.join(ROOT, 'packages', name) })
+  await Promise.all(
+    PACKAGES.map((name) => mustRun('pnpm', ['pack', '--pack-destination', packs], { cwd: path.join(ROOT, 'packages', name) })),
+  )
   const files = await readdir(packs)
   const tarballs = Object.fromEntries(
     PACKAGES.map((name) => {
