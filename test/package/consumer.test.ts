@@ -127,6 +127,7 @@ const SLOW = 120_000
 
 afterAll(async () => {
   await model?.close()
+  await installed?.remove()
 })
 
 // Checks that only read run side by side; the last one hides tsx, so it runs alone after them.

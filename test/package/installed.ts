@@ -4,7 +4,7 @@
  * folder; dependencies (openai, xstate, zod...) come from npm's cache when they are there.
  */
 import { execFile } from 'node:child_process'
-import { mkdir, mkdtemp, readdir, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -53,6 +53,8 @@ export interface Installed {
   dir: string
   /** Tarball path per package folder. */
   tarballs: Record<PackageDir, string>
+  /** Deletes the project and the tarballs. */
+  remove(): Promise<void>
 }
 
 /** Builds, packs and installs the packages (plus zod 4, tsx and Node's types) into a new project. */
@@ -90,5 +92,5 @@ export async function buildPackAndInstall(): Promise<Installed> {
     cwd: dir,
     timeoutMs: 150_000,
   })
-  return { dir, tarballs }
+  return { dir, tarballs, remove: () => rm(base, { recursive: true, force: true }) }
 }
