@@ -3,25 +3,10 @@
  * typing answers. The agent runs in this process over the shared NATS server (its own prefix),
  * against the scripted model over HTTP, so the test sees what the model was sent.
  */
-import {
-  busAuditLog,
-  connectNatsBus,
-  type NatsBus,
-  type ReviewerService,
-  readAudit,
-  remoteReviewer,
-  serveReviewer,
-} from '@signalbox/actors'
-import {
-  type AgentEvent,
-  createAgent,
-  createSubjects,
-  OpenAIProvider,
-  policyReviewer,
-  type RunResult,
-  type Subjects,
-  tool,
-} from '@signalbox/core'
+import { busAuditLog, type ReviewerService, readAudit, remoteReviewer, serveReviewer } from '@signalbox/actors'
+import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
+import { type AgentEvent, createAgent, OpenAIProvider, policyReviewer, type RunResult, tool } from '@signalbox/core'
+import { createSubjects, type Subjects } from '@signalbox/core/bus'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'

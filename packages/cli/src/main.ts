@@ -1,5 +1,5 @@
 /**
- * `signalbox <command>`: the entry point. `bin/signalbox.js` registers tsx and calls `runMain()`;
+ * `signalbox <command>`: the entry point. The installed bin (`dist/bin.js`) calls `runMain()`; in this repository `bin/signalbox.js` registers tsx first;
  * `tsx packages/cli/src/main.ts ...` (the root `pnpm signalbox` script) runs it directly.
  */
 import { readFileSync } from 'node:fs'

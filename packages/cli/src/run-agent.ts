@@ -14,13 +14,8 @@ import {
   type Answerer,
   type AuditEntry,
   askHumanTool,
-  type Bus,
-  BusNoRespondersError,
-  BusTimeoutError,
   ConfigError,
   createAgent,
-  createInProcessBus,
-  createSubjects,
   functionAnswerer,
   MemoryAuditLog,
   OpenAIProvider,
@@ -28,10 +23,17 @@ import {
   type Reviewer,
   RunFailedError,
   type RunResult,
-  type Subjects,
-  statePath,
   type Tool,
 } from '@signalbox/core'
+import {
+  type Bus,
+  BusNoRespondersError,
+  BusTimeoutError,
+  createInProcessBus,
+  createSubjects,
+  type Subjects,
+} from '@signalbox/core/bus'
+import { statePath } from '@signalbox/core/internal'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import type { AgentModuleContext } from './agent-module.ts'
 import { openBus, untilSignal } from './bus.ts'

@@ -11,11 +11,8 @@
  */
 import { type JetStreamClient, type JetStreamManager, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { type Msg, type MsgHdrs, type NatsConnection, headers as natsHeaders } from '@nats-io/transport-node'
+import { AbortedError } from '@signalbox/core'
 import {
-  AbortedError,
-  assertPublishSubject,
-  assertSubscribeSubject,
-  assertToken,
   type Bus,
   BusClosedError,
   BusError,
@@ -35,8 +32,8 @@ import {
   type RequestOptions,
   type SubscribeOptions,
   type Subscription,
-  untilAborted,
-} from '@signalbox/core'
+} from '@signalbox/core/bus'
+import { assertPublishSubject, assertSubscribeSubject, assertToken, untilAborted } from '@signalbox/core/internal'
 import { withTimeout } from './async.ts'
 import { ConnectionWatch, openConnection } from './connection.ts'
 import { NatsDurableConsumer } from './durable-consumer.ts'

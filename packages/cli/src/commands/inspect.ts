@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
-import type { Inspector, InspectorWireEvent, startInspectionRelay } from '@signalbox/actors'
-import type { Bus, Subjects } from '@signalbox/core'
+import type { Inspector, InspectorWireEvent, startInspectionRelay } from '@signalbox/actors/inspect'
+import type { Bus, Subjects } from '@signalbox/core/bus'
 import { openBus, untilSignal } from '../bus.ts'
 import { CliError, type Command, type CommandContext, EXIT, type OptionSpec, UsageError } from '../cli.ts'
 
@@ -55,7 +55,7 @@ export const inspect: Command = {
     const { c } = context
     // With --json, stdout carries the events only; everything else goes to stderr.
     const info = json ? context.err : context.out
-    const { startInspectionRelay } = await import('@signalbox/actors')
+    const { startInspectionRelay } = await import('@signalbox/actors/inspect')
     const { bus, subjects, url: natsUrl } = await openBus(context, 'inspect')
     let relay: Awaited<ReturnType<typeof startInspectionRelay>>
     try {
@@ -141,7 +141,7 @@ export async function startRunInspection(
   if (context.values.inspect !== true) return { inspect: undefined, stop: async () => {} }
   const includeContents = context.values['inspect-contents'] === true
   const info = context.global.json ? context.err : context.out
-  const { createBusInspector, createLocalInspector } = await import('@signalbox/actors')
+  const { createBusInspector, createLocalInspector } = await import('@signalbox/actors/inspect')
   if (where.mode === 'nats') {
     const inspector = createBusInspector({ bus: where.bus, subjects: where.subjects, includeContents })
     info(

@@ -38,7 +38,7 @@ export const steer: Command = {
     const { bus, subjects } = await openBus(context, 'steer')
     const [{ sendControl, sendSteering }, { BusNoRespondersError }] = await Promise.all([
       import('@signalbox/actors'),
-      import('@signalbox/core'),
+      import('@signalbox/core/bus'),
     ])
     try {
       // Steering is stored durably, but an agent only reads corrections sent while it is connected.

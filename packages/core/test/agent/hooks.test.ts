@@ -1,7 +1,7 @@
+import { allow, createAgent, deny, HookError, type Hooks, RunFailedError, respond } from '@signalbox/core'
+import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { SimulatedClock, waitFor } from 'xstate'
-import { allow, createAgent, deny, HookError, type Hooks, RunFailedError, respond } from '../../src/index.ts'
-import { ScriptedProvider } from '../../src/testing/index.ts'
 import { deferred, eventsOf, recordEvents, recordingTool, runFailure, toolResultIn } from './helpers.ts'
 
 /** One tool call (`c1`, tool `t`), then a final answer. */
