@@ -42,7 +42,7 @@ export type TurnLimit = 'max_turns' | 'max_tokens' | 'budget'
  * return the context update. The machine names them in `setup()`; events and audit entries are
  * written here, through the runtime.
  */
-export function createMachineActions(runtime: AgentRuntime, prepare: (call: ToolCall) => PreparedCall) {
+export function createMachineActions(runtime: AgentRuntime, prepare: (call: ToolCall, offered?: readonly string[]) => PreparedCall) {
   const { clock } = runtime
 
   const emit = (context: AgentContext, body: EventBody) => {
@@ -97,7 +97,12 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
       const message = deepFreeze(response.message)
       return {
         reply: message,
-        model: { ...context.model, outgoing: undefined, finishReason: response.finishReason },
+        model: {
+          ...context.model,
+          outgoing: undefined,
+          offered: context.model.outgoing?.tools.map((t) => t.name),
+          finishReason: response.finishReason,
+        },
         calls: message.tool_calls ?? [],
         callIndex: 0,
         messages: [...context.messages, message],
@@ -184,7 +189,7 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
     /** Opens the next call of the reply (routing only does so while one is left). */
     openCall(context: AgentContext): Partial<AgentContext> {
       const call = context.calls[context.callIndex] as ToolCall
-      return { current: openCall(call, prepare(call), clock.now()) }
+      return { current: openCall(call, prepare(call, context.model.offered), clock.now()) }
     },
 
     acceptToolOutput(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {

@@ -58,6 +58,8 @@ export interface RunInfo {
 export interface ModelCallState {
   /** What `beforeProviderCall` decided to send this turn (cleared after the call). */
   outgoing: { messages: Message[]; tools: ToolSpec[] } | undefined
+  /** Names of the tools the last request offered, when a hook changed them (undefined: all). */
+  offered?: string[] | undefined
   /** Attempt number of the current model call (1 = first try). */
   attempt: number
   retryDelayMs: number
