@@ -94,6 +94,7 @@ export type {
   Usage,
   UserMessage,
 } from './messages.ts'
+export { OutputValidationError, type ResponseFormat } from './output.ts'
 export {
   type DecodeResult,
   decodeMessage,
@@ -114,6 +115,7 @@ export type {
   ToolSpec,
 } from './provider/provider.ts'
 export * from './store/index.ts'
+export type { RunStream, StreamItem, StreamResult } from './stream.ts'
 export {
   type ApprovalRule,
   formatIssues,

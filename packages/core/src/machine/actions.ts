@@ -42,7 +42,10 @@ export type TurnLimit = 'max_turns' | 'max_tokens' | 'budget'
  * return the context update. The machine names them in `setup()`; events and audit entries are
  * written here, through the runtime.
  */
-export function createMachineActions(runtime: AgentRuntime, prepare: (call: ToolCall, offered?: readonly string[]) => PreparedCall) {
+export function createMachineActions(
+  runtime: AgentRuntime,
+  prepare: (call: ToolCall, offered?: readonly string[]) => PreparedCall,
+) {
   const { clock } = runtime
 
   const emit = (context: AgentContext, body: EventBody) => {

@@ -60,6 +60,8 @@ export interface ModelCallState {
   outgoing: { messages: Message[]; tools: ToolSpec[] } | undefined
   /** Names of the tools the last request offered, when a hook changed them (undefined: all). */
   offered?: string[] | undefined
+  /** Final answers that failed the output schema so far (the model gets one retry). */
+  invalidAnswers?: number
   /** Attempt number of the current model call (1 = first try). */
   attempt: number
   retryDelayMs: number
@@ -79,6 +81,8 @@ export type StopReason =
   | 'hook_error'
   | 'provider_error'
   | 'tool_fatal'
+  /** The final answer did not match the output schema, even after one retry. */
+  | 'invalid_output'
 
 export interface SteeringItem {
   text: string
