@@ -256,7 +256,8 @@ export function createMachineActions(
           kind: 'steering.applied',
           callId: call.callId,
           toolName: call.toolName,
-          shown: { toolName: call.toolName, arguments: call.rawArguments },
+          // The same shape as an approval's: the call's arguments as an object (the tool name is beside it).
+          shown: call.args ?? {},
           decision: item.text,
           actor: item.from,
           requestedAt: item.at,
