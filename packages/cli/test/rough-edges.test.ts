@@ -117,7 +117,8 @@ describe('who decides, without $USER', () => {
 describe('README', () => {
   it('lists every command in its command table', () => {
     const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
-    const table = readme.slice(readme.indexOf('### The command line'), readme.indexOf('## Several agents'))
+    const start = readme.indexOf('### The command line')
+    const table = readme.slice(start, readme.indexOf('\n## ', start))
     for (const command of COMMANDS) expect(table).toContain(`| \`signalbox ${command.name}`)
     expect(table).toMatch(/`signalbox status <agent>`/)
     expect(table).toMatch(/`signalbox cancel <agent>`/)
