@@ -5,9 +5,11 @@
  */
 import { readFileSync } from 'node:fs'
 import net from 'node:net'
+import { PassThrough } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { type NatsServer, startNatsServer } from '../../../test/support/nats-server.ts'
-import { COMMANDS } from '../src/main.ts'
+import type { CommandIO } from '../src/cli.ts'
+import { COMMANDS, main } from '../src/main.ts'
 import { runMain } from './helpers.ts'
 
 const count = (text: string, part: string) => text.split(part).length - 1
@@ -103,6 +105,28 @@ describe('who decides, without $USER', () => {
     const named = await runMain(['review', '--as', 'tina', '--nats', 'nats://127.0.0.1:1'], noUser)
     expect(named.code).toBe(1)
     expect(named.stderr).toContain('BUS_CONNECT_FAILED')
+  })
+
+  it('run at a terminal asks for --as NAME before a person decides anything', async () => {
+    // A terminal on both sides: `run` would prompt here, so it needs a name for the audit.
+    const tty = () => Object.assign(new PassThrough(), { isTTY: true, columns: 100 })
+    const stderr = tty()
+    let errors = ''
+    stderr.on('data', (chunk: Buffer) => {
+      errors += chunk.toString('utf8')
+    })
+    const stdout = tty()
+    stdout.resume()
+    const io: CommandIO = {
+      stdin: tty(),
+      stdout,
+      stderr,
+      env: { PATH: process.env.PATH, NO_COLOR: '1' },
+      cwd: new URL('../../..', import.meta.url).pathname,
+    }
+    const code = await main(['run', 'test/cli/fixtures/local-agent.ts', '--scripted', '--model', 'approved'], io)
+    expect(code).toBe(2)
+    expect(errors).toContain('$USER is not set and the audit records a real name: pass --as NAME')
   })
 
   it('a steering correction needs --from NAME instead of signing "cli"', async () => {
