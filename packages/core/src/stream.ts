@@ -52,7 +52,13 @@ export function streamRun<R>(source: StreamSource<R>, runId: string): RunStream<
     queue.push(event)
     notify()
   })
-  const handle = source.start(runId)
+  let handle: ReturnType<StreamSource<R>['start']>
+  try {
+    handle = source.start(runId)
+  } catch (error) {
+    unsubscribe()
+    throw error
+  }
   handle.result.then(
     (result) => {
       queue.push({ type: 'result', result })
