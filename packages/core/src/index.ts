@@ -84,6 +84,7 @@ export type {
   Usage,
   UserMessage,
 } from './messages.ts'
+export { OutputValidationError, type ResponseFormat } from './output.ts'
 export { OpenAIProvider, type OpenAIProviderOptions } from './provider/openai-provider.ts'
 export type {
   FinishReason,
@@ -93,6 +94,7 @@ export type {
   ProviderResponse,
   ToolSpec,
 } from './provider/provider.ts'
+export type { RunStream, StreamItem, StreamResult } from './stream.ts'
 export {
   type ApprovalRule,
   type Tool,

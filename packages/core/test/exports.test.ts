@@ -29,6 +29,7 @@ describe('@signalbox/core public surface', () => {
       'MaxTurnsExceededError',
       'MemoryAuditLog',
       'OpenAIProvider',
+      'OutputValidationError',
       'ProviderError',
       'RunCancelledError',
       'RunFailedError',

@@ -69,7 +69,7 @@ export const inspect: Command = {
       })
     } catch (error) {
       await bus.close()
-      throw error
+      throw namePortFlag(error, port, '--port')
     }
     const stop = untilSignal(context.io.signal)
     try {
@@ -95,12 +95,20 @@ export const inspect: Command = {
   },
 }
 
-function parsePort(value: unknown, fallback: number, context: CommandContext): number {
+function parsePort(value: unknown, fallback: number, context: CommandContext, flag = '--port'): number {
   if (value === undefined) return fallback
   const port = Number(value)
   if (!Number.isInteger(port) || port < 1 || port > 65535)
-    throw new UsageError(`--port must be a port number (1-65535), got "${String(value)}"`, context.command)
+    throw new UsageError(`${flag} must be a port number (1-65535), got "${String(value)}"`, context.command)
   return port
+}
+
+/** A port in use is the person's to fix: name the flag of this command that picks another. */
+function namePortFlag(error: unknown, port: number, flag: string): unknown {
+  if ((error as { code?: unknown } | null)?.code !== 'INSPECTOR_PORT_IN_USE') return error
+  return new CliError('INSPECTOR_PORT_IN_USE', `Port ${port} is in use: pick another one with ${flag} <port>.`, {
+    cause: error,
+  })
 }
 
 // ---- for `signalbox run` ----
@@ -151,11 +159,13 @@ export async function startRunInspection(
     )
     return { inspect: inspector.inspect, stop: async () => {} }
   }
-  const port = parsePort(context.values['inspect-port'], DEFAULT_INSPECT_PORT, context)
+  const port = parsePort(context.values['inspect-port'], DEFAULT_INSPECT_PORT, context, '--inspect-port')
   let local: Awaited<ReturnType<typeof createLocalInspector>>
   try {
     local = await createLocalInspector({ port, includeContents })
   } catch (error) {
+    const named = namePortFlag(error, port, '--inspect-port')
+    if (named !== error) throw named
     throw new CliError('INSPECTOR_FAILED', `could not start the inspector page on port ${port}`, { cause: error })
   }
   info(`${context.c.dim('inspect')} ${context.c.cyan(local.url)} ${context.c.dim('(needs internet for the hosted UI)')}`)

@@ -83,6 +83,24 @@ describe('hook points', () => {
     expect(result.messages.slice(0, 3)).toEqual(history)
   })
 
+  it('a tool hidden by beforeProviderCall is an unknown tool when the model calls it anyway', async () => {
+    const provider = new ScriptedProvider({
+      script: [{ toolCalls: [{ id: 'c1', name: 'secret', arguments: { x: 'now' } }] }, { content: 'ok' }],
+    })
+    const secret = recordingTool('secret')
+    const agent = createAgent({
+      provider,
+      tools: [recordingTool('keep').tool, secret.tool],
+      hooks: { beforeProviderCall: ({ tools }) => ({ tools: tools.filter((t) => t.name !== 'secret') }) },
+    })
+    const ends: { outcome: string; output: string }[] = []
+    agent.on('tool.end', (e) => ends.push({ outcome: e.outcome, output: e.output }))
+    const result = await agent.run('go')
+    expect(secret.calls).toEqual([])
+    expect(ends).toEqual([{ outcome: 'unknown_tool', output: 'Error: unknown tool "secret". Available tools: keep.' }])
+    expect(toolResultIn(result.messages, 'c1')).toBe('Error: unknown tool "secret". Available tools: keep.')
+  })
+
   it('beforeProviderCall may return a plain message list', async () => {
     const provider = new ScriptedProvider({ script: [{ content: 'ok' }] })
     const agent = createAgent({

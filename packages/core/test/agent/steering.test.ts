@@ -72,7 +72,8 @@ describe('steering', () => {
           actor: 'tina',
           callId: 'c1',
           toolName: 'move',
-          shown: { toolName: 'move', arguments: '{"x":"left"}' },
+          // One shape with approvals: the call's arguments as an object (issue 11).
+          shown: { x: 'left' },
           decision: 'No, wait! The penguin!',
           requestedAt: 5_000,
           decidedAt: 7_000,
