@@ -6,7 +6,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { createAgent, FileRunStore, OpenAIProvider, type RunStore } from '@signalbox/core'
+import { createAgent, OpenAIProvider } from '@signalbox/core'
+import { FileRunStore, type RunStore } from '@signalbox/core/store'
 import { startBenchServer } from './lib/model-server.ts'
 import { countToolResults, modelFor, noopTool, PROMPT } from './lib/workload.ts'
 

@@ -3,7 +3,7 @@
  * call in flight is made again (it has no side effect), the tools ran once each, and the run ends
  * with the same transcript as a run that was never interrupted.
  */
-import { FileRunStore } from '@signalbox/core'
+import { FileRunStore } from '@signalbox/core/store'
 import {
   type RecordedRequest,
   type ScriptedModelServer,

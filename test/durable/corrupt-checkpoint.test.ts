@@ -4,7 +4,7 @@
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { runKey } from '@signalbox/core'
+import { runKey } from '@signalbox/core/store'
 import { type RecordedRequest, type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type DurableDir, durableDir, startDurableChild } from './support.ts'

@@ -3,16 +3,11 @@
  * waits for approval. While no agent process runs, a reviewer approves (or someone steers the
  * run); a new process resumes the run and applies what happened while it was down, once.
  */
-import { connectNatsBus, type NatsBus, serveReviewer } from '@signalbox/actors'
-import {
-  type ApprovalDecision,
-  type ApprovalRequest,
-  createSubjects,
-  decideApproval,
-  encodeMessage,
-  PROTOCOL_VERSION,
-  type SteerMessage,
-} from '@signalbox/core'
+import { serveReviewer } from '@signalbox/actors'
+import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
+import { type ApprovalDecision, type ApprovalRequest, decideApproval } from '@signalbox/core'
+import { createSubjects } from '@signalbox/core/bus'
+import { encodeMessage, PROTOCOL_VERSION, type SteerMessage } from '@signalbox/core/protocol'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../support/env.ts'

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os'
 import { type Actor, createActor, type InspectionEvent, type Observer } from 'xstate'
+import type { z } from 'zod'
 import { type Clock, systemClock } from './clock.ts'
 import { ConfigError, RunCancelledError, type SerializedError, SignalboxError } from './errors.ts'
 import { type AgentEventType, deepFreeze, EventEmitter, type EventListener, type RunStatus } from './events.ts'
@@ -11,12 +12,14 @@ import { type AgentMachine, createAgentMachine } from './machine/agent-machine.t
 import type { AgentOutput, SteeringItem, StopReason } from './machine/context.ts'
 import { type BudgetCheck, defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
 import type { Message, Usage } from './messages.ts'
+import { type OutputSpec, outputSpec } from './output.ts'
 import type { Provider } from './provider/provider.ts'
 import type { StoredRun } from './store/checkpoint.ts'
 import { CheckpointError, RunStoreError } from './store/errors.ts'
 import { type ResumeAllResult, type ResumeOptions, resumeEvery } from './store/resume-all.ts'
 import { RunJournal, restoreTranscript } from './store/run-journal.ts'
 import type { RunStore } from './store/run-store.ts'
+import { type RunStream, streamRun } from './stream.ts'
 import { assertToolName, type Tool, toToolSpec } from './tool.ts'
 
 export interface AgentOptions {
@@ -53,6 +56,13 @@ export interface AgentOptions {
   hostId?: string
   /** How long a run's lease lasts without a write; renewed every third of it. Default 30 s. */
   leaseMs?: number
+  /**
+   * A zod schema the final answer must match. It is sent as `response_format` (JSON Schema, strict
+   * when the schema allows), the answer is parsed and checked, the model gets one retry with the
+   * problems, then the run fails with `OutputValidationError` (`OUTPUT_INVALID`). `result.output`
+   * is then the parsed value, typed from the schema.
+   */
+  output?: z.ZodType
 }
 
 export interface RunOptions {
@@ -75,11 +85,11 @@ export interface RunOptions {
   budget?: BudgetCheck
 }
 
-export interface RunResult {
+export interface RunResult<TOutput = string> {
   runId: string
   status: RunStatus
-  /** The model's final answer (status `done`). */
-  output: string
+  /** The model's final answer (status `done`): its text, or with `output` set, the parsed value. */
+  output: TOutput
   stopReason: StopReason | undefined
   error: SerializedError | undefined
   turns: number
@@ -104,11 +114,11 @@ export class RunFailedError extends SignalboxError {
   }
 }
 
-export interface RunHandle {
+export interface RunHandle<TOutput = string> {
   readonly runId: string
   readonly actor: Actor<AgentMachine>
   /** Resolves with the result when the run is `done`; rejects with `RunFailedError` otherwise. */
-  readonly result: Promise<RunResult>
+  readonly result: Promise<RunResult<TOutput>>
   steer(text: string, options?: { from?: string }): void
   cancel(reason?: string): void
 }
@@ -125,7 +135,7 @@ export class MemoryAuditLog implements AuditLog {
  * An agent definition. Each `run()` is one XState actor running the agent machine; several
  * runs of one agent may be in flight at once.
  */
-export class Agent {
+export class Agent<TOutput = string> {
   readonly id: string
   readonly machine: AgentMachine
   readonly audit: AuditLog
@@ -134,7 +144,8 @@ export class Agent {
   readonly #clock: Clock
   readonly #ids: IdGenerator
   readonly #maxTurns: number
-  readonly #active = new Map<string, RunHandle>()
+  readonly #active = new Map<string, RunHandle<TOutput>>()
+  readonly #output: OutputSpec<unknown> | undefined
   readonly #handoffFilters = new Map<string, (messages: readonly Message[]) => Message[]>()
   readonly #budgetChecks = new Map<string, BudgetCheck>()
   readonly #toolNames: string[]
@@ -184,6 +195,7 @@ export class Agent {
     this.#leaseMs = options.leaseMs ?? 30_000
     if (!Number.isInteger(this.#leaseMs) || this.#leaseMs < 3)
       throw new ConfigError(`leaseMs must be an integer of at least 3, got ${options.leaseMs}.`)
+    this.#output = options.output === undefined ? undefined : outputSpec(options.output)
     const audit = this.audit
     this.machine = createAgentMachine({
       agentId: this.id,
@@ -210,6 +222,7 @@ export class Agent {
       handoffFilters: this.#handoffFilters,
       budgetChecks: this.#budgetChecks,
       journals: this.#journals,
+      output: this.#output,
     })
   }
 
@@ -219,12 +232,32 @@ export class Agent {
   }
 
   /** Runs to the end. Resolves with the final answer; rejects with `RunFailedError` if it fails or is cancelled. */
-  run(input: string | Message[], options: RunOptions = {}): Promise<RunResult> {
+  run(input: string | Message[], options: RunOptions = {}): Promise<RunResult<TOutput>> {
     return this.start(input, options).result
   }
 
+  /**
+   * Starts a run and streams its events (text deltas, tool starts and ends, approvals, steering),
+   * ending with `{ type: 'result', result }`. Only this run's events; leaving the loop cancels it.
+   *
+   * @example
+   * ```ts
+   * for await (const item of agent.stream('Book me a seat.', { signal })) {
+   *   if (item.type === 'text.delta') process.stdout.write(item.delta)
+   *   if (item.type === 'result') console.log(item.result.output)
+   * }
+   * ```
+   */
+  stream(input: string | Message[], options: RunOptions = {}): RunStream<RunResult<TOutput>> {
+    const runId = options.runId ?? this.#ids('run')
+    return streamRun<RunResult<TOutput>>(
+      { on: (type, listener) => this.on(type, listener), start: (id) => this.start(input, { ...options, runId: id }) },
+      runId,
+    )
+  }
+
   /** Starts a run and returns its handle at once. */
-  start(input: string | Message[], options: RunOptions = {}): RunHandle {
+  start(input: string | Message[], options: RunOptions = {}): RunHandle<TOutput> {
     const runId = options.runId ?? this.#ids('run')
     const steering = this.#queuedSteering
     this.#queuedSteering = []
@@ -259,7 +292,7 @@ export class Agent {
    * a tool call in flight follows the ledger (never run twice unless the tool is `idempotent`).
    * Takes the run's lease first: `RUN_LEASE_HELD` while another owner's lease has not expired.
    */
-  async resume(runId: string, options: ResumeOptions = {}): Promise<RunHandle> {
+  async resume(runId: string, options: ResumeOptions = {}): Promise<RunHandle<TOutput>> {
     const store = this.#requireStore('resume')
     const signal = options.signal ?? new AbortController().signal
     if (this.#active.has(runId)) throw new RunStoreError('RUN_NOT_RESUMABLE', runId, 'it is already running in this process.')
@@ -298,7 +331,7 @@ export class Agent {
    * Resumes every stored run of this agent that is not finished and that no other live owner
    * holds. A run that cannot be read is reported in `errors` (naming it); the others resume.
    */
-  async resumeAll(options: ResumeOptions = {}): Promise<ResumeAllResult> {
+  async resumeAll(options: ResumeOptions = {}): Promise<ResumeAllResult<RunHandle<TOutput>>> {
     const store = this.#requireStore('resumeAll')
     const signal = options.signal ?? new AbortController().signal
     return resumeEvery({
@@ -367,7 +400,7 @@ export class Agent {
     runId: string,
     signal: AbortSignal | undefined,
     journal: RunJournal | undefined,
-  ): RunHandle {
+  ): RunHandle<TOutput> {
     let onAbort: (() => void) | undefined
     /** Set when the journal could not write: the run stops here, and `result` rejects with why. */
     let lost: unknown
@@ -378,7 +411,7 @@ export class Agent {
       }
       this.#journals?.set(runId, journal)
     }
-    const result = new Promise<RunResult>((resolve, reject) => {
+    const result = new Promise<RunResult<TOutput>>((resolve, reject) => {
       const finish = () => {
         if (lost !== undefined) return reject(lost instanceof Error ? lost : new Error(String(lost)))
         const output = actor.getSnapshot().output as AgentOutput | undefined
@@ -387,7 +420,7 @@ export class Agent {
         const runResult = toRunResult(runId, output, this.#handoffFilters.get(runId))
         this.#handoffFilters.delete(runId)
         this.#budgetChecks.delete(runId)
-        if (output.status === 'done') resolve(runResult)
+        if (output.status === 'done') resolve(this.#withOutput(runResult))
         else reject(new RunFailedError(runResult))
       }
       actor.subscribe({
@@ -412,7 +445,7 @@ export class Agent {
       }
       if (onAbort) signal?.removeEventListener('abort', onAbort)
     })
-    const handle: RunHandle = {
+    const handle: RunHandle<TOutput> = {
       runId,
       actor,
       result,
@@ -451,13 +484,20 @@ export class Agent {
     for (const handle of this.#active.values()) handle.cancel(reason)
   }
 
+  /** With an output schema, the answer as parsed (the machine already checked it fits). */
+  #withOutput(result: RunResult): RunResult<TOutput> {
+    if (!this.#output || result.stopReason !== 'final_answer') return result as RunResult<TOutput>
+    const checked = this.#output.check(result.output)
+    return { ...result, output: (checked.ok ? checked.value : result.output) as TOutput }
+  }
+
   /** The names of the agent's tools. */
   get toolNames(): string[] {
     return this.#toolNames
   }
 
   /** Runs in flight, by run id. */
-  get runs(): ReadonlyMap<string, RunHandle> {
+  get runs(): ReadonlyMap<string, RunHandle<TOutput>> {
     return this.#active
   }
 }
@@ -477,8 +517,10 @@ export class Agent {
  * console.log(result.output)
  * ```
  */
-export function createAgent(options: AgentOptions): Agent {
-  return new Agent(options)
+export function createAgent<S extends z.ZodType>(options: AgentOptions & { output: S }): Agent<z.output<S>>
+export function createAgent(options: AgentOptions): Agent
+export function createAgent(options: AgentOptions): Agent<unknown> {
+  return new Agent<unknown>(options)
 }
 
 /** On a hand-off the next agent brings its own instructions: the system prompt stays here. */

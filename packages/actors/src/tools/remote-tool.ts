@@ -1,24 +1,25 @@
+import { type Tool, ToolError } from '@signalbox/core'
 import {
   type Bus,
   BusNoRespondersError,
   BusPayloadTooLargeError,
   BusTimeoutError,
   createSubjects,
+  type Subjects,
+} from '@signalbox/core/bus'
+import { formatDuration } from '@signalbox/core/internal'
+import {
   decodeMessage,
   ErrorMessage,
   encodeMessage,
-  formatDuration,
-  idempotencyKey,
   PROTOCOL_VERSION,
-  type Subjects,
-  type Tool,
   type ToolCallMessage,
   type ToolDescribeMessage,
   ToolDescriptionMessage,
-  ToolError,
   ToolResultMessage,
-} from '@signalbox/core'
-import { z } from 'zod'
+} from '@signalbox/core/protocol'
+import { idempotencyKey } from '@signalbox/core/store'
+import { z } from 'zod/v4'
 import { IDEMPOTENCY_KEY_HEADER } from './tool-host.ts'
 
 export interface RemoteToolOptions {

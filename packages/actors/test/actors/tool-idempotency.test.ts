@@ -3,7 +3,8 @@
  * retried call (a resumed run, a reconnect) with the first call's answer instead of running the
  * tool again. A different call runs normally.
  */
-import { type Bus, randomIds, type Tool, type ToolContext, tool } from '@signalbox/core'
+import { randomIds, type Tool, type ToolContext, tool } from '@signalbox/core'
+import type { Bus } from '@signalbox/core/bus'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { IDEMPOTENCY_KEY_HEADER, remoteTool, serveTools } from '../../src/index.ts'

@@ -4,6 +4,7 @@ import type { AuditEntry, Reviewer } from '../hitl/types.ts'
 import type { HookChain } from '../hooks.ts'
 import type { IdGenerator } from '../ids.ts'
 import type { Message } from '../messages.ts'
+import type { OutputSpec } from '../output.ts'
 import type { Provider, ToolSpec } from '../provider/provider.ts'
 import type { RunJournal } from '../store/run-journal.ts'
 import type { Tool } from '../tool.ts'
@@ -43,6 +44,8 @@ export interface AgentRuntime {
   budgetChecks: Map<string, BudgetCheck>
   /** Set only when the agent has a store: each run's journal (ledger, write queue), by run id. */
   journals: Map<string, RunJournal> | undefined
+  /** The schema the final answer must match (`createAgent({ output })`). */
+  output?: OutputSpec<unknown> | undefined
 }
 
 /** Asked before each turn: an error stops the run (`failed`, stop reason `budget`), undefined lets it go on. */

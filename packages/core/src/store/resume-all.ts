@@ -1,4 +1,3 @@
-import type { RunHandle } from '../agent.ts'
 import type { CheckpointError, RunStoreError } from './errors.ts'
 import type { RunStore } from './run-store.ts'
 
@@ -7,8 +6,8 @@ export interface ResumeOptions {
 }
 
 /** What `resumeAll()` did: the runs now going on, the runs another live owner holds, and the runs it could not read. */
-export interface ResumeAllResult {
-  runs: RunHandle[]
+export interface ResumeAllResult<H> {
+  runs: H[]
   /** Leased by another owner whose lease has not expired. */
   skipped: { runId: string; owner: string; expiresAt: number }[]
   /** One per run that could not be resumed (each names its run); the others still resumed. */
@@ -20,18 +19,18 @@ export interface ResumeAllResult {
  * not leased by another live owner is resumed, 16 at a time (each reads its transcript and claims
  * its lease). A run that cannot be read or resumed is reported in `errors`; the others go on.
  */
-export async function resumeEvery(options: {
+export async function resumeEvery<H>(options: {
   store: RunStore
   agentId: string
   owner: string
   now: number
   signal: AbortSignal
   isActive(runId: string): boolean
-  resume(runId: string): Promise<RunHandle>
-}): Promise<ResumeAllResult> {
+  resume(runId: string): Promise<H>
+}): Promise<ResumeAllResult<H>> {
   const { store, signal } = options
   const listing = await store.list({ status: ['running', 'waiting'], agentId: options.agentId, signal })
-  const result: ResumeAllResult = { runs: [], skipped: [], errors: [...listing.errors] }
+  const result: ResumeAllResult<H> = { runs: [], skipped: [], errors: [...listing.errors] }
   const todo = listing.runs.filter(({ checkpoint }) => {
     const { lease } = checkpoint
     if (options.isActive(checkpoint.runId)) return false

@@ -5,16 +5,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import {
-  type AppendMessagesOptions,
-  type ApprovalDecision,
-  createAgent,
-  decideApproval,
-  MemoryAuditLog,
-  MemoryRunStore,
-  type RunStore,
-  tool,
-} from '../../src/index.ts'
+import { type ApprovalDecision, createAgent, decideApproval, MemoryAuditLog, tool } from '../../src/index.ts'
+import { type AppendMessagesOptions, MemoryRunStore, type RunStore } from '../../src/store/index.ts'
 import { ScriptedProvider } from '../../src/testing/index.ts'
 
 const signal = new AbortController().signal
