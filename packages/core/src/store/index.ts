@@ -28,8 +28,7 @@ export {
 } from './ledger.ts'
 export { MemoryRunStore } from './memory-run-store.ts'
 export { type AppendMessagesOptions, assembleTranscript, type MessageBatch, parseBatch } from './message-log.ts'
-export { type ResumeAllResult, type ResumeOptions, resumeEvery } from './resume-all.ts'
-export { RunJournal, type RunJournalOptions, restoreTranscript, TRANSCRIPT_REF } from './run-journal.ts'
+export type { ResumeAllResult, ResumeOptions } from './resume-all.ts'
 export {
   type ClaimOptions,
   claimRun,
