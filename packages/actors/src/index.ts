@@ -13,4 +13,4 @@ export { type AnswerServiceOptions, serveAnswerer } from './questions/answer-ser
 export { type RemoteAnswerer, type RemoteAnswererOptions, remoteAnswerer } from './questions/remote-answerer.ts'
 export type { RequestService, ServiceMode } from './requests/request-service.ts'
 export { discoverTools, type RemoteToolOptions, remoteTool } from './tools/remote-tool.ts'
-export { IDEMPOTENCY_KEY_HEADER, serveTools, TOOL_QUEUE_GROUP, type ToolHost, type ToolHostOptions } from './tools/tool-host.ts'
+export { serveTools, TOOL_QUEUE_GROUP, type ToolHost, type ToolHostOptions } from './tools/tool-host.ts'

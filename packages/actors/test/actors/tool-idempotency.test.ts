@@ -7,7 +7,8 @@ import { randomIds, type Tool, type ToolContext, tool } from '@signalbox/core'
 import type { Bus } from '@signalbox/core/bus'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { IDEMPOTENCY_KEY_HEADER, remoteTool, serveTools } from '../../src/index.ts'
+import { remoteTool, serveTools } from '../../src/index.ts'
+import { IDEMPOTENCY_KEY_HEADER } from '../../src/tools/tool-host.ts'
 import { type Deployment, deploy, TRANSPORTS } from './harness.ts'
 
 function contextOf(runId: string, callId: string): ToolContext {
