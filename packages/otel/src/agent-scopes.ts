@@ -1,6 +1,6 @@
 import { type Attributes, context, type Span, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api'
 import type { HookWork, Instrumentation, InstrumentedWork } from '@signalbox/core'
-import { recordError } from './agent-spans.ts'
+import { type AgentSpans, recordError } from './agent-spans.ts'
 import { ERROR_TYPE, GenAI, Signalbox } from './attributes.ts'
 import { openRuns } from './run-spans.ts'
 
@@ -8,10 +8,10 @@ import { openRuns } from './run-spans.ts'
  * Runs a traced agent's tools and reviewer inside their span's context (so what they send over
  * the bus carries it), and each hook in a span of its own.
  */
-export function agentScopes(tracer: Tracer): Instrumentation {
+export function agentScopes(tracer: Tracer, agentSpans: AgentSpans): Instrumentation {
   return {
     around<T>(work: InstrumentedWork, run: () => T): T {
-      if (work.kind === 'hook') return traceHook(tracer, work, run)
+      if (work.kind === 'hook') return traceHook(tracer, agentSpans, work, run)
       const spans = openRuns.get(work.kind === 'tool' ? work.context.runId : work.request.runId)
       if (!spans) return run()
       if (work.kind === 'tool') return context.with(spans.callContext(work.context.callId), run)
@@ -21,10 +21,11 @@ export function agentScopes(tracer: Tracer): Instrumentation {
   }
 }
 
-function traceHook<T>(tracer: Tracer, work: HookWork, run: () => T): T {
+function traceHook<T>(tracer: Tracer, agentSpans: AgentSpans, work: HookWork, run: () => T): T {
   const { point, context: hook } = work
   const spans = openRuns.get(hook.runId)
   if (!spans) return run()
+  if (hook.callId !== undefined && hook.toolName !== undefined) agentSpans.openTool(spans, hook.callId, hook.toolName)
   const parent = hook.callId === undefined ? spans.turnContext(hook.turn) : spans.callContext(hook.callId, hook.turn)
   const span = tracer.startSpan(
     `signalbox.hook ${work.name ?? point}`,

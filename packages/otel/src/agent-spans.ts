@@ -104,14 +104,8 @@ export class AgentSpans {
         return
       }
       case 'tool.start': {
-        const span = this.#start(`${Operation.executeTool} ${event.toolName}`, run.turnContext(), {
-          [GenAI.operationName]: Operation.executeTool,
-          [GenAI.toolName]: event.toolName,
-          [GenAI.toolType]: 'function',
-          [GenAI.toolCallId]: event.callId,
-          ...(this.#content ? { [GenAI.toolCallArguments]: json(event.arguments) } : {}),
-        })
-        run.tools.set(event.callId, span)
+        const span = this.openTool(run, event.callId, event.toolName)
+        if (this.#content) span.setAttribute(GenAI.toolCallArguments, json(event.arguments))
         return
       }
       case 'tool.end':
@@ -119,6 +113,7 @@ export class AgentSpans {
         return
       case 'approval.requested': {
         const { request } = event
+        this.openTool(run, request.callId, request.toolName)
         const span = this.#start(`signalbox.approval ${request.toolName}`, run.callContext(request.callId), {
           [Signalbox.approvalRequestId]: request.requestId,
           [GenAI.toolName]: request.toolName,
@@ -188,6 +183,31 @@ export class AgentSpans {
         this.#endQuestion(run, event.question.questionId, { [Signalbox.questionOutcome]: 'timeout' })
         return
     }
+  }
+
+  /**
+   * The tool call's span, opened at the first sign of the call: its first hook, its approval
+   * request or its start (a call a hook denies never starts, yet it is a tool call).
+   */
+  openTool(run: RunSpans, callId: string, toolName: string, startTime?: number): Span {
+    const open = run.tools.get(callId)
+    if (open) return open
+    const span = this.#tracer.startSpan(
+      `${Operation.executeTool} ${toolName}`,
+      {
+        kind: SpanKind.INTERNAL,
+        attributes: {
+          [GenAI.operationName]: Operation.executeTool,
+          [GenAI.toolName]: toolName,
+          [GenAI.toolType]: 'function',
+          [GenAI.toolCallId]: callId,
+        },
+        ...(startTime === undefined ? {} : { startTime }),
+      },
+      run.turnContext(),
+    )
+    run.tools.set(callId, span)
+    return span
   }
 
   /** Ends what is still open (the tracing is detached while runs are in flight). */
@@ -284,9 +304,9 @@ export class AgentSpans {
   }
 
   #toolEnd(run: RunSpans, event: AgentEventOf<'tool.end'>): void {
-    const span = run.tools.get(event.callId)
+    // A call refused before anything ran (invalid arguments, unknown tool) gets its span here.
+    const span = run.tools.get(event.callId) ?? this.openTool(run, event.callId, event.toolName, Date.now() - event.durationMs)
     run.tools.delete(event.callId)
-    if (!span) return
     span.setAttributes({
       [Signalbox.toolOutcome]: event.outcome,
       [Signalbox.latencyMs]: event.durationMs,

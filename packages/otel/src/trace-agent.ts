@@ -25,7 +25,7 @@ export function traceAgent(agent: Agent, options: TraceAgentOptions = {}): () =>
   const tracer = signalboxTracer(options.tracerProvider)
   const spans = new AgentSpans({ tracer, model: agent.model, captureContent: options.captureContent ?? false })
   const handle = (event: Parameters<typeof spans.handle>[0]) => spans.handle(event)
-  const detach = [...TRACED_EVENT_TYPES.map((type) => agent.on(type, handle)), agent.instrument(agentScopes(tracer))]
+  const detach = [...TRACED_EVENT_TYPES.map((type) => agent.on(type, handle)), agent.instrument(agentScopes(tracer, spans))]
   let attached = true
   return () => {
     if (!attached) return
