@@ -153,7 +153,7 @@ export class AgentSpans {
         })
         return
       case 'steering.applied': {
-        const span = run.tools.get(event.callId) ?? run.run
+        const span = this.openTool(run, event.callId, event.toolName)
         span.addEvent('signalbox.steering.applied', {
           [Signalbox.steeringFrom]: event.from,
           [GenAI.toolCallId]: event.callId,
