@@ -2,11 +2,12 @@
  * The human-in-the-loop seed, traced with the real OpenTelemetry SDK: approvals, a question and a
  * steering correction as spans and span events, and the reviewer asked inside the approval span.
  */
+
+import { trace } from '@opentelemetry/api'
+import { type Reviewer, ScriptedAnswerer, ScriptedReviewer } from '@signalbox/core'
 import { ClawMachine, createClawAgent } from '@signalbox/examples/claw/agent.ts'
 import { type ClawScenario, clawScenarios, QUESTION, STEERING_TEXT, tinaWatches } from '@signalbox/examples/claw/script.ts'
 import { traceAgent } from '@signalbox/otel'
-import { ScriptedAnswerer, ScriptedReviewer, type Reviewer } from '@signalbox/core'
-import { trace } from '@opentelemetry/api'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { scriptedModel } from '../e2e/support/scripted.ts'
 import { find, memoryTracing, outline, parentOf, registerGlobally, spanTree } from './spans.ts'
@@ -64,7 +65,10 @@ describe('traceAgent: the claw runs (approval, question, steering)', () => {
       '    chat claw-question',
     ])
     const [question] = find(spans, 'signalbox.question')
-    expect(question?.attributes).toMatchObject({ 'signalbox.question.outcome': 'answered', 'signalbox.question.answered_by': 'tina' })
+    expect(question?.attributes).toMatchObject({
+      'signalbox.question.outcome': 'answered',
+      'signalbox.question.answered_by': 'tina',
+    })
     expect(question?.attributes['signalbox.latency_ms']).toBeTypeOf('number')
     // Contents are opt-in: the question's text is not there.
     expect(JSON.stringify(question?.attributes)).not.toContain(QUESTION)
@@ -92,7 +96,9 @@ describe('traceAgent: the claw runs (approval, question, steering)', () => {
     const { spans } = await tracedClaw(clawScenarios.steer, { captureContent: true })
     const [run] = find(spans, 'invoke_agent claw')
     const queued = run?.events.filter((e) => e.name === 'signalbox.steering.queued')
-    expect(queued?.map((e) => e.attributes)).toEqual([{ 'signalbox.steering.from': 'tina', 'signalbox.steering.text': STEERING_TEXT }])
+    expect(queued?.map((e) => e.attributes)).toEqual([
+      { 'signalbox.steering.from': 'tina', 'signalbox.steering.text': STEERING_TEXT },
+    ])
     const drops = find(spans, 'execute_tool drop_claw')
     expect(drops).toHaveLength(1)
     expect(drops[0]?.attributes['signalbox.tool.outcome']).toBe('steered')

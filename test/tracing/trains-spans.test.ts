@@ -2,10 +2,11 @@
  * The hooks seed, traced with the real OpenTelemetry SDK: the trains agent over HTTP (scripted
  * model server, real openai SDK), spans exported to memory.
  */
-import { traceAgent } from '@signalbox/otel'
+
+import { SpanStatusCode } from '@opentelemetry/api'
 import { createTrainsAgent, FIRST_CLASS_REASON, PASSENGER } from '@signalbox/examples/trains/agent.ts'
 import { TRAINS_MODEL, TRAINS_PROMPT, trainsScript } from '@signalbox/examples/trains/script.ts'
-import { SpanStatusCode } from '@opentelemetry/api'
+import { traceAgent } from '@signalbox/otel'
 import { describe, expect, it } from 'vitest'
 import { onlyCall, scriptedModel } from '../e2e/support/scripted.ts'
 import { find, memoryTracing, outline, parentOf, spanTree } from './spans.ts'
@@ -88,7 +89,10 @@ describe('traceAgent: the trains run (hooks deny and mask)', () => {
     expect(bookings[0]?.status.code).not.toBe(SpanStatusCode.ERROR)
 
     const policy = find(spans, 'signalbox.hook firstClassPolicy')
-    const decisions = policy.map((s) => [parentOf(spans, s)?.attributes['gen_ai.tool.name'], s.attributes['signalbox.hook.decision']])
+    const decisions = policy.map((s) => [
+      parentOf(spans, s)?.attributes['gen_ai.tool.name'],
+      s.attributes['signalbox.hook.decision'],
+    ])
     expect(decisions).toEqual([
       ['find_trains', 'allow'],
       ['book_ticket', 'deny'],
