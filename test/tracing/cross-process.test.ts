@@ -49,13 +49,55 @@ describe('trace context over NATS (traceparent in message headers)', () => {
       const hosted = one(spans, 'tool-host', `execute_tool ${tool}`)
       expect(hosted.parentSpanId).toBe(call.spanId)
       expect(hosted.kind).toBe(2) // SERVER
-      expect(hosted.attributes).toMatchObject({ 'gen_ai.tool.name': tool, 'gen_ai.tool.call.id': call.attributes['gen_ai.tool.call.id'] })
+      expect(hosted.attributes).toMatchObject({
+        'gen_ai.tool.name': tool,
+        'gen_ai.tool.call.id': call.attributes['gen_ai.tool.call.id'],
+      })
     }
     const approval = one(spans, 'agent', 'signalbox.approval drop_claw')
     expect(approval.parentSpanId).toBe(one(spans, 'agent', 'execute_tool drop_claw').spanId)
-    expect(approval.attributes).toMatchObject({ 'signalbox.approval.decision': 'approved', 'signalbox.approval.reviewer': 'reviewer-service' })
+    expect(approval.attributes).toMatchObject({
+      'signalbox.approval.decision': 'approved',
+      'signalbox.approval.reviewer': 'reviewer-service',
+    })
     const review = one(spans, 'reviewer', 'signalbox.review drop_claw')
     expect(review.parentSpanId).toBe(approval.spanId)
-    expect(review.attributes).toMatchObject({ 'signalbox.approval.decision': 'approved', 'signalbox.run.id': run.attributes['signalbox.run.id'] })
+    expect(review.attributes).toMatchObject({
+      'signalbox.approval.decision': 'approved',
+      'signalbox.run.id': run.attributes['signalbox.run.id'],
+    })
+  })
+})
+
+describe('trace context over NATS: a delegated child run on another host', () => {
+  it('starts the hosted child run as a child of the parent’s delegating tool call', async () => {
+    const receiver = await startOtlpReceiver()
+    closers.push(receiver.close)
+    const prefix = uniquePrefix()
+    cleanupServer(prefix)
+    const env = { NATS_URL, PREFIX: prefix, OTLP_URL: receiver.url }
+    const host = start(['test/tracing/fixtures/child-host.ts'], env)
+    await host.waitFor('CHILD_HOST_READY')
+    const parent = start(['test/tracing/fixtures/planner.ts'], env)
+    await parent.waitFor(/RUN_DONE \S+ done/, 30_000)
+    expect((await parent.exited).code).toBe(0)
+    host.kill('SIGTERM')
+    expect((await host.exited).code).toBe(0)
+
+    const spans = receiver.spans
+    expect(new Set(spans.map((s) => s.traceId)).size).toBe(1)
+    const root = one(spans, 'planner', 'invoke_agent planner')
+    const delegation = one(spans, 'planner', 'execute_tool ask_stocker')
+    const child = one(spans, 'child-host', 'invoke_agent stocker')
+    expect(child.parentSpanId).toBe(delegation.spanId)
+    expect(child.attributes).toMatchObject({
+      'signalbox.run.parent_id': root.attributes['signalbox.run.id'],
+      'signalbox.run.path': [root.attributes['signalbox.run.id']],
+      'signalbox.run.status': 'done',
+    })
+    // The child's own turn and model call hang under it, on its host.
+    const turn = one(spans, 'child-host', 'signalbox.turn 1')
+    expect(turn.parentSpanId).toBe(child.spanId)
+    expect(one(spans, 'child-host', 'chat stocker').parentSpanId).toBe(turn.spanId)
   })
 })

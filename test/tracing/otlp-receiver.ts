@@ -46,7 +46,11 @@ export async function startOtlpReceiver(): Promise<{ url: string; spans: Receive
     const chunks: Buffer[] = []
     request.on('data', (chunk: Buffer) => chunks.push(chunk))
     request.on('end', () => {
-      if (request.method !== 'POST' || request.url !== '/v1/traces' || !String(request.headers['content-type']).includes('json')) {
+      if (
+        request.method !== 'POST' ||
+        request.url !== '/v1/traces' ||
+        !String(request.headers['content-type']).includes('json')
+      ) {
         response.writeHead(415).end()
         return
       }
