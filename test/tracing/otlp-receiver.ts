@@ -85,14 +85,14 @@ function decode(body: OtlpTraces): ReceivedSpan[] {
 }
 
 function attributes(list: OtlpAttribute[] | undefined): Record<string, unknown> {
-  return Object.fromEntries((list ?? []).map(({ key, value }) => [key, valueOf(value)]))
+  return Object.fromEntries((list ?? []).map(({ key, value }) => [key, decodeValue(value)]))
 }
 
-function valueOf(value: OtlpValue): unknown {
+function decodeValue(value: OtlpValue): unknown {
   if (value.stringValue !== undefined) return value.stringValue
   if (value.intValue !== undefined) return Number(value.intValue)
   if (value.boolValue !== undefined) return value.boolValue
   if (value.doubleValue !== undefined) return value.doubleValue
-  if (value.arrayValue) return (value.arrayValue.values ?? []).map(valueOf)
+  if (value.arrayValue) return (value.arrayValue.values ?? []).map(decodeValue)
   return undefined
 }
