@@ -56,6 +56,16 @@ export const run: Command = {
       description: 'how long to wait for tool hosts of remote tools',
       default: '10000',
     },
+    otlp: {
+      type: 'string',
+      valueName: '<url>',
+      description: 'export OpenTelemetry spans (OTLP/HTTP) to this URL; trace context rides the bus',
+      default: '$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, else off',
+    },
+    'otlp-content': {
+      type: 'boolean',
+      description: 'with --otlp: record messages, tool arguments and results in the spans',
+    },
     'run-id': {
       type: 'string',
       valueName: '<id>',
