@@ -128,3 +128,65 @@ describe('traceAgent: the trains run (hooks deny and mask)', () => {
     expect(String(find(spans, `chat ${TRAINS_MODEL}`)[0]?.attributes['gen_ai.input.messages'])).toContain(TRAINS_PROMPT)
   })
 })
+
+describe('traceAgent: errors carry their code', () => {
+  it('marks a run failed by a throwing hook, and the hook’s span, with the error code', async () => {
+    const { server, provider } = await scriptedModel({ [TRAINS_MODEL]: trainsScript.slice(0, 2) })
+    const tracing = memoryTracing()
+    const broken = {
+      beforeToolExecution: async function auditTrail({ toolName }: { toolName: string }) {
+        if (toolName === 'book_ticket') throw new Error('the audit trail is down')
+      },
+    }
+    const agent = createTrainsAgent({ provider: provider(TRAINS_MODEL), hooks: [broken] })
+    traceAgent(agent, { tracerProvider: tracing.provider })
+    await expect(agent.run(TRAINS_PROMPT)).rejects.toMatchObject({ code: 'HOOK_FAILED' })
+    expect(server.requests).toHaveLength(2)
+    const spans = tracing.spans()
+    const [run] = find(spans, 'invoke_agent trains')
+    expect(run?.status.code).toBe(SpanStatusCode.ERROR)
+    expect(run?.attributes).toMatchObject({
+      'signalbox.run.status': 'failed',
+      'error.type': 'HOOK_FAILED',
+      'signalbox.error.code': 'HOOK_FAILED',
+    })
+    expect(run?.events.map((e) => [e.name, e.attributes?.['exception.type']])).toEqual([['exception', 'HOOK_FAILED']])
+    const hooks = find(spans, 'signalbox.hook auditTrail')
+    expect(hooks.map((s) => s.status.code)).toEqual([SpanStatusCode.UNSET, SpanStatusCode.ERROR])
+    expect(hooks[1]?.attributes['error.type']).toBe('Error')
+    // Nothing left open: every span that started has ended (and was exported).
+    expect(spans.every((s) => s.ended)).toBe(true)
+    expect(find(spans, 'execute_tool book_ticket')).toHaveLength(1)
+  })
+
+  it('marks a run that ran out of turns with MAX_TURNS_EXCEEDED', async () => {
+    const { provider } = await scriptedModel({ [TRAINS_MODEL]: trainsScript })
+    const tracing = memoryTracing()
+    const agent = createTrainsAgent({ provider: provider(TRAINS_MODEL), maxTurns: 2 })
+    traceAgent(agent, { tracerProvider: tracing.provider })
+    await expect(agent.run(TRAINS_PROMPT)).rejects.toMatchObject({ code: 'MAX_TURNS_EXCEEDED' })
+    const [run] = find(tracing.spans(), 'invoke_agent trains')
+    expect(run?.attributes).toMatchObject({ 'error.type': 'MAX_TURNS_EXCEEDED', 'signalbox.run.turns': 2 })
+    expect(find(tracing.spans(), 'signalbox.turn 2')).toHaveLength(1)
+  })
+})
+
+describe('traceAgent: a model call retried', () => {
+  it('ends the failed attempt’s span with its error code, and the retry is a span of its own', async () => {
+    const script = [{ error: { status: 503, message: 'try again' } }, ...trainsScript]
+    const { server, provider } = await scriptedModel({ [TRAINS_MODEL]: script })
+    const tracing = memoryTracing()
+    const agent = createTrainsAgent({ provider: provider(TRAINS_MODEL), retry: { baseDelayMs: 1, maxDelayMs: 1 } })
+    traceAgent(agent, { tracerProvider: tracing.provider })
+    await agent.run(TRAINS_PROMPT)
+    server.assertDone()
+    const spans = tracing.spans()
+    const firstTurn = find(spans, 'signalbox.turn 1')[0]
+    const attempts = find(spans, `chat ${TRAINS_MODEL}`).filter((s) => parentOf(spans, s) === firstTurn)
+    expect(attempts.map((s) => [s.attributes['signalbox.model.attempt'], s.status.code, s.attributes['error.type']])).toEqual([
+      [1, SpanStatusCode.ERROR, 'PROVIDER_UNAVAILABLE'],
+      [2, SpanStatusCode.UNSET, undefined],
+    ])
+    expect(attempts[0]?.attributes['signalbox.model.retry_delay_ms']).toBeTypeOf('number')
+  })
+})

@@ -74,7 +74,8 @@ export class AgentSpans {
         this.#runEnd(run, event)
         return
       case 'run.error':
-        recordError(run.run, event.error)
+        // Emitted just before run.end, which carries the same error: recorded once, there.
+        run.error ??= event.error
         return
       case 'turn.start': {
         const span = this.#start(`signalbox.turn ${event.turn}`, run.context, { [Signalbox.turn]: event.turn })
@@ -265,7 +266,8 @@ export class AgentSpans {
       [GenAI.outputTokens]: event.usage.completionTokens,
       ...(this.#content && event.output !== undefined ? { [Signalbox.runOutput]: event.output } : {}),
     })
-    if (event.error) recordError(span, event.error, event.status === 'failed')
+    const error = event.error ?? run.error
+    if (error) recordError(span, error, event.status === 'failed')
     span.end()
     openRuns.delete(event.runId)
     this.#mine.delete(event.runId)

@@ -10,6 +10,8 @@ export class RunSpans {
   readonly tools = new Map<string, Span>()
   readonly approvals = new Map<string, Span>()
   readonly questions = new Map<string, Span>()
+  /** The run's error, when `run.error` told it before `run.end`. */
+  error: { code: string; message: string } | undefined
   #lastTurn: number | undefined
 
   constructor(run: Span) {
