@@ -16,9 +16,11 @@ import {
 } from './cli.ts'
 import { audit } from './commands/audit.ts'
 import { cancel } from './commands/cancel.ts'
+import { consoleCommand } from './commands/console.ts'
 import { graph } from './commands/graph.ts'
 import { host } from './commands/host.ts'
 import { inspect } from './commands/inspect.ts'
+import { natsPermissions } from './commands/nats-permissions.ts'
 import { review } from './commands/review.ts'
 import { run } from './commands/run.ts'
 import { status } from './commands/status.ts'
@@ -28,7 +30,21 @@ import { watch } from './commands/watch.ts'
 import { colorsEnabled, createColorizer } from './output.ts'
 
 /** Every command, in the order `signalbox --help` lists them. */
-export const COMMANDS: readonly Command[] = [run, review, steer, watch, audit, status, cancel, toolsServe, inspect, graph, host]
+export const COMMANDS: readonly Command[] = [
+  run,
+  review,
+  consoleCommand,
+  steer,
+  watch,
+  audit,
+  status,
+  cancel,
+  toolsServe,
+  inspect,
+  graph,
+  host,
+  natsPermissions,
+]
 
 export function defaultIO(): CommandIO {
   return { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd() }
