@@ -10,11 +10,11 @@ afterEach(async () => {
 
 const RUN = ['run', 'test/cli/fixtures/local-agent.ts', '--scripted', '--model', 'approved', '--auto', 'approve']
 
-describe('signalbox run --otlp', () => {
+describe('signalbox run --otlp', { timeout: 90_000 }, () => {
   it('exports the run, its turns, model calls, tool call and approval to the URL', async () => {
     const receiver = await startOtlpReceiver()
     closers.push(receiver.close)
-    const result = await runCli([...RUN, '--otlp', receiver.url])
+    const result = await runCli([...RUN, '--otlp', receiver.url], { timeoutMs: 60_000 })
     expect(result.code, result.output).toBe(0)
     const names = receiver.spans.map((s) => s.name)
     expect(names).toEqual(
@@ -41,7 +41,7 @@ describe('signalbox run --otlp', () => {
     const receiver = await startOtlpReceiver()
     closers.push(receiver.close)
     const base = receiver.url.replace(/\/v1\/traces$/, '')
-    const result = await runCli([...RUN, '--otlp-content'], { env: { OTEL_EXPORTER_OTLP_ENDPOINT: base } })
+    const result = await runCli([...RUN, '--otlp-content'], { env: { OTEL_EXPORTER_OTLP_ENDPOINT: base }, timeoutMs: 60_000 })
     expect(result.code, result.output).toBe(0)
     const call = receiver.spans.find((s) => s.name === 'execute_tool send_payment')
     expect(call?.attributes).toMatchObject({
@@ -51,7 +51,7 @@ describe('signalbox run --otlp', () => {
   })
 
   it('refuses a URL that is not http(s), before running anything', async () => {
-    const result = await runCli([...RUN, '--otlp', 'localhost:4318'])
+    const result = await runCli([...RUN, '--otlp', 'localhost:4318'], { timeoutMs: 60_000 })
     expect(result.code).not.toBe(0)
     expect(result.stderr).toContain('--otlp needs an http(s) URL')
   })

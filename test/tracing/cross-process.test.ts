@@ -1,4 +1,7 @@
 /**
+ * (Process start-up with tsx takes seconds on a busy machine: the timeouts are generous; nothing
+ * here is timed.)
+ *
  * One trace across real processes over NATS: the agent, a tool host and a reviewer service, each
  * `node --import tsx`, each exporting with the OTLP/HTTP exporter to a receiver started here.
  */
@@ -27,10 +30,10 @@ describe('trace context over NATS (traceparent in message headers)', () => {
     const env = { NATS_URL, PREFIX: prefix, OTLP_URL: receiver.url }
     const toolHost = start(['test/tracing/fixtures/tool-host.ts'], env)
     const reviewer = start(['test/tracing/fixtures/reviewer.ts'], env)
-    await Promise.all([toolHost.waitFor('TOOL_HOST_READY'), reviewer.waitFor('REVIEWER_READY')])
+    await Promise.all([toolHost.waitFor('TOOL_HOST_READY', 60_000), reviewer.waitFor('REVIEWER_READY', 60_000)])
 
     const agent = start(['test/tracing/fixtures/agent.ts'], env)
-    await agent.waitFor(/RUN_DONE \S+ done/, 30_000)
+    await agent.waitFor(/RUN_DONE \S+ done/, 60_000)
     expect((await agent.exited).code).toBe(0)
     toolHost.kill('SIGTERM')
     reviewer.kill('SIGTERM')
@@ -66,7 +69,7 @@ describe('trace context over NATS (traceparent in message headers)', () => {
       'signalbox.approval.decision': 'approved',
       'signalbox.run.id': run.attributes['signalbox.run.id'],
     })
-  })
+  }, 150_000)
 })
 
 describe('trace context over NATS: a delegated child run on another host', () => {
@@ -77,9 +80,9 @@ describe('trace context over NATS: a delegated child run on another host', () =>
     cleanupServer(prefix)
     const env = { NATS_URL, PREFIX: prefix, OTLP_URL: receiver.url }
     const host = start(['test/tracing/fixtures/child-host.ts'], env)
-    await host.waitFor('CHILD_HOST_READY')
+    await host.waitFor('CHILD_HOST_READY', 60_000)
     const parent = start(['test/tracing/fixtures/planner.ts'], env)
-    await parent.waitFor(/RUN_DONE \S+ done/, 30_000)
+    await parent.waitFor(/RUN_DONE \S+ done/, 60_000)
     expect((await parent.exited).code).toBe(0)
     host.kill('SIGTERM')
     expect((await host.exited).code).toBe(0)
@@ -99,5 +102,5 @@ describe('trace context over NATS: a delegated child run on another host', () =>
     const turn = one(spans, 'child-host', 'signalbox.turn 1')
     expect(turn.parentSpanId).toBe(child.spanId)
     expect(one(spans, 'child-host', 'chat stocker').parentSpanId).toBe(turn.spanId)
-  })
+  }, 150_000)
 })
