@@ -41,7 +41,7 @@ import { loadAgentModule } from './load-module.ts'
 import { type Colors, eventLine, formatDuration, quote } from './output.ts'
 import { createPrompter, type Prompter } from './prompter.ts'
 import { type AutoVerdict, createReviewConsole } from './review-console.ts'
-import { otlpTracesUrl, startTracing } from './tracing.ts'
+import { commandTracing } from './tracing.ts'
 
 const NO_REVIEWER_REASON =
   'Denied: nobody can review this call (signalbox run has no terminal and no --nats bus with reviewers). Do not retry it; say what you wanted to do.'
@@ -84,14 +84,7 @@ export async function runAgent(context: CommandContext): Promise<number> {
   }
   try {
     // Tracing first, so its flush is the last cleanup (after the run's spans have ended).
-    const otlp = otlpTracesUrl(context.values.otlp as string | undefined, io.env)
-    const tracing = otlp
-      ? await startTracing({
-          url: otlp,
-          serviceName: `signalbox-${def.id}`,
-          captureContent: Boolean(context.values['otlp-content']),
-        })
-      : undefined
+    const tracing = await commandTracing(context, `signalbox-${def.id}`)
     if (tracing) cleanups.push(() => tracing.shutdown())
     // The model endpoint.
     let server: ScriptedModelServer | undefined

@@ -1,5 +1,26 @@
-import type { Agent, Bus } from '@signalbox/core'
-import { CliError } from './cli.ts'
+import type { Agent, Bus, Reviewer, Tool } from '@signalbox/core'
+import { CliError, type CommandContext, type OptionSpec } from './cli.ts'
+
+/** The tracing flags every long-running command takes (run, host, tools serve, review). */
+export const OTLP_OPTIONS: Record<'otlp' | 'otlp-content', OptionSpec> = {
+  otlp: {
+    type: 'string',
+    valueName: '<url>',
+    description: 'export OpenTelemetry spans (OTLP/HTTP) to this URL; trace context rides the bus',
+    default: '$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, else off',
+  },
+  'otlp-content': {
+    type: 'boolean',
+    description: 'with --otlp: record messages, tool arguments and results in the spans',
+  },
+}
+
+/** Tracing for a command, when `--otlp` or the OpenTelemetry variables ask for it. */
+export async function commandTracing(context: CommandContext, serviceName: string): Promise<CliTracing | undefined> {
+  const url = otlpTracesUrl(context.values.otlp as string | undefined, context.io.env)
+  if (!url) return undefined
+  return startTracing({ url, serviceName, captureContent: context.values['otlp-content'] === true })
+}
 
 /** Where spans go: `--otlp <url>`, else the standard OpenTelemetry variables; undefined: tracing off. */
 export function otlpTracesUrl(flag: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
@@ -15,6 +36,10 @@ export interface CliTracing {
   bus<B extends Bus>(bus: B): B
   /** Traces the agent's runs. */
   agent(agent: Agent): void
+  /** A tool host's tools, each call a span. */
+  tools<T extends Tool<any>>(tools: readonly T[]): T[]
+  /** A reviewer service's reviewer, each review a span. */
+  reviewer(reviewer: Reviewer): Reviewer
   /** Flushes the spans still buffered and stops the exporter. */
   shutdown(): Promise<void>
 }
@@ -53,6 +78,9 @@ export async function startTracing(options: { url: string; serviceName: string; 
     agent: (agent) => {
       otel.traceAgent(agent, { tracerProvider: provider, captureContent: options.captureContent ?? false })
     },
+    tools: (tools) => otel.traceTools(tools, { tracerProvider: provider, captureContent: options.captureContent ?? false }),
+    reviewer: (reviewer) =>
+      otel.traceReviewer(reviewer, { tracerProvider: provider, captureContent: options.captureContent ?? false }),
     shutdown: () => provider.shutdown(),
   }
 }

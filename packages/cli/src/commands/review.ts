@@ -1,9 +1,10 @@
 import type { ServiceMode } from '@signalbox/actors'
-import type { ApprovalRequest, Question } from '@signalbox/core'
+import type { ApprovalRequest, Question, Reviewer } from '@signalbox/core'
 import { openBus, untilSignal } from '../bus.ts'
 import { type Command, EXIT } from '../cli.ts'
 import type { Prompter } from '../prompter.ts'
 import type { AutoVerdict } from '../review-console.ts'
+import { commandTracing, OTLP_OPTIONS } from '../tracing.ts'
 
 export const review: Command = {
   name: 'review',
@@ -42,6 +43,7 @@ export const review: Command = {
       choices: ['approve', 'deny'],
     },
     answer: { type: 'string', valueName: '<text>', description: 'answer every question with this text instead of asking' },
+    ...OTLP_OPTIONS,
   },
   bus: 'required',
   maxArgs: 0,
@@ -69,7 +71,10 @@ export const review: Command = {
       import('../prompter.ts'),
       import('../review-console.ts'),
     ])
-    const { bus, subjects, url } = await openBus(context, 'review')
+    const tracing = await commandTracing(context, `signalbox-review-${name}`)
+    const opened = await openBus(context, 'review')
+    const { subjects, url } = opened
+    const bus = tracing ? tracing.bus(opened.bus) : opened.bus
     const stop = untilSignal(context.io.signal)
     const interrupt = () => process.kill(process.pid, 'SIGINT')
     let prompter: Prompter | undefined
@@ -100,19 +105,20 @@ export const review: Command = {
     const onError = (error: unknown) =>
       context.err(`${c.red('error')}: ${error instanceof Error ? error.message : String(error)}`)
 
+    const traced = (reviewer: Reviewer) => (tracing ? tracing.reviewer(reviewer) : reviewer)
     const reviewers = serveReviewer({
       bus,
       subjects,
       ...(agentId ? { agentId } : {}),
       mode: explicitMode ?? 'shared',
       group,
-      reviewer: {
+      reviewer: traced({
         async review(request, options) {
           const decision = await ui.reviewer.review(request, options)
           ours.add(request.requestId)
           return decision
         },
-      },
+      }),
       onRequest: (request) => requests.set(request.requestId, request),
       onDecision: (request, decision) => ui.decided(request, decision),
       onSettled: (requestId, decision) => {
@@ -170,6 +176,7 @@ export const review: Command = {
       answerers?.close()
       prompter?.close()
       await bus.close()
+      await tracing?.shutdown()
     }
     return EXIT.ok
   },

@@ -1,4 +1,5 @@
 import type { Command } from '../cli.ts'
+import { OTLP_OPTIONS } from '../tracing.ts'
 import { RUN_INSPECT_OPTIONS } from './inspect.ts'
 
 export const run: Command = {
@@ -56,16 +57,7 @@ export const run: Command = {
       description: 'how long to wait for tool hosts of remote tools',
       default: '10000',
     },
-    otlp: {
-      type: 'string',
-      valueName: '<url>',
-      description: 'export OpenTelemetry spans (OTLP/HTTP) to this URL; trace context rides the bus',
-      default: '$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, else off',
-    },
-    'otlp-content': {
-      type: 'boolean',
-      description: 'with --otlp: record messages, tool arguments and results in the spans',
-    },
+    ...OTLP_OPTIONS,
     'run-id': {
       type: 'string',
       valueName: '<id>',
