@@ -1,4 +1,4 @@
-import type { Agent, Bus, Reviewer, Tool } from '@signalbox/core'
+import type { Agent, Answerer, Bus, Reviewer, Tool } from '@signalbox/core'
 import { CliError, type CommandContext, type OptionSpec } from './cli.ts'
 
 /** The tracing flags every long-running command takes (run, host, tools serve, review). */
@@ -40,6 +40,8 @@ export interface CliTracing {
   tools<T extends Tool<any>>(tools: readonly T[]): T[]
   /** A reviewer service's reviewer, each review a span. */
   reviewer(reviewer: Reviewer): Reviewer
+  /** An answer service's answerer, each question a span. */
+  answerer(answerer: Answerer): Answerer
   /** Flushes the spans still buffered and stops the exporter. */
   shutdown(): Promise<void>
 }
@@ -81,6 +83,8 @@ export async function startTracing(options: { url: string; serviceName: string; 
     tools: (tools) => otel.traceTools(tools, { tracerProvider: provider, captureContent: options.captureContent ?? false }),
     reviewer: (reviewer) =>
       otel.traceReviewer(reviewer, { tracerProvider: provider, captureContent: options.captureContent ?? false }),
+    answerer: (answerer) =>
+      otel.traceAnswerer(answerer, { tracerProvider: provider, captureContent: options.captureContent ?? false }),
     shutdown: () => provider.shutdown(),
   }
 }

@@ -1,5 +1,5 @@
 import { context, type Span, SpanKind, SpanStatusCode, type TracerProvider, trace } from '@opentelemetry/api'
-import type { ApprovalDecision, Reviewer, Tool } from '@signalbox/core'
+import type { Answer, Answerer, ApprovalDecision, Reviewer, Tool } from '@signalbox/core'
 import { recordError } from './agent-spans.ts'
 import { ERROR_TYPE, GenAI, Operation, Signalbox } from './attributes.ts'
 import { isTracerProviderRegistered, signalboxTracer } from './tracer-provider.ts'
@@ -74,6 +74,38 @@ export function traceReviewer(reviewer: Reviewer, options: TracedServiceOptions 
             [Signalbox.approvalDecision]: decision.approved ? 'approved' : 'denied',
             [Signalbox.approvalReviewer]: decision.reviewer,
             ...(options.captureContent && decision.reason ? { [Signalbox.approvalReason]: decision.reason } : {}),
+          }),
+      )
+    },
+  }
+}
+
+/**
+ * An answer service's answerer, each question a span. Served behind `withTraceContext(bus)`, it is
+ * a child of the agent's tool call that asked. Unchanged without a provider.
+ */
+export function traceAnswerer(answerer: Answerer, options: TracedServiceOptions = {}): Answerer {
+  if (!isTracerProviderRegistered(options.tracerProvider)) return answerer
+  const tracer = signalboxTracer(options.tracerProvider)
+  return {
+    answer(question, answerOptions) {
+      const span = tracer.startSpan('signalbox.answer', {
+        kind: SpanKind.SERVER,
+        attributes: {
+          [Signalbox.questionId]: question.questionId,
+          [Signalbox.agentId]: question.agentId,
+          [Signalbox.runId]: question.runId,
+          [GenAI.toolCallId]: question.callId,
+          ...(options.captureContent ? { [Signalbox.questionText]: question.question } : {}),
+        },
+      })
+      return settle(
+        span,
+        () => context.with(trace.setSpan(context.active(), span), () => answerer.answer(question, answerOptions)),
+        (answer: Answer) =>
+          span.setAttributes({
+            [Signalbox.answeredBy]: answer.answeredBy,
+            ...(options.captureContent ? { [Signalbox.answer]: answer.answer } : {}),
           }),
       )
     },

@@ -16,6 +16,7 @@ describe('@signalbox/otel exports', () => {
       'isTracerProviderRegistered',
       'parseTraceparent',
       'traceAgent',
+      'traceAnswerer',
       'traceReviewer',
       'traceTools',
       'withTraceContext',

@@ -1,5 +1,5 @@
 import type { ServiceMode } from '@signalbox/actors'
-import type { ApprovalRequest, Question, Reviewer } from '@signalbox/core'
+import type { Answerer, ApprovalRequest, Question, Reviewer } from '@signalbox/core'
 import { openBus, untilSignal } from '../bus.ts'
 import { type Command, EXIT } from '../cli.ts'
 import type { Prompter } from '../prompter.ts'
@@ -106,6 +106,7 @@ export const review: Command = {
       context.err(`${c.red('error')}: ${error instanceof Error ? error.message : String(error)}`)
 
     const traced = (reviewer: Reviewer) => (tracing ? tracing.reviewer(reviewer) : reviewer)
+    const tracedAnswerer = (answerer: Answerer) => (tracing ? tracing.answerer(answerer) : answerer)
     const reviewers = serveReviewer({
       bus,
       subjects,
@@ -136,13 +137,13 @@ export const review: Command = {
           ...(agentId ? { agentId } : {}),
           mode: explicitMode ?? 'broadcast',
           group: answerGroup,
-          answerer: {
+          answerer: tracedAnswerer({
             async answer(question, options) {
               const answer = await ui.answerer.answer(question, options)
               ours.add(question.questionId)
               return answer
             },
-          },
+          }),
           onQuestion: (question) => questions.set(question.questionId, question),
           onAnswer: (question, answer) => ui.answered(question, answer),
           onSettled: (questionId, answer) => {
