@@ -1,10 +1,16 @@
-/** `signalbox run --otlp <url>` (and OTEL_EXPORTER_OTLP_ENDPOINT): the CLI exports the run's spans over OTLP/HTTP. */
+/**
+ * `signalbox run --otlp <url>` (and OTEL_EXPORTER_OTLP_ENDPOINT): the CLI exports the run's spans
+ * over OTLP/HTTP; `tools serve`, `review` and `run --nats` with `--otlp` make one trace.
+ */
 import { afterEach, describe, expect, it } from 'vitest'
-import { runCli } from '../cli/support.ts'
+import { busArgs, cleanupAll, deleteStream, runCli, startProcess } from '../cli/support.ts'
+import { uniquePrefix } from '../support/env.ts'
 import { startOtlpReceiver } from './otlp-receiver.ts'
 
 const closers: (() => Promise<void>)[] = []
 afterEach(async () => {
+  // Processes a failed test left running are stopped by pid.
+  await cleanupAll()
   await Promise.all(closers.splice(0).map((close) => close()))
 })
 
@@ -54,5 +60,38 @@ describe('signalbox run --otlp', { timeout: 90_000 }, () => {
     const result = await runCli([...RUN, '--otlp', 'localhost:4318'], { timeoutMs: 60_000 })
     expect(result.code).not.toBe(0)
     expect(result.stderr).toContain('--otlp needs an http(s) URL')
+  })
+})
+
+describe('signalbox tools serve / review / run --nats, each with --otlp', { timeout: 180_000 }, () => {
+  it('the distributed claw machine’s three processes give one trace', async () => {
+    const receiver = await startOtlpReceiver()
+    closers.push(receiver.close)
+    const prefix = uniquePrefix()
+    closers.push(() => deleteStream(prefix))
+    const bus = busArgs(prefix)
+    const otlp = ['--otlp', receiver.url]
+    const tools = startProcess(['tools', 'serve', 'examples/distributed/claw-tools.ts', ...bus, ...otlp], { name: 'tools' })
+    const review = startProcess(
+      ['review', '--name', 'tina', '--agent', 'claw', '--auto', 'approve', '--answer', 'The polar bear!', ...bus, ...otlp],
+      { name: 'review' },
+    )
+    await Promise.all([tools.waitFor('serving ', 90_000), review.waitFor('reviewing approval requests', 90_000)])
+    const agent = startProcess(['run', 'examples/distributed/claw-agent.ts', '--scripted', ...bus, ...otlp], { name: 'agent' })
+    expect(await agent.exited, agent.output).toBe(0)
+    expect(await tools.stop()).toBe(0)
+    expect(await review.stop()).toBe(0)
+
+    const spans = receiver.spans
+    expect(new Set(spans.map((s) => s.traceId)).size).toBe(1)
+    expect(new Set(spans.map((s) => s.service))).toEqual(new Set(['signalbox-claw', 'signalbox-tools', 'signalbox-review-tina']))
+    const byId = new Map(spans.map((s) => [s.spanId, s]))
+    const parentName = (name: string, service: string) => {
+      const span = spans.find((s) => s.name === name && s.service === service)
+      return span?.parentSpanId ? byId.get(span.parentSpanId)?.name : undefined
+    }
+    expect(parentName('execute_tool drop_claw', 'signalbox-tools')).toBe('execute_tool drop_claw')
+    expect(parentName('signalbox.review drop_claw', 'signalbox-review-tina')).toBe('signalbox.approval drop_claw')
+    expect(parentName('signalbox.answer', 'signalbox-review-tina')).toBe('execute_tool ask_kid')
   })
 })
