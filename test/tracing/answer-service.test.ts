@@ -3,7 +3,8 @@
  * service's span joins the agent's trace under the tool call that asked.
  */
 import { remoteAnswerer, serveAnswerer } from '@signalbox/actors'
-import { createInProcessBus, functionAnswerer, ScriptedReviewer } from '@signalbox/core'
+import { functionAnswerer, ScriptedReviewer } from '@signalbox/core'
+import { createInProcessBus } from '@signalbox/core/bus'
 import { ClawMachine, createClawAgent } from '@signalbox/examples/claw/agent.ts'
 import { ANSWER, clawScenarios } from '@signalbox/examples/claw/script.ts'
 import { traceAgent, traceAnswerer, withTraceContext } from '@signalbox/otel'

@@ -1,4 +1,5 @@
-import type { Agent, Answerer, Bus, Reviewer, Tool } from '@signalbox/core'
+import type { Agent, Answerer, Reviewer, Tool } from '@signalbox/core'
+import type { Bus } from '@signalbox/core/bus'
 import { CliError, type CommandContext, type OptionSpec } from './cli.ts'
 
 /** The tracing flags every long-running command takes (run, host, tools serve, review). */

@@ -9,7 +9,7 @@ import type {
   PublishOptions,
   RequestOptions,
   SubscribeOptions,
-} from '@signalbox/core'
+} from '@signalbox/core/bus'
 import { W3CTraceContext } from './w3c-trace-context.ts'
 
 export interface TraceContextBusOptions {

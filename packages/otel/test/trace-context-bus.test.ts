@@ -1,7 +1,7 @@
 import { context, createTraceState, ROOT_CONTEXT, trace } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
-import { type BusMessage, createInProcessBus } from '@signalbox/core'
+import { type BusMessage, createInProcessBus } from '@signalbox/core/bus'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parseTraceparent, withTraceContext } from '../src/index.ts'
 
