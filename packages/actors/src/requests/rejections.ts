@@ -11,6 +11,7 @@ import {
   systemClock,
   type WireError,
 } from '@signalbox/core'
+import { OTHER, type RejectionLimits, RejectionThrottle } from './rejection-throttle.ts'
 
 /** The protocol's limit on `error.message` (a longer one makes the whole reply invalid for the peer). */
 export const MAX_ERROR_MESSAGE_LENGTH = 4096
@@ -44,23 +45,56 @@ export function truncate(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text
 }
 
-/** Records a message that was refused and had nobody to reply to. Never throws. */
-export type RejectionReporter = (subject: string, data: Uint8Array | string, error: SignalboxError) => void
+/**
+ * Records a message that was refused and had nobody to reply to. Never throws. Returns false
+ * when the rejection was only counted in a flood summary (so callers skip their own per-message
+ * records, such as audit entries, too).
+ */
+export type RejectionReporter = (subject: string, data: Uint8Array | string, error: SignalboxError) => boolean
 
 /**
  * Bad input on a publish-only subject has no reply subject: it is published as a `rejection`
  * on `<prefix>.errors.<component>` so an operator (and tests) can see it, and the actor goes on.
+ * Under a flood, the reporter publishes the first `limits.burst` rejections of a window one by
+ * one and the rest as one summary per (subject, code) with a `count` (`rejection-throttle.ts`),
+ * so junk cannot grow the log without bound; the counts still add up to every rejection.
  */
 export function createRejectionReporter(options: {
   bus: Bus
   component: string
   subjects?: Subjects
   clock?: Clock | undefined
+  limits?: Partial<RejectionLimits>
   onRejected?: (rejection: RejectionMessage) => void
 }): RejectionReporter {
   const subjects = options.subjects ?? createSubjects()
   const clock = options.clock ?? systemClock
   const subject = subjects.errors(options.component)
+  const send = (message: RejectionMessage) => {
+    try {
+      options.onRejected?.(message)
+      options.bus.publish(subject, encodeMessage(message))
+    } catch {
+      // A closed or reconnecting bus, a failing listener: the rejection is informational only.
+    }
+  }
+  const throttle = new RejectionThrottle<RejectionMessage>(clock, options.limits ?? {}, (summaries) => {
+    for (const { key, last, count } of summaries) {
+      const what = key === OTHER ? 'rejections of various kinds' : `rejections like this one (${last.error.code})`
+      send({
+        ...last,
+        error: {
+          code: last.error.code,
+          message: truncate(
+            `${count} ${what} arrived in one window and were counted, not reported one by one (flood); the last: ${last.error.message}`,
+            MAX_ERROR_MESSAGE_LENGTH,
+          ),
+        },
+        count,
+        at: clock.now(),
+      })
+    }
+  })
   return (rejectedSubject, data, error) => {
     const wire = toWireError(error)
     const message: RejectionMessage = {
@@ -73,11 +107,12 @@ export function createRejectionReporter(options: {
       at: clock.now(),
     }
     try {
-      options.onRejected?.(message)
-      options.bus.publish(subject, encodeMessage(message))
+      if (throttle.admit(`${rejectedSubject} ${wire.code}`, message) === 'aggregated') return false
+      send(message)
     } catch {
-      // A closed or reconnecting bus, a failing listener: the rejection is informational only.
+      // Never throws: see the type.
     }
+    return true
   }
 }
 

@@ -203,6 +203,8 @@ export const RejectionMessage = envelope('rejection', {
   error: WireError,
   /** The first bytes of the rejected payload, for debugging. */
   sample: z.string().max(512),
+  /** How many rejections this notice stands for (a summary under a flood); absent means one. */
+  count: z.number().int().positive().optional(),
   at: epochMs,
 })
 export type RejectionMessage = z.infer<typeof RejectionMessage>
