@@ -1,11 +1,22 @@
 /**
  * The rejection reporter under a flood: 10,000 junk messages make a bounded number of
  * `rejection` notices whose counts add up to exactly 10,000 (each rejection recorded once),
- * and a new window reports one by one again.
+ * and a new window reports one by one again. On both transports, a running agent flooded with
+ * 10,000 junk control messages stays up and finishes its run.
  */
-import { type Clock, createInProcessBus, createSubjects, decodeMessage, ProtocolError, RejectionMessage } from '@signalbox/core'
+import {
+  type Clock,
+  createAgent,
+  createInProcessBus,
+  createSubjects,
+  decodeMessage,
+  ProtocolError,
+  RejectionMessage,
+} from '@signalbox/core'
+import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
-import { createRejectionReporter, DEFAULT_REJECTION_LIMITS } from '../../src/index.ts'
+import { connectAgent, createRejectionReporter, DEFAULT_REJECTION_LIMITS, sendControl } from '../../src/index.ts'
+import { deploy, eventually, TRANSPORTS, watchRejections } from '../actors/harness.ts'
 
 /** A clock the test moves by hand: timers fire only when it is advanced past them. */
 function manualClock(start = 1_000_000): Clock & { advance(ms: number): void } {
@@ -107,3 +118,48 @@ describe('rejection reporter under a flood', () => {
     await bus.close()
   })
 })
+
+for (const transport of TRANSPORTS) {
+  describe(`a flood of junk at a running agent (${transport.name})`, () => {
+    it('10,000 junk control messages: bounded notices counting every one; the agent then finishes its run', async () => {
+      const d = await deploy(transport)
+      const [agentBus, attacker] = [await d.bus('agent'), await d.bus('attacker')]
+      const rejections = await watchRejections(attacker, d.subjects)
+      const clock = manualClock(Date.now())
+      const provider = new ScriptedProvider({ script: [{ content: 'still here' }] })
+      const agent = createAgent({ id: 'claw', provider })
+      const connection = connectAgent(agent, { bus: agentBus, subjects: d.subjects, clock })
+      d.defer(() => connection.close())
+      await connection.ready
+
+      const subject = d.subjects.control('claw')
+      const junkPayloads = ['{"v":1,"type":', '[1,2]', '{"v":2,"type":"control.status"}', '{"v":1,"type":"control.launch"}']
+      const N = 10_000
+      for (let i = 0; i < N; i++) attacker.publish(subject, junkPayloads[i % junkPayloads.length] as string)
+      // Handled in order: once this request is answered, every junk message before it was handled.
+      const status = await sendControl({
+        bus: attacker,
+        agentId: 'claw',
+        request: { type: 'control.status' },
+        subjects: d.subjects,
+      })
+      expect(status.runs).toEqual([])
+      clock.advance(DEFAULT_REJECTION_LIMITS.windowMs)
+
+      const { burst, maxSummaries } = DEFAULT_REJECTION_LIMITS
+      await eventually(() => total(rejections.of('agent-claw')) === N, 10_000, `notices counting ${N} rejections`)
+      const notices = rejections.of('agent-claw')
+      expect(notices.length).toBeLessThanOrEqual(burst + maxSummaries)
+      expect(
+        notices
+          .filter((n) => n.count !== undefined)
+          .map((n) => n.error.code)
+          .sort(),
+      ).toEqual(['PROTOCOL_INVALID_JSON', 'PROTOCOL_INVALID_MESSAGE', 'PROTOCOL_UNEXPECTED_TYPE', 'PROTOCOL_UNSUPPORTED_VERSION'])
+      expect(d.handlerErrors).toEqual([])
+
+      const result = await agent.start('Are you still there?').result
+      expect(result.output).toBe('still here')
+    })
+  })
+}
