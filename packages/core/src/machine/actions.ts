@@ -72,6 +72,8 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
       requestedAt: request.requestedAt,
       decidedAt: outcome.decidedAt,
       latencyMs: outcome.decidedAt - request.requestedAt,
+      // The agent's own clock, unlike a reviewer's `decidedAt`: when the call was let go (or refused).
+      releasedAt: clock.now(),
       ...extra,
     })
 

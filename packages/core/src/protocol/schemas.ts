@@ -187,6 +187,8 @@ export const AuditMessage = envelope('audit', {
     requestedAt: epochMs.optional(),
     decidedAt: epochMs,
     latencyMs: z.number().optional(),
+    /** Approvals: when the agent applied the outcome, by its own clock. */
+    releasedAt: epochMs.optional(),
     /** The signed message the entry records (decision, answer, steering), as received. */
     evidence: z.record(z.string(), z.unknown()).optional(),
     /** Public nkey of the party that wrote the entry, and its signature over the entry. */
