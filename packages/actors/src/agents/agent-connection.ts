@@ -63,20 +63,16 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
       bus.durableConsume(subjects.steer(agent.id), (message) => {
         message.ack()
         const decoded = decodeMessage(message.data, SteerMessage, { maxBytes: bus.maxPayload })
-        if (!decoded.ok) {
-          report(message.subject, message.data, decoded.error)
-          return
-        }
+        if (!decoded.ok) return report(message.subject, message.data, decoded.error)
         const steer = decoded.value
         // A publish retried across a reconnect may arrive twice: apply each correction once.
         if (seen.has(steer.steerId)) return
-        const refuse = (why: string): void => {
+        const refuse = (why: string) =>
           report(
             message.subject,
             message.data,
             new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Steering ${steer.steerId} refused: ${why}`),
           )
-        }
         if (steer.text.trim() === '') return refuse('the correction has no text')
         let target: { steer(text: string, options: { from: string }): void } = agent
         if (steer.runId !== undefined) {

@@ -13,7 +13,7 @@ export interface DurableRequesterOptions<S extends z.ZodType, C> {
   /** What a reply is, for the rejection report: `Decision`, `Answer`. */
   replyName: string
   report: RejectionReporter
-  /** After a rejected reply was reported one by one (not only counted in a flood summary): e.g. record it in the audit. */
+  /** After a rejected reply was reported: e.g. record it in the audit. */
   onRejected?(rejection: ReplyRejection<z.output<S>, C>): void
 }
 
@@ -47,13 +47,13 @@ export class DurableRequester<S extends z.ZodType, C> {
       idOf: options.idOf,
       reportInvalid: options.report,
       onRejected: (rejection) => {
-        const reported = options.report(
+        options.report(
           options.replySubjectOf(rejection.context),
           JSON.stringify(rejection.reply),
           new ProtocolError('PROTOCOL_INVALID_MESSAGE', `${options.replyName} rejected: ${rejection.reason}`),
+          // Under a flood a rejection is only counted in a summary: then no audit entry per message either.
+          () => options.onRejected?.(rejection),
         )
-        // Under a flood the rejection is counted in a summary instead: no audit entry per message either.
-        if (reported) options.onRejected?.(rejection)
       },
     })
   }

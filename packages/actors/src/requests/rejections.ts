@@ -46,11 +46,16 @@ export function truncate(text: string, max: number): string {
 }
 
 /**
- * Records a message that was refused and had nobody to reply to. Never throws. Returns false
- * when the rejection was only counted in a flood summary (so callers skip their own per-message
- * records, such as audit entries, too).
+ * Records a message that was refused and had nobody to reply to. Never throws. `published` is
+ * called when the rejection went out one by one, not only counted in a flood summary: callers keep
+ * their own per-message records (audit entries) to those, so a flood cannot grow them either.
  */
-export type RejectionReporter = (subject: string, data: Uint8Array | string, error: SignalboxError) => boolean
+export type RejectionReporter = (
+  subject: string,
+  data: Uint8Array | string,
+  error: SignalboxError,
+  published?: () => void,
+) => void
 
 /**
  * Bad input on a publish-only subject has no reply subject: it is published as a `rejection`
@@ -95,7 +100,7 @@ export function createRejectionReporter(options: {
       })
     }
   })
-  return (rejectedSubject, data, error) => {
+  return (rejectedSubject, data, error, published) => {
     const wire = toWireError(error)
     const message: RejectionMessage = {
       v: PROTOCOL_VERSION,
@@ -107,12 +112,12 @@ export function createRejectionReporter(options: {
       at: clock.now(),
     }
     try {
-      if (throttle.admit(`${rejectedSubject} ${wire.code}`, message) === 'aggregated') return false
+      if (throttle.admit(`${rejectedSubject} ${wire.code}`, message) === 'aggregated') return
       send(message)
+      published?.()
     } catch {
       // Never throws: see the type.
     }
-    return true
   }
 }
 
