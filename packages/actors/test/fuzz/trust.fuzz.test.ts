@@ -141,14 +141,14 @@ describe('trust functions under fuzzing', () => {
         const tampered = { ...signed, [field]: value } as unknown as AuditEntry
         expect(verifyAuditEntry(tampered, { writers: [AGENT.publicKey], policy }).length).toBeGreaterThan(0)
       }),
-      { numRuns: 15 },
+      { numRuns: 10 },
     )
     fc.assert(
       fc.property(hostileMessage, (random) => {
         const problems = verifyAuditEntry(random as unknown as AuditEntry, { policy })
         expect(problems.length).toBeGreaterThan(0)
       }),
-      { numRuns: 50 },
+      { numRuns: 30 },
     )
   })
 })

@@ -119,7 +119,7 @@ describe('wire decoder (decodeMessage) under fuzzing', () => {
         if (m.kind === 'version' && m.value !== 1) expect(!result.ok && result.error.code).toBe('PROTOCOL_UNSUPPORTED_VERSION')
         if (m.kind === 'flip' && !result.ok) expect(PROTOCOL_ERROR_CODES).toContain(result.error.code)
       }),
-      { numRuns: 600 },
+      { numRuns: 400 },
     )
   })
 
@@ -150,7 +150,7 @@ describe('wire decoder (decodeMessage) under fuzzing', () => {
         if (depth + 1 > MAX_DEPTH) expect(!result.ok && result.error.code).toBe('PROTOCOL_INVALID_MESSAGE')
         else expect(result.ok ? '' : result.error.message).not.toMatch(/nested deeper/)
       }),
-      { numRuns: 80 },
+      { numRuns: 40 },
     )
     // What passes can be digested (the digest recurses): no stack overflow downstream.
     const passed = decodeMessage(message(MAX_DEPTH - 1), schemaOf('approval.request'))
