@@ -3,7 +3,8 @@
  * hostile input from fast-check: random bytes and JSON, mutated events, deep nesting, non-UTF-8.
  * No handler throws, no junk shows up as a run or an audit entry, and real traffic still does.
  */
-import { callDigest, defaultDurableSubjects, encodeMessage, InProcessBus, PROTOCOL_VERSION } from '@signalbox/core'
+import { defaultDurableSubjects, InProcessBus } from '@signalbox/core/bus'
+import { callDigest, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
 import fc from 'fast-check'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { createConsoleHub } from '../src/index.ts'

@@ -1,18 +1,8 @@
-import {
-  type ApprovalDecision,
-  ApprovalDecisionMessage,
-  type ApprovalRequest,
-  ApprovalRequestMessage,
-  type Bus,
-  type Clock,
-  createSubjects,
-  decideApproval,
-  decisionMismatch,
-  encodeMessage,
-  PROTOCOL_VERSION,
-  type Reviewer,
-  type Subjects,
-} from '@signalbox/core'
+import type { ApprovalDecision, ApprovalRequest, Clock, Reviewer } from '@signalbox/core'
+import { decideApproval } from '@signalbox/core'
+import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { decisionMismatch } from '@signalbox/core/internal'
+import { ApprovalDecisionMessage, ApprovalRequestMessage, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
 import { createRejectionReporter, msgIdPart } from '../requests/rejections.ts'
 import { type RequestService, type ServiceMode, serveDurableRequests } from '../requests/request-service.ts'
 

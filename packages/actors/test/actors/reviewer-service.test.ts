@@ -6,17 +6,13 @@
  */
 import { AckPolicy, jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
-import {
-  type ApprovalDecisionMessage,
-  type ApprovalRequestMessage,
-  callDigest,
-  createAgent,
-  policyReviewer,
-} from '@signalbox/core'
+import { createAgent, policyReviewer } from '@signalbox/core'
+import { type ApprovalDecisionMessage, type ApprovalRequestMessage, callDigest } from '@signalbox/core/protocol'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { NATS_URL } from '../../../../test/support/env.ts'
-import { type NatsBus, remoteReviewer, serveReviewer } from '../../src/index.ts'
+import { remoteReviewer, serveReviewer } from '../../src/index.ts'
+import type { NatsBus } from '../../src/nats/index.ts'
 import { deploy, eventually, payTool, sleep, TRANSPORTS } from './harness.ts'
 
 function approvalRequest(requestId: string): ApprovalRequestMessage {

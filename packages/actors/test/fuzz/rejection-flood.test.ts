@@ -4,18 +4,14 @@
  * and a new window reports one by one again. On both transports, a running agent flooded with
  * 10,000 junk control messages stays up and finishes its run.
  */
-import {
-  type Clock,
-  createAgent,
-  createInProcessBus,
-  createSubjects,
-  decodeMessage,
-  ProtocolError,
-  RejectionMessage,
-} from '@signalbox/core'
+import { type Clock, createAgent } from '@signalbox/core'
+import { createInProcessBus, createSubjects } from '@signalbox/core/bus'
+import { decodeMessage, ProtocolError, RejectionMessage } from '@signalbox/core/protocol'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
-import { connectAgent, createRejectionReporter, DEFAULT_REJECTION_LIMITS, remoteReviewer, sendControl } from '../../src/index.ts'
+import { connectAgent, remoteReviewer, sendControl } from '../../src/index.ts'
+import { DEFAULT_REJECTION_LIMITS } from '../../src/requests/rejection-throttle.ts'
+import { createRejectionReporter } from '../../src/requests/rejections.ts'
 import { deploy, eventually, payTool, recordEvents, TRANSPORTS, trackedAudit, watchRejections } from '../actors/harness.ts'
 
 /** A clock the test moves by hand: timers fire only when it is advanced past them. */

@@ -7,28 +7,22 @@
  * decision comes and the run finishes.
  */
 import { createConnection } from 'node:net'
+import { type ApprovalRequest, askHumanTool, createAgent, decideApproval, functionAnswerer, tool } from '@signalbox/core'
+import { type Bus, BusPayloadTooLargeError } from '@signalbox/core/bus'
 import {
   AnswerMessage,
   ApprovalDecisionMessage,
-  type ApprovalRequest,
   ApprovalRequestMessage,
-  askHumanTool,
-  type Bus,
-  BusPayloadTooLargeError,
   ControlRequestMessage,
-  createAgent,
-  decideApproval,
   decodeMessage,
   ErrorMessage,
   EventMessage,
-  functionAnswerer,
   PROTOCOL_MESSAGES,
   QuestionMessage,
   SteerMessage,
   ToolCallMessage,
   ToolDescribeMessage,
-  tool,
-} from '@signalbox/core'
+} from '@signalbox/core/protocol'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'

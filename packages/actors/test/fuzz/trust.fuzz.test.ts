@@ -3,7 +3,8 @@
  * signature checks, the trust policy and audit verification never throw on what a peer can
  * send, and nothing but the exact signed message by an allowed key is ever accepted.
  */
-import { type AuditEntry, callDigest } from '@signalbox/core'
+import type { AuditEntry } from '@signalbox/core'
+import { callDigest } from '@signalbox/core/protocol'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
