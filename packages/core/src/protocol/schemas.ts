@@ -187,6 +187,8 @@ export const AuditMessage = envelope('audit', {
     requestedAt: epochMs.optional(),
     decidedAt: epochMs,
     latencyMs: z.number().optional(),
+    /** Approvals: when the agent applied the outcome, by its own clock. */
+    releasedAt: epochMs.optional(),
     /** The signed message the entry records (decision, answer, steering), as received. */
     evidence: z.record(z.string(), z.unknown()).optional(),
     /** Public nkey of the party that wrote the entry, and its signature over the entry. */
@@ -203,6 +205,8 @@ export const RejectionMessage = envelope('rejection', {
   error: WireError,
   /** The first bytes of the rejected payload, for debugging. */
   sample: z.string().max(512),
+  /** How many rejections this notice stands for (a summary under a flood); absent means one. */
+  count: z.number().int().positive().optional(),
   at: epochMs,
 })
 export type RejectionMessage = z.infer<typeof RejectionMessage>
