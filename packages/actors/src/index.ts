@@ -6,7 +6,13 @@
 export { type AgentConnection, type ConnectAgentOptions, connectAgent } from './agents/agent-connection.ts'
 export { sendControl, sendSteering, watchEvents } from './agents/clients.ts'
 export { type RemoteReviewer, type RemoteReviewerOptions, remoteReviewer } from './approvals/remote-reviewer.ts'
-export { type ReviewerService, type ReviewerServiceOptions, serveReviewer } from './approvals/reviewer-service.ts'
+export { checkApprovalRequest, type RequestCheck, type RequestOrigin } from './approvals/request-check.ts'
+export {
+  DecisionNotStoredError,
+  type ReviewerService,
+  type ReviewerServiceOptions,
+  serveReviewer,
+} from './approvals/reviewer-service.ts'
 export { type AuditFilter, busAuditLog, matchesAudit, readAudit } from './audit/bus-audit.ts'
 export * from './inspect/index.ts'
 export * from './nats/index.ts'

@@ -14,12 +14,15 @@ import {
   errorMessage,
   PROTOCOL_VERSION,
   ProtocolError,
+  SignalboxError,
   SteerMessage,
   type Subjects,
   type Subscription,
   statePath,
 } from '@signalbox/core'
 import { createRejectionReporter, toWireError, truncate } from '../requests/rejections.ts'
+import type { TrustPolicy } from '../trust/policy.ts'
+import type { EvidenceBook } from '../trust/signed-audit.ts'
 
 export interface ConnectAgentOptions {
   bus: Bus
@@ -30,6 +33,14 @@ export interface ConnectAgentOptions {
   steering?: boolean
   /** Answer `control.status` / `control.cancel` on `agents.<agent>.control`. Default true. */
   control?: boolean
+  /**
+   * Who may steer (`steerers`) and cancel (`controllers`) this agent: steering and cancels must be
+   * signed by a listed key, for this agent, and (with `maxAgeMs`) recent. Without one (the
+   * embedded case) they are not checked. `control.status` is read-only and never needs a signature.
+   */
+  trust?: TrustPolicy
+  /** Accepted signed steering is kept here for the audit entry that records it (`signedAuditLog`). */
+  evidence?: EvidenceBook
   clock?: Clock
 }
 
@@ -44,7 +55,14 @@ export interface AgentConnection {
  * Reviewers, answerers and remote tools are wired separately (they are the agent's options).
  */
 export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentConnection {
-  const { bus } = options
+  const { bus, trust } = options
+  const now = () => (options.clock ?? { now: () => Date.now() }).now()
+  /** Why a steering or cancel message may not act on this agent, or the name it acts under. */
+  const identify = (message: SteerMessage | ControlRequestMessage): { ok: true; name?: string } | { ok: false; reason: string } => {
+    if (trust === undefined) return { ok: true }
+    const verdict = trust.check(message, { agentId: agent.id, now: now() })
+    return verdict.ok ? { ok: true, name: verdict.name } : { ok: false, reason: `${verdict.code}: ${verdict.reason}` }
+  }
   const subjects = options.subjects ?? createSubjects()
   const report = createRejectionReporter({
     bus,
@@ -74,6 +92,10 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
             new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Steering ${steer.steerId} refused: ${why}`),
           )
         if (steer.text.trim() === '') return refuse('the correction has no text')
+        const who = identify(steer)
+        if (!who.ok) return refuse(who.reason)
+        // The name shown to the model and audited is the policy's, never the message's `from`.
+        const from = who.name ?? steer.from
         let target: { steer(text: string, options: { from: string }): void } = agent
         if (steer.runId !== undefined) {
           const handle = agent.runs.get(steer.runId)
@@ -82,13 +104,14 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
           target = handle
         }
         try {
-          target.steer(steer.text, { from: steer.from })
+          target.steer(steer.text, { from })
         } catch (error) {
           return refuse(describeError(error))
         }
         seen.add(steer.steerId)
+        if (trust !== undefined) options.evidence?.remember(`steer:${steer.text}`, steer)
         if (seen.size > 10_000) seen.delete(seen.values().next().value as string)
-      }),
+      }, { purpose: 'steer' }),
     )
   }
 
@@ -103,9 +126,15 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
         const request = decoded.value
         const cancelled: string[] = []
         if (request.type === 'control.cancel') {
+          const who = identify(request)
+          if (!who.ok) {
+            const error = new SignalboxError('CONTROL_NOT_AUTHORIZED', `Cancel refused: ${who.reason}`, { fault: 'peer' })
+            if (!respond(message, errorMessage(toWireError(error)))) report(message.subject, message.data, error)
+            return
+          }
           for (const [runId, handle] of [...agent.runs]) {
             if (request.runId !== undefined && request.runId !== runId) continue
-            handle.cancel(request.reason ?? `cancelled by ${request.from ?? 'control request'}`)
+            handle.cancel(request.reason ?? `cancelled by ${who.name ?? request.from ?? 'control request'}`)
             cancelled.push(runId)
           }
         }
@@ -167,7 +196,7 @@ const IDENTITY_FIELDS = [
  * trimmed, never dropped (an observer must still see that the run started or a tool ended):
  * first without the transcripts, then with long strings cut, then down to its identity fields.
  */
-function publishEvent(bus: Bus, subjects: Subjects, event: AgentEvent): void {
+export function publishEvent(bus: Bus, subjects: Subjects, event: AgentEvent): void {
   try {
     const subject = subjects.events(event.agentId, event.type)
     const full: EventMessage = { v: PROTOCOL_VERSION, type: 'event', event: event as unknown as EventMessage['event'] }

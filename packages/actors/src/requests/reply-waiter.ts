@@ -33,6 +33,7 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
   /** Recently settled ids (oldest first) with their context, to tell a late reply from a stranger's. */
   readonly #settled = new Map<string, C>()
   readonly #consumers = new Map<string, Subscription>()
+  readonly #purpose: string | undefined
 
   constructor(options: {
     bus: Bus
@@ -40,7 +41,10 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
     idOf: (reply: z.output<S>) => string
     onRejected: (rejection: ReplyRejection<z.output<S>, C>) => void
     reportInvalid: RejectionReporter
+    /** The consumer's purpose (its name under least privilege: `<user>_<purpose>`). */
+    purpose?: string
   }) {
+    this.#purpose = options.purpose
     this.#bus = options.bus
     this.#schema = options.schema
     this.#idOf = options.idOf
@@ -60,7 +64,7 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
           return
         }
         this.#route(decoded.value)
-      })
+      }, this.#purpose !== undefined ? { purpose: this.#purpose } : {})
       this.#consumers.set(subject, consumer)
     }
     return consumer.ready

@@ -35,4 +35,11 @@ export {
   type TrustVerdict,
   whyNotAcceptable,
 } from './policy.ts'
+export {
+  createEvidenceBook,
+  type EvidenceBook,
+  evidenceKey,
+  type SignedAuditLogOptions,
+  signedAuditLog,
+} from './signed-audit.ts'
 export { createSigner, type SignatureCheck, type Signer, SigningKeyError, verifySignature } from './sign.ts'
