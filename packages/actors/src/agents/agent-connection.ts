@@ -58,7 +58,9 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
   const { bus, trust } = options
   const now = () => (options.clock ?? { now: () => Date.now() }).now()
   /** Why a steering or cancel message may not act on this agent, or the name it acts under. */
-  const identify = (message: SteerMessage | ControlRequestMessage): { ok: true; name?: string } | { ok: false; reason: string } => {
+  const identify = (
+    message: SteerMessage | ControlRequestMessage,
+  ): { ok: true; name?: string } | { ok: false; reason: string } => {
     if (trust === undefined) return { ok: true }
     const verdict = trust.check(message, { agentId: agent.id, now: now() })
     return verdict.ok ? { ok: true, name: verdict.name } : { ok: false, reason: `${verdict.code}: ${verdict.reason}` }
@@ -78,40 +80,44 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
   if (options.steering !== false) {
     const seen = new Set<string>()
     subscriptions.push(
-      bus.durableConsume(subjects.steer(agent.id), (message) => {
-        message.ack()
-        const decoded = decodeMessage(message.data, SteerMessage, { maxBytes: bus.maxPayload })
-        if (!decoded.ok) return report(message.subject, message.data, decoded.error)
-        const steer = decoded.value
-        // A publish retried across a reconnect may arrive twice: apply each correction once.
-        if (seen.has(steer.steerId)) return
-        const refuse = (why: string) =>
-          report(
-            message.subject,
-            message.data,
-            new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Steering ${steer.steerId} refused: ${why}`),
-          )
-        if (steer.text.trim() === '') return refuse('the correction has no text')
-        const who = identify(steer)
-        if (!who.ok) return refuse(who.reason)
-        // The name shown to the model and audited is the policy's, never the message's `from`.
-        const from = who.name ?? steer.from
-        let target: { steer(text: string, options: { from: string }): void } = agent
-        if (steer.runId !== undefined) {
-          const handle = agent.runs.get(steer.runId)
-          // Said, not dropped in silence: the operator aimed at a run that is not (or no longer) here.
-          if (handle === undefined) return refuse(`run ${steer.runId} is not active on agent ${agent.id}`)
-          target = handle
-        }
-        try {
-          target.steer(steer.text, { from })
-        } catch (error) {
-          return refuse(describeError(error))
-        }
-        seen.add(steer.steerId)
-        if (trust !== undefined) options.evidence?.remember(`steer:${steer.text}`, steer)
-        if (seen.size > 10_000) seen.delete(seen.values().next().value as string)
-      }, { purpose: 'steer' }),
+      bus.durableConsume(
+        subjects.steer(agent.id),
+        (message) => {
+          message.ack()
+          const decoded = decodeMessage(message.data, SteerMessage, { maxBytes: bus.maxPayload })
+          if (!decoded.ok) return report(message.subject, message.data, decoded.error)
+          const steer = decoded.value
+          // A publish retried across a reconnect may arrive twice: apply each correction once.
+          if (seen.has(steer.steerId)) return
+          const refuse = (why: string) =>
+            report(
+              message.subject,
+              message.data,
+              new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Steering ${steer.steerId} refused: ${why}`),
+            )
+          if (steer.text.trim() === '') return refuse('the correction has no text')
+          const who = identify(steer)
+          if (!who.ok) return refuse(who.reason)
+          // The name shown to the model and audited is the policy's, never the message's `from`.
+          const from = who.name ?? steer.from
+          let target: { steer(text: string, options: { from: string }): void } = agent
+          if (steer.runId !== undefined) {
+            const handle = agent.runs.get(steer.runId)
+            // Said, not dropped in silence: the operator aimed at a run that is not (or no longer) here.
+            if (handle === undefined) return refuse(`run ${steer.runId} is not active on agent ${agent.id}`)
+            target = handle
+          }
+          try {
+            target.steer(steer.text, { from })
+          } catch (error) {
+            return refuse(describeError(error))
+          }
+          seen.add(steer.steerId)
+          if (trust !== undefined) options.evidence?.remember(`steer:${steer.text}`, steer)
+          if (seen.size > 10_000) seen.delete(seen.values().next().value as string)
+        },
+        { purpose: 'steer' },
+      ),
     )
   }
 

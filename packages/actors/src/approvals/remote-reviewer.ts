@@ -21,8 +21,8 @@ import { busAuditLog } from '../audit/bus-audit.ts'
 import { DurableRequester } from '../requests/durable-request.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
-import { type EvidenceBook, signedAuditLog } from '../trust/signed-audit.ts'
 import type { Signer } from '../trust/sign.ts'
+import { type EvidenceBook, signedAuditLog } from '../trust/signed-audit.ts'
 
 export interface RemoteReviewerOptions {
   bus: Bus

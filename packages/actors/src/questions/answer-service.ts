@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import {
   type Answer,
   type Answerer,
@@ -11,11 +12,10 @@ import {
   QuestionMessage,
   type Subjects,
 } from '@signalbox/core'
-import { randomBytes } from 'node:crypto'
 import { DecisionNotStoredError } from '../approvals/reviewer-service.ts'
 import { createRejectionReporter, msgIdPart } from '../requests/rejections.ts'
-import type { Signer } from '../trust/sign.ts'
 import { type RequestService, type ServiceMode, serveDurableRequests } from '../requests/request-service.ts'
+import type { Signer } from '../trust/sign.ts'
 
 export interface AnswerServiceOptions {
   bus: Bus

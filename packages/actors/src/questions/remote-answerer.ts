@@ -14,8 +14,8 @@ import {
 import { DurableRequester } from '../requests/durable-request.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
-import type { EvidenceBook } from '../trust/signed-audit.ts'
 import type { Signer } from '../trust/sign.ts'
+import type { EvidenceBook } from '../trust/signed-audit.ts'
 
 export interface RemoteAnswererOptions {
   bus: Bus

@@ -56,15 +56,19 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
   listen(subject: string): Promise<void> {
     let consumer = this.#consumers.get(subject)
     if (!consumer) {
-      consumer = this.#bus.durableConsume(subject, (message) => {
-        message.ack()
-        const decoded = decodeMessage(message.data, this.#schema, { maxBytes: this.#bus.maxPayload })
-        if (!decoded.ok) {
-          this.#reportInvalid(message.subject, message.data, decoded.error as SignalboxError)
-          return
-        }
-        this.#route(decoded.value)
-      }, this.#purpose !== undefined ? { purpose: this.#purpose } : {})
+      consumer = this.#bus.durableConsume(
+        subject,
+        (message) => {
+          message.ack()
+          const decoded = decodeMessage(message.data, this.#schema, { maxBytes: this.#bus.maxPayload })
+          if (!decoded.ok) {
+            this.#reportInvalid(message.subject, message.data, decoded.error as SignalboxError)
+            return
+          }
+          this.#route(decoded.value)
+        },
+        this.#purpose !== undefined ? { purpose: this.#purpose } : {},
+      )
       this.#consumers.set(subject, consumer)
     }
     return consumer.ready

@@ -35,6 +35,7 @@ export {
   type TrustVerdict,
   whyNotAcceptable,
 } from './policy.ts'
+export { createSigner, type SignatureCheck, type Signer, SigningKeyError, verifySignature } from './sign.ts'
 export {
   createEvidenceBook,
   type EvidenceBook,
@@ -42,4 +43,3 @@ export {
   type SignedAuditLogOptions,
   signedAuditLog,
 } from './signed-audit.ts'
-export { createSigner, type SignatureCheck, type Signer, SigningKeyError, verifySignature } from './sign.ts'
