@@ -37,7 +37,8 @@ export interface ReviewerServiceOptions {
   signer?: Signer
   /**
    * Which agents' keys may send approval requests (`agents`), and (`reviewers`) whose decisions
-   * count as settling a request elsewhere. Requests not signed by a listed agent key are never shown.
+   * count as settling a request elsewhere (without `reviewers`, none does: each request is decided
+   * here). Requests not signed by a listed agent key are never shown.
    * Without one, requests are not checked (their origin is reported as unverified).
    */
   trust?: TrustPolicy
@@ -76,8 +77,6 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
   const agentToken = options.agentId ?? '*'
   const requestSubject = `${subjects.prefix}.approvals.${agentToken}`
   const decisionSubject = `${subjects.prefix}.approvals.${agentToken}.decisions`
-  // With a list of reviewers, only their signed decisions settle a request (a bogus one must not silence review).
-  const settlingTrust = trust?.options.reviewers !== undefined ? trust : undefined
 
   const publishDecision = async (request: ApprovalRequest, decision: ApprovalDecision, signal: AbortSignal) => {
     // Quote what was shown; a reviewer cannot re-bind its decision to another call.
@@ -117,7 +116,9 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
       matches: (request, decision) => {
         const message = request as ApprovalRequestMessage
         if (decisionMismatch(message, decision) !== undefined) return false
-        return settlingTrust === undefined || settlingTrust.check(decision, { toolName: message.toolName }).ok
+        // With a trust policy, only decisions by its `reviewers` settle a request elsewhere: anyone
+        // can publish a decision quoting a request they read, and it must not silence review.
+        return trust === undefined || trust.check(decision, { toolName: message.toolName }).ok
       },
       onSettled: (id, { v: _v, type: _type, signer: _s, signature: _sig, ...decision }) => options.onSettled?.(id, decision),
     },
