@@ -1,6 +1,6 @@
-import type { ServiceMode } from '@signalbox/actors'
+import type { RequestOrigin, ServiceMode } from '@signalbox/actors'
 import type { ApprovalRequest, Question } from '@signalbox/core'
-import { openBus, untilSignal } from '../bus.ts'
+import { openBus, signerFrom, untilSignal } from '../bus.ts'
 import { type Command, EXIT } from '../cli.ts'
 import type { Prompter } from '../prompter.ts'
 import type { AutoVerdict } from '../review-console.ts'
@@ -18,6 +18,10 @@ export const review: Command = {
     'out (the agent then denies by default).',
     'shared mode: reviewers split the requests (each decided once). broadcast: everyone sees every',
     'request and the first decision wins.',
+    'With --nkey (or NATS_NKEY) every decision and answer is signed with that seed: agents with a',
+    'trust policy apply nothing else. With --agent-key, a request is shown (as "verified") only if one',
+    'of those keys signed it. A request whose digest does not match its arguments is refused: denied',
+    'with that reason, never shown or approved, also with --auto approve.',
   ].join('\n'),
   options: {
     agent: { type: 'string', valueName: '<id>', description: "only this agent's requests", default: 'every agent' },
@@ -42,6 +46,12 @@ export const review: Command = {
       choices: ['approve', 'deny'],
     },
     answer: { type: 'string', valueName: '<text>', description: 'answer every question with this text instead of asking' },
+    'agent-key': {
+      type: 'string',
+      valueName: '<UA...[,UA...]>',
+      description: "agents' public nkeys: show only requests they signed (others are refused unseen)",
+      default: 'requests are not checked',
+    },
   },
   bus: 'required',
   maxArgs: 0,
@@ -69,6 +79,20 @@ export const review: Command = {
       import('../prompter.ts'),
       import('../review-console.ts'),
     ])
+    const signer = await signerFrom(context)
+    const agentKeys = ((context.values['agent-key'] as string | undefined) ?? '')
+      .split(',')
+      .map((key) => key.trim())
+      .filter(Boolean)
+    const { createTrustPolicy } = await import('@signalbox/actors')
+    const trust =
+      agentKeys.length > 0
+        ? createTrustPolicy({
+            keys: Object.fromEntries(agentKeys.map((key, i) => [key, `agent key ${i + 1}`])),
+            agents: { [agentId ?? '*']: agentKeys },
+          })
+        : undefined
+    const origins = new Map<string, RequestOrigin>()
     const { bus, subjects, url } = await openBus(context, 'review')
     const stop = untilSignal(context.io.signal)
     const interrupt = () => process.kill(process.pid, 'SIGINT')
@@ -92,6 +116,7 @@ export const review: Command = {
       ...(prompter ? { prompter } : {}),
       ...(auto ? { auto } : {}),
       ...(autoAnswer !== undefined ? { autoAnswer } : {}),
+      originOf: (requestId) => (trust ? origins.get(requestId) : undefined),
     })
     const startedAt = Date.now()
     const requests = new Map<string, ApprovalRequest>()
@@ -113,7 +138,14 @@ export const review: Command = {
           return decision
         },
       },
-      onRequest: (request) => requests.set(request.requestId, request),
+      ...(signer ? { signer } : {}),
+      ...(trust ? { trust } : {}),
+      onRequest: (request, origin) => {
+        requests.set(request.requestId, request)
+        origins.set(request.requestId, origin)
+      },
+      onRefused: (request, reason) =>
+        context.err(`${c.yellow('refused')} ${request.toolName} (${request.callId}, agent ${request.agentId}): ${reason}`),
       onDecision: (request, decision) => ui.decided(request, decision),
       onSettled: (requestId, decision) => {
         if (ours.has(requestId)) return
@@ -130,6 +162,7 @@ export const review: Command = {
           ...(agentId ? { agentId } : {}),
           mode: explicitMode ?? 'broadcast',
           group: answerGroup,
+          ...(signer ? { signer } : {}),
           answerer: {
             async answer(question, options) {
               const answer = await ui.answerer.answer(question, options)
