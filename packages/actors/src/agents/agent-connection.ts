@@ -107,13 +107,14 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
             if (handle === undefined) return refuse(`run ${steer.runId} is not active on agent ${agent.id}`)
             target = handle
           }
+          // Kept first: a correction can be applied (and audited) inside `steer` itself.
+          if (trust !== undefined) options.evidence?.remember(`steer:${steer.text}`, steer)
           try {
             target.steer(steer.text, { from })
           } catch (error) {
             return refuse(describeError(error))
           }
           seen.add(steer.steerId)
-          if (trust !== undefined) options.evidence?.remember(`steer:${steer.text}`, steer)
           if (seen.size > 10_000) seen.delete(seen.values().next().value as string)
         },
         { purpose: 'steer' },
