@@ -80,7 +80,11 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       const entry = rejectedDecisionAudit({ run: request, request, decision: reply, reason, at })
       // The signed message is kept as evidence: who tried to decide, provably (or that nobody signed).
       const evidence = reply.signer !== undefined ? { evidence: { ...reply } } : {}
-      Promise.resolve(audit?.record({ ...entry, ...evidence })).catch(() => {})
+      try {
+        Promise.resolve(audit?.record({ ...entry, ...evidence })).catch(() => {})
+      } catch {
+        // Recording is best effort: a failing audit log must not stop the review.
+      }
       const event = {
         type: 'approval.rejected' as const,
         agentId: request.agentId,
