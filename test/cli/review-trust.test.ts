@@ -7,9 +7,11 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import { ApprovalDecisionMessage, type ApprovalRequestMessage, callDigest, createSubjects, decodeMessage } from '@signalbox/core'
+import { createSubjects } from '@signalbox/core/bus'
+import { ApprovalDecisionMessage, type ApprovalRequestMessage, callDigest, decodeMessage } from '@signalbox/core/protocol'
 import { afterEach, describe, expect, it } from 'vitest'
-import { connectNatsBus, createSigner, createTrustPolicy, newUserSeed } from '../../packages/actors/src/index.ts'
+import { connectNatsBus } from '../../packages/actors/src/nats/index.ts'
+import { createSigner, createTrustPolicy, newUserSeed } from '../../packages/actors/src/trust/index.ts'
 import { uniquePrefix } from '../support/env.ts'
 import { busArgs, cleanupAll, deleteStream, NATS_URL, startProcess, until } from './support.ts'
 

@@ -1,6 +1,6 @@
 import net from 'node:net'
-import type { NatsBus } from '@signalbox/actors'
-import type { Subjects } from '@signalbox/core'
+import type { NatsBus } from '@signalbox/actors/nats'
+import type { Subjects } from '@signalbox/core/bus'
 import { CliError, type CommandContext, NO_BUS_MESSAGE } from './cli.ts'
 import { credentialFlags } from './connection-flags.ts'
 
@@ -8,10 +8,10 @@ import { credentialFlags } from './connection-flags.ts'
  * The key a command signs with (decisions, answers, steering, cancels): the nkey seed of
  * `--nkey` / `NATS_NKEY`, the same key the user logs in with. Undefined without one (unsigned).
  */
-export async function signerFrom(context: CommandContext): Promise<import('@signalbox/actors').Signer | undefined> {
+export async function signerFrom(context: CommandContext): Promise<import('@signalbox/actors/trust').Signer | undefined> {
   const file = (context.values.nkey as string | undefined) ?? context.io.env.NATS_NKEY
   if (!file) return undefined
-  const [{ readFile }, { createSigner }] = await Promise.all([import('node:fs/promises'), import('@signalbox/actors')])
+  const [{ readFile }, { createSigner }] = await Promise.all([import('node:fs/promises'), import('@signalbox/actors/trust')])
   let seed: string
   try {
     seed = await readFile(file, 'utf8')
@@ -35,8 +35,9 @@ export async function openBus(context: CommandContext, role: string): Promise<{ 
       'BUS_CONNECT_FAILED',
       `could not reach NATS at ${url}: nothing listens on ${refused} (is nats-server running, with JetStream: -js?)`,
     )
-  const [{ connectNatsBus, mergeCredentials, natsCredentialsFromEnv }, { AbortedError, createSubjects }] = await Promise.all([
-    import('@signalbox/actors'),
+  const [{ connectNatsBus, mergeCredentials, natsCredentialsFromEnv }, { createSubjects }, { AbortedError }] = await Promise.all([
+    import('@signalbox/actors/nats'),
+    import('@signalbox/core/bus'),
     import('@signalbox/core'),
   ])
   const subjects = createSubjects(context.global.prefix)

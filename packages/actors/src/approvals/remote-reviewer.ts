@@ -1,21 +1,15 @@
 import {
   type AgentEvent,
   type ApprovalDecision,
-  ApprovalDecisionMessage,
   type ApprovalRequest,
-  type ApprovalRequestMessage,
   type AuditLog,
-  type Bus,
-  BusClosedError,
   type Clock,
-  createSubjects,
-  decisionMismatch,
-  PROTOCOL_VERSION,
   type Reviewer,
-  rejectedDecisionAudit,
-  type Subjects,
   systemClock,
 } from '@signalbox/core'
+import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { decisionMismatch, rejectedDecisionAudit } from '@signalbox/core/internal'
+import { ApprovalDecisionMessage, type ApprovalRequestMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
 import { publishEvent } from '../agents/agent-connection.ts'
 import { busAuditLog } from '../audit/bus-audit.ts'
 import { DurableRequester } from '../requests/durable-request.ts'

@@ -4,7 +4,8 @@
  * is the one thing review must never do), and, with a trust policy, that an agent the policy knows
  * signed it (else it is not shown at all: anyone with publish rights can fake requests).
  */
-import { type ApprovalRequestMessage, callDigest, describeError } from '@signalbox/core'
+import { describeError } from '@signalbox/core/internal'
+import { type ApprovalRequestMessage, callDigest } from '@signalbox/core/protocol'
 import type { TrustPolicy } from '../trust/policy.ts'
 
 /** Who sent a request, as far as signatures tell. */

@@ -1,22 +1,15 @@
 import { randomBytes } from 'node:crypto'
+import type { ApprovalDecision, ApprovalRequest, Clock, Reviewer } from '@signalbox/core'
+import { decideApproval, systemClock } from '@signalbox/core'
+import { type Bus, BusError, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { decisionMismatch } from '@signalbox/core/internal'
 import {
-  type ApprovalDecision,
   ApprovalDecisionMessage,
-  type ApprovalRequest,
   ApprovalRequestMessage,
-  type Bus,
-  BusError,
-  type Clock,
-  createSubjects,
-  decideApproval,
-  decisionMismatch,
   encodeMessage,
   PROTOCOL_VERSION,
   ProtocolError,
-  type Reviewer,
-  type Subjects,
-  systemClock,
-} from '@signalbox/core'
+} from '@signalbox/core/protocol'
 import { createRejectionReporter, msgIdPart } from '../requests/rejections.ts'
 import { type RequestService, type ServiceMode, serveDurableRequests } from '../requests/request-service.ts'
 import type { TrustPolicy } from '../trust/policy.ts'

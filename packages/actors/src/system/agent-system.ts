@@ -1,19 +1,16 @@
 import { hostname } from 'node:os'
 import {
   type Agent,
-  type Bus,
   type Clock,
   ConfigError,
-  createSubjects,
   type IdGenerator,
   type Message,
   RunFailedError,
   type RunResult,
   randomIds,
-  type Subjects,
-  type Subscription,
   systemClock,
 } from '@signalbox/core'
+import { type Bus, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
 import { type AgentConnection, connectAgent } from '../agents/agent-connection.ts'
 import { sendSteering } from '../agents/clients.ts'
 import type { Signer } from '../trust/sign.ts'

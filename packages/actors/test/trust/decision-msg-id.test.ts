@@ -4,16 +4,12 @@
  * publish then comes back `duplicate: true`, which the reviewer reports as a failure (not as sent),
  * and it tries again under a new id, so the agent still gets the decision.
  */
-import {
-  ApprovalDecisionMessage,
-  type ApprovalRequestMessage,
-  type Bus,
-  callDigest,
-  decodeMessage,
-  policyReviewer,
-} from '@signalbox/core'
+import { policyReviewer } from '@signalbox/core'
+import type { Bus } from '@signalbox/core/bus'
+import { ApprovalDecisionMessage, type ApprovalRequestMessage, callDigest, decodeMessage } from '@signalbox/core/protocol'
 import { describe, expect, it } from 'vitest'
-import { createSigner, newUserSeed, serveReviewer } from '../../src/index.ts'
+import { serveReviewer } from '../../src/index.ts'
+import { createSigner, newUserSeed } from '../../src/trust/index.ts'
 import { deploy, eventually, nats } from '../actors/harness.ts'
 
 describe('decision message ids (nats)', () => {

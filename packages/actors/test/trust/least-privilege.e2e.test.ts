@@ -5,45 +5,38 @@
  * checked, the audit signed by the agent. The actors do their jobs; the section-5 attacks fail.
  */
 import { connect, errors, type NatsConnection } from '@nats-io/transport-node'
-import {
-  type AgentEvent,
-  type ApprovalRequest,
-  type ApprovalRequestMessage,
-  createAgent,
-  createSubjects,
-  encodeMessage,
-  policyReviewer,
-  tool,
-} from '@signalbox/core'
+import { type AgentEvent, type ApprovalRequest, createAgent, policyReviewer, tool } from '@signalbox/core'
+import { createSubjects } from '@signalbox/core/bus'
+import { type ApprovalRequestMessage, encodeMessage } from '@signalbox/core/protocol'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { z } from 'zod'
+import { z } from 'zod/v4'
 import { type ConfigServer, startConfigServer } from '../../../../test/support/nats-config-server.ts'
 import {
-  authorizationBlock,
   busAuditLog,
   connectAgent,
-  connectNatsBus,
-  createEvidenceBook,
-  createSigner,
-  createTrustPolicy,
-  defaultStreamName,
-  type NatsBus,
-  newUserSeed,
-  type Role,
-  type RolePermissions,
   readAudit,
   remoteReviewer,
   remoteTool,
-  rolePermissions,
   sendControl,
   sendSteering,
   serveReviewer,
   serveTools,
-  signedAuditLog,
-  verifyAuditTrail,
   watchEvents,
 } from '../../src/index.ts'
+import { connectNatsBus, defaultStreamName, type NatsBus } from '../../src/nats/index.ts'
+import {
+  authorizationBlock,
+  createEvidenceBook,
+  createSigner,
+  createTrustPolicy,
+  newUserSeed,
+  type Role,
+  type RolePermissions,
+  rolePermissions,
+  signedAuditLog,
+  verifyAuditTrail,
+} from '../../src/trust/index.ts'
 import { deferred, eventually } from '../actors/harness.ts'
 
 const prefix = 'lp.v1'

@@ -5,29 +5,20 @@
  * event) and never applied; the request stays pending, and the same call approved by the right key
  * runs once. The audit entries are signed by the agent and carry the decision as evidence.
  */
-import {
-  type AgentEvent,
-  type ApprovalDecisionMessage,
-  ApprovalRequestMessage,
-  type AuditEntry,
-  type Bus,
-  createAgent,
-  decodeMessage,
-  policyReviewer,
-} from '@signalbox/core'
+import { type AgentEvent, type AuditEntry, createAgent, policyReviewer } from '@signalbox/core'
+import type { Bus } from '@signalbox/core/bus'
+import { type ApprovalDecisionMessage, ApprovalRequestMessage, decodeMessage } from '@signalbox/core/protocol'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
+import { remoteReviewer, serveReviewer, watchEvents } from '../../src/index.ts'
 import {
   createEvidenceBook,
   createSigner,
   createTrustPolicy,
   newUserSeed,
-  remoteReviewer,
-  serveReviewer,
   signedAuditLog,
   verifyAuditTrail,
-  watchEvents,
-} from '../../src/index.ts'
+} from '../../src/trust/index.ts'
 import { type Deployment, deploy, eventually, nats, payTool, readByModel, trackedAudit } from '../actors/harness.ts'
 
 const ARGS = { to: 'bob', amount: 42 }

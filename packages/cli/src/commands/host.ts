@@ -3,7 +3,8 @@
  * to an agent system and serves them on the bus: run requests from parents anywhere (delegation,
  * hand-off), events out, steering and control in, and a directory entry per agent.
  */
-import type { Agent, Bus, Subjects } from '@signalbox/core'
+import type { Agent } from '@signalbox/core'
+import type { Bus, Subjects } from '@signalbox/core/bus'
 import type { AgentModule } from '../agent-module.ts'
 import { openBus, untilSignal } from '../bus.ts'
 import { CliError, type Command, type CommandContext, EXIT, UsageError } from '../cli.ts'
@@ -14,7 +15,7 @@ export interface HostContext {
   bus: Bus
   subjects: Subjects
   /** The system the agents join (for `delegateTool(host.system, 'other-agent')`). */
-  system: import('@signalbox/actors').AgentSystem
+  system: import('@signalbox/actors/system').AgentSystem
   /** `--scripted`: play scripted models, offline. */
   scripted: boolean
   /** This host's id on the bus. */
@@ -78,7 +79,10 @@ export const host: Command = {
         `${spec} exports no agents: use \`export default [agent, ...]\`, \`export const agents = ...\` or \`export default (host) => [...]\``,
       )
     }
-    const [{ createAgentSystem, KvDirectory }, { hostname }] = await Promise.all([import('@signalbox/actors'), import('node:os')])
+    const [{ createAgentSystem, KvDirectory }, { hostname }] = await Promise.all([
+      import('@signalbox/actors/system'),
+      import('node:os'),
+    ])
     const { bus, subjects, url } = await openBus(context, 'host')
     const hostId = (context.values['host-id'] as string | undefined) ?? `${hostname()}-${process.pid}`
     const directory =
@@ -185,7 +189,7 @@ function isAgent(value: unknown): value is Agent {
 async function toAgent(
   candidate: unknown,
   where: string,
-  options: { bus: import('@signalbox/actors').NatsBus; subjects: Subjects; scripted: boolean; cleanups: (() => unknown)[] },
+  options: { bus: import('@signalbox/actors/nats').NatsBus; subjects: Subjects; scripted: boolean; cleanups: (() => unknown)[] },
 ): Promise<Agent> {
   if (isAgent(candidate)) return candidate
   const { agentModuleProblems } = await import('../agent-module.ts')
