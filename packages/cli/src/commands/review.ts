@@ -1,10 +1,11 @@
 import type { RequestOrigin, ServiceMode } from '@signalbox/actors'
-import type { ApprovalRequest, Question } from '@signalbox/core'
+import type { Answerer, ApprovalRequest, Question, Reviewer } from '@signalbox/core'
 import { openBus, signerFrom, untilSignal } from '../bus.ts'
 import { type Command, EXIT } from '../cli.ts'
 import { whoIsAt } from '../identity.ts'
 import type { Prompter } from '../prompter.ts'
 import type { AutoVerdict } from '../review-console.ts'
+import { commandTracing, OTLP_OPTIONS } from '../tracing.ts'
 
 export const review: Command = {
   name: 'review',
@@ -59,6 +60,7 @@ export const review: Command = {
       description: "agents' public nkeys: show only requests they signed (others are refused unseen)",
       default: 'requests are not checked',
     },
+    ...OTLP_OPTIONS,
   },
   bus: 'required',
   maxArgs: 0,
@@ -100,7 +102,10 @@ export const review: Command = {
           })
         : undefined
     const origins = new Map<string, RequestOrigin>()
-    const { bus, subjects, url } = await openBus(context, 'review')
+    const tracing = await commandTracing(context, `signalbox-review-${name}`)
+    const opened = await openBus(context, 'review')
+    const { subjects, url } = opened
+    const bus = tracing ? tracing.bus(opened.bus) : opened.bus
     const stop = untilSignal(context.io.signal)
     const interrupt = () => process.kill(process.pid, 'SIGINT')
     let prompter: Prompter | undefined
@@ -132,19 +137,21 @@ export const review: Command = {
     const onError = (error: unknown) =>
       context.err(`${c.red('error')}: ${error instanceof Error ? error.message : String(error)}`)
 
+    const traced = (reviewer: Reviewer) => (tracing ? tracing.reviewer(reviewer) : reviewer)
+    const tracedAnswerer = (answerer: Answerer) => (tracing ? tracing.answerer(answerer) : answerer)
     const reviewers = serveReviewer({
       bus,
       subjects,
       ...(agentId ? { agentId } : {}),
       mode: explicitMode ?? 'shared',
       group,
-      reviewer: {
+      reviewer: traced({
         async review(request, options) {
           const decision = await ui.reviewer.review(request, options)
           ours.add(request.requestId)
           return decision
         },
-      },
+      }),
       ...(signer ? { signer } : {}),
       ...(trust ? { trust } : {}),
       onRequest: (request, origin) => {
@@ -170,13 +177,13 @@ export const review: Command = {
           mode: explicitMode ?? 'broadcast',
           group: answerGroup,
           ...(signer ? { signer } : {}),
-          answerer: {
+          answerer: tracedAnswerer({
             async answer(question, options) {
               const answer = await ui.answerer.answer(question, options)
               ours.add(question.questionId)
               return answer
             },
-          },
+          }),
           onQuestion: (question) => questions.set(question.questionId, question),
           onAnswer: (question, answer) => ui.answered(question, answer),
           onSettled: (questionId, answer) => {
@@ -210,6 +217,7 @@ export const review: Command = {
       answerers?.close()
       prompter?.close()
       await bus.close()
+      await tracing?.shutdown()
     }
     return EXIT.ok
   },
