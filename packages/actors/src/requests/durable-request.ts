@@ -14,6 +14,8 @@ export interface DurableRequesterOptions<S extends z.ZodType, C> {
   /** What a reply is, for the rejection report: `Decision`, `Answer`. */
   replyName: string
   report: RejectionReporter
+  /** The reply consumer's purpose (`decisions`, `answers`): its name under least privilege. */
+  purpose?: string
   /** After a rejected reply was reported: e.g. record it in the audit. */
   onRejected?(rejection: ReplyRejection<z.output<S>, C>): void
 }
@@ -47,6 +49,7 @@ export class DurableRequester<S extends z.ZodType, C> {
       schema: options.schema,
       idOf: options.idOf,
       reportInvalid: options.report,
+      ...(options.purpose !== undefined ? { purpose: options.purpose } : {}),
       onRejected: (rejection) => {
         options.report(
           options.replySubjectOf(rejection.context),

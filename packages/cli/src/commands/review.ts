@@ -1,6 +1,6 @@
-import type { ServiceMode } from '@signalbox/actors'
+import type { RequestOrigin, ServiceMode } from '@signalbox/actors'
 import type { Answerer, ApprovalRequest, Question, Reviewer } from '@signalbox/core'
-import { openBus, untilSignal } from '../bus.ts'
+import { openBus, signerFrom, untilSignal } from '../bus.ts'
 import { type Command, EXIT } from '../cli.ts'
 import { whoIsAt } from '../identity.ts'
 import type { Prompter } from '../prompter.ts'
@@ -20,6 +20,10 @@ export const review: Command = {
     'out (the agent then denies by default).',
     'shared mode: reviewers split the requests (each decided once). broadcast: everyone sees every',
     'request and the first decision wins.',
+    'With --nkey (or NATS_NKEY) every decision and answer is signed with that seed: agents with a',
+    'trust policy apply nothing else. With --agent-key, a request is shown (as "verified") only if one',
+    'of those keys signed it. A request whose digest does not match its arguments is refused: denied',
+    'with that reason, never shown or approved, also with --auto approve.',
   ].join('\n'),
   options: {
     agent: { type: 'string', valueName: '<id>', description: "only this agent's requests", default: 'every agent' },
@@ -50,6 +54,12 @@ export const review: Command = {
       choices: ['approve', 'deny'],
     },
     answer: { type: 'string', valueName: '<text>', description: 'answer every question with this text instead of asking' },
+    'agent-key': {
+      type: 'string',
+      valueName: '<UA...[,UA...]>',
+      description: "agents' public nkeys: show only requests they signed (others are refused unseen)",
+      default: 'requests are not checked',
+    },
     ...OTLP_OPTIONS,
   },
   bus: 'required',
@@ -78,6 +88,20 @@ export const review: Command = {
       import('../prompter.ts'),
       import('../review-console.ts'),
     ])
+    const signer = await signerFrom(context)
+    const agentKeys = ((context.values['agent-key'] as string | undefined) ?? '')
+      .split(',')
+      .map((key) => key.trim())
+      .filter(Boolean)
+    const { createTrustPolicy } = await import('@signalbox/actors/trust')
+    const trust =
+      agentKeys.length > 0
+        ? createTrustPolicy({
+            keys: Object.fromEntries(agentKeys.map((key, i) => [key, `agent key ${i + 1}`])),
+            agents: { [agentId ?? '*']: agentKeys },
+          })
+        : undefined
+    const origins = new Map<string, RequestOrigin>()
     const tracing = await commandTracing(context, `signalbox-review-${name}`)
     const opened = await openBus(context, 'review')
     const { subjects, url } = opened
@@ -104,6 +128,7 @@ export const review: Command = {
       ...(prompter ? { prompter } : {}),
       ...(auto ? { auto } : {}),
       ...(autoAnswer !== undefined ? { autoAnswer } : {}),
+      originOf: (requestId) => (trust ? origins.get(requestId) : undefined),
     })
     const startedAt = Date.now()
     const requests = new Map<string, ApprovalRequest>()
@@ -127,7 +152,14 @@ export const review: Command = {
           return decision
         },
       }),
-      onRequest: (request) => requests.set(request.requestId, request),
+      ...(signer ? { signer } : {}),
+      ...(trust ? { trust } : {}),
+      onRequest: (request, origin) => {
+        requests.set(request.requestId, request)
+        origins.set(request.requestId, origin)
+      },
+      onRefused: (request, reason) =>
+        context.err(`${c.yellow('refused')} ${request.toolName} (${request.callId}, agent ${request.agentId}): ${reason}`),
       onDecision: (request, decision) => ui.decided(request, decision),
       onSettled: (requestId, decision) => {
         if (ours.has(requestId)) return
@@ -144,6 +176,7 @@ export const review: Command = {
           ...(agentId ? { agentId } : {}),
           mode: explicitMode ?? 'broadcast',
           group: answerGroup,
+          ...(signer ? { signer } : {}),
           answerer: tracedAnswerer({
             async answer(question, options) {
               const answer = await ui.answerer.answer(question, options)
