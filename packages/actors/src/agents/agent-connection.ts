@@ -1,4 +1,4 @@
-import type { Agent, AgentEvent, Clock } from '@signalbox/core'
+import { type Agent, type AgentEvent, type Clock, SignalboxError } from '@signalbox/core'
 import { type Bus, type BusMessage, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
 import { describeError, statePath } from '@signalbox/core/internal'
 import {
@@ -13,6 +13,8 @@ import {
   SteerMessage,
 } from '@signalbox/core/protocol'
 import { createRejectionReporter, toWireError, truncate } from '../requests/rejections.ts'
+import type { TrustPolicy } from '../trust/policy.ts'
+import type { EvidenceBook } from '../trust/signed-audit.ts'
 
 export interface ConnectAgentOptions {
   bus: Bus
@@ -23,6 +25,14 @@ export interface ConnectAgentOptions {
   steering?: boolean
   /** Answer `control.status` / `control.cancel` on `agents.<agent>.control`. Default true. */
   control?: boolean
+  /**
+   * Who may steer (`steerers`) and cancel (`controllers`) this agent: steering and cancels must be
+   * signed by a listed key, for this agent, and (with `maxAgeMs`) recent. Without one (the
+   * embedded case) they are not checked. `control.status` is read-only and never needs a signature.
+   */
+  trust?: TrustPolicy
+  /** Accepted signed steering is kept here for the audit entry that records it (`signedAuditLog`). */
+  evidence?: EvidenceBook
   clock?: Clock
 }
 
@@ -37,7 +47,16 @@ export interface AgentConnection {
  * Reviewers, answerers and remote tools are wired separately (they are the agent's options).
  */
 export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentConnection {
-  const { bus } = options
+  const { bus, trust } = options
+  const now = () => (options.clock ?? { now: () => Date.now() }).now()
+  /** Why a steering or cancel message may not act on this agent, or the name it acts under. */
+  const identify = (
+    message: SteerMessage | ControlRequestMessage,
+  ): { ok: true; name?: string } | { ok: false; reason: string } => {
+    if (trust === undefined) return { ok: true }
+    const verdict = trust.check(message, { agentId: agent.id, now: now() })
+    return verdict.ok ? { ok: true, name: verdict.name } : { ok: false, reason: `${verdict.code}: ${verdict.reason}` }
+  }
   const subjects = options.subjects ?? createSubjects()
   const report = createRejectionReporter({
     bus,
@@ -72,6 +91,10 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
               new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Steering ${steer.steerId} refused: ${why}`),
             )
           if (steer.text.trim() === '') return refuse('the correction has no text')
+          const who = identify(steer)
+          if (!who.ok) return refuse(who.reason)
+          // The name shown to the model and audited is the policy's, never the message's `from`.
+          const from = who.name ?? steer.from
           /**
            * A run restored from a checkpoint has seen the corrections up to its cursor. One that
            * never saw any has no cursor: it takes the corrections aimed at it, not older general ones.
@@ -93,17 +116,19 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
               return cursor !== undefined && cursor < message.seq
             })
           }
+          // Kept first: a correction can be applied (and audited) inside `steer` itself.
+          if (trust !== undefined) options.evidence?.remember(`steer:${steer.text}`, steer)
           // Recorded first, so the checkpoint that stores the queued correction stores the cursor too.
           agent.steeringConsumed(message.seq)
           try {
-            for (const target of targets) target.steer(steer.text, { from: steer.from })
+            for (const target of targets) target.steer(steer.text, { from })
           } catch (error) {
             return refuse(describeError(error))
           }
           seen.add(steer.steerId)
           if (seen.size > 10_000) seen.delete(seen.values().next().value as string)
         },
-        startSeq === undefined ? {} : { startSeq },
+        startSeq === undefined ? { purpose: 'steer' } : { purpose: 'steer', startSeq },
       ),
     )
   }
@@ -119,9 +144,15 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
         const request = decoded.value
         const cancelled: string[] = []
         if (request.type === 'control.cancel') {
+          const who = identify(request)
+          if (!who.ok) {
+            const error = new SignalboxError('CONTROL_NOT_AUTHORIZED', `Cancel refused: ${who.reason}`, { fault: 'peer' })
+            if (!respond(message, errorMessage(toWireError(error)))) report(message.subject, message.data, error)
+            return
+          }
           for (const [runId, handle] of [...agent.runs]) {
             if (request.runId !== undefined && request.runId !== runId) continue
-            handle.cancel(request.reason ?? `cancelled by ${request.from ?? 'control request'}`)
+            handle.cancel(request.reason ?? `cancelled by ${who.name ?? request.from ?? 'control request'}`)
             cancelled.push(runId)
           }
         }
@@ -183,7 +214,7 @@ const IDENTITY_FIELDS = [
  * trimmed, never dropped (an observer must still see that the run started or a tool ended):
  * first without the transcripts, then with long strings cut, then down to its identity fields.
  */
-function publishEvent(bus: Bus, subjects: Subjects, event: AgentEvent): void {
+export function publishEvent(bus: Bus, subjects: Subjects, event: AgentEvent): void {
   try {
     const subject = subjects.events(event.agentId, event.type)
     const full: EventMessage = { v: PROTOCOL_VERSION, type: 'event', event: event as unknown as EventMessage['event'] }

@@ -41,6 +41,7 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
    */
   readonly #unclaimed = new Map<string, z.output<S>>()
   readonly #replay: boolean
+  readonly #purpose: string | undefined
 
   constructor(options: {
     bus: Bus
@@ -50,8 +51,11 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
     reportInvalid: RejectionReporter
     /** Read the reply subjects from the start of the log (replies that came while no process listened). */
     replay?: boolean
+    /** The consumer's purpose (its name under least privilege: `<user>_<purpose>`). */
+    purpose?: string
   }) {
     this.#replay = options.replay ?? false
+    this.#purpose = options.purpose
     this.#bus = options.bus
     this.#schema = options.schema
     this.#idOf = options.idOf
@@ -74,7 +78,10 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
           }
           this.#route(decoded.value)
         },
-        this.#replay ? { deliverAll: true } : {},
+        {
+          ...(this.#replay ? { deliverAll: true } : {}),
+          ...(this.#purpose !== undefined ? { purpose: this.#purpose } : {}),
+        },
       )
       this.#consumers.set(subject, consumer)
     }

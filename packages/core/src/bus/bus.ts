@@ -97,6 +97,11 @@ export interface DurableConsumeOptions {
   startSeq?: number
   /** Milliseconds before an unacknowledged message is redelivered. */
   ackWaitMs?: number
+  /**
+   * What a private consumer is for (`decisions`, `steer`, `audit`...). On NATS with a
+   * `consumerPrefix` it is named `<consumerPrefix>_<purpose>`, a name permissions can pin.
+   */
+  purpose?: string
   signal?: AbortSignal
 }
 
