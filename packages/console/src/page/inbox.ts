@@ -127,15 +127,7 @@ export function createInboxView(): InboxView {
         guard(card, () => actions.approveEdited(item.id, value))
       }
     })
-    return el(
-      'details',
-      { class: 'edit' },
-      el('summary', {}, 'Edit the arguments, then approve'),
-      editor,
-      issues,
-      note,
-      send,
-    )
+    return el('details', { class: 'edit' }, el('summary', {}, 'Edit the arguments, then approve'), editor, issues, note, send)
   }
 
   const questionCard = (item: Extract<InboxItem, { kind: 'question' }>) => {
