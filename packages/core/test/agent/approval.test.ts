@@ -24,6 +24,12 @@ describe('approval requests', () => {
       digest: callDigest('pay', { to: 'ACME', amount: 250 }),
       deadline: 1_000_000 + 30_000,
       requestedAt: 1_000_000,
+      // The tool's JSON Schema, for a reviewer to check an edit against; not part of the digest.
+      parameters: {
+        type: 'object',
+        properties: { to: { type: 'string' }, amount: { type: 'number' } },
+        required: ['to', 'amount'],
+      },
     })
     expect(request?.digest).toMatch(/^sha256:[0-9a-f]{64}$/)
     expect(callDigest('pay', { amount: 250, to: 'ACME' })).toBe(request?.digest)
