@@ -36,6 +36,17 @@ describe('approval requests', () => {
     expect(callDigest('pay', { to: 'ACME', amount: 251 })).not.toBe(request?.digest)
   })
 
+  it("carry a copy of the tool's schema: freezing the event leaves the tool's own object alone", async () => {
+    const pay = payTool()
+    const s = setup({ reviewer: policyReviewer(() => true), tools: [pay.tool] })
+    await s.agent.run('pay')
+    const request = eventsOf(s.events, 'approval.requested')[0]?.request
+    expect(request?.parameters).toEqual(pay.tool.parameters)
+    expect(request?.parameters).not.toBe(pay.tool.parameters)
+    expect(Object.isFrozen(pay.tool.parameters)).toBe(false)
+    expect(Object.isFrozen(pay.tool.parameters.properties)).toBe(false)
+  })
+
   it('have a declared default deadline of five minutes', async () => {
     const s = setup({ reviewer: policyReviewer(() => true) })
     await s.agent.run('pay')
