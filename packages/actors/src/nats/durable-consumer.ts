@@ -33,6 +33,8 @@ export interface ConsumerTuning {
   ephemeralInactiveMs: number
   /** The consumer's `ack_wait` on the server when the caller's `ackWaitMs` is longer. */
   serverAckWaitMs: number
+  /** Private consumers are named `<consumerPrefix>_<purpose>` (least privilege pins the names). */
+  consumerPrefix?: string | undefined
 }
 
 /**
@@ -51,6 +53,8 @@ export class NatsDurableConsumer implements Subscription {
   readonly #handler: DurableHandler
   readonly #durableName: string | undefined
   readonly #consumerName: string
+  /** A private consumer with a name derived from its purpose (not random): a previous run's may still exist. */
+  readonly #fixedName: boolean
   readonly #ackWaitMs: number
   readonly #serverAckWaitMs: number
   readonly #held: HeldMessages
@@ -90,7 +94,12 @@ export class NatsDurableConsumer implements Subscription {
     this.subject = subject
     this.#handler = handler
     this.#durableName = options.durableName
-    this.#consumerName = options.durableName ?? `sbx_${randomBytes(8).toString('hex')}`
+    this.#fixedName = options.durableName === undefined && tuning.consumerPrefix !== undefined
+    this.#consumerName =
+      options.durableName ??
+      (tuning.consumerPrefix !== undefined
+        ? `${tuning.consumerPrefix}_${options.purpose ?? 'private'}`
+        : `sbx_${randomBytes(8).toString('hex')}`)
     this.#ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS
     this.#serverAckWaitMs = Math.min(this.#ackWaitMs, tuning.serverAckWaitMs)
     this.#held = new HeldMessages(this.#ackWaitMs, this.#serverAckWaitMs, () => bus.connection().isClosed())
@@ -276,6 +285,10 @@ export class NatsDurableConsumer implements Subscription {
       } catch (error) {
         if (!isApiError(error, JetStreamApiCodes.ConsumerNotFound)) throw error
       }
+    }
+    if (this.#fixedName && !this.#created) {
+      // A previous process's consumer of this name (not yet expired) has another start: ours replaces it.
+      await jsm.consumers.delete(stream, this.#consumerName).catch(() => false)
     }
     const info = await jsm.consumers.add(stream, this.#config())
     if (!this.#created) {

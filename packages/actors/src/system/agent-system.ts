@@ -13,6 +13,7 @@ import {
 import { type Bus, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
 import { type AgentConnection, connectAgent } from '../agents/agent-connection.ts'
 import { sendSteering } from '../agents/clients.ts'
+import type { Signer } from '../trust/sign.ts'
 import { ChildRunError } from './child-run-error.ts'
 import { ChildSlots } from './child-slots.ts'
 import type { Directory } from './directory.ts'
@@ -34,6 +35,12 @@ export interface AgentSystemOptions {
   /** Leases, heartbeats and directory refreshes run on it. */
   clock?: Clock
   ids?: IdGenerator
+  /**
+   * This host's key: cancels of remote child runs are signed with it (children with a trust policy
+   * list its public key in `controllers`; without it, a child whose parent is gone still stops at
+   * the end of its lease).
+   */
+  signer?: Signer
 }
 
 export interface SystemRunOptions {
@@ -64,6 +71,7 @@ const DIRECTORY_REFRESH_MS = 10_000
  * limits, and makes sure no child outlives its parent.
  */
 export class AgentSystem {
+  readonly #signer: Signer | undefined
   readonly hostId: string
   readonly subjects: Subjects
   readonly #bus: Bus | undefined
@@ -85,6 +93,7 @@ export class AgentSystem {
     // A NATS bus knows its deployment's prefix: use it unless told otherwise.
     const busPrefix = (options.bus as { prefix?: unknown } | undefined)?.prefix
     this.subjects = options.subjects ?? createSubjects(typeof busPrefix === 'string' ? busPrefix : undefined)
+    this.#signer = options.signer
     this.hostId = options.hostId ?? `${hostname()}-${process.pid}`
     this.#directory = options.directory
     this.#ledger = new RunTreeLedger(options.limits)
@@ -243,6 +252,7 @@ export class AgentSystem {
         parentRunId: options.parentRunId,
         runPath: options.runPath,
         agentPath: options.agentPath,
+        signer: this.#signer,
         signal: options.signal,
       })
     } finally {

@@ -9,6 +9,7 @@ import type { AgentModule } from '../agent-module.ts'
 import { openBus, untilSignal } from '../bus.ts'
 import { CliError, type Command, type CommandContext, EXIT, UsageError } from '../cli.ts'
 import { clockTime, shortId } from '../output.ts'
+import { commandTracing, OTLP_OPTIONS } from '../tracing.ts'
 
 /** What a host module's factory receives: `export default (host) => [createHotelAgent({ reviewer: ... })]`. */
 export interface HostContext {
@@ -52,6 +53,7 @@ export const host: Command = {
     'max-total-turns': { type: 'string', valueName: '<n>', description: 'turns a run tree may use on this host' },
     'max-total-tokens': { type: 'string', valueName: '<n>', description: 'tokens a run tree may use on this host' },
     'no-directory': { type: 'boolean', description: 'do not announce the agents in the directory' },
+    ...OTLP_OPTIONS,
   },
   bus: 'required',
   minArgs: 1,
@@ -83,7 +85,10 @@ export const host: Command = {
       import('@signalbox/actors/system'),
       import('node:os'),
     ])
-    const { bus, subjects, url } = await openBus(context, 'host')
+    const tracing = await commandTracing(context, 'signalbox-host')
+    const opened = await openBus(context, 'host')
+    const { subjects, url } = opened
+    const bus = tracing ? tracing.bus(opened.bus) : opened.bus
     const hostId = (context.values['host-id'] as string | undefined) ?? `${hostname()}-${process.pid}`
     const directory =
       context.values['no-directory'] === true
@@ -105,6 +110,7 @@ export const host: Command = {
       for (const [index, candidate] of list.entries()) {
         const agent = await toAgent(candidate, `${spec} agents[${index}]`, { bus, subjects, scripted, cleanups })
         system.add(agent)
+        tracing?.agent(agent)
         // One line per run this host starts and ends (runs started here by parents elsewhere, or locally).
         agent.on('run.start', (event) => {
           const path = event.agentPath?.length ? ` ${c.dim(`(${[...event.agentPath, agent.id].join(' › ')})`)}` : ''
@@ -165,6 +171,7 @@ export const host: Command = {
           // best effort
         }
       }
+      await tracing?.shutdown()
     }
     context.err('agent host stopped')
     return EXIT.ok
