@@ -171,6 +171,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
               digest: request.digest,
               requestedAt: request.requestedAt,
               deadline: request.deadline,
+              ...(request.parameters ? { parameters: request.parameters } : {}),
             },
             signal,
           ),

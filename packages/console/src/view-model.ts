@@ -19,6 +19,8 @@ export interface InboxApproval {
   digest: string
   requestedAt: number
   deadline: number
+  /** The tool's JSON Schema, when the agent sent it: the page checks an edit against it before sending. */
+  parameters?: Record<string, unknown>
 }
 
 export interface InboxQuestion {

@@ -23,6 +23,11 @@ export interface ApprovalRequest {
   /** Epoch milliseconds. No decision by then means the safe default (deny). */
   deadline: number
   requestedAt: number
+  /**
+   * The tool's JSON Schema (what the model sees), so a reviewer can check edited arguments before
+   * sending them. Advisory: not covered by `digest`; the agent validates edits itself regardless.
+   */
+  parameters?: Record<string, unknown>
 }
 
 export interface ApprovalDecision {

@@ -282,6 +282,8 @@ export function createMachineActions(
     openApproval(context: AgentContext): Partial<AgentContext> {
       const call = current(context)
       const now = clock.now()
+      // A copy: events are frozen deep, and the tool's schema object is not ours to freeze.
+      const parameters = structuredClone(runtime.tools.get(call.toolName)?.parameters)
       const request: ApprovalRequest = {
         requestId: runtime.ids('request'),
         agentId: context.run.agentId,
@@ -294,6 +296,7 @@ export function createMachineActions(
         digest: callDigest(call.toolName, call.args),
         deadline: now + runtime.approvalTimeoutMs,
         requestedAt: now,
+        ...(parameters ? { parameters } : {}),
       }
       // Announced by the `requestApproval` actor, once the wait is durable (see actors.ts).
       return { current: { ...call, approval: request } }

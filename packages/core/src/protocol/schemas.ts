@@ -59,6 +59,8 @@ export const ApprovalRequestMessage = envelope('approval.request', {
   digest: z.string().regex(/^sha256:[0-9a-f]{64}$/),
   deadline: epochMs,
   requestedAt: epochMs,
+  /** The tool's JSON Schema, so a reviewer can check an edit before sending it. Not in the digest. */
+  parameters: z.record(z.string(), z.unknown()).optional(),
   ...signed,
 })
 export type ApprovalRequestMessage = z.infer<typeof ApprovalRequestMessage>
