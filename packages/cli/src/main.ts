@@ -21,6 +21,7 @@ import { host } from './commands/host.ts'
 import { inspect } from './commands/inspect.ts'
 import { review } from './commands/review.ts'
 import { run } from './commands/run.ts'
+import { runs } from './commands/runs.ts'
 import { status } from './commands/status.ts'
 import { steer } from './commands/steer.ts'
 import { toolsServe } from './commands/tools-serve.ts'
@@ -28,7 +29,20 @@ import { watch } from './commands/watch.ts'
 import { colorsEnabled, createColorizer } from './output.ts'
 
 /** Every command, in the order `signalbox --help` lists them. */
-export const COMMANDS: readonly Command[] = [run, review, steer, watch, audit, status, cancel, toolsServe, inspect, graph, host]
+export const COMMANDS: readonly Command[] = [
+  run,
+  review,
+  steer,
+  watch,
+  audit,
+  status,
+  runs,
+  cancel,
+  toolsServe,
+  inspect,
+  graph,
+  host,
+]
 
 export function defaultIO(): CommandIO {
   return { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd() }

@@ -53,22 +53,34 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
     },
   })
 
+  /** Requests stored by `open`, waiting for `review` to take their decision. */
+  const opened = new Map<string, Promise<ApprovalDecision>>()
+  const send = async (request: ApprovalRequest, signal: AbortSignal): Promise<{ decided: Promise<ApprovalDecision> }> => {
+    const message: ApprovalRequestMessage = { v: PROTOCOL_VERSION, type: 'approval.request', ...request }
+    const { reply } = await requester.send({
+      id: request.requestId,
+      context: request,
+      subject: subjects.approvals(request.agentId),
+      message,
+      check: (decision) => decisionMismatch(request, decision),
+      signal,
+    })
+    const decided = reply.then(({ v: _v, type: _type, ...decision }) => decision)
+    decided.catch(() => {})
+    return { decided }
+  }
+
   return {
+    async open(request, { signal }): Promise<void> {
+      const { decided } = await send(request, signal)
+      opened.set(request.requestId, decided)
+      // Kept until `review` takes it (a decision may already be in), or the wait is dropped.
+      signal.addEventListener('abort', () => opened.delete(request.requestId), { once: true })
+    },
     async review(request, { signal }): Promise<ApprovalDecision> {
-      const message: ApprovalRequestMessage = { v: PROTOCOL_VERSION, type: 'approval.request', ...request }
-      const {
-        v: _v,
-        type: _type,
-        ...decision
-      } = await requester.request({
-        id: request.requestId,
-        context: request,
-        subject: subjects.approvals(request.agentId),
-        message,
-        check: (decision) => decisionMismatch(request, decision),
-        signal,
-      })
-      return decision
+      const decided = opened.get(request.requestId)
+      opened.delete(request.requestId)
+      return decided ?? (await send(request, signal)).decided
     },
     close() {
       requester.close(new BusClosedError('the bus reviewer was closed'))

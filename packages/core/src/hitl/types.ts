@@ -37,6 +37,12 @@ export interface ApprovalDecision {
 }
 
 export interface Reviewer {
+  /**
+   * Makes the request answerable before anyone is told of it: a remote reviewer stores it and
+   * starts listening for the decision here. The agent emits `approval.requested` only once this
+   * resolves (at once when absent), then calls `review`. Rejecting makes the approval unavailable.
+   */
+  open?(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<void>
   /** Resolves with the reviewer's decision. Must stop waiting when `signal` aborts. */
   review(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<ApprovalDecision>
 }

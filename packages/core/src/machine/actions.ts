@@ -279,7 +279,7 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
         deadline: now + runtime.approvalTimeoutMs,
         requestedAt: now,
       }
-      emit(context, { type: 'approval.requested', request })
+      // `approval.requested` is emitted by the `requestApproval` actor, once the request can be answered.
       return { current: { ...call, approval: request } }
     },
 

@@ -1,6 +1,7 @@
 import { fromCallback, fromPromise } from 'xstate'
 import { untilAborted } from '../abort.ts'
 import { describeError, ProviderError, TimeoutError } from '../errors.ts'
+import type { AgentEvent } from '../events.ts'
 import { Handoff } from '../handoff.ts'
 import type { ApprovalRequest } from '../hitl/types.ts'
 import type { AssistantMessage, Message, ToolMessage } from '../messages.ts'
@@ -72,21 +73,35 @@ export function createAgentActors(runtime: AgentRuntime) {
       return Boolean(await rule(input.call.args))
     }),
 
-    requestApproval: fromCallback<AgentMachineEvent, { request: ApprovalRequest }>(({ input, sendBack }) => {
+    requestApproval: fromCallback<AgentMachineEvent, { run: RunInfo; request: ApprovalRequest }>(({ input, sendBack }) => {
       const controller = new AbortController()
       const reviewer = runtime.reviewer
       if (!reviewer) {
         sendBack({ type: 'approval.unavailable', reason: 'no reviewer is configured for this agent' })
         return () => {}
       }
-      reviewer.review(input.request, { signal: controller.signal }).then(
-        (decision) => {
-          if (!controller.signal.aborted) sendBack({ type: 'approval.decision', decision })
-        },
-        (error) => {
-          if (!controller.signal.aborted) sendBack({ type: 'approval.unavailable', reason: describeError(error) })
-        },
-      )
+      const { signal } = controller
+      const unavailable = (error: unknown) => {
+        if (!signal.aborted) sendBack({ type: 'approval.unavailable', reason: describeError(error) })
+      }
+      const review = () => {
+        // Announced before anyone can decide, and only once the request can be answered (`Reviewer.open`).
+        const announced: AgentEvent = {
+          ...eventFields(input.run),
+          at: runtime.clock.now(),
+          type: 'approval.requested',
+          request: input.request,
+        }
+        runtime.events.emit(announced)
+        reviewer.review(input.request, { signal }).then((decision) => {
+          if (!signal.aborted) sendBack({ type: 'approval.decision', decision })
+        }, unavailable)
+      }
+      if (reviewer.open === undefined) review()
+      else
+        reviewer.open(input.request, { signal }).then(() => {
+          if (!signal.aborted) review()
+        }, unavailable)
       return () => controller.abort()
     }),
 

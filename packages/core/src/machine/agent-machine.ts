@@ -327,7 +327,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
                     tags: ['wait', 'human'],
                     invoke: {
                       src: 'requestApproval',
-                      input: ({ context }) => ({ request: current(context).approval as ApprovalRequest }),
+                      input: ({ context }) => ({ run: context.run, request: current(context).approval as ApprovalRequest }),
                     },
                     after: {
                       approvalDeadline: { target: 'afterToolExecution', actions: 'approvalTimedOut' },
