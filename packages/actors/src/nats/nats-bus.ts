@@ -239,6 +239,7 @@ export class NatsBus implements Bus {
       pullExpiresMs: this.#options.pullExpiresMs ?? 10_000,
       ephemeralInactiveMs: this.#options.ephemeralInactiveMs ?? 120_000,
       serverAckWaitMs: this.#options.serverAckWaitMs ?? DEFAULT_SERVER_ACK_WAIT_MS,
+      replicas: this.#options.durable?.replicas ?? 1,
     })
     if (options.signal?.aborted) {
       consumer.closed = true
