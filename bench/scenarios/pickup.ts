@@ -88,10 +88,9 @@ async function reviewerKill(url: string, count: number): Promise<PickupRow> {
     const holder = await startCrashChild('bench/lib/holding-reviewer-child.ts', { args: [url, prefix], ready: 'ready' })
     const agent = remoteReviewer({ bus: agentBus, subjects })
     const decided = new Map<string, number>()
-    const controller = new AbortController()
     const all = Array.from({ length: count }, (_, i) => request(i))
     const waits = all.map((r) =>
-      agent.review(r, { signal: controller.signal }).then(() => {
+      agent.review(r, { signal: new AbortController().signal }).then(() => {
         decided.set(r.requestId, Date.now())
       }),
     )
@@ -141,10 +140,9 @@ async function serverRestart(server: Awaited<ReturnType<typeof startNatsServer>>
     await service.ready
     const agent = remoteReviewer({ bus: agentBus, subjects })
     const lateness: number[] = []
-    const controller = new AbortController()
     const all = Array.from({ length: count }, (_, i) => request(i))
     const waits = all.map((r) =>
-      agent.review(r, { signal: controller.signal }).then(() => {
+      agent.review(r, { signal: new AbortController().signal }).then(() => {
         lateness.push(Date.now() - (madeAt.get(r.requestId) ?? Date.now()))
       }),
     )

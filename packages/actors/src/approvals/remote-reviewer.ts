@@ -1,4 +1,5 @@
 import {
+  type ApprovalAliveMessage,
   type ApprovalDecision,
   ApprovalDecisionMessage,
   type ApprovalRequest,
@@ -9,6 +10,7 @@ import {
   type Clock,
   createSubjects,
   decisionMismatch,
+  encodeMessage,
   PROTOCOL_VERSION,
   type Reviewer,
   rejectedDecisionAudit,
@@ -24,7 +26,16 @@ export interface RemoteReviewerOptions {
   /** Where rejected (late, duplicate, mismatched) decisions are recorded. Usually the agent's audit. */
   audit?: AuditLog
   clock?: Clock
+  /**
+   * While a request waits, publish `approval.alive` for it at this interval, so that reviewer
+   * services withdraw it (as orphaned) once this process is gone. Default 2 s. `false` for an
+   * agent with a run store: its runs resume in another process, and their requests stay open.
+   */
+  heartbeatMs?: number | false
 }
+
+/** See `RemoteReviewerOptions.heartbeatMs`. */
+export const DEFAULT_APPROVAL_HEARTBEAT_MS = 2_000
 
 export interface RemoteReviewer extends Reviewer {
   /** Stops listening; pending reviews fail (the agent then denies by default). */
@@ -53,10 +64,18 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
     },
   })
 
+  const heartbeatMs = options.heartbeatMs === false ? undefined : (options.heartbeatMs ?? DEFAULT_APPROVAL_HEARTBEAT_MS)
+  const heartbeats = heartbeatMs === undefined ? undefined : new ApprovalHeartbeats(bus, subjects, clock, heartbeatMs)
+
   /** Requests stored by `open`, waiting for `review` to take their decision. */
   const opened = new Map<string, Promise<ApprovalDecision>>()
   const send = async (request: ApprovalRequest, signal: AbortSignal): Promise<{ decided: Promise<ApprovalDecision> }> => {
-    const message: ApprovalRequestMessage = { v: PROTOCOL_VERSION, type: 'approval.request', ...request }
+    const message: ApprovalRequestMessage = {
+      v: PROTOCOL_VERSION,
+      type: 'approval.request',
+      ...request,
+      ...(heartbeatMs !== undefined ? { heartbeatMs } : {}),
+    }
     const { reply } = await requester.send({
       id: request.requestId,
       context: request,
@@ -67,6 +86,11 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
     })
     const decided = reply.then(({ v: _v, type: _type, ...decision }) => decision)
     decided.catch(() => {})
+    if (heartbeats) {
+      heartbeats.add(request)
+      const stop = () => heartbeats.remove(request)
+      decided.then(stop, stop)
+    }
     return { decided }
   }
 
@@ -83,7 +107,78 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       return decided ?? (await send(request, signal)).decided
     },
     close() {
+      heartbeats?.close()
       requester.close(new BusClosedError('the bus reviewer was closed'))
     },
+  }
+}
+
+/**
+ * `approval.alive` for every request this process waits on, one message per agent per interval:
+ * the reviewer services' proof that someone will still apply the decision.
+ */
+class ApprovalHeartbeats {
+  readonly #pending = new Map<string, Set<string>>()
+  readonly #bus: Bus
+  readonly #subjects: Subjects
+  readonly #clock: Clock
+  readonly #intervalMs: number
+  #timer: unknown
+
+  constructor(bus: Bus, subjects: Subjects, clock: Clock, intervalMs: number) {
+    this.#bus = bus
+    this.#subjects = subjects
+    this.#clock = clock
+    this.#intervalMs = intervalMs
+  }
+
+  add(request: ApprovalRequest): void {
+    let ids = this.#pending.get(request.agentId)
+    if (ids === undefined) {
+      ids = new Set()
+      this.#pending.set(request.agentId, ids)
+    }
+    ids.add(request.requestId)
+    // At once: a reviewer may be looking at it already.
+    this.#beat(request.agentId)
+    this.#schedule()
+  }
+
+  remove(request: ApprovalRequest): void {
+    const ids = this.#pending.get(request.agentId)
+    ids?.delete(request.requestId)
+    if (ids?.size === 0) this.#pending.delete(request.agentId)
+  }
+
+  close(): void {
+    this.#pending.clear()
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer)
+    this.#timer = undefined
+  }
+
+  #schedule(): void {
+    if (this.#timer !== undefined) return
+    this.#timer = this.#clock.setTimeout(() => {
+      this.#timer = undefined
+      for (const agentId of this.#pending.keys()) this.#beat(agentId)
+      if (this.#pending.size > 0) this.#schedule()
+    }, this.#intervalMs)
+  }
+
+  #beat(agentId: string): void {
+    const ids = this.#pending.get(agentId)
+    if (ids === undefined || ids.size === 0) return
+    const message: ApprovalAliveMessage = {
+      v: PROTOCOL_VERSION,
+      type: 'approval.alive',
+      agentId,
+      requestIds: [...ids],
+      at: this.#clock.now(),
+    }
+    try {
+      this.#bus.publish(this.#subjects.alive(agentId), encodeMessage(message))
+    } catch {
+      // Lossy by design: a missed beat or two is what the reviewer's margin (three beats) is for.
+    }
   }
 }

@@ -79,6 +79,7 @@ export const AUDIT_KINDS = [
   'approval.timeout',
   'approval.unavailable',
   'approval.rejected',
+  'approval.orphaned',
   'steering.applied',
   'question.answered',
   'question.timeout',
