@@ -14,7 +14,9 @@ const service = serveReviewer({
   bus,
   subjects: createSubjects(prefix),
   // A person who is still thinking: resolves only when the service stops.
-  reviewer: { review: (_request, { signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))) },
+  reviewer: {
+    review: (_request, { signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+  },
   onRequest: () => {
     held++
     process.stdout.write(`held ${held}\n`)

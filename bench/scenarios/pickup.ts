@@ -110,7 +110,11 @@ async function reviewerKill(url: string, count: number): Promise<PickupRow> {
     await Promise.all(waits)
     replacement.close()
     agent.close()
-    return summary('reviewer kill -9', [...decided.values()].map((at) => at - killedAt), 0)
+    return summary(
+      'reviewer kill -9',
+      [...decided.values()].map((at) => at - killedAt),
+      0,
+    )
   } finally {
     await Promise.allSettled(buses.map((bus) => bus.close()))
   }

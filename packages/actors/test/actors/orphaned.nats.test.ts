@@ -107,6 +107,11 @@ describe('orphaned approval requests (agent without a store, killed)', () => {
     // The mark is one stored denial by `system`, saying why.
     const jsm = await reviewerBus.manager()
     const stored = await jsm.streams.getMessage(reviewerBus.streamName, { last_by_subj: subjects.approvalDecisions('payer') })
-    expect(stored?.json()).toMatchObject({ requestId, approved: false, reviewer: 'system', reason: expect.stringMatching(/^orphaned: /) })
+    expect(stored?.json()).toMatchObject({
+      requestId,
+      approved: false,
+      reviewer: 'system',
+      reason: expect.stringMatching(/^orphaned: /),
+    })
   }, 60_000)
 })
