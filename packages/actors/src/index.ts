@@ -34,6 +34,13 @@ export {
 } from './system/delegation.ts'
 export { type Directory, type DirectoryChange, type DirectoryEntry, KvDirectory, MemoryDirectory } from './system/directory.ts'
 export { type FanOutResult, fanOut } from './system/fan-out.ts'
+export {
+  type ResumableAgent,
+  RunTakeover,
+  type RunTakeoverOptions,
+  type ScanResult,
+  type TakeoverEvent,
+} from './system/run-takeover.ts'
 export type { TreeLimits } from './system/tree-budget.ts'
 export { discoverTools, type RemoteToolOptions, remoteTool } from './tools/remote-tool.ts'
 export { serveTools, TOOL_QUEUE_GROUP, type ToolHost, type ToolHostOptions } from './tools/tool-host.ts'
