@@ -96,16 +96,34 @@ export const host: Command = {
       context.values['no-directory'] === true
         ? undefined
         : new KvDirectory(bus.connection, { bucket: directoryBucket(subjects.prefix) })
-    const system = createAgentSystem({ bus, subjects, hostId, limits, ...(directory ? { directory } : {}) })
+    const store = await openRunStore(context, bus)
+    const system = createAgentSystem({
+      bus,
+      subjects,
+      hostId,
+      limits,
+      ...(directory ? { directory } : {}),
+      ...(store
+        ? { runs: { store, leaseMs: positiveInt(context, 'lease', 30_000), onEvent: (event) => logTakeover(event) } }
+        : {}),
+    })
     const log = (record: Record<string, unknown>, text: string) =>
       context.out(context.global.json ? JSON.stringify(record) : text)
     const cleanups: (() => unknown)[] = [() => bus.close()]
+    function logTakeover(event: import('@signalbox/actors').TakeoverEvent): void {
+      const text =
+        event.type === 'claimed'
+          ? `${c.green('↻ resume')} ${c.magenta(event.agentId)} ${c.dim(shortId(event.runId))}${event.from ? c.dim(` · taken over from ${event.from}`) : ''}`
+          : event.type === 'error'
+            ? `${c.red('takeover error')} ${event.runId ?? ''} ${String(event.error)}`
+            : `${c.dim(`takeover ${event.type}`)} ${event.runId}`
+      log({ ...event, ...(event.type === 'error' ? { error: String(event.error) } : {}) }, text)
+    }
     const stop = untilSignal(context.io.signal)
     try {
       const onClose = (cleanup: () => unknown) => {
         cleanups.push(cleanup)
       }
-      const store = await openRunStore(context, bus)
       const candidates =
         typeof exported === 'function' ? await exported({ bus, subjects, system, scripted, hostId, onClose, store }) : exported
       const list = Array.isArray(candidates) ? candidates : [candidates]
@@ -147,27 +165,6 @@ export const host: Command = {
         })
       }
       await system.serve()
-      if (store !== undefined) {
-        const { RunTakeover } = await import('@signalbox/actors')
-        const agents = list.map((candidate) => system.get((candidate as { id: string }).id)).filter((a) => a !== undefined)
-        const takeover = new RunTakeover({
-          store,
-          hostId,
-          leaseMs: positiveInt(context, 'lease', 30_000),
-          agents: () => agents as unknown as import('@signalbox/actors').ResumableAgent[],
-          onEvent: (event) => {
-            const text =
-              event.type === 'claimed'
-                ? `${c.green('↻ resume')} ${c.magenta(event.agentId)} ${c.dim(shortId(event.runId))}${event.from ? c.dim(` · taken over from ${event.from}`) : ''}`
-                : event.type === 'error'
-                  ? `${c.red('takeover error')} ${event.runId ?? ''} ${String(event.error)}`
-                  : `${c.dim(`takeover ${event.type}`)} ${event.runId}`
-            log({ ...event, ...(event.type === 'error' ? { error: String(event.error) } : {}) }, text)
-          },
-        })
-        void takeover.start()
-        cleanups.unshift(() => takeover.stop())
-      }
       const served = list.length
       const names = [...new Set(list.map((candidate) => (candidate as { id: string }).id))]
       const described = names
