@@ -2,7 +2,7 @@
  * `pnpm bench`: signalbox against hand-written loops, per tool step, in one process and one run.
  *
  *   pnpm bench                      every scenario (issue 2's five take about 2.3 minutes on 2 cores)
- *   pnpm bench --quick              smoke mode (about 20 s)
+ *   pnpm bench --quick              smoke mode: every variant, peers included, small sizes (no figures to quote)
  *   pnpm bench --json results.json  also write every sample as JSON
  *   pnpm bench --markdown out.md    also write the tables as Markdown (for BENCHMARKS.md)
  *   pnpm bench --only in-process,xstate,heap,http,concurrency   (issue 2; `scale` is issue 4's)
@@ -22,7 +22,7 @@ import { startBenchServer } from './lib/model-server.ts'
 import { type Check, renderChecks, renderTable, type Table } from './lib/report.ts'
 import { approvalLatencyScenario, renderLatency } from './scenarios/approval-latency.ts'
 import { httpConcurrencyScenario, inProcessConcurrencyScenario } from './scenarios/concurrency.ts'
-import { heapScenario } from './scenarios/heap.ts'
+import { heapScenario, httpHeapScenario } from './scenarios/heap.ts'
 import { httpLongRunScenario } from './scenarios/http.ts'
 import { inProcessScenario } from './scenarios/in-process.ts'
 import type { ScenarioOptions } from './scenarios/options.ts'
@@ -74,11 +74,13 @@ const plan = quick
       inProcessSteps: [50],
       xstateSteps: 50,
       heapRuns: 100,
-      httpSteps: 50,
-      httpConcurrent: [{ runs: 20, steps: 10 }],
+      httpHeapRuns: 10,
+      // The peers take 5-15 ms a step on a loaded machine: 20 steps keep the HTTP table to seconds.
+      httpSteps: 20,
+      httpConcurrent: [{ runs: 10, steps: 5 }],
       inProcessConcurrent: 200,
       inProcessConcurrentSteps: 5,
-      concurrencyRounds: 3,
+      concurrencyRounds: 2,
       inProcessConcurrencyRounds: 3,
     }
   : {
@@ -89,11 +91,13 @@ const plan = quick
       inProcessSteps: [20, 200],
       xstateSteps: 100,
       heapRuns: 500,
+      // Over HTTP every parked run holds a socket on each side: 200 settle the figure.
+      httpHeapRuns: 200,
       httpSteps: 200,
-      // 200 × 10 rather than × 20 keeps a batch to a few seconds (4,000 steps took 8-20 s a batch).
+      // Issue 13's throughput target is set on 200 agents × 20 steps (4,000 steps a batch).
       httpConcurrent: [
         { runs: 50, steps: 20 },
-        { runs: 200, steps: 10 },
+        { runs: 200, steps: 20 },
       ],
       inProcessConcurrent: 1000,
       inProcessConcurrentSteps: 5,
@@ -170,9 +174,10 @@ if (only.has('concurrency')) {
   const inProcessOptions = { ...concurrencyOptions, rounds: Math.min(rounds, plan.inProcessConcurrencyRounds) }
   show(await inProcessConcurrencyScenario(plan.inProcessConcurrent, plan.inProcessConcurrentSteps, inProcessOptions))
 }
-if (only.has('http') || only.has('concurrency')) {
+if (only.has('http') || only.has('concurrency') || (only.has('heap') && gc)) {
   const server = await startBenchServer(serverWhere)
   try {
+    if (only.has('heap') && gc) show(await httpHeapScenario(server.url, plan.httpHeapRuns, 5, serverWhere))
     // One 200-step run per sample is long enough to need only one warm-up run.
     if (only.has('http')) show(await httpLongRunScenario(server.url, plan.httpSteps, { ...options, warmup: 1 }))
     if (only.has('concurrency')) {

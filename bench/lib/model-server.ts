@@ -8,6 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
+import { parkingResponder } from './parking.ts'
 import { responder } from './workload.ts'
 
 export interface BenchServer {
@@ -22,7 +23,12 @@ export interface BenchServer {
  * not grow the heap for the whole run.
  */
 export async function startInThisProcess(): Promise<{ server: ScriptedModelServer; stop: () => Promise<void> }> {
-  const server = await startScriptedModelServer({ scripts: { '*': responder } })
+  const parking = parkingResponder()
+  const server = await startScriptedModelServer({
+    scripts: { '*': (request, index) => parking(request) ?? responder(request, index) },
+    // Idle gaps between scenarios (a full GC, a table printed) must not race the server's close.
+    keepAliveTimeoutMs: 120_000,
+  })
   const forget = setInterval(() => {
     server.requests.length = 0
   }, 50)

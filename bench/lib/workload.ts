@@ -10,12 +10,17 @@ import { z } from 'zod'
 export const PROMPT = 'Call the noop tool until I tell you to stop.'
 export const FINAL_ANSWER = 'done'
 
+/** The one tool's arguments; the peer frameworks validate them with this same schema. */
+export const noopSchema = z.object({ step: z.number().int() })
+export const NOOP_DESCRIPTION = 'Does nothing and answers "ok".'
+export const NOOP_RESULT = 'ok'
+
 /** The one tool: validated by zod in signalbox, JSON-parsed in the bare loops (as the seed does). */
 export const noopTool: Tool<{ step: number }> = tool({
   name: 'noop',
-  description: 'Does nothing and answers "ok".',
-  schema: z.object({ step: z.number().int() }),
-  execute: async () => 'ok',
+  description: NOOP_DESCRIPTION,
+  schema: noopSchema,
+  execute: async () => NOOP_RESULT,
 })
 
 /** The same JSON Schema signalbox sends, so every variant sends the same request bodies. */

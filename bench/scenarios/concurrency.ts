@@ -4,6 +4,7 @@
  */
 import { measureInterleaved, type Variant } from '../lib/measure.ts'
 import { buildRows, type Table } from '../lib/report.ts'
+import { PEER_IDS } from '../peers/index.ts'
 import { HTTP_COMPARATORS, HTTP_LABELS, httpRunners } from './http.ts'
 import { inProcessVariants } from './in-process.ts'
 import type { ScenarioOptions } from './options.ts'
@@ -25,7 +26,7 @@ export async function httpConcurrencyScenario(
   options: ScenarioOptions,
 ): Promise<Table> {
   const runners = httpRunners({ url, steps, withHooks: false })
-  const order = ['fetch', 'openai', 'signalbox', 'openaiStream', 'signalboxStream'] as const
+  const order = ['fetch', 'openai', 'signalbox', 'openaiStream', 'signalboxStream', ...PEER_IDS] as const
   const variants: Variant[] = order.map((id) => ({ id, label: HTTP_LABELS[id], run: concurrently(runs, runners[id]) }))
   const measured = await measureInterleaved(variants, {
     rounds: options.rounds,

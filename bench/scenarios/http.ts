@@ -10,6 +10,7 @@ import { measureInterleaved, type Variant } from '../lib/measure.ts'
 import { buildRows, type Check, type Comparator, rowById, type Table } from '../lib/report.ts'
 import { benchAgent, runAgent } from '../lib/signalbox.ts'
 import { modelFor, PROMPT } from '../lib/workload.ts'
+import { PEER_IDS, PEER_LABELS, peerRuns } from '../peers/index.ts'
 import type { ScenarioOptions } from './options.ts'
 
 export const HTTP_TARGET_RATIO = 1.1
@@ -19,11 +20,12 @@ export interface HttpVariantOptions {
   url: string
   steps: number
   withHooks: boolean
+  /** Default `bench-<steps>`; the heap scenario parks runs on `park-<steps>`. */
+  model?: string
 }
 
 /** The HTTP variants, as "one run" functions; the concurrency scenario reuses them. */
-export function httpRunners({ url, steps, withHooks }: HttpVariantOptions) {
-  const model = modelFor(steps)
+export function httpRunners({ url, steps, withHooks, model = modelFor(steps) }: HttpVariantOptions) {
   // The client configuration signalbox's OpenAIProvider builds for itself.
   const client = new OpenAI({ baseURL: url, apiKey: API_KEY, maxRetries: 0 })
   const checked = (ran: number) => {
@@ -42,6 +44,8 @@ export function httpRunners({ url, steps, withHooks }: HttpVariantOptions) {
     signalbox: agent(false, false),
     signalboxStream: agent(true, false),
     ...(withHooks ? { signalboxHooks: agent(false, true), signalboxStreamHooks: agent(true, true) } : {}),
+    // The peers, streaming off (as each of them runs by default).
+    ...peerRuns({ url, model, apiKey: API_KEY, steps }),
   }
 }
 
@@ -53,6 +57,7 @@ export const HTTP_LABELS = {
   signalboxStream: 'signalbox, streaming',
   signalboxHooks: 'signalbox, stream: false + 5 hooks',
   signalboxStreamHooks: 'signalbox, streaming + 5 hooks',
+  ...PEER_LABELS,
 } as const
 
 export const HTTP_COMPARATORS: Comparator = {
@@ -60,6 +65,9 @@ export const HTTP_COMPARATORS: Comparator = {
   signalboxHooks: 'openai',
   signalboxStream: 'openaiStream',
   signalboxStreamHooks: 'openaiStream',
+  aiSdk: 'openai',
+  openaiAgents: 'openai',
+  langGraph: 'openai',
 }
 
 export async function httpLongRunScenario(url: string, steps: number, options: ScenarioOptions): Promise<Table> {
@@ -72,6 +80,7 @@ export async function httpLongRunScenario(url: string, steps: number, options: S
     'openaiStream',
     'signalboxStream',
     'signalboxStreamHooks',
+    ...PEER_IDS,
   ]
   const variants: Variant[] = order.map((id) => ({ id, label: HTTP_LABELS[id], run: runners[id]! }))
   const measured = await measureInterleaved(variants, {
@@ -94,7 +103,7 @@ export async function httpLongRunScenario(url: string, steps: number, options: S
   return {
     id: `http-${steps}`,
     title: `(b) Over HTTP (scripted model server): one run of ${steps} tool steps`,
-    note: `Per tool step, median of ${options.rounds} interleaved rounds (one run per sample). "like-for-like" is signalbox over the openai-SDK loop with the same streaming mode.`,
+    note: `Per tool step, median of ${options.rounds} interleaved rounds (one run per sample). "like-for-like" is signalbox (or a peer framework, streaming off) over the openai-SDK loop with the same streaming mode.`,
     metric: 'us-per-step',
     baseline: 'fetch',
     rows,

@@ -4,6 +4,8 @@
  *   tsx examples/claw/demo.ts          you are Tina: answer the agent's question, approve or deny the drop
  *   tsx examples/claw/demo.ts --auto   unattended: plays the five scenarios (approve, deny, timeout,
  *                                      steer, question) with a scripted Tina
+ *   tsx examples/claw/demo.ts --console  you are Tina, in the browser: the signalbox console
+ *                                      (--as NAME, --port PORT, --contents)
  *
  * Offline by default (the scripted model server, over HTTP, through the real OpenAIProvider). With
  * SIGNALBOX_MODEL set (and OPENAI_BASE_URL, OPENAI_API_KEY) it talks to that endpoint instead, unless
@@ -24,6 +26,7 @@ import {
 import { type DemoModel, openDemoModel, useRealEndpoint } from '../shared/model.ts'
 import { createTrace, exitQuietlyOnBrokenPipe, type Trace } from '../shared/trace.ts'
 import { ClawMachine, createClawAgent } from './agent.ts'
+import { playInConsole } from './console-demo.ts'
 import {
   ANSWER,
   type ClawScenario,
@@ -38,8 +41,9 @@ import {
 exitQuietlyOnBrokenPipe()
 const argv = process.argv.slice(2)
 const auto = argv.includes('--auto')
-const playScenarios = auto && !useRealEndpoint(argv)
-if (!auto && !process.stdin.isTTY) {
+const inConsole = argv.includes('--console')
+const playScenarios = auto && !inConsole && !useRealEndpoint(argv)
+if (!auto && !inConsole && !process.stdin.isTTY) {
   // The terminal prompts need a person at a keyboard; piped or closed stdin would wait for nobody.
   console.error('stdin is not a terminal: run this demo in a terminal, or pass --auto to run it unattended.')
   process.exit(2)
@@ -48,7 +52,12 @@ const model = await openDemoModel({ scripts: playScenarios ? clawScripts : { [IN
 let failed = false
 
 try {
-  if (playScenarios) {
+  if (inConsole) {
+    const stop = new AbortController()
+    process.once('SIGINT', () => stop.abort())
+    process.once('SIGTERM', () => stop.abort())
+    failed ||= !(await playInConsole(model, argv, stop.signal))
+  } else if (playScenarios) {
     const scenarios = Object.values(clawScenarios)
     for (const [index, scenario] of scenarios.entries()) {
       const ok = await playScenario(model, scenario, `${index + 1}/${scenarios.length}`)

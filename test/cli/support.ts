@@ -45,7 +45,7 @@ export function startProcess(
   const child = spawn(command[0] as string, [...command.slice(1), ...args], {
     cwd: ROOT,
     stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '', SIGNALBOX_NATS_URL: '', ...options.env },
+    env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '', SIGNALBOX_NATS_URL: '', NATS_URL: '', ...options.env },
   })
   let output = ''
   let stdout = ''

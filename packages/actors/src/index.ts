@@ -44,3 +44,4 @@ export {
 export type { TreeLimits } from './system/tree-budget.ts'
 export { discoverTools, type RemoteToolOptions, remoteTool } from './tools/remote-tool.ts'
 export { serveTools, TOOL_QUEUE_GROUP, type ToolHost, type ToolHostOptions } from './tools/tool-host.ts'
+export * from './trust/index.ts'

@@ -2,6 +2,7 @@ import net from 'node:net'
 import type { NatsBus } from '@signalbox/actors'
 import type { Subjects } from '@signalbox/core'
 import { CliError, type CommandContext, NO_BUS_MESSAGE } from './cli.ts'
+import { credentialFlags } from './connection-flags.ts'
 
 /** How long a command waits for the NATS server before giving up (the bus itself would wait forever). */
 export const CONNECT_TIMEOUT_MS = 5_000
@@ -17,14 +18,25 @@ export async function openBus(context: CommandContext, role: string): Promise<{ 
       'BUS_CONNECT_FAILED',
       `could not reach NATS at ${url}: nothing listens on ${refused} (is nats-server running, with JetStream: -js?)`,
     )
-  const [{ connectNatsBus }, { AbortedError, createSubjects }] = await Promise.all([
+  const [{ connectNatsBus, mergeCredentials, natsCredentialsFromEnv }, { AbortedError, createSubjects }] = await Promise.all([
     import('@signalbox/actors'),
     import('@signalbox/core'),
   ])
   const subjects = createSubjects(context.global.prefix)
   const signal = AbortSignal.timeout(CONNECT_TIMEOUT_MS)
   try {
-    const bus = await connectNatsBus({ servers: url, prefix: subjects.prefix, name: `signalbox-${role}-${process.pid}`, signal })
+    // Flags first, then the `nats` CLI's variables; NATS_URL is already in `url`.
+    const { servers: _env, ...credentials } = mergeCredentials(
+      credentialFlags(context.values),
+      natsCredentialsFromEnv(context.io.env),
+    )
+    const bus = await connectNatsBus({
+      servers: url,
+      credentials,
+      prefix: subjects.prefix,
+      name: `signalbox-${role}-${process.pid}`,
+      signal,
+    })
     return { bus, subjects, url }
   } catch (error) {
     if (error instanceof AbortedError || signal.aborted) {

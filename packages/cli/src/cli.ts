@@ -3,6 +3,7 @@
  * `parseArgs` (strict), global flags shared by all, help generated from the same definitions.
  */
 import { parseArgs } from 'node:util'
+import { CONNECTION_OPTIONS } from './connection-flags.ts'
 import { type Colors, createColorizer } from './output.ts'
 
 /**
@@ -115,6 +116,7 @@ export const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
     description: 'subject prefix of the deployment',
     default: DEFAULT_PREFIX,
   },
+  ...CONNECTION_OPTIONS,
   json: { type: 'boolean', description: 'machine-readable output (JSON, one object per line)' },
   help: { type: 'boolean', short: 'h', description: 'show help for the command' },
 }
@@ -157,7 +159,8 @@ export function parseCommandArgs(
 }
 
 function globalValues(values: Record<string, string | boolean | undefined>, io: CommandIO): GlobalValues {
-  const nats = typeof values.nats === 'string' ? values.nats : io.env.SIGNALBOX_NATS_URL || undefined
+  const flag = typeof values.nats === 'string' ? values.nats : typeof values.server === 'string' ? values.server : undefined
+  const nats = flag ?? (io.env.SIGNALBOX_NATS_URL || io.env.NATS_URL || undefined)
   return {
     nats,
     prefix: typeof values.prefix === 'string' ? values.prefix : DEFAULT_PREFIX,
@@ -195,7 +198,7 @@ export function commandHelp(command: Command, c: Colors = createColorizer(false)
   const sections: [string, Record<string, OptionSpec>][] = [['Flags:', command.options]]
   const global: Record<string, OptionSpec> = {}
   for (const [name, spec] of Object.entries(GLOBAL_OPTIONS)) {
-    if ((name === 'nats' || name === 'prefix') && command.bus === 'none') continue
+    if ((name === 'nats' || name === 'prefix' || name in CONNECTION_OPTIONS) && command.bus === 'none') continue
     global[name] = spec
   }
   sections.push(['Global flags:', global])

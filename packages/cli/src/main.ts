@@ -16,9 +16,11 @@ import {
 } from './cli.ts'
 import { audit } from './commands/audit.ts'
 import { cancel } from './commands/cancel.ts'
+import { consoleCommand } from './commands/console.ts'
 import { graph } from './commands/graph.ts'
 import { host } from './commands/host.ts'
 import { inspect } from './commands/inspect.ts'
+import { natsPermissions } from './commands/nats-permissions.ts'
 import { review } from './commands/review.ts'
 import { run } from './commands/run.ts'
 import { runs } from './commands/runs.ts'
@@ -32,6 +34,7 @@ import { colorsEnabled, createColorizer } from './output.ts'
 export const COMMANDS: readonly Command[] = [
   run,
   review,
+  consoleCommand,
   steer,
   watch,
   audit,
@@ -42,6 +45,7 @@ export const COMMANDS: readonly Command[] = [
   inspect,
   graph,
   host,
+  natsPermissions,
 ]
 
 export function defaultIO(): CommandIO {

@@ -133,6 +133,8 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
         v: PROTOCOL_VERSION,
         type: 'approval.decision',
         ...decideApproval(request, decision, decision.reviewer, decision.decidedAt),
+        // Approve with edited arguments: the agent validates them and runs the edited call.
+        ...(decision.arguments === undefined ? {} : { arguments: decision.arguments }),
       }
       await bus.durablePublish(subjects.approvalDecisions(request.agentId), encodeMessage(reply), {
         msgId: msgIdPart(`decision-${request.requestId}-${decision.reviewer}`),

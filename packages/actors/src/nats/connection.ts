@@ -2,9 +2,11 @@
  * The NATS connection under the bus: opening it (never giving up on reconnects), and watching it,
  * so retries can resume the moment the link is back and stop when it is closed for good.
  */
-import { connect, type NatsConnection } from '@nats-io/transport-node'
+import type { NatsConnection } from '@nats-io/transport-node'
 import { AbortedError, BusError, type BusStatus, untilAborted } from '@signalbox/core'
 import { type Deferred, deferred, type Outcome, raceOutcome } from './async.ts'
+import { classifyConnectError, dialNats, redactUrls } from './connect-errors.ts'
+import { credentialOf, natsConnectOptions, serverList } from './credentials.ts'
 import { defaultConnectionName, type NatsBusOptions } from './options.ts'
 
 /** Connects with the transport's reconnect settings; aborting stops waiting for the first connect. */
@@ -12,7 +14,7 @@ export async function openConnection(options: NatsBusOptions): Promise<NatsConne
   const { signal } = options
   if (signal?.aborted) throw new AbortedError('Connecting to NATS was aborted.', signal.reason)
   const reconnectTimeWait = options.reconnectTimeWaitMs ?? 250
-  const connecting = connect({
+  const connecting = dialNats({
     servers: options.servers,
     name: options.name ?? defaultConnectionName(),
     // Never give up: the default (10 attempts) closes the connection for good after ~20 s.
@@ -24,6 +26,7 @@ export async function openConnection(options: NatsBusOptions): Promise<NatsConne
     ...(options.user !== undefined ? { user: options.user } : {}),
     ...(options.pass !== undefined ? { pass: options.pass } : {}),
     ...(options.token !== undefined ? { token: options.token } : {}),
+    ...natsConnectOptions(options.credentials),
   })
   try {
     return await untilAborted(connecting, signal, 'Connecting to NATS')
@@ -31,7 +34,13 @@ export async function openConnection(options: NatsBusOptions): Promise<NatsConne
     // With waitOnFirstConnect the attempt goes on in the background: close it if it ever lands.
     connecting.then((late) => late.close()).catch(() => {})
     if (error instanceof AbortedError) throw error
-    throw new BusError('BUS_CONNECT_FAILED', `Could not connect to NATS at ${String(options.servers)}.`, { cause: error })
+    throw (
+      classifyConnectError(error, {
+        servers: serverList(options.credentials?.servers ?? options.servers),
+        credential: credentialOf(options),
+      }) ??
+      new BusError('BUS_CONNECT_FAILED', `Could not connect to NATS at ${redactUrls(String(options.servers))}.`, { cause: error })
+    )
   }
 }
 

@@ -1,5 +1,6 @@
 /** Options of `connectNatsBus`, and the defaults the transport falls back to. */
 import type { HandlerErrorListener } from '@signalbox/core'
+import type { NatsCredentialOptions } from './credentials.ts'
 
 export interface NatsDurableOptions {
   /** JetStream stream name. Default `SIGNALBOX` for the default prefix, else derived from the prefix. */
@@ -31,6 +32,8 @@ export interface NatsBusOptions {
   user?: string
   pass?: string
   token?: string
+  /** Creds file, nkey, TLS... as the `nats` CLI takes them (`natsCredentialsFromEnv` reads its variables). */
+  credentials?: NatsCredentialOptions
   /** Wait between reconnect attempts. Default 250 ms (the client's 2 s is slow for agents). */
   reconnectTimeWaitMs?: number
   /** Client PING interval, which bounds how long a dead (not closed) server goes unnoticed. Default 10 s. */

@@ -1,7 +1,7 @@
 import type { AuditFilter } from '@signalbox/actors'
 import type { AuditEntry, AuditKind } from '@signalbox/core'
 import { openBus, untilSignal } from '../bus.ts'
-import { type Command, EXIT } from '../cli.ts'
+import { type Command, type CommandContext, EXIT } from '../cli.ts'
 import { type Colors, dateTime, formatDuration, shortId } from '../output.ts'
 
 export const AUDIT_KINDS = [
@@ -45,10 +45,31 @@ const cut = (text: string, max: number) => {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
 }
 
+/** `--verify`: one line per entry that does not verify (or, with --json, one report line per entry). */
+async function verifyEntries(context: CommandContext, entries: AuditEntry[]): Promise<number> {
+  const { verifyAuditTrail } = await import('@signalbox/actors')
+  const { c } = context
+  const report = verifyAuditTrail(entries)
+  const failed = new Map(report.failures.map((f) => [f.index, f.problems]))
+  if (context.global.json) {
+    entries.forEach((entry, index) => {
+      context.out(JSON.stringify({ index, ok: !failed.has(index), problems: failed.get(index) ?? [], entry }))
+    })
+  } else {
+    for (const { index, entry, problems } of report.failures) {
+      const what = `#${index + 1} ${dateTime(entry.decidedAt)} ${entry.agentId} ${entry.kind} ${entry.toolName ?? ''} by ${entry.actor}`
+      context.out(c.red(`${what.replace(/\s+/g, ' ')}: ${problems.map((p) => `${p.code} (${p.reason})`).join('; ')}`))
+    }
+    const summary = `${report.checked} entr${report.checked === 1 ? 'y' : 'ies'} checked, ${report.failures.length} do not verify`
+    context.out(report.failures.length === 0 ? c.green(summary) : c.bold(summary))
+  }
+  return report.failures.length === 0 ? EXIT.ok : EXIT.failed
+}
+
 export const audit: Command = {
   name: 'audit',
   summary: 'list the audit trail: approvals, denials, timeouts, steering, answers',
-  usage: 'audit [--agent <id>] [--run <runId>] [--tool <name>] [--kind <kind>] [--follow] [flags]',
+  usage: 'audit [--agent <id>] [--run <runId>] [--tool <name>] [--kind <kind>] [--follow | --verify] [flags]',
   description: [
     'Reads the audit stream (JetStream) oldest first and prints one row per decision: time, agent,',
     'run, tool, kind, who decided (actor), the decision, the reason the model read, and the latency.',
@@ -61,6 +82,7 @@ export const audit: Command = {
     tool: { type: 'string', valueName: '<name>', description: 'only calls of this tool', default: 'every tool' },
     kind: { type: 'string', valueName: '<kind>', description: 'only this kind', choices: AUDIT_KINDS, default: 'every kind' },
     follow: { type: 'boolean', short: 'f', description: 'keep printing new entries until Ctrl-C' },
+    verify: { type: 'boolean', description: 'check every signature offline; list entries that do not verify (exit 1 if any)' },
   },
   bus: 'required',
   maxArgs: 0,
@@ -68,6 +90,7 @@ export const audit: Command = {
     ['signalbox audit --agent claw', "every decision about the claw agent's calls"],
     ['signalbox audit --kind approval.denied --tool drop_claw --json', 'denied drops, as JSON lines'],
     ['signalbox audit --follow', 'tail the audit trail'],
+    ['signalbox audit --verify', 'check the signatures of every stored entry'],
   ],
   async run(context) {
     const { c } = context
@@ -112,6 +135,7 @@ export const audit: Command = {
         return EXIT.ok
       }
       const entries = await readAudit({ bus, subjects, filter })
+      if (context.values.verify) return await verifyEntries(context, entries)
       if (context.global.json) {
         for (const entry of entries) context.out(JSON.stringify(entry))
         return EXIT.ok

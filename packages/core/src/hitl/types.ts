@@ -31,6 +31,11 @@ export interface ApprovalDecision {
   digest: string
   approved: boolean
   reason?: string
+  /**
+   * Approve with edited arguments: run the call with these instead of the ones shown. The agent
+   * validates them against the tool's schema; invalid ones are refused, never run.
+   */
+  arguments?: unknown
   /** Who decided (a person, a policy, a service). */
   reviewer: string
   decidedAt: number
@@ -98,6 +103,10 @@ export interface AuditEntry {
   /** What the person was shown (the exact arguments, the question, the correction). */
   shown?: unknown
   digest?: string
+  /** The arguments the reviewer edited before approving (what ran, when valid). */
+  edited?: unknown
+  /** Digest of the edited call: what actually ran. */
+  editedDigest?: string
   /** `approved`, `denied`, `timeout`, the answer text, the correction text... */
   decision?: string
   reason?: string
@@ -106,6 +115,11 @@ export interface AuditEntry {
   requestedAt?: number
   decidedAt: number
   latencyMs?: number
+  /** The signed message the entry records (decision, answer, steering), as received. */
+  evidence?: Record<string, unknown>
+  /** Public nkey of the party that wrote the entry, and its signature over the entry (docs/protocol.md, "Signing"). */
+  signer?: string
+  signature?: string
 }
 
 export interface AuditLog {

@@ -11,6 +11,7 @@ import {
 import { type AgentEvent, deepFreeze, type ToolOutcome } from '../events.ts'
 import { decisionMismatch, rejectedDecisionAudit } from '../hitl/decision.ts'
 import { callDigest } from '../hitl/digest.ts'
+import { approveEdited, checkEditedArguments, noteEditedArguments } from '../hitl/edited-arguments.ts'
 import type { ApprovalDecision, ApprovalRequest, AuditEntry } from '../hitl/types.ts'
 import type { ToolGate } from '../hooks.ts'
 import { addUsage, type ToolCall, type ToolMessage } from '../messages.ts'
@@ -57,6 +58,7 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
     context: AgentContext,
     request: ApprovalRequest,
     outcome: { kind: AuditEntry['kind']; decision: string; reason: string | undefined; actor: string; decidedAt: number },
+    extra: Partial<AuditEntry> = {},
   ) =>
     audit(context, {
       kind: outcome.kind,
@@ -70,6 +72,7 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
       requestedAt: request.requestedAt,
       decidedAt: outcome.decidedAt,
       latencyMs: outcome.decidedAt - request.requestedAt,
+      ...extra,
     })
 
   /** The call being handled; the states that use it are entered only with one open. */
@@ -189,7 +192,11 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
 
     acceptToolOutput(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
       return {
-        ...setResult(context, { output: output.output, isError: false, outcome: 'executed' }),
+        ...setResult(context, {
+          output: noteEditedArguments(context.current, output.output),
+          isError: false,
+          outcome: 'executed',
+        }),
         ...(output.handoff ? { handoff: output.handoff } : {}),
       }
     },
@@ -286,6 +293,8 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
     /** A decision that quotes the pending call: applied, audited, and on a denial read by the model. */
     approvalDecided(context: AgentContext, decision: ApprovalDecision): Partial<AgentContext> {
       const request = pendingRequest(context)
+      const edit = checkEditedArguments(runtime.tools.get(request.toolName), decision)
+      if (edit.kind !== 'none') return approveEdited({ context, request, decision, edit, emit, auditApproval, setResult })
       const latencyMs = decision.decidedAt - request.requestedAt
       emit(context, { type: 'approval.decided', request, decision, latencyMs })
       auditApproval(context, request, {

@@ -1,5 +1,6 @@
 import { assign, setup } from 'xstate'
 import { FatalToolError } from '../errors.ts'
+import { editedArgumentsRejected } from '../hitl/edited-arguments.ts'
 import type { ApprovalDecision, ApprovalRequest } from '../hitl/types.ts'
 import type { ToolGate } from '../hooks.ts'
 import type { AssistantMessage } from '../messages.ts'
@@ -335,7 +336,10 @@ export function createAgentMachine(runtime: AgentRuntime) {
                     on: {
                       'approval.decision': [
                         {
-                          guard: ({ context, event }) => decisionApproves(context, event),
+                          // An approval with edited arguments the tool rejects does not run (the next branch refuses it).
+                          guard: ({ context, event }) =>
+                            decisionApproves(context, event) &&
+                            !editedArgumentsRejected(runtime.tools.get(current(context).toolName), event.decision),
                           target: 'executingTool',
                           actions: { type: 'approvalDecided', params: ({ event }) => event.decision as ApprovalDecision },
                         },

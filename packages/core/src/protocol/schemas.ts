@@ -66,6 +66,8 @@ export const ApprovalDecisionMessage = envelope('approval.decision', {
   digest: z.string().regex(/^sha256:[0-9a-f]{64}$/),
   approved: z.boolean(),
   reason: z.string().max(4096).optional(),
+  /** Approve with edited arguments: run the call with these instead (validated by the agent). */
+  arguments: z.unknown().optional(),
   reviewer: z.string().min(1).max(256),
   decidedAt: epochMs,
 })
@@ -182,12 +184,19 @@ export const AuditMessage = envelope('audit', {
     toolName: z.string().optional(),
     shown: z.unknown().optional(),
     digest: z.string().optional(),
+    edited: z.unknown().optional(),
+    editedDigest: z.string().optional(),
     decision: z.string().optional(),
     reason: z.string().optional(),
     actor: z.string(),
     requestedAt: epochMs.optional(),
     decidedAt: epochMs,
     latencyMs: z.number().optional(),
+    /** The signed message the entry records (decision, answer, steering), as received. */
+    evidence: z.record(z.string(), z.unknown()).optional(),
+    /** Public nkey of the party that wrote the entry, and its signature over the entry. */
+    signer: z.string().optional(),
+    signature: z.string().optional(),
   }),
 })
 export type AuditMessage = z.infer<typeof AuditMessage>

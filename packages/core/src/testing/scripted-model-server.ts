@@ -16,6 +16,12 @@ export interface ScriptedModelServerOptions {
   host?: string
   /** Aborting it closes the server. */
   signal?: AbortSignal
+  /**
+   * How long an idle keep-alive connection stays open (default: node's 5 s). Clients close theirs
+   * a second before the advertised timeout; on a loaded machine their timer can fire late and
+   * reuse a socket the server is closing, so a long-lived server (the bench's) raises it.
+   */
+  keepAliveTimeoutMs?: number
 }
 
 export interface ScriptedModelServer {
@@ -123,6 +129,7 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     }
   }
 
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs
   const listening = new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {

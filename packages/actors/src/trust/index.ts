@@ -1,0 +1,38 @@
+export {
+  AUDIT_SIGNATURE_DOMAIN,
+  type AuditProblem,
+  type AuditProblemCode,
+  type AuditVerifyOptions,
+  type AuditVerifyReport,
+  auditSigningInput,
+  signAuditEntry,
+  verifyAuditEntry,
+  verifyAuditTrail,
+} from './audit-signature.ts'
+export { encodingProblem, SIGNATURE_DOMAIN, SIGNED_FIELDS, type SignableType, type Signed, signingInput } from './canonical.ts'
+export { isValidPublicKey, newUserSeed } from './keys.ts'
+export {
+  authorizationBlock,
+  type PermissionRule,
+  type PermissionScope,
+  PermissionScopeError,
+  permissionsTable,
+  ROLES,
+  type Role,
+  type RolePermissions,
+  rolePermissions,
+  type UserLogin,
+  userEntry,
+} from './permissions.ts'
+export {
+  type Allowed,
+  createTrustPolicy,
+  type TrustContext,
+  type TrustPolicy,
+  TrustPolicyError,
+  type TrustPolicyOptions,
+  type TrustRejectionCode,
+  type TrustVerdict,
+  whyNotAcceptable,
+} from './policy.ts'
+export { createSigner, type SignatureCheck, type Signer, SigningKeyError, verifySignature } from './sign.ts'

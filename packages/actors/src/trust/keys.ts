@@ -1,0 +1,17 @@
+import { createUser, fromPublic } from '@nats-io/nkeys'
+
+/** Whether `key` is a public nkey (valid prefix and checksum). */
+export function isValidPublicKey(key: unknown): key is string {
+  if (typeof key !== 'string') return false
+  try {
+    fromPublic(key)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** A fresh user nkey seed (`SU...`), as `nk -gen user` prints it. Keep it secret. */
+export function newUserSeed(): string {
+  return new TextDecoder().decode(createUser().getSeed())
+}

@@ -1,0 +1,144 @@
+/**
+ * Offline audit verification: signed entries written through the real bus (JetStream) and read
+ * back verify; an entry altered after signing, a forged entry and one whose evidence disagrees
+ * are reported, each with its reason.
+ */
+import { createUser } from '@nats-io/nkeys'
+import { type AuditEntry, callDigest, createSubjects } from '@signalbox/core'
+import { afterAll, describe, expect, it } from 'vitest'
+import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
+import { busAuditLog, connectNatsBus, readAudit } from '../../src/index.ts'
+import { createSigner, createTrustPolicy, signAuditEntry, verifyAuditEntry, verifyAuditTrail } from '../../src/trust/index.ts'
+
+const seed = () => new TextDecoder().decode(createUser().getSeed())
+const agent = createSigner(seed())
+const tina = createSigner(seed())
+
+function grantedEntry(): AuditEntry {
+  const digest = callDigest('drop_claw', { bin: 3 })
+  const decision = tina.sign({
+    v: 1,
+    type: 'approval.decision',
+    requestId: 'req-1',
+    callId: 'call_1',
+    digest,
+    approved: true,
+    reason: 'fine',
+    reviewer: 'tina',
+    decidedAt: 2_000,
+  })
+  return signAuditEntry(agent, {
+    kind: 'approval.granted',
+    agentId: 'claw',
+    runId: 'run-1',
+    runPath: ['run-1'],
+    callId: 'call_1',
+    toolName: 'drop_claw',
+    shown: { bin: 3 },
+    digest,
+    decision: 'approved',
+    reason: 'fine',
+    actor: 'tina',
+    requestedAt: 1_000,
+    decidedAt: 2_000,
+    latencyMs: 1_000,
+    evidence: decision,
+  })
+}
+
+function timeoutEntry(): AuditEntry {
+  return signAuditEntry(agent, {
+    kind: 'approval.timeout',
+    agentId: 'claw',
+    runId: 'run-1',
+    runPath: ['run-1'],
+    callId: 'call_2',
+    toolName: 'drop_claw',
+    decision: 'timeout',
+    actor: 'system',
+    decidedAt: 3_000,
+  })
+}
+
+describe('verifyAuditEntry', () => {
+  it('a signed entry with matching signed evidence verifies', () => {
+    expect(verifyAuditEntry(grantedEntry())).toEqual([])
+    expect(verifyAuditEntry(timeoutEntry())).toEqual([])
+  })
+
+  it('detects an entry altered after signing', () => {
+    const tampered = { ...grantedEntry(), shown: { bin: 99 } }
+    expect(verifyAuditEntry(tampered).map((p) => p.code)).toEqual(['bad-signature'])
+  })
+
+  it('detects a forged entry: unsigned, or re-signed by another key with evidence that does not match', () => {
+    const { signer: _s, signature: _sig, ...unsigned } = grantedEntry()
+    expect(verifyAuditEntry(unsigned).map((p) => p.code)).toEqual(['unsigned'])
+    const mallory = createSigner(seed())
+    const forged = signAuditEntry(mallory, {
+      ...unsigned,
+      kind: 'approval.granted',
+      reason: 'looks fine to me',
+      shown: { amount: 1_000_000 },
+    })
+    const problems = verifyAuditEntry(forged, { writers: [agent.publicKey] })
+    expect(problems.map((p) => p.code)).toEqual(['unknown-writer', 'evidence-mismatch'])
+    expect(problems[1]?.reason).toContain('reason')
+  })
+
+  it('detects a denial turned into a grant, and a decided entry without evidence', () => {
+    const entry = grantedEntry()
+    const evidence = { ...(entry.evidence as Record<string, unknown>), approved: false }
+    expect(verifyAuditEntry(signAuditEntry(agent, { ...entry, evidence })).map((p) => p.code)).toEqual(['evidence-invalid'])
+    const { evidence: _e, ...bare } = entry
+    expect(verifyAuditEntry(signAuditEntry(agent, bare)).map((p) => p.code)).toEqual(['evidence-invalid'])
+  })
+
+  it('with a policy, names the decider from the key and checks the key may decide the tool', () => {
+    const policy = createTrustPolicy({ keys: { [tina.publicKey]: 'tina' }, reviewers: { other_tool: [tina.publicKey] } })
+    const codes = verifyAuditEntry(grantedEntry(), { policy }).map((p) => p.code)
+    expect(codes).toEqual(['evidence-not-trusted'])
+    const allowed = createTrustPolicy({ keys: { [tina.publicKey]: 'tina' }, reviewers: [tina.publicKey] })
+    expect(verifyAuditEntry(grantedEntry(), { policy: allowed })).toEqual([])
+    expect(verifyAuditEntry(signAuditEntry(agent, { ...grantedEntry(), actor: 'cfo' }), { policy: allowed })[0]?.code).toBe(
+      'evidence-mismatch',
+    )
+  })
+})
+
+describe('audit trail over NATS', () => {
+  const prefix = uniquePrefix()
+  const subjects = createSubjects(prefix)
+  const opened: { close(): Promise<void> }[] = []
+  afterAll(async () => {
+    for (const bus of opened) await bus.close()
+  })
+
+  it('signed entries survive the bus; a tampered entry published next to them is reported', async () => {
+    const bus = await connectNatsBus({ servers: NATS_URL, prefix, name: 'audit-verify-test' })
+    opened.push(bus)
+    try {
+      const log = busAuditLog({ bus, subjects })
+      await log.record(grantedEntry())
+      await log.record(timeoutEntry())
+      // An attacker with publish rights on the audit subjects writes a "grant" of its own.
+      const forged = { ...grantedEntry(), toolName: 'wire_money', shown: { amount: 1_000_000 }, actor: 'cfo' }
+      await bus.durablePublish(
+        subjects.audit('claw', 'approval.granted'),
+        JSON.stringify({ v: 1, type: 'audit', entry: forged }),
+        {
+          msgId: 'forged-1',
+        },
+      )
+      const entries = await readAudit({ bus, subjects })
+      expect(entries).toHaveLength(3)
+      const report = verifyAuditTrail(entries, { writers: [agent.publicKey] })
+      expect(report.checked).toBe(3)
+      expect(report.failures).toHaveLength(1)
+      expect(report.failures[0]?.entry.toolName).toBe('wire_money')
+      expect(report.failures[0]?.problems.map((p) => p.code)).toEqual(['bad-signature'])
+    } finally {
+      await bus.request(`$JS.API.STREAM.DELETE.${bus.streamName}`, '', { timeoutMs: 3_000 }).catch(() => {})
+    }
+  })
+})

@@ -1,0 +1,40 @@
+/** `signalbox nats permissions`: the printed block is a working nats-server configuration. */
+import { connect, errors } from '@nats-io/transport-node'
+import { afterAll, describe, expect, it } from 'vitest'
+import { cleanupAll, runCli } from '../../../../test/cli/support.ts'
+import { type ConfigServer, startConfigServer } from '../../../../test/support/nats-config-server.ts'
+
+const servers: ConfigServer[] = []
+afterAll(async () => {
+  await cleanupAll()
+  for (const server of servers) await server.dispose()
+})
+
+describe('signalbox nats permissions', () => {
+  it('prints a block nats-server accepts; the agent user logs in and cannot publish decisions', async () => {
+    const printed = await runCli(['nats', 'permissions', '--role', 'agent', '--agent', 'claw', '--prefix', 'p.v1'])
+    expect(printed.code).toBe(0)
+    expect(printed.stdout).toContain('user: "claw", password: $CLAW_PASSWORD')
+    expect(printed.stdout).toContain('"p.v1.approvals.claw"')
+    expect(printed.stdout).toContain('allow_responses: true')
+    // nats-server reads the password variable from its environment.
+    process.env.CLAW_PASSWORD = 'pw-from-env'
+    const server = await startConfigServer(() => printed.stdout)
+    servers.push(server)
+    const nc = await connect({ servers: server.url, user: 'claw', pass: 'pw-from-env', inboxPrefix: '_INBOX.claw' })
+    try {
+      const allowed = await nc.request('$JS.API.INFO', '', { timeout: 5_000 })
+      expect(allowed.json<{ type: string }>().type).toBe('io.nats.jetstream.api.v1.account_info_response')
+      const denied = await nc.request('p.v1.approvals.claw.decisions', '{}', { timeout: 5_000 }).catch((e: unknown) => e)
+      expect((denied as Error).cause).toBeInstanceOf(errors.PermissionViolationError)
+    } finally {
+      await nc.close()
+    }
+  })
+
+  it('the agent role without --agent is a usage error', async () => {
+    const result = await runCli(['nats', 'permissions', '--role', 'agent'])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('the agent role needs --agent <id>')
+  })
+})

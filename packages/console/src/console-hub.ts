@@ -1,0 +1,391 @@
+/**
+ * The console's view of the bus: pending approvals and questions (through the project's reviewer
+ * and answer services, in broadcast mode so every console sees every request), runs and their
+ * recent events, each run's machine state from inspection, and the audit trail. Decisions made
+ * here go out exactly as any reviewer's do, signed with the console's reviewer name.
+ */
+import { randomUUID } from 'node:crypto'
+import {
+  isInspectorWireEvent,
+  type RequestService,
+  readAudit,
+  sendControl,
+  sendSteering,
+  serveAnswerer,
+  serveReviewer,
+  watchEvents,
+} from '@signalbox/actors'
+import {
+  AbortedError,
+  type Answer,
+  type ApprovalDecision,
+  type AuditEntry,
+  type Bus,
+  type Clock,
+  createSubjects,
+  type Subjects,
+  systemClock,
+} from '@signalbox/core'
+import { eventView, ObservedEvent } from './event-view.ts'
+import type { InboxItem, RunView, ServerMessage, SettledItem, SettledOutcome } from './view-model.ts'
+
+export interface ConsoleHubOptions {
+  bus: Bus
+  subjects?: Subjects
+  /** Who decides here: goes into every decision, answer, correction and cancel. */
+  reviewer: string
+  /** Only this agent's requests and runs. Default: every agent on the bus. */
+  agentId?: string
+  /** Show message contents, tool arguments and outputs in the run view. Default false. */
+  includeContents?: boolean
+  clock?: Clock
+  onError?(error: unknown): void
+}
+
+export interface ConsoleHub {
+  readonly ready: Promise<void>
+  readonly reviewer: string
+  readonly includeContents: boolean
+  snapshot(): { inbox: InboxItem[]; settled: SettledItem[]; runs: RunView[]; audit: AuditEntry[] }
+  /** Calls `listener` with every change; returns an unsubscribe. */
+  subscribe(listener: (message: ServerMessage) => void): () => void
+  /** `arguments`: approve with edited arguments (the agent validates them against the tool's schema). */
+  decide(id: string, verdict: { approved: boolean; reason?: string; arguments?: unknown }): DecideResult
+  answer(id: string, text: string): DecideResult
+  steer(runId: string, text: string, signal?: AbortSignal): Promise<void>
+  cancel(runId: string, reason: string | undefined, signal?: AbortSignal): Promise<string[]>
+  close(): void
+}
+
+export type DecideResult = { ok: true } | { ok: false; code: 'NOT_PENDING'; settled?: SettledItem }
+
+interface Pending {
+  item: InboxItem
+  /** A decision from this console is on its way: a second click must not send another. */
+  deciding?: boolean
+  settle(reply: ApprovalDecision | Answer): void
+}
+
+const MAX_SETTLED = 100
+const MAX_RUNS = 500
+const MAX_EVENTS_PER_RUN = 30
+const MAX_AUDIT = 2_000
+const MAX_STATE_JSON = 4_000
+
+export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
+  const { bus, reviewer } = options
+  const subjects = options.subjects ?? createSubjects()
+  const clock = options.clock ?? systemClock
+  const includeContents = options.includeContents === true
+  const onError = options.onError ?? (() => {})
+  const stop = new AbortController()
+  const pending = new Map<string, Pending>()
+  const settled: SettledItem[] = []
+  const runs = new Map<string, RunView>()
+  /** Inspection may arrive before the run's first event. */
+  const stateByRun = new Map<string, unknown>()
+  const audit: AuditEntry[] = []
+  const listeners = new Set<(message: ServerMessage) => void>()
+
+  const emit = (message: ServerMessage) => {
+    for (const listener of listeners) {
+      try {
+        listener(message)
+      } catch (error) {
+        onError(error)
+      }
+    }
+  }
+
+  const settle = (id: string, outcome: SettledOutcome, by: string | undefined, reason?: string) => {
+    const entry = pending.get(id)
+    if (!entry) return
+    pending.delete(id)
+    const { item } = entry
+    const done: SettledItem = {
+      id,
+      kind: item.kind,
+      agentId: item.agentId,
+      runId: item.runId,
+      title: item.kind === 'approval' ? item.toolName : item.question,
+      outcome,
+      ...(by === undefined ? {} : { by }),
+      ...(reason === undefined ? {} : { reason }),
+      at: clock.now(),
+    }
+    settled.unshift(done)
+    if (settled.length > MAX_SETTLED) settled.pop()
+    emit({ type: 'inbox.settled', settled: done })
+  }
+
+  const settleDecision = (id: string, decision: ApprovalDecision) => {
+    const edited = decision.approved && decision.arguments !== undefined
+    settle(id, decision.approved ? 'approved' : 'denied', decision.reviewer, edited ? 'with edited arguments' : decision.reason)
+  }
+
+  /** Holds a request in the inbox until a person here decides, someone else does, or it expires. */
+  const waitForPerson = <T extends ApprovalDecision | Answer>(item: InboxItem, signal: AbortSignal): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const onAbort = () => {
+        const why = signal.reason instanceof Error ? signal.reason.message : String(signal.reason ?? '')
+        // Settled elsewhere: the settlement watcher reports who. A stop leaves the item for others.
+        if (/expired/.test(why) || clock.now() >= item.deadline) settle(item.id, 'timed out', undefined)
+        else if (!/settled elsewhere/.test(why)) pending.delete(item.id)
+        reject(signal.reason ?? new AbortedError('withdrawn'))
+      }
+      const settleHere = (reply: ApprovalDecision | Answer) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(reply as T)
+      }
+      if (signal.aborted) return onAbort()
+      signal.addEventListener('abort', onAbort, { once: true })
+      pending.set(item.id, { item, settle: settleHere })
+      emit({ type: 'inbox.add', item })
+    })
+
+  const services: RequestService[] = []
+  const scope = options.agentId ? { agentId: options.agentId } : {}
+  const group = `console-${randomUUID()}`
+  services.push(
+    serveReviewer({
+      bus,
+      subjects,
+      ...scope,
+      mode: 'broadcast',
+      group,
+      clock,
+      reviewer: {
+        review: (request, { signal }) =>
+          waitForPerson<ApprovalDecision>(
+            {
+              kind: 'approval',
+              id: request.requestId,
+              agentId: request.agentId,
+              runId: request.runId,
+              runPath: request.runPath,
+              agentPath: request.agentPath ?? [],
+              callId: request.callId,
+              toolName: request.toolName,
+              arguments: request.arguments,
+              digest: request.digest,
+              requestedAt: request.requestedAt,
+              deadline: request.deadline,
+            },
+            signal,
+          ),
+      },
+      onDecision: (request, decision) => settleDecision(request.requestId, decision),
+      onSettled: settleDecision,
+      onError,
+    }),
+    serveAnswerer({
+      bus,
+      subjects,
+      ...scope,
+      mode: 'broadcast',
+      group,
+      clock,
+      answerer: {
+        answer: (question, { signal }) =>
+          waitForPerson<Answer>(
+            {
+              kind: 'question',
+              id: question.questionId,
+              agentId: question.agentId,
+              runId: question.runId,
+              runPath: question.runPath,
+              agentPath: question.agentPath ?? [],
+              callId: question.callId,
+              question: question.question,
+              requestedAt: question.askedAt,
+              deadline: question.deadline,
+            },
+            signal,
+          ),
+      },
+      onAnswer: (question, answer) => settle(question.questionId, 'answered', answer.answeredBy),
+      onSettled: (id, answer) => settle(id, 'answered', answer.answeredBy),
+      onError,
+    }),
+  )
+
+  const runOf = (event: ObservedEvent): RunView => {
+    let run = runs.get(event.runId)
+    if (!run) {
+      run = {
+        runId: event.runId,
+        agentId: event.agentId,
+        ...(event.parentRunId ? { parentRunId: event.parentRunId } : {}),
+        runPath: event.runPath ?? [],
+        agentPath: event.agentPath ?? [],
+        status: 'running',
+        ...(stateByRun.has(event.runId) ? { state: stateByRun.get(event.runId) } : {}),
+        startedAt: event.at,
+        updatedAt: event.at,
+        events: [],
+      }
+      runs.set(event.runId, run)
+      if (runs.size > MAX_RUNS) runs.delete(runs.keys().next().value as string)
+    }
+    return run
+  }
+
+  const events = watchEvents({
+    bus,
+    subjects,
+    ...scope,
+    signal: stop.signal,
+    onEvent: (raw) => {
+      // The envelope was checked; the fields read here are checked again (a forged event is dropped).
+      const parsed = ObservedEvent.safeParse(raw)
+      if (!parsed.success) return
+      const event = parsed.data
+      const run = runOf(event)
+      run.updatedAt = event.at
+      if (event.type === 'run.end') {
+        const status = event.status
+        run.status = status === 'done' || status === 'failed' || status === 'cancelled' ? status : 'failed'
+        // The run no longer waits: its open requests leave the inbox (a late decision would be refused).
+        for (const [id, entry] of pending) {
+          if (entry.item.runId === event.runId) settle(id, 'withdrawn', undefined, `the run ended (${run.status})`)
+        }
+      }
+      // Streamed text is one event per token: the model.response that follows carries it whole.
+      if (event.type !== 'text.delta') run.events.push(eventView(event, includeContents))
+      if (run.events.length > MAX_EVENTS_PER_RUN) run.events.shift()
+      emit({ type: 'run', run })
+    },
+  })
+
+  const inspection = bus.subscribe(
+    `${subjects.prefix}.inspect.*`,
+    (message) => {
+      let wire: unknown
+      try {
+        wire = JSON.parse(Buffer.from(message.data).toString('utf8'))
+      } catch {
+        return
+      }
+      if (!isInspectorWireEvent(wire) || wire.type === '@xstate.event') return
+      if (!wire.sessionId.startsWith('run:')) return
+      const value = wire.snapshot?.value
+      if (value === undefined || JSON.stringify(value).length > MAX_STATE_JSON) return
+      const runId = wire.sessionId.slice('run:'.length)
+      stateByRun.set(runId, value)
+      if (stateByRun.size > MAX_RUNS) stateByRun.delete(stateByRun.keys().next().value as string)
+      const run = runs.get(runId)
+      if (run) {
+        run.state = value
+        emit({ type: 'run', run })
+      }
+    },
+    { signal: stop.signal },
+  )
+
+  const auditDone = readAudit({
+    bus,
+    subjects,
+    ...(options.agentId ? { filter: { agentId: options.agentId } } : {}),
+    follow: true,
+    signal: stop.signal,
+    onEntry: (entry) => {
+      audit.push(entry)
+      if (audit.length > MAX_AUDIT) audit.shift()
+      emit({ type: 'audit', entry })
+    },
+  })
+  auditDone.catch(onError)
+
+  const knownRun = (runId: string): RunView => {
+    const run = runs.get(runId)
+    if (!run) throw new ConsoleRequestError('UNKNOWN_RUN', `no run ${runId} seen on the bus`)
+    return run
+  }
+
+  return {
+    ready: Promise.all([...services.map((s) => s.ready), events.ready, inspection.ready]).then(() => {}),
+    reviewer,
+    includeContents,
+    snapshot: () => ({
+      inbox: [...pending.values()].map((p) => p.item).sort((a, b) => b.requestedAt - a.requestedAt),
+      settled: [...settled],
+      runs: [...runs.values()],
+      audit: [...audit],
+    }),
+    subscribe(listener) {
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    },
+    decide(id, verdict) {
+      const entry = pending.get(id)
+      if (!entry || entry.deciding || entry.item.kind !== 'approval') return notPending(id)
+      entry.deciding = true
+      const { item } = entry
+      entry.settle({
+        requestId: item.id,
+        callId: item.callId,
+        digest: item.digest,
+        approved: verdict.approved,
+        ...(verdict.reason ? { reason: verdict.reason } : {}),
+        ...(verdict.approved && verdict.arguments !== undefined ? { arguments: verdict.arguments } : {}),
+        reviewer,
+        decidedAt: clock.now(),
+      })
+      return { ok: true }
+    },
+    answer(id, text) {
+      const entry = pending.get(id)
+      if (!entry || entry.deciding || entry.item.kind !== 'question') return notPending(id)
+      entry.deciding = true
+      entry.settle({ questionId: id, answer: text, answeredBy: reviewer, answeredAt: clock.now() })
+      return { ok: true }
+    },
+    async steer(runId, text, signal) {
+      const run = knownRun(runId)
+      await sendSteering({
+        bus,
+        subjects,
+        agentId: run.agentId,
+        runId,
+        text,
+        from: reviewer,
+        clock,
+        ...(signal ? { signal } : {}),
+      })
+    },
+    async cancel(runId, reason, signal) {
+      const run = knownRun(runId)
+      const reply = await sendControl({
+        bus,
+        subjects,
+        agentId: run.agentId,
+        request: { type: 'control.cancel', runId, from: reviewer, ...(reason ? { reason } : {}) },
+        ...(signal ? { signal } : {}),
+      })
+      return reply.cancelled ?? []
+    },
+    close() {
+      stop.abort()
+      for (const service of services) service.close()
+      events.unsubscribe()
+      inspection.unsubscribe()
+      listeners.clear()
+    },
+  }
+
+  function notPending(id: string): DecideResult {
+    const done = settled.find((s) => s.id === id)
+    return { ok: false, code: 'NOT_PENDING', ...(done ? { settled: done } : {}) }
+  }
+}
+
+/** A page asked for something the console cannot do (an unknown run, an empty correction). */
+export class ConsoleRequestError extends Error {
+  override readonly name = 'ConsoleRequestError'
+  constructor(
+    readonly code: 'UNKNOWN_RUN' | 'BAD_REQUEST',
+    message: string,
+  ) {
+    super(message)
+  }
+}

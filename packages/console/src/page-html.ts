@@ -1,0 +1,110 @@
+/** The console's one HTML page: layout and styles; `app.js` fills it from the SSE stream. */
+
+export function pageHtml(options: { token: string; reviewer: string }): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="signalbox-token" content="${escapeAttribute(options.token)}">
+<title>signalbox console</title>
+<style>${STYLES}</style>
+</head>
+<body>
+<header>
+  <strong>signalbox console</strong>
+  <nav><a href="#inbox" data-tab="inbox">Inbox <span id="inbox-count">0</span></a><a href="#runs" data-tab="runs">Runs</a><a href="#audit" data-tab="audit">Audit</a></nav>
+  <span class="who">reviewing as <b id="reviewer">${escapeHtml(options.reviewer)}</b></span>
+  <span id="connection" class="offline">connecting…</span>
+</header>
+<main>
+  <section id="tab-inbox" class="tab">
+    <div id="inbox"><p class="empty">Nothing waits for you.</p></div>
+    <h3>Recently settled</h3>
+    <ul id="settled"></ul>
+  </section>
+  <section id="tab-runs" class="tab" hidden>
+    <div class="runs-layout">
+      <aside><h3>Runs</h3><ul id="run-tree"></ul></aside>
+      <div id="run-detail"><p class="empty">No runs yet.</p></div>
+    </div>
+  </section>
+  <section id="tab-audit" class="tab" hidden>
+    <form id="audit-filters">
+      <label>agent <input name="agentId"></label>
+      <label>run <input name="runId"></label>
+      <label>tool <input name="toolName"></label>
+      <label>actor <input name="actor"></label>
+      <label>kind <select name="kind"><option value="">any</option></select></label>
+    </form>
+    <table id="audit"><thead><tr><th>decided</th><th>kind</th><th>agent</th><th>run</th><th>tool</th><th>actor</th><th>decision</th><th>reason</th><th>latency</th><th>shown</th><th>edited</th></tr></thead><tbody></tbody></table>
+  </section>
+</main>
+<script type="module" src="/app.js"></script>
+</body>
+</html>
+`
+}
+
+const STYLES = `
+:root { font: 14px/1.4 system-ui, sans-serif; color: #1a202c; background: #f7fafc; }
+body { margin: 0; }
+header { display: flex; gap: 1.5rem; align-items: center; padding: .6rem 1rem; background: #1a202c; color: #fff; }
+header nav a { color: #cbd5e0; margin-right: 1rem; text-decoration: none; }
+header nav a.active { color: #fff; font-weight: 600; }
+#inbox-count { background: #c53030; border-radius: 8px; padding: 0 6px; color: #fff; font-size: 12px; }
+.who { margin-left: auto; }
+#connection.online { color: #68d391; } #connection.offline { color: #fc8181; }
+main { padding: 1rem; }
+.empty { color: #718096; }
+.item { background: #fff; border: 1px solid #e2e8f0; border-left: 4px solid #d69e2e; border-radius: 6px; padding: .8rem; margin-bottom: .8rem; }
+.item.question { border-left-color: #3182ce; }
+.item h4 { margin: 0 0 .4rem; }
+.item dl { display: grid; grid-template-columns: 7rem 1fr; gap: .15rem .6rem; margin: 0 0 .6rem; }
+.item dt { color: #718096; } .item dd { margin: 0; word-break: break-all; }
+.item pre { margin: 0; background: #f7fafc; padding: .4rem; border-radius: 4px; white-space: pre-wrap; }
+.countdown.urgent { color: #c53030; font-weight: 600; }
+.actions { display: flex; flex-wrap: wrap; gap: .4rem; align-items: center; }
+.actions input[type=text] { flex: 1; min-width: 12rem; padding: .3rem; }
+button { padding: .3rem .8rem; border-radius: 4px; border: 1px solid #a0aec0; background: #fff; cursor: pointer; }
+button.approve { background: #2f855a; color: #fff; border-color: #2f855a; }
+button.deny, button.cancel { background: #c53030; color: #fff; border-color: #c53030; }
+.error { color: #c53030; }
+.edit { margin: .4rem 0; } .edit textarea { width: 100%; font: 13px ui-monospace, monospace; }
+#settled li { margin: .2rem 0; }
+.outcome-approved, .outcome-answered { color: #2f855a; } .outcome-denied, .outcome-timed-out { color: #c53030; }
+.runs-layout { display: grid; grid-template-columns: 18rem 1fr; gap: 1rem; }
+#run-tree, #run-tree ul { list-style: none; padding-left: .8rem; margin: 0; }
+#run-tree a { cursor: pointer; color: #2b6cb0; } #run-tree a.selected { font-weight: 700; }
+.status-done { color: #2f855a; } .status-failed, .status-cancelled { color: #c53030; }
+.chart-wrap { display: flex; gap: 1rem; align-items: flex-start; }
+.chart { background: #fff; border: 1px solid #e2e8f0; border-radius: 6px; max-width: 100%; overflow: auto; }
+.chart svg text { font: 12px system-ui, sans-serif; }
+.chart .node rect { fill: #fff; stroke: #718096; }
+.chart .node.compound > rect { fill: #f7fafc; stroke: #a0aec0; }
+.chart .node.hook > rect { fill: #fff3c4; stroke: #b7791f; }
+.chart .node.human > rect { fill: #fde2e2; stroke: #c53030; }
+.chart .node.tool > rect { fill: #e6fffa; stroke: #2c7a7b; }
+.chart .node.model > rect { fill: #ebf4ff; stroke: #434190; }
+.chart .node.wait > rect { stroke-dasharray: 4 2; }
+.chart .node.active > rect { stroke: #2b6cb0; stroke-width: 3; stroke-dasharray: none; }
+.chart .node.active.leaf > rect { fill: #2b6cb0; }
+.chart .node.active.leaf > text { fill: #fff; font-weight: 700; }
+.chart path { fill: none; stroke: #a0aec0; marker-end: url(#arrow); }
+.events { min-width: 22rem; max-width: 30rem; font-size: 13px; }
+.events li { margin: .15rem 0; } .events code { color: #553c9a; }
+.events .detail { color: #4a5568; display: block; white-space: pre-wrap; word-break: break-all; }
+.run-actions { margin: .6rem 0; }
+#audit-filters { display: flex; gap: .8rem; flex-wrap: wrap; margin-bottom: .6rem; }
+table { border-collapse: collapse; width: 100%; background: #fff; font-size: 13px; }
+th, td { border: 1px solid #e2e8f0; padding: .25rem .4rem; text-align: left; vertical-align: top; }
+td pre { margin: 0; white-space: pre-wrap; max-width: 24rem; }
+`
+
+function escapeHtml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+}
+
+function escapeAttribute(text: string): string {
+  return escapeHtml(text).replace(/"/g, '&quot;')
+}

@@ -1,0 +1,86 @@
+/// <reference lib="dom" />
+/**
+ * The console page: one SSE stream from the server keeps the inbox, the runs and the audit live.
+ * A message the page cannot use is skipped; it never stops the page.
+ */
+import type { AuditEntry } from '@signalbox/core'
+import type { InboxItem, RunView, ServerMessage, SettledItem } from '../view-model.ts'
+import { type AuditView, createAuditView } from './audit.ts'
+import { byId } from './dom.ts'
+import { createInboxView, type InboxView } from './inbox.ts'
+import { createRunsView, type RunsView } from './runs.ts'
+
+const inbox = new Map<string, InboxItem>()
+let settled: SettledItem[] = []
+const runs = new Map<string, RunView>()
+let audit: AuditEntry[] = []
+let clockOffset = 0
+let views: { inbox: InboxView; runs: RunsView; audit: AuditView } | undefined
+const connection = byId('connection')
+
+function apply(message: ServerMessage): void {
+  switch (message.type) {
+    case 'hello': {
+      clockOffset = message.now - Date.now()
+      byId('reviewer').textContent = message.reviewer
+      document.body.dataset.contents = String(message.includeContents)
+      inbox.clear()
+      for (const item of message.inbox) inbox.set(item.id, item)
+      settled = message.settled
+      runs.clear()
+      for (const run of message.runs) runs.set(run.runId, run)
+      audit = message.audit
+      views ??= { inbox: createInboxView(), runs: createRunsView(message.chart), audit: createAuditView() }
+      views.inbox.render([...inbox.values()], settled)
+      views.runs.render(runs)
+      views.audit.render(audit)
+      return
+    }
+    case 'inbox.add':
+      inbox.set(message.item.id, message.item)
+      views?.inbox.render([...inbox.values()], settled)
+      return
+    case 'inbox.settled':
+      inbox.delete(message.settled.id)
+      settled = [message.settled, ...settled.filter((s) => s.id !== message.settled.id)].slice(0, 100)
+      views?.inbox.render([...inbox.values()], settled)
+      return
+    case 'run':
+      runs.set(message.run.runId, message.run)
+      views?.runs.render(runs)
+      return
+    case 'audit':
+      audit = [...audit, message.entry].slice(-2_000)
+      views?.audit.render(audit)
+      return
+  }
+}
+
+const stream = new EventSource('/events')
+stream.addEventListener('open', () => {
+  connection.textContent = 'live'
+  connection.className = 'online'
+})
+stream.addEventListener('error', () => {
+  connection.textContent = 'reconnecting…'
+  connection.className = 'offline'
+})
+stream.addEventListener('message', (event) => {
+  try {
+    apply(JSON.parse(event.data) as ServerMessage)
+  } catch (error) {
+    console.warn('signalbox console: skipped a message it could not show', error)
+  }
+})
+
+setInterval(() => views?.inbox.tick(Date.now() + clockOffset), 250)
+
+function showTab(): void {
+  const tab = (location.hash.slice(1) || 'inbox') as 'inbox' | 'runs' | 'audit'
+  for (const name of ['inbox', 'runs', 'audit']) {
+    byId(`tab-${name}`).hidden = name !== tab
+    document.querySelector(`nav a[data-tab="${name}"]`)?.classList.toggle('active', name === tab)
+  }
+}
+window.addEventListener('hashchange', showTab)
+showTab()

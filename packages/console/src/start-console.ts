@@ -1,0 +1,92 @@
+import { type Bus, type Clock, ConfigError, createAgent, type Provider, type Subjects, systemClock } from '@signalbox/core'
+import { type ConsoleHub, createConsoleHub } from './console-hub.ts'
+import { startConsoleServer } from './console-server.ts'
+import { pageScript } from './page-bundle.ts'
+import { type ChartLayout, layoutStatechart } from './statechart-layout.ts'
+
+export interface ConsoleOptions {
+  /** The bus the agents are on: NATS (`connectNatsBus`) or one process's `InProcessBus`. */
+  bus: Bus
+  subjects?: Subjects
+  /** Who decides in this console (required): recorded in every decision, answer and correction. */
+  reviewer: string
+  /** Default 0: a free port. */
+  port?: number
+  /** Default `127.0.0.1`: the console is for this machine only. */
+  host?: string
+  /** Only this agent's requests and runs. Default: every agent on the bus. */
+  agentId?: string
+  /** Show message contents, tool arguments and outputs in the run view. Default false. */
+  includeContents?: boolean
+  clock?: Clock
+  onError?(error: unknown): void
+}
+
+export interface Console {
+  /** `http://localhost:<port>` */
+  readonly url: string
+  readonly port: number
+  readonly hub: ConsoleHub
+  /** Resolves when the console listens to every subject it needs. */
+  readonly ready: Promise<void>
+  close(): Promise<void>
+}
+
+/**
+ * Serves the console for the agents on `bus`:
+ *
+ *   const console = await startConsole({ bus, reviewer: 'tina' })
+ *   // open console.url
+ */
+export async function startConsole(options: ConsoleOptions): Promise<Console> {
+  const reviewer = options.reviewer?.trim()
+  if (!reviewer) throw new ConfigError('startConsole needs a reviewer name: who decides goes into every decision')
+  const clock = options.clock ?? systemClock
+  const [script, chart] = await Promise.all([pageScript(), agentChart()])
+  const hub = createConsoleHub({
+    bus: options.bus,
+    reviewer,
+    clock,
+    ...(options.subjects ? { subjects: options.subjects } : {}),
+    ...(options.agentId ? { agentId: options.agentId } : {}),
+    ...(options.includeContents ? { includeContents: true } : {}),
+    ...(options.onError ? { onError: options.onError } : {}),
+  })
+  try {
+    const server = await startConsoleServer({
+      hub,
+      chart,
+      script,
+      port: options.port ?? 0,
+      host: options.host ?? '127.0.0.1',
+      now: () => clock.now(),
+    })
+    return {
+      url: server.url,
+      port: server.port,
+      hub,
+      ready: hub.ready,
+      async close() {
+        hub.close()
+        await server.close()
+      },
+    }
+  } catch (error) {
+    hub.close()
+    throw error
+  }
+}
+
+let chart: Promise<ChartLayout> | undefined
+
+/** The agent machine's layout: the same for every agent, so laid out once per process. */
+function agentChart(): Promise<ChartLayout> {
+  const provider: Provider = {
+    model: 'none',
+    complete: async () => {
+      throw new Error('the console never calls the model')
+    },
+  }
+  chart ??= layoutStatechart(createAgent({ id: 'console', provider }).machine)
+  return chart
+}

@@ -1,0 +1,73 @@
+/**
+ * `signalbox console` as a person starts it: a real process on the bus, a page served entirely
+ * from this machine, actions refused without the page's token, Ctrl-C stops it.
+ */
+import http from 'node:http'
+import { afterEach, describe, expect, it } from 'vitest'
+import { busArgs, cleanupAll, deleteStream, runCli, startProcess } from '../cli/support.ts'
+import { uniquePrefix } from '../support/env.ts'
+
+afterEach(cleanupAll)
+
+describe('signalbox console', () => {
+  it('serves the page and its script from localhost only, and checks the token on every action', async () => {
+    const prefix = uniquePrefix()
+    const proc = startProcess(['console', '--as', 'tina', '--port', '0', ...busArgs(prefix)])
+    const output = await proc.waitFor(/http:\/\/localhost:\d+/)
+    const url = /http:\/\/localhost:\d+/.exec(output)?.[0] as string
+    expect(output).toContain('reviewing as tina')
+
+    const html = await (await fetch(url)).text()
+    const script = await (await fetch(`${url}/app.js`)).text()
+    expect(html).toContain('<script type="module" src="/app.js"></script>')
+    expect(html).toContain('reviewing as <b id="reviewer">tina</b>')
+    // Offline: nothing is fetched from another host.
+    expect(`${html}\n${script}`).not.toMatch(/(src|href)=["']?https?:/)
+    expect(`${html}\n${script}`).not.toMatch(/(import|fetch)\(["']https?:/)
+    const token = /name="signalbox-token" content="([^"]+)"/.exec(html)?.[1] as string
+
+    const forged = await fetch(`${url}/api/approvals/anything`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ approved: true }),
+    })
+    expect(forged.status).toBe(403)
+    const post = (path: string, body: unknown) =>
+      fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-signalbox-console': token },
+        body: JSON.stringify(body),
+      })
+    const unknown = await post('/api/approvals/req-unknown', { approved: true })
+    expect(unknown.status).toBe(409)
+    const bad = await post('/api/approvals/req-unknown', { approved: 'yes' })
+    expect(bad.status).toBe(400)
+    const steer = await post('/api/runs/run-unknown/steer', { text: 'stop' })
+    expect(steer.status).toBe(404)
+    expect(await steer.text()).toContain('UNKNOWN_RUN')
+
+    // DNS rebinding: a request addressed to another host name is refused.
+    const rebound = await new Promise<number>((resolve, reject) => {
+      const target = new URL(url)
+      http
+        .get(
+          { host: '127.0.0.1', port: target.port, path: '/', headers: { host: `evil.example:${target.port}` } },
+          (response) => {
+            response.resume()
+            resolve(response.statusCode ?? 0)
+          },
+        )
+        .on('error', reject)
+    })
+    expect(rebound).toBe(403)
+
+    expect(await proc.stop('SIGINT')).toBe(0)
+    await deleteStream(prefix)
+  })
+
+  it('refuses to start without --as', async () => {
+    const result = await runCli(['console', ...busArgs(uniquePrefix())])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('--as <name> is required')
+  })
+})

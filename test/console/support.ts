@@ -1,0 +1,83 @@
+/**
+ * The console under test: a private prefix on the shared NATS server, the console on its own bus
+ * connection (as a separate process would be), headless Chromium, and the claw agent on another.
+ */
+import { mkdirSync } from 'node:fs'
+import path from 'node:path'
+import { connectNatsBus, type NatsBus } from '@signalbox/actors'
+import { type Console, startConsole } from '@signalbox/console'
+import { createSubjects, OpenAIProvider, type Subjects } from '@signalbox/core'
+import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
+import { clawOnBus } from '@signalbox/examples/claw/on-bus.ts'
+import { clawScripts } from '@signalbox/examples/claw/script.ts'
+import type { Page } from 'playwright-core'
+import { deleteStream } from '../cli/support.ts'
+import { NATS_URL, uniquePrefix } from '../support/env.ts'
+
+export const SCREENSHOTS = path.join(import.meta.dirname, 'screenshots')
+
+export interface Deployment {
+  prefix: string
+  subjects: Subjects
+  /** The agent's connection. */
+  bus: NatsBus
+  openConsole(reviewer: string, options?: { includeContents?: boolean }): Promise<Console>
+  /** The claw agent on the bus, playing `model`'s script on its own scripted model server. */
+  claw(
+    model: string,
+    options?: { approvalTimeoutMs?: number },
+  ): Promise<ReturnType<typeof clawOnBus> & { model: ScriptedModelServer }>
+  close(): Promise<void>
+}
+
+export async function deploy(): Promise<Deployment> {
+  const prefix = uniquePrefix()
+  const subjects = createSubjects(prefix)
+  const bus = await connectNatsBus({ servers: NATS_URL, prefix, name: 'console-test-agent' })
+  const cleanups: (() => Promise<void> | void)[] = []
+  return {
+    prefix,
+    subjects,
+    bus,
+    async openConsole(reviewer, options = {}) {
+      const consoleBus = await connectNatsBus({ servers: NATS_URL, prefix, name: `console-test-${reviewer}` })
+      const opened = await startConsole({ bus: consoleBus, subjects, reviewer, ...options })
+      cleanups.push(async () => {
+        await opened.close()
+        await consoleBus.close()
+      })
+      await opened.ready
+      return opened
+    },
+    async claw(modelName, options = {}) {
+      const model = await startScriptedModelServer({ scripts: clawScripts })
+      cleanups.push(() => model.close())
+      const claw = clawOnBus({
+        bus,
+        subjects,
+        provider: new OpenAIProvider({ baseURL: model.url, apiKey: 'console-test', model: modelName }),
+        approvalTimeoutMs: options.approvalTimeoutMs ?? 60_000,
+      })
+      cleanups.push(() => claw.close())
+      await claw.ready
+      return { ...claw, model }
+    },
+    async close() {
+      for (const cleanup of cleanups.reverse()) await cleanup()
+      await bus.close()
+      await deleteStream(prefix)
+    },
+  }
+}
+
+/** Opens the console in a new tab and waits for its live stream. */
+export async function openPage(page: Page, url: string): Promise<Page> {
+  await page.goto(url)
+  await page.locator('#connection.online').waitFor()
+  return page
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true })
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true })
+}
