@@ -17,7 +17,7 @@ import { connectNatsBus, KvRunStore, RunTakeover, type TakeoverEvent } from '../
 
 const FIXTURE = 'packages/actors/test/system/fixtures/takeover-host.ts'
 const ORPHANS = Array.from({ length: 12 }, (_, i) => `run_orphan_${i}`)
-const signal = () => AbortSignal.timeout(15_000)
+const signal = () => AbortSignal.timeout(60_000)
 
 /** Twelve runs of `trains` whose host died (lease expired), one still owned, one of `hotel` (no resume), one finished. */
 async function fill(store: RunStore): Promise<void> {
@@ -51,7 +51,7 @@ async function race(args: (hostId: string) => string[]): Promise<[HostResult, Ho
     for (const host of hosts) await host.kill().catch(() => {})
   })
   for (const host of hosts) host.send('go')
-  const results = await Promise.all(hosts.map((host) => host.waitForLine(/^result /, 30_000)))
+  const results = await Promise.all(hosts.map((host) => host.waitForLine(/^result /, 170_000)))
   return results.map((line) => JSON.parse(line.slice('result '.length)) as HostResult) as [HostResult, HostResult]
 }
 
@@ -88,7 +88,7 @@ describe('host takeover of runs whose lease expired', () => {
     await fill(store)
     const results = await race((hostId) => ['file', directory, hostId])
     await expectOneWinnerEach(store, results)
-  }, 60_000)
+  }, 200_000)
 
   it('two host processes on one KV bucket: each orphan goes to exactly one', async () => {
     const bus = await connectNatsBus({ servers: NATS_URL, name: 'takeover-test' })
@@ -101,7 +101,7 @@ describe('host takeover of runs whose lease expired', () => {
     await fill(store)
     const results = await race((hostId) => ['kv', bucket, hostId, NATS_URL])
     await expectOneWinnerEach(store, results)
-  }, 60_000)
+  }, 200_000)
 
   it('on start, a host takes back the runs it owned before its restart, even with a live lease', async () => {
     const directory = await mkdtemp(path.join(os.tmpdir(), 'signalbox-takeover-'))
