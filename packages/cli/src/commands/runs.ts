@@ -123,6 +123,18 @@ async function openStore(
   }
   const { bus } = await openBus(context, 'runs')
   const { KvRunStore } = await import('@signalbox/actors')
+  // Opening a KV store creates a missing bucket; a listing must not, and a typo deserves a clear word.
+  const exists = await bus
+    .manager()
+    .then((jsm) => jsm.streams.info(`KV_${bucket}`))
+    .then(
+      () => true,
+      () => false,
+    )
+  if (!exists) {
+    await bus.close()
+    throw new UsageError(`--bucket ${bucket}: no such KV bucket on this server`, runs)
+  }
   return { store: new KvRunStore({ connection: bus.connection, bucket: bucket as string }), close: () => bus.close() }
 }
 
