@@ -5,16 +5,41 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_apt=()
-command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
-command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
-command -v nats-server >/dev/null 2>&1 || need_apt+=(nats-server)
-if [ ${#need_apt[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "test: installing ${need_apt[*]} (Debian packages)" >&2
-    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+missing=()
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
+if [ ${#missing[@]} -gt 0 ]; then
+  # Which system this is: Debian (and its derivatives) can install all three with apt-get.
+  os_release="${SIGNALBOX_OS_RELEASE:-/etc/os-release}"
+  os_id=""
+  if [ -r "$os_release" ]; then os_id=$(grep -E '^(ID|ID_LIKE)=' "$os_release" | tr -d '"' | tr '\n' ' '); fi
+  case " $os_id $(uname -s 2>/dev/null || true) " in
+    *debian*|*ubuntu*) system=debian ;;
+    *fedora*|*rhel*|*centos*) system=fedora ;;
+    *Darwin*) system=macos ;;
+    *) system=other ;;
+  esac
+  if [ "$system" = debian ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test: installing ${missing[*]} (Debian packages)" >&2
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "test: missing ${need_apt[*]}; install them (e.g. apt-get install ${need_apt[*]})" >&2
+    echo "test: the tests need ${missing[*]}, which this machine lacks. Install them, then run again:" >&2
+    case "$system" in
+      debian) echo "  sudo apt-get install ${missing[*]}" >&2 ;;
+      fedora) echo "  sudo dnf install ${missing[*]}" >&2 ;;
+      macos)
+        echo "  brew install $(printf '%s ' "${missing[@]}" | sed 's/chromium //')" >&2
+        case " ${missing[*]} " in *" chromium "*) echo "  brew install --cask chromium" >&2 ;; esac
+        ;;
+      *) echo "  with your system's package manager" >&2 ;;
+    esac
+    case " ${missing[*]} " in
+      *" nats-server "*) echo "  nats-server is also a single binary: https://github.com/nats-io/nats-server/releases" >&2 ;;
+    esac
+    case " ${missing[*]} " in
+      *" chromium "*) echo "  chromium must be on PATH as \"chromium\" (the browser tests drive it headless)" >&2 ;;
+    esac
     exit 1
   fi
 fi

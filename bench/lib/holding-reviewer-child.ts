@@ -4,8 +4,10 @@
  * bench as one process (`node --import tsx`), and killed with SIGKILL by pid.
  * Arguments: <nats url> <prefix>.
  */
-import { connectNatsBus, serveReviewer } from '@signalbox/actors'
-import { createSubjects } from '@signalbox/core'
+
+import { serveReviewer } from '@signalbox/actors'
+import { connectNatsBus } from '@signalbox/actors/nats'
+import { createSubjects } from '@signalbox/core/bus'
 
 const [url, prefix] = process.argv.slice(2) as [string, string]
 const bus = await connectNatsBus({ servers: url, prefix, name: `holding-reviewer-${process.pid}` })

@@ -7,8 +7,11 @@
  * (SIGNALBOX_NATS_URL, default nats://127.0.0.1:4222).
  */
 import { randomUUID } from 'node:crypto'
-import { connectNatsBus, remoteReviewer, serveReviewer } from '@signalbox/actors'
-import { type ApprovalRequest, callDigest, createSubjects, policyReviewer } from '@signalbox/core'
+import { remoteReviewer, serveReviewer } from '@signalbox/actors'
+import { connectNatsBus } from '@signalbox/actors/nats'
+import { type ApprovalRequest, policyReviewer } from '@signalbox/core'
+import { createSubjects } from '@signalbox/core/bus'
+import { callDigest } from '@signalbox/core/protocol'
 
 export interface LatencyRow {
   label: string

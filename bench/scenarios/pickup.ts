@@ -10,8 +10,11 @@
  * Before the transport's 5 s `ack_wait` with in-progress acks, both were about 30 s.
  */
 import { randomUUID } from 'node:crypto'
-import { connectNatsBus, type NatsBus, remoteReviewer, serveReviewer } from '@signalbox/actors'
-import { type ApprovalDecision, type ApprovalRequest, callDigest, createSubjects, type Reviewer } from '@signalbox/core'
+import { remoteReviewer, serveReviewer } from '@signalbox/actors'
+import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
+import type { ApprovalDecision, ApprovalRequest, Reviewer } from '@signalbox/core'
+import { createSubjects } from '@signalbox/core/bus'
+import { callDigest } from '@signalbox/core/protocol'
 import { startCrashChild } from '../../test/support/crash-harness.ts'
 import { startNatsServer } from '../../test/support/nats-server.ts'
 

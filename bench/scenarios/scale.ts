@@ -11,7 +11,7 @@
  *     to the bare loop run the same way.
  */
 
-import { createAgentSystem } from '@signalbox/actors'
+import { createAgentSystem } from '@signalbox/actors/system'
 import { type ApprovalDecision, type ApprovalRequest, createAgent, type Provider, type Reviewer, tool } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { z } from 'zod'

@@ -4,7 +4,7 @@
  * cancels, events, machine states, audit). When a round ends, a new one starts with a fresh coin.
  */
 import { startConsole } from '@signalbox/console'
-import { InProcessBus } from '@signalbox/core'
+import { InProcessBus } from '@signalbox/core/bus'
 import type { DemoModel } from '../shared/model.ts'
 import { createTrace } from '../shared/trace.ts'
 import { clawOnBus } from './on-bus.ts'

@@ -3,8 +3,10 @@
  * decision on `approvals.claw`, its question for an answer on `ask.claw`, its events, audit and
  * machine states go out on the bus, and it takes corrections and cancels from it.
  */
-import { busAuditLog, connectAgent, createBusInspector, remoteAnswerer, remoteReviewer } from '@signalbox/actors'
-import type { Agent, Bus, Provider, Subjects } from '@signalbox/core'
+import { busAuditLog, connectAgent, remoteAnswerer, remoteReviewer } from '@signalbox/actors'
+import { createBusInspector } from '@signalbox/actors/inspect'
+import type { Agent, Provider } from '@signalbox/core'
+import type { Bus, Subjects } from '@signalbox/core/bus'
 import { ClawMachine, createClawAgent } from './agent.ts'
 
 export interface ClawOnBus {

@@ -10,7 +10,7 @@
  * answers, approves or denies; without it, pass --model / --base-url for a real one.
  */
 // A relative import: `examples` does not depend on @signalbox/cli (see examples/distributed/README.md).
-import { defineAgentModule } from '../../packages/cli/src/agent-module.ts'
+import { defineAgentModule } from '@signalbox/cli'
 import { CLAW_INSTRUCTIONS } from '../claw/agent.ts'
 import { INTERACTIVE_MODEL, INTERACTIVE_PROMPT, interactiveClaw } from '../claw/script.ts'
 

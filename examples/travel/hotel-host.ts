@@ -3,7 +3,7 @@
  * Its approvals go out on the bus (`approvals.hotel`) to whichever reviewer serves them.
  */
 import { busAuditLog, remoteReviewer } from '@signalbox/actors'
-import type { Bus, Subjects } from '@signalbox/core'
+import type { Bus, Subjects } from '@signalbox/core/bus'
 import { openDemoModel } from '../shared/model.ts'
 import { createHotelAgent } from './hotel.ts'
 import { HOTEL_MODEL, hotelScript } from './script.ts'

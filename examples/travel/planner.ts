@@ -4,7 +4,7 @@
  * may live in another process: the planner only knows their ids.
  */
 
-import { type AgentSystem, delegateTool } from '@signalbox/actors'
+import { type AgentSystem, delegateTool } from '@signalbox/actors/system'
 import { type Agent, type AgentOptions, createAgent } from '@signalbox/core'
 
 export const PLANNER_INSTRUCTIONS =

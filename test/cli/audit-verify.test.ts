@@ -1,6 +1,9 @@
 /** `signalbox audit --verify`: checks every stored entry's signatures offline, flags a tampered one. */
-import { busAuditLog, connectNatsBus, createSigner, newUserSeed, signAuditEntry } from '@signalbox/actors'
-import { type AuditEntry, createSubjects } from '@signalbox/core'
+import { busAuditLog } from '@signalbox/actors'
+import { connectNatsBus } from '@signalbox/actors/nats'
+import { createSigner, newUserSeed, signAuditEntry } from '@signalbox/actors/trust'
+import type { AuditEntry } from '@signalbox/core'
+import { createSubjects } from '@signalbox/core/bus'
 import { afterAll, describe, expect, it } from 'vitest'
 import { uniquePrefix } from '../support/env.ts'
 import { busArgs, cleanupAll, deleteStream, NATS_URL, runCli } from './support.ts'

@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import { FileRunStore } from '@signalbox/core'
+import { FileRunStore } from '@signalbox/core/store'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { sampleCheckpoint } from '../../packages/core/test/store/sample.ts'
 import { uniquePrefix } from '../support/env.ts'

@@ -3,25 +3,10 @@
  * typing answers. The agent runs in this process over the shared NATS server (its own prefix),
  * against the scripted model over HTTP, so the test sees what the model was sent.
  */
-import {
-  busAuditLog,
-  connectNatsBus,
-  type NatsBus,
-  type ReviewerService,
-  readAudit,
-  remoteReviewer,
-  serveReviewer,
-} from '@signalbox/actors'
-import {
-  type AgentEvent,
-  createAgent,
-  createSubjects,
-  OpenAIProvider,
-  policyReviewer,
-  type RunResult,
-  type Subjects,
-  tool,
-} from '@signalbox/core'
+import { busAuditLog, type ReviewerService, readAudit, remoteReviewer, serveReviewer } from '@signalbox/actors'
+import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
+import { type AgentEvent, createAgent, OpenAIProvider, policyReviewer, type RunResult, tool } from '@signalbox/core'
+import { createSubjects, type Subjects } from '@signalbox/core/bus'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -164,6 +149,33 @@ describe('signalbox review in a real terminal', () => {
       ['approval.granted', 'tina', 'approved', undefined],
       ['approval.denied', 'tina', 'denied', REASON],
     ])
+  })
+
+  it('the time left counts down in the prompt while the person decides', async () => {
+    const terminal = await startReviewerTerminal()
+    const { agent, executed } = await startPayer(
+      [
+        {
+          expect: lastUser('Pay erin'),
+          toolCalls: [{ name: 'send_payment', arguments: { to: 'erin', amount: 3, memo: 'coffee' } }],
+        },
+        { expect: lastTool('sent 3 to erin'), content: 'Paid erin.' },
+      ],
+      { approvalTimeoutMs: 30_000 },
+    )
+    const handle = agent.start('Pay erin')
+    const secondsLeft = (screen: string) => {
+      const match = [...screen.matchAll(/└ (\d+) s left · Approve send_payment\? \[y\/n\]/g)].at(-1)
+      return match ? Number(match[1]) : undefined
+    }
+    const first = secondsLeft(await terminal.waitFor((screen) => secondsLeft(screen) !== undefined))
+    // The prompt is redrawn in place (once a second) with less time left; nothing was typed.
+    const later = secondsLeft(await terminal.waitFor((screen) => (secondsLeft(screen) ?? Infinity) < (first ?? 0), 10_000))
+    expect(later).toBeLessThan(first ?? 0)
+    expect(executed).toEqual([])
+    await terminal.type('y')
+    expect((await handle.result).status).toBe('done')
+    expect(executed.map((e) => e.to)).toEqual(['erin'])
   })
 
   it('shows a timeout, and a decision another reviewer made', async () => {

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { connectNatsBus } from '@signalbox/actors'
+import { connectNatsBus } from '@signalbox/actors/nats'
 import { NATS_URL } from '../support/env.ts'
 
 const here = path.dirname(fileURLToPath(import.meta.url))

@@ -6,18 +6,20 @@
  * killed (SIGKILL) and restarted with its store while the run waits, the decision given while it
  * was down is applied once.
  */
-import { connectNatsBus, KvRunStore, type NatsBus, type NatsBusOptions, remoteReviewer, serveReviewer } from '@signalbox/actors'
+
+import { remoteReviewer, serveReviewer } from '@signalbox/actors'
+import { connectNatsBus, type NatsBus, type NatsBusOptions } from '@signalbox/actors/nats'
+import { KvRunStore } from '@signalbox/actors/store'
 import {
   type ApprovalDecision,
   type ApprovalRequest,
   type AuditEntry,
   createAgent,
-  createSubjects,
   MemoryAuditLog,
   type Reviewer,
-  type Subjects,
   tool,
 } from '@signalbox/core'
+import { createSubjects, type Subjects } from '@signalbox/core/bus'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { z } from 'zod'

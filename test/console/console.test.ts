@@ -3,17 +3,10 @@
  * connection, a person clicking. What the model received is read from the scripted server.
  */
 import { randomUUID } from 'node:crypto'
-import { busAuditLog, connectAgent, createBusInspector, remoteReviewer } from '@signalbox/actors'
-import {
-  type ApprovalRequest,
-  callDigest,
-  createAgent,
-  type EventMessage,
-  encodeMessage,
-  OpenAIProvider,
-  PROTOCOL_VERSION,
-  tool,
-} from '@signalbox/core'
+import { busAuditLog, connectAgent, remoteReviewer } from '@signalbox/actors'
+import { createBusInspector } from '@signalbox/actors/inspect'
+import { type ApprovalRequest, createAgent, OpenAIProvider, tool } from '@signalbox/core'
+import { callDigest, type EventMessage, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
 import { startScriptedModelServer } from '@signalbox/core/testing'
 import { clawScenarios, DENY_REASON, STEERING_TEXT } from '@signalbox/examples/claw/script.ts'
 import { lastToolResult } from '@signalbox/examples/shared/expect.ts'

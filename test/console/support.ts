@@ -4,9 +4,10 @@
  */
 import { mkdirSync } from 'node:fs'
 import path from 'node:path'
-import { connectNatsBus, type NatsBus } from '@signalbox/actors'
+import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
 import { type Console, startConsole } from '@signalbox/console'
-import { createSubjects, OpenAIProvider, type Subjects } from '@signalbox/core'
+import { OpenAIProvider } from '@signalbox/core'
+import { createSubjects, type Subjects } from '@signalbox/core/bus'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { clawOnBus } from '@signalbox/examples/claw/on-bus.ts'
 import { clawScripts } from '@signalbox/examples/claw/script.ts'

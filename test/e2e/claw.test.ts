@@ -2,7 +2,8 @@
  * The human-in-the-loop seed end to end: the claw agent over HTTP (real openai SDK, scripted model
  * server), with a scripted Tina. Each test checks what the model was actually sent.
  */
-import { type AgentOptions, callDigest, MemoryAuditLog, ScriptedAnswerer, ScriptedReviewer } from '@signalbox/core'
+import { type AgentOptions, MemoryAuditLog, ScriptedAnswerer, ScriptedReviewer } from '@signalbox/core'
+import { callDigest } from '@signalbox/core/protocol'
 import { CLAW_INSTRUCTIONS, ClawMachine, createClawAgent } from '@signalbox/examples/claw/agent.ts'
 import {
   ANSWER,

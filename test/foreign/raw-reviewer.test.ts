@@ -4,8 +4,10 @@
  * docs/protocol.md alone) approves one call of a real agent and denies another.
  */
 import net from 'node:net'
-import { connectNatsBus, remoteReviewer } from '@signalbox/actors'
-import { createAgent, createSubjects, MemoryAuditLog, tool } from '@signalbox/core'
+import { remoteReviewer } from '@signalbox/actors'
+import { connectNatsBus } from '@signalbox/actors/nats'
+import { createAgent, MemoryAuditLog, tool } from '@signalbox/core'
+import { createSubjects } from '@signalbox/core/bus'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'

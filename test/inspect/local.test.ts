@@ -3,7 +3,7 @@
  * inspector, with our converter in front. A WebSocket client connects the way the bridge page does.
  */
 import net from 'node:net'
-import { createLocalInspector, type InspectorWireEvent, startBridgeServer } from '@signalbox/actors'
+import { createLocalInspector, type InspectorWireEvent, startBridgeServer } from '@signalbox/actors/inspect'
 import { createAgent, policyReviewer, tool } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it, onTestFinished } from 'vitest'

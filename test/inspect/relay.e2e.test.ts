@@ -10,18 +10,17 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { type ReviewerService, serveReviewer } from '@signalbox/actors'
 import {
-  connectNatsBus,
   createBusInspector,
   type InspectionRelay,
   type InspectorWireEvent,
   inspectReviewer,
-  type NatsBus,
-  type ReviewerService,
-  serveReviewer,
   startInspectionRelay,
-} from '@signalbox/actors'
-import { createSubjects, policyReviewer } from '@signalbox/core'
+} from '@signalbox/actors/inspect'
+import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
+import { policyReviewer } from '@signalbox/core'
+import { createSubjects } from '@signalbox/core/bus'
 import type { Browser, Frame, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../support/env.ts'

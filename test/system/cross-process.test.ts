@@ -4,8 +4,12 @@
  * a parent killed with SIGKILL leaves no orphan (the host's lease runs out); a host stopped with
  * SIGTERM tells its runs' parents and leaves the directory.
  */
-import { connectNatsBus, createAgentSystem, delegateTool, KvDirectory, type NatsBus, watchEvents } from '@signalbox/actors'
-import { type AgentEvent, createAgent, createSubjects, RunFailedError, type Tool, type ToolContext, tool } from '@signalbox/core'
+
+import { watchEvents } from '@signalbox/actors'
+import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
+import { createAgentSystem, delegateTool, KvDirectory } from '@signalbox/actors/system'
+import { type AgentEvent, createAgent, RunFailedError, type Tool, type ToolContext, tool } from '@signalbox/core'
+import { createSubjects } from '@signalbox/core/bus'
 import { type Script, ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { z } from 'zod'

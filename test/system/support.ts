@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { connectNatsBus, defaultStreamName } from '@signalbox/actors'
+import { connectNatsBus, defaultStreamName } from '@signalbox/actors/nats'
 import { onTestFinished } from 'vitest'
 import { NATS_URL } from '../support/env.ts'
 

@@ -16,7 +16,8 @@
  * The module only describes the agent; `signalbox run` decides where its reviewer, answerer,
  * events, audit and remote tools live (embedded, or on a NATS bus).
  */
-import { type Answerer, type Bus, ConfigError, type Hooks, type Subjects, type Tool } from '@signalbox/core'
+import { type Answerer, ConfigError, type Hooks, type Tool } from '@signalbox/core'
+import type { Bus, Subjects } from '@signalbox/core/bus'
 import type { Scripts } from '@signalbox/core/testing'
 
 export interface AgentModuleContext {

@@ -1,6 +1,6 @@
 import net from 'node:net'
-import type { NatsBus } from '@signalbox/actors'
-import type { Subjects } from '@signalbox/core'
+import type { NatsBus } from '@signalbox/actors/nats'
+import type { Subjects } from '@signalbox/core/bus'
 import { CliError, type CommandContext, NO_BUS_MESSAGE } from './cli.ts'
 import { credentialFlags } from './connection-flags.ts'
 
@@ -18,8 +18,9 @@ export async function openBus(context: CommandContext, role: string): Promise<{ 
       'BUS_CONNECT_FAILED',
       `could not reach NATS at ${url}: nothing listens on ${refused} (is nats-server running, with JetStream: -js?)`,
     )
-  const [{ connectNatsBus, mergeCredentials, natsCredentialsFromEnv }, { AbortedError, createSubjects }] = await Promise.all([
-    import('@signalbox/actors'),
+  const [{ connectNatsBus, mergeCredentials, natsCredentialsFromEnv }, { createSubjects }, { AbortedError }] = await Promise.all([
+    import('@signalbox/actors/nats'),
+    import('@signalbox/core/bus'),
     import('@signalbox/core'),
   ])
   const subjects = createSubjects(context.global.prefix)

@@ -4,14 +4,24 @@ import { pathToFileURL } from 'node:url'
 import type { Tool } from '@signalbox/core'
 import { type AgentModule, agentModuleProblems, toolProblems } from './agent-module.ts'
 import { CliError } from './cli.ts'
+import { isTypeScript, needsLoader, registerTypeScript } from './ts-loader.ts'
 
-/** Imports a module given on the command line (TypeScript works: the CLI runs under tsx). */
+/** Imports a module given on the command line; a TypeScript one through tsx when Node cannot load it alone. */
 export async function importUserModule(spec: string, cwd: string): Promise<{ file: string; exports: Record<string, unknown> }> {
   const file = path.resolve(cwd, spec)
   if (!existsSync(file)) throw new CliError('MODULE_NOT_FOUND', `no such module: ${spec} (looked for ${file})`)
+  const url = pathToFileURL(file).href
   try {
-    return { file, exports: (await import(pathToFileURL(file).href)) as Record<string, unknown> }
+    try {
+      return { file, exports: (await import(url)) as Record<string, unknown> }
+    } catch (error) {
+      if (!isTypeScript(file) || !needsLoader(error)) throw error
+      await registerTypeScript(spec, cwd)
+      // Node remembers the failed load of `url`: import it again under another URL.
+      return { file, exports: (await import(`${url}?ts-loader`)) as Record<string, unknown> }
+    }
   } catch (error) {
+    if (error instanceof CliError) throw error
     const detail = error instanceof Error ? error.message : String(error)
     throw new CliError('MODULE_LOAD_FAILED', `could not load ${spec}: ${detail}`, { cause: error })
   }

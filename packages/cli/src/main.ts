@@ -1,5 +1,5 @@
 /**
- * `signalbox <command>`: the entry point. `bin/signalbox.js` registers tsx and calls `runMain()`;
+ * `signalbox <command>`: the entry point. The installed bin (`dist/bin.js`) calls `runMain()`; in this repository `bin/signalbox.js` registers tsx first;
  * `tsx packages/cli/src/main.ts ...` (the root `pnpm signalbox` script) runs it directly.
  */
 import { readFileSync } from 'node:fs'
@@ -70,13 +70,20 @@ export async function main(argv: string[], io: CommandIO = defaultIO()): Promise
       return EXIT.ok
     }
     if (first === 'help') {
-      if (rest.length === 0) {
+      // `help`, `help --help`: the overview (it says how to get one command's help).
+      if (rest.length === 0 || isHelpFlag(rest[0])) {
         out(overviewHelp(COMMANDS, c))
         return EXIT.ok
       }
-      const found = findCommand(rest)
+      const found = findCommand(rest) ?? findGroup(rest[0])
       if (!found) throw new UsageError(`no such command "${rest.join(' ')}"`)
       out(commandHelp(found.command, c))
+      return EXIT.ok
+    }
+    // `tools --help` (a group without its sub-command): the help of the group's command.
+    const group = isHelpFlag(rest[0]) ? findGroup(first) : undefined
+    if (group) {
+      out(commandHelp(group.command, c))
       return EXIT.ok
     }
     const found = findCommand(argv)
@@ -143,6 +150,14 @@ function findCommand(argv: string[]): { command: Command; args: string[] } | und
     if (words.length === 2 && words[0] === first && words[1] === second) return { command, args: argv.slice(2) }
   }
   return undefined
+}
+
+const isHelpFlag = (word: string | undefined) => word === '--help' || word === '-h'
+
+/** The one command of a group such as `tools` (`tools serve`), for its help. */
+function findGroup(word: string | undefined): { command: Command } | undefined {
+  const members = COMMANDS.filter((command) => command.name.split(' ').length === 2 && command.name.startsWith(`${word} `))
+  return members.length === 1 ? { command: members[0] as Command } : undefined
 }
 
 function suggest(word: string): string {

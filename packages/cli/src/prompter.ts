@@ -6,7 +6,14 @@
 import { createInterface, type Interface } from 'node:readline/promises'
 import { AbortedError } from '@signalbox/core'
 
-export type Ask = (prompt: string) => Promise<string>
+/**
+ * Asks one question. A function prompt is redrawn every second on a terminal (what is typed
+ * stays), e.g. to count down the time left.
+ */
+export type Ask = (prompt: string | (() => string)) => Promise<string>
+
+/** How often a function prompt is redrawn. */
+const PROMPT_REFRESH_MS = 1_000
 
 export interface Prompter {
   /**
@@ -53,10 +60,22 @@ export function createPrompter(options: {
 
   const ask =
     (signal: AbortSignal): Ask =>
-    async (text) => {
+    async (promptOf) => {
       if (closed) throw new AbortedError('the terminal input ended')
       const line = open()
+      const text = typeof promptOf === 'function' ? promptOf() : promptOf
       prompt = text
+      const refresh =
+        typeof promptOf === 'function' && terminal
+          ? setInterval(() => {
+              const next = promptOf()
+              if (next === prompt) return
+              prompt = next
+              line.setPrompt(next)
+              line.prompt(true)
+            }, PROMPT_REFRESH_MS)
+          : undefined
+      refresh?.unref()
       try {
         const answer = await line.question(text, { signal: AbortSignal.any([signal, closing.signal]) })
         // Piped input is not echoed: end the prompt's line (a terminal in cooked mode echoes it).
@@ -76,6 +95,7 @@ export function createPrompter(options: {
         if (closing.signal.aborted) throw closing.signal.reason
         throw error
       } finally {
+        if (refresh) clearInterval(refresh)
         prompt = undefined
       }
     }

@@ -61,6 +61,11 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
     return left <= 0 ? c.red('expired') : `${formatDuration(left)} (until ${clockTime(deadline)})`
   }
 
+  const shortTimeLeft = (deadline: number) => {
+    const left = deadline - now()
+    return left <= 0 ? 'expired' : `${formatDuration(left)} left`
+  }
+
   function requestBlock(request: ApprovalRequest): string {
     const bar = c.yellow('│')
     const row = (label: string, value: string) => `${bar} ${c.dim(label.padEnd(10))} ${value}`
@@ -124,7 +129,10 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
             prompter.print(requestBlock(request))
             let approved: boolean | undefined
             while (approved === undefined) {
-              const answer = (await ask(`${c.yellow('└')} ${c.bold(`Approve ${request.toolName}?`)} [y/n] `)).trim().toLowerCase()
+              // The time left counts down in the prompt while the person decides.
+              const question = () =>
+                `${c.yellow('└')} ${c.dim(`${shortTimeLeft(request.deadline)} ·`)} ${c.bold(`Approve ${request.toolName}?`)} [y/n] `
+              const answer = (await ask(question)).trim().toLowerCase()
               if (answer === 'y' || answer === 'yes') approved = true
               else if (answer === 'n' || answer === 'no') approved = false
               else prompter.print(c.dim('  Type y (run it) or n (deny it), then Enter.'))

@@ -14,13 +14,8 @@ import {
   type Answerer,
   type AuditEntry,
   askHumanTool,
-  type Bus,
-  BusNoRespondersError,
-  BusTimeoutError,
   ConfigError,
   createAgent,
-  createInProcessBus,
-  createSubjects,
   functionAnswerer,
   MemoryAuditLog,
   OpenAIProvider,
@@ -28,15 +23,23 @@ import {
   type Reviewer,
   RunFailedError,
   type RunResult,
-  type Subjects,
-  statePath,
   type Tool,
 } from '@signalbox/core'
+import {
+  type Bus,
+  BusNoRespondersError,
+  BusTimeoutError,
+  createInProcessBus,
+  createSubjects,
+  type Subjects,
+} from '@signalbox/core/bus'
+import { statePath } from '@signalbox/core/internal'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import type { AgentModuleContext } from './agent-module.ts'
 import { openBus, untilSignal } from './bus.ts'
 import { CliError, type CommandContext, EXIT, NO_BUS_MESSAGE, UsageError } from './cli.ts'
 import { parseMs } from './commands/status.ts'
+import { whoIsAt } from './identity.ts'
 import { loadAgentModule } from './load-module.ts'
 import { type Colors, eventLine, formatDuration, quote } from './output.ts'
 import { createPrompter, type Prompter } from './prompter.ts'
@@ -173,7 +176,8 @@ export async function runAgent(context: CommandContext): Promise<number> {
       const ui = createReviewConsole({
         c,
         out: { line: print, ...(context.global.json ? { json } : {}) },
-        name: auto ? `auto-${auto}` : (io.env.USER ?? 'terminal'),
+        // A person deciding at this terminal needs a name for the audit.
+        name: auto ? `auto-${auto}` : prompter ? whoIsAt(context, ['as']) : 'auto-answer',
         ...(prompter ? { prompter } : {}),
         ...(auto ? { auto } : {}),
         ...(autoAnswer !== undefined ? { autoAnswer } : {}),
@@ -346,7 +350,9 @@ function traceRun(c: Colors, mode: 'embedded' | 'nats', subjects: Subjects, writ
         return
       }
       if (event.type === 'text.delta' || event.type === 'model.request') return
-      write(eventLine(event, c, { agent: false, run: false }))
+      // The summary at the end says why the run failed: once is enough.
+      if (event.type === 'run.error') return
+      write(eventLine(event.type === 'run.end' ? { ...event, error: undefined } : event, c, { agent: false, run: false }))
       if (event.type === 'approval.requested' && mode === 'nats' && !hinted) {
         hinted = true
         write(

@@ -1,6 +1,7 @@
 /** The command framework, help, errors and output helpers, in this process (no bus). */
 import { TOOL_QUEUE_GROUP } from '@signalbox/actors'
-import { ConfigError, DEFAULT_SUBJECT_PREFIX, SignalboxError } from '@signalbox/core'
+import { ConfigError, SignalboxError } from '@signalbox/core'
+import { DEFAULT_SUBJECT_PREFIX } from '@signalbox/core/bus'
 import { describe, expect, it } from 'vitest'
 import { agentModuleProblems, defineAgentModule } from '../src/agent-module.ts'
 import { commandHelp, DEFAULT_PREFIX } from '../src/cli.ts'

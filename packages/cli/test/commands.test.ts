@@ -3,16 +3,10 @@
  * private prefix: JSON output, filters and clear errors. The same commands run as real child
  * processes, end to end, in test/cli/.
  */
-import { busAuditLog, connectAgent, connectNatsBus, type NatsBus, remoteReviewer } from '@signalbox/actors'
-import {
-  type AgentEvent,
-  type AuditEntry,
-  createAgent,
-  createSubjects,
-  OpenAIProvider,
-  type Subjects,
-  type Tool,
-} from '@signalbox/core'
+import { busAuditLog, connectAgent, remoteReviewer } from '@signalbox/actors'
+import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
+import { type AgentEvent, type AuditEntry, createAgent, OpenAIProvider, type Tool } from '@signalbox/core'
+import { createSubjects, type Subjects } from '@signalbox/core/bus'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { deleteStream } from '../../../test/cli/support.ts'

@@ -6,7 +6,6 @@
  */
 import { randomUUID } from 'node:crypto'
 import {
-  isInspectorWireEvent,
   type RequestService,
   readAudit,
   sendControl,
@@ -15,17 +14,9 @@ import {
   serveReviewer,
   watchEvents,
 } from '@signalbox/actors'
-import {
-  AbortedError,
-  type Answer,
-  type ApprovalDecision,
-  type AuditEntry,
-  type Bus,
-  type Clock,
-  createSubjects,
-  type Subjects,
-  systemClock,
-} from '@signalbox/core'
+import { isInspectorWireEvent } from '@signalbox/actors/inspect'
+import { AbortedError, type Answer, type ApprovalDecision, type AuditEntry, type Clock, systemClock } from '@signalbox/core'
+import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { eventView, ObservedEvent } from './event-view.ts'
 import type { InboxItem, RunView, ServerMessage, SettledItem, SettledOutcome } from './view-model.ts'
 

@@ -2,7 +2,7 @@
  * Agent events as the console shows them: what happened to which call, never message contents,
  * arguments, outputs or steering text unless the console was started with contents allowed.
  */
-import { z } from 'zod'
+import { z } from 'zod/v4'
 import type { EventView } from './view-model.ts'
 
 /** The fields the console reads from an event; anything else on the bus is ignored. */

@@ -2,6 +2,7 @@
  * The page's script, bundled from `page/main.ts` by esbuild when the console starts: no build
  * step to forget, no asset from a CDN, and the page code stays TypeScript checked with the rest.
  */
+import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 
@@ -9,7 +10,7 @@ let cached: Promise<string> | undefined
 
 export function pageScript(): Promise<string> {
   cached ??= build({
-    entryPoints: [fileURLToPath(new URL('./page/main.ts', import.meta.url))],
+    entryPoints: [pageEntry()],
     bundle: true,
     write: false,
     format: 'esm',
@@ -26,4 +27,10 @@ export function pageScript(): Promise<string> {
     cached = undefined
   })
   return cached
+}
+
+/** `page/main.ts` beside this module in the workspace; in the packed package `dist/` ships beside `src/page`. */
+function pageEntry(): string {
+  const beside = fileURLToPath(new URL('./page/main.ts', import.meta.url))
+  return existsSync(beside) ? beside : fileURLToPath(new URL('../src/page/main.ts', import.meta.url))
 }

@@ -1,4 +1,5 @@
-import { type Bus, type Clock, ConfigError, createAgent, type Provider, type Subjects, systemClock } from '@signalbox/core'
+import { type Clock, ConfigError, createAgent, type Provider, systemClock } from '@signalbox/core'
+import type { Bus, Subjects } from '@signalbox/core/bus'
 import { type ConsoleHub, createConsoleHub } from './console-hub.ts'
 import { startConsoleServer } from './console-server.ts'
 import { pageScript } from './page-bundle.ts'

@@ -3,7 +3,11 @@
  * (the same walk `statechartToMermaid` does), laid out by ELK on the server, so the page only
  * draws boxes and lines and ships no layout engine.
  */
-import ELK, { type ElkExtendedEdge, type ElkNode } from 'elkjs/lib/elk.bundled.js'
+import * as elkjs from 'elkjs/lib/elk.bundled.js'
+import type { ElkExtendedEdge, ElkNode } from 'elkjs/lib/elk-api.js'
+
+// elkjs is CommonJS: Node hands its class over as the default export, its types describe an ES module.
+const ELK = ((elkjs as { default?: unknown }).default ?? elkjs) as new () => { layout(graph: ElkNode): Promise<ElkNode> }
 
 /** The parts of an XState `StateNode` the layout reads. */
 interface StateNodeLike {

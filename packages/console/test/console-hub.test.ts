@@ -1,6 +1,8 @@
 /** The console's bus side on an in-process bus: the inbox, one decision per item, the public surface. */
 import { remoteReviewer } from '@signalbox/actors'
-import { type ApprovalRequest, ConfigError, callDigest, encodeMessage, InProcessBus, PROTOCOL_VERSION } from '@signalbox/core'
+import { type ApprovalRequest, ConfigError } from '@signalbox/core'
+import { InProcessBus } from '@signalbox/core/bus'
+import { callDigest, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import * as consolePackage from '../src/index.ts'
 import { createConsoleHub, startConsole } from '../src/index.ts'

@@ -1,4 +1,5 @@
 import { type Actor, createActor, type InspectionEvent, type Observer } from 'xstate'
+import type { z } from 'zod'
 import { type Clock, systemClock } from './clock.ts'
 import { ConfigError, type SerializedError, SignalboxError } from './errors.ts'
 import { type AgentEventType, EventEmitter, type EventListener, type RunStatus } from './events.ts'
@@ -10,7 +11,9 @@ import { type AgentMachine, createAgentMachine } from './machine/agent-machine.t
 import type { AgentOutput, SteeringItem, StopReason } from './machine/context.ts'
 import { type BudgetCheck, defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
 import type { Message, Usage } from './messages.ts'
+import { type OutputSpec, outputSpec } from './output.ts'
 import type { Provider } from './provider/provider.ts'
+import { type RunStream, streamRun } from './stream.ts'
 import { assertToolName, type Tool, toToolSpec } from './tool.ts'
 
 export interface AgentOptions {
@@ -38,6 +41,13 @@ export interface AgentOptions {
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
   /** Called when an event listener or the audit log throws. Default: ignore. */
   onInternalError?: (error: unknown, where: string) => void
+  /**
+   * A zod schema the final answer must match. It is sent as `response_format` (JSON Schema, strict
+   * when the schema allows), the answer is parsed and checked, the model gets one retry with the
+   * problems, then the run fails with `OutputValidationError` (`OUTPUT_INVALID`). `result.output`
+   * is then the parsed value, typed from the schema.
+   */
+  output?: z.ZodType
 }
 
 export interface RunOptions {
@@ -60,11 +70,11 @@ export interface RunOptions {
   budget?: BudgetCheck
 }
 
-export interface RunResult {
+export interface RunResult<TOutput = string> {
   runId: string
   status: RunStatus
-  /** The model's final answer (status `done`). */
-  output: string
+  /** The model's final answer (status `done`): its text, or with `output` set, the parsed value. */
+  output: TOutput
   stopReason: StopReason | undefined
   error: SerializedError | undefined
   turns: number
@@ -89,11 +99,11 @@ export class RunFailedError extends SignalboxError {
   }
 }
 
-export interface RunHandle {
+export interface RunHandle<TOutput = string> {
   readonly runId: string
   readonly actor: Actor<AgentMachine>
   /** Resolves with the result when the run is `done`; rejects with `RunFailedError` otherwise. */
-  readonly result: Promise<RunResult>
+  readonly result: Promise<RunResult<TOutput>>
   steer(text: string, options?: { from?: string }): void
   cancel(reason?: string): void
 }
@@ -110,7 +120,7 @@ export class MemoryAuditLog implements AuditLog {
  * An agent definition. Each `run()` is one XState actor running the agent machine; several
  * runs of one agent may be in flight at once.
  */
-export class Agent {
+export class Agent<TOutput = string> {
   readonly id: string
   readonly machine: AgentMachine
   readonly audit: AuditLog
@@ -119,7 +129,8 @@ export class Agent {
   readonly #clock: Clock
   readonly #ids: IdGenerator
   readonly #maxTurns: number
-  readonly #active = new Map<string, RunHandle>()
+  readonly #active = new Map<string, RunHandle<TOutput>>()
+  readonly #output: OutputSpec<unknown> | undefined
   readonly #handoffFilters = new Map<string, (messages: readonly Message[]) => Message[]>()
   readonly #budgetChecks = new Map<string, BudgetCheck>()
   readonly #toolNames: string[]
@@ -157,6 +168,7 @@ export class Agent {
       tools.set(t.name, t as Tool<unknown>)
     }
     this.#toolNames = [...tools.keys()]
+    this.#output = options.output === undefined ? undefined : outputSpec(options.output)
     const audit = this.audit
     this.machine = createAgentMachine({
       agentId: this.id,
@@ -182,6 +194,7 @@ export class Agent {
       steeringPolicy: options.steeringPolicy ?? 'cancel-next',
       handoffFilters: this.#handoffFilters,
       budgetChecks: this.#budgetChecks,
+      output: this.#output,
     })
   }
 
@@ -191,12 +204,32 @@ export class Agent {
   }
 
   /** Runs to the end. Resolves with the final answer; rejects with `RunFailedError` if it fails or is cancelled. */
-  run(input: string | Message[], options: RunOptions = {}): Promise<RunResult> {
+  run(input: string | Message[], options: RunOptions = {}): Promise<RunResult<TOutput>> {
     return this.start(input, options).result
   }
 
+  /**
+   * Starts a run and streams its events (text deltas, tool starts and ends, approvals, steering),
+   * ending with `{ type: 'result', result }`. Only this run's events; leaving the loop cancels it.
+   *
+   * @example
+   * ```ts
+   * for await (const item of agent.stream('Book me a seat.', { signal })) {
+   *   if (item.type === 'text.delta') process.stdout.write(item.delta)
+   *   if (item.type === 'result') console.log(item.result.output)
+   * }
+   * ```
+   */
+  stream(input: string | Message[], options: RunOptions = {}): RunStream<RunResult<TOutput>> {
+    const runId = options.runId ?? this.#ids('run')
+    return streamRun<RunResult<TOutput>>(
+      { on: (type, listener) => this.on(type, listener), start: (id) => this.start(input, { ...options, runId: id }) },
+      runId,
+    )
+  }
+
   /** Starts a run and returns its handle at once. */
-  start(input: string | Message[], options: RunOptions = {}): RunHandle {
+  start(input: string | Message[], options: RunOptions = {}): RunHandle<TOutput> {
     const runId = options.runId ?? this.#ids('run')
     const steering = this.#queuedSteering
     this.#queuedSteering = []
@@ -221,14 +254,14 @@ export class Agent {
     if (options.budget) this.#budgetChecks.set(runId, options.budget)
     const { signal } = options
     let onAbort: (() => void) | undefined
-    const result = new Promise<RunResult>((resolve, reject) => {
+    const result = new Promise<RunResult<TOutput>>((resolve, reject) => {
       actor.subscribe({
         complete: () => {
           const output = actor.getSnapshot().output as AgentOutput
           const runResult = toRunResult(runId, output, this.#handoffFilters.get(runId))
           this.#handoffFilters.delete(runId)
           this.#budgetChecks.delete(runId)
-          if (output.status === 'done') resolve(runResult)
+          if (output.status === 'done') resolve(this.#withOutput(runResult))
           else reject(new RunFailedError(runResult))
         },
         // A root actor without an error observer would crash the process (XState rethrows).
@@ -241,7 +274,7 @@ export class Agent {
       this.#budgetChecks.delete(runId)
       if (onAbort) signal?.removeEventListener('abort', onAbort)
     })
-    const handle: RunHandle = {
+    const handle: RunHandle<TOutput> = {
       runId,
       actor,
       result,
@@ -281,13 +314,20 @@ export class Agent {
     for (const handle of this.#active.values()) handle.cancel(reason)
   }
 
+  /** With an output schema, the answer as parsed (the machine already checked it fits). */
+  #withOutput(result: RunResult): RunResult<TOutput> {
+    if (!this.#output || result.stopReason !== 'final_answer') return result as RunResult<TOutput>
+    const checked = this.#output.check(result.output)
+    return { ...result, output: (checked.ok ? checked.value : result.output) as TOutput }
+  }
+
   /** The names of the agent's tools. */
   get toolNames(): string[] {
     return this.#toolNames
   }
 
   /** Runs in flight, by run id. */
-  get runs(): ReadonlyMap<string, RunHandle> {
+  get runs(): ReadonlyMap<string, RunHandle<TOutput>> {
     return this.#active
   }
 }
@@ -307,8 +347,10 @@ export class Agent {
  * console.log(result.output)
  * ```
  */
-export function createAgent(options: AgentOptions): Agent {
-  return new Agent(options)
+export function createAgent<S extends z.ZodType>(options: AgentOptions & { output: S }): Agent<z.output<S>>
+export function createAgent(options: AgentOptions): Agent
+export function createAgent(options: AgentOptions): Agent<unknown> {
+  return new Agent<unknown>(options)
 }
 
 /** On a hand-off the next agent brings its own instructions: the system prompt stays here. */

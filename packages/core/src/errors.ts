@@ -38,6 +38,7 @@ export const ErrorCode = {
   TREE_DEPTH_EXCEEDED: 'TREE_DEPTH_EXCEEDED',
   HANDOFF_LIMIT: 'HANDOFF_LIMIT',
   CHILD_FAILED: 'CHILD_FAILED',
+  OUTPUT_INVALID: 'OUTPUT_INVALID',
 } as const
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
 

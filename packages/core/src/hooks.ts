@@ -27,6 +27,11 @@ export type BeforeTurnResult = undefined | { stop: true; reason: string }
 export interface BeforeProviderCallContext extends HookContextBase {
   /** What would be sent: a copy; return a new list to change it. */
   messages: Message[]
+  /**
+   * The tools that would be offered, each `{ name, description, parameters }` (`parameters` is the
+   * JSON Schema of the arguments): a copy; return a filtered list to hide some for this turn. A
+   * hidden tool is unknown for the turn: a call to it gets an `unknown_tool` error and never runs.
+   */
   tools: ToolSpec[]
 }
 /** Return messages (trim, add context) and/or tools (hide one for this turn). */

@@ -4,19 +4,14 @@
  * events to watch it, an OpenAI-compatible provider, and the bus contract and wire protocol the
  * distributed actors of `@signalbox/actors` speak (with an in-process bus for one process).
  */
-export { untilAborted } from './abort.ts'
+
 export type { AgentOptions, RunHandle, RunOptions, RunResult } from './agent.ts'
 export { Agent, createAgent, MemoryAuditLog, RunFailedError } from './agent.ts'
-export { type BackoffPolicy, backoffDelay } from './backoff.ts'
-export * from './bus/index.ts'
-export { type Clock, sleep, systemClock } from './clock.ts'
-export { formatDuration } from './duration.ts'
+export { type Clock, systemClock } from './clock.ts'
 export {
   AbortedError,
   BudgetExceededError,
   ConfigError,
-  describeError,
-  deserializeError,
   ErrorCode,
   type ErrorFault,
   FatalToolError,
@@ -27,7 +22,6 @@ export {
   RunCancelledError,
   type SerializedError,
   SignalboxError,
-  serializeError,
   TimeoutError,
   ToolError,
 } from './errors.ts'
@@ -36,7 +30,6 @@ export {
   type AgentEvent,
   type AgentEventOf,
   type AgentEventType,
-  EventEmitter,
   type EventListener,
   type RunStatus,
   type ToolOutcome,
@@ -44,8 +37,7 @@ export {
 export { Handoff, type HandoffResult, handoff } from './handoff.ts'
 export { functionAnswerer, ScriptedAnswerer } from './hitl/answerers.ts'
 export { type AskHumanOptions, askHumanTool } from './hitl/ask-human.ts'
-export { decideApproval, decisionMismatch, rejectedDecisionAudit, type Verdict } from './hitl/decision.ts'
-export { callDigest, canonicalJson } from './hitl/digest.ts'
+export { decideApproval, type Verdict } from './hitl/decision.ts'
 export { policyReviewer, ScriptedReviewer, type ScriptedVerdict } from './hitl/reviewers.ts'
 export { type TerminalOptions, terminalAnswerer, terminalReviewer } from './hitl/terminal.ts'
 export type {
@@ -73,7 +65,6 @@ export {
   type BeforeTurnResult,
   deny,
   HOOK_POINTS,
-  HookChain,
   type HookPoint,
   type Hooks,
   respond,
@@ -81,10 +72,9 @@ export {
 } from './hooks.ts'
 export { type IdGenerator, randomIds, sequentialIds } from './ids.ts'
 export { type JsonSchemaToolDefinition, type JsonSchemaValidator, jsonSchemaTool } from './json-schema-tool.ts'
-export { type AgentMachine, createAgentMachine } from './machine/agent-machine.ts'
+export type { AgentMachine } from './machine/agent-machine.ts'
 export type { AgentContext, AgentInput, AgentOutput, SteeringItem, StopReason } from './machine/context.ts'
 export { type BudgetCheck, defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
-export { statePath } from './machine/state-path.ts'
 export type {
   AssistantMessage,
   Message,
@@ -94,16 +84,7 @@ export type {
   Usage,
   UserMessage,
 } from './messages.ts'
-export {
-  type DecodeResult,
-  decodeMessage,
-  encodeMessage,
-  errorMessage,
-  ProtocolError,
-  type ProtocolErrorCode,
-  payloadSample,
-} from './protocol/codec.ts'
-export * from './protocol/schemas.ts'
+export { OutputValidationError, type ResponseFormat } from './output.ts'
 export { OpenAIProvider, type OpenAIProviderOptions } from './provider/openai-provider.ts'
 export type {
   FinishReason,
@@ -113,11 +94,9 @@ export type {
   ProviderResponse,
   ToolSpec,
 } from './provider/provider.ts'
-export * from './store/index.ts'
+export type { RunStream, StreamItem, StreamResult } from './stream.ts'
 export {
   type ApprovalRule,
-  formatIssues,
-  stringifyToolOutput,
   type Tool,
   type ToolContext,
   type ToolDefinition,

@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import { z } from 'zod/v4'
 import type { Clock } from './clock.ts'
 import { ConfigError } from './errors.ts'
 import type { AgentEvent } from './events.ts'
@@ -81,6 +81,7 @@ export function assertToolName(name: string): void {
 export function tool<S extends z.ZodType>(definition: ToolDefinition<S>): Tool<z.output<S>> {
   assertToolName(definition.name)
   const { schema } = definition
+  assertZod4Schema(schema, definition.name)
   const parameters = toParameters(schema, definition.name)
   return {
     name: definition.name,
@@ -95,6 +96,20 @@ export function tool<S extends z.ZodType>(definition: ToolDefinition<S>): Tool<z
     ...(definition.needsApproval === undefined ? {} : { needsApproval: definition.needsApproval }),
     ...(definition.timeoutMs === undefined ? {} : { timeoutMs: definition.timeoutMs }),
   }
+}
+
+/**
+ * Schemas are read through zod 4's API (`zod/v4`, which zod 3.25+ also ships). A zod 3 schema has
+ * `_def` and no `_zod`; without this check it fails later with "cannot read 'def'".
+ */
+function assertZod4Schema(schema: unknown, name: string): void {
+  if (typeof schema === 'object' && schema !== null && '_zod' in schema) return
+  if (typeof schema === 'object' && schema !== null && '_def' in schema) {
+    throw new ConfigError(
+      `Tool "${name}": its schema was made with zod 3; signalbox needs a zod 4 schema. Upgrade to zod 4 (npm i zod@^4), or with zod 3.25+ import it from the v4 entry: import { z } from 'zod/v4'.`,
+    )
+  }
+  throw new ConfigError(`Tool "${name}": \`schema\` must be a zod 4 schema such as z.object({ ... }).`)
 }
 
 function toParameters(schema: z.ZodType, name: string): Record<string, unknown> {

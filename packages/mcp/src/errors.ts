@@ -1,4 +1,5 @@
-import { describeError, SignalboxError } from '@signalbox/core'
+import { SignalboxError } from '@signalbox/core'
+import { describeError } from '@signalbox/core/internal'
 
 /** The MCP server could not be started or reached, or refused the MCP handshake. */
 export class McpConnectError extends SignalboxError {

@@ -1,7 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { type Clock, sleep } from '@signalbox/core'
+import type { Clock } from '@signalbox/core'
+import { sleep } from '@signalbox/core/internal'
 import { McpClosedError, McpConnectError, McpServerLostError } from './errors.ts'
 
 /** An MCP server run as a child process, spoken to over its stdin/stdout. */

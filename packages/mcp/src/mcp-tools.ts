@@ -9,8 +9,8 @@ import {
   type Tool,
   type ToolContext,
   ToolError,
-  untilAborted,
 } from '@signalbox/core'
+import { untilAborted } from '@signalbox/core/internal'
 import { type McpCallResult, resultText } from './call-result.ts'
 import { McpClosedError, McpConnectError, McpServerLostError } from './errors.ts'
 import { McpConnection, type McpServer, type McpSession, type RestartBackoff } from './mcp-connection.ts'

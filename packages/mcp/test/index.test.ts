@@ -1,5 +1,5 @@
+import * as mcp from '@signalbox/mcp'
 import { describe, expect, it } from 'vitest'
-import * as mcp from '../src/index.ts'
 
 describe('@signalbox/mcp public surface', () => {
   it('exports exactly these values', () => {

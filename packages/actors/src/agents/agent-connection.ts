@@ -1,24 +1,17 @@
+import type { Agent, AgentEvent, Clock } from '@signalbox/core'
+import { type Bus, type BusMessage, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
+import { describeError, statePath } from '@signalbox/core/internal'
 import {
-  type Agent,
-  type AgentEvent,
-  type Bus,
-  type BusMessage,
-  type Clock,
   type ControlReplyMessage,
   ControlRequestMessage,
-  createSubjects,
   decodeMessage,
-  describeError,
   type EventMessage,
   encodeMessage,
   errorMessage,
   PROTOCOL_VERSION,
   ProtocolError,
   SteerMessage,
-  type Subjects,
-  type Subscription,
-  statePath,
-} from '@signalbox/core'
+} from '@signalbox/core/protocol'
 import { createRejectionReporter, toWireError, truncate } from '../requests/rejections.ts'
 
 export interface ConnectAgentOptions {

@@ -1,23 +1,17 @@
 import { randomUUID } from 'node:crypto'
+import { type AgentEvent, type Clock, SignalboxError, systemClock } from '@signalbox/core'
+import { type Bus, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
 import {
-  type AgentEvent,
-  type Bus,
-  type Clock,
   ControlReplyMessage,
   type ControlRequestMessage,
-  createSubjects,
   decodeMessage,
   ErrorMessage,
   EventMessage,
   encodeMessage,
   PROTOCOL_VERSION,
-  SignalboxError,
   type SteerMessage,
-  type Subjects,
-  type Subscription,
-  systemClock,
-} from '@signalbox/core'
-import { z } from 'zod'
+} from '@signalbox/core/protocol'
+import { z } from 'zod/v4'
 
 /** Queues a correction for an agent (every active run, or one `runId`). Durable: survives a server restart. */
 export async function sendSteering(options: {

@@ -1,22 +1,20 @@
 import {
-  type ApprovalAliveMessage,
   type ApprovalDecision,
-  ApprovalDecisionMessage,
   type ApprovalRequest,
-  type ApprovalRequestMessage,
   type AuditLog,
-  type Bus,
-  BusClosedError,
   type Clock,
-  createSubjects,
-  decisionMismatch,
-  encodeMessage,
-  PROTOCOL_VERSION,
   type Reviewer,
-  rejectedDecisionAudit,
-  type Subjects,
   systemClock,
 } from '@signalbox/core'
+import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { decisionMismatch, rejectedDecisionAudit } from '@signalbox/core/internal'
+import {
+  type ApprovalAliveMessage,
+  ApprovalDecisionMessage,
+  type ApprovalRequestMessage,
+  encodeMessage,
+  PROTOCOL_VERSION,
+} from '@signalbox/core/protocol'
 import { DurableRequester } from '../requests/durable-request.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
 

@@ -1,22 +1,15 @@
+import type { ApprovalDecision, ApprovalRequest, AuditLog, Clock, Reviewer } from '@signalbox/core'
+import { decideApproval, systemClock } from '@signalbox/core'
+import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { decisionMismatch } from '@signalbox/core/internal'
 import {
   ApprovalAliveMessage,
-  type ApprovalDecision,
   ApprovalDecisionMessage,
-  type ApprovalRequest,
   ApprovalRequestMessage,
-  type AuditLog,
-  type Bus,
-  type Clock,
-  createSubjects,
-  decideApproval,
-  decisionMismatch,
   decodeMessage,
   encodeMessage,
   PROTOCOL_VERSION,
-  type Reviewer,
-  type Subjects,
-  systemClock,
-} from '@signalbox/core'
+} from '@signalbox/core/protocol'
 import { createRejectionReporter, msgIdPart } from '../requests/rejections.ts'
 import { type RequestService, type ServiceMode, serveDurableRequests } from '../requests/request-service.ts'
 

@@ -1,16 +1,7 @@
 import { createHash } from 'node:crypto'
-import {
-  type AuditEntry,
-  type AuditLog,
-  AuditMessage,
-  type Bus,
-  canonicalJson,
-  createSubjects,
-  decodeMessage,
-  encodeMessage,
-  PROTOCOL_VERSION,
-  type Subjects,
-} from '@signalbox/core'
+import type { AuditEntry, AuditLog } from '@signalbox/core'
+import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { AuditMessage, canonicalJson, decodeMessage, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
 
 /**
  * The audit trail on the durable path (JetStream on NATS): who decided what, when, and what

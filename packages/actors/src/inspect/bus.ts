@@ -3,7 +3,7 @@
  * `<prefix>.inspect.<runtimeId>` (plain publish: lossy, cheap, never in the agent's way);
  * `startInspectionRelay` / `signalbox inspect` gathers every runtime into one Stately inspector.
  */
-import { type Bus, createSubjects, type Subjects } from '@signalbox/core'
+import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { createStatelyInspector, defaultRuntimeId, type Inspector, type InspectorOptions } from './inspector.ts'
 
 export interface BusInspectorOptions extends InspectorOptions {

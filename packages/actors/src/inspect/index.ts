@@ -1,3 +1,4 @@
+/** `@signalbox/actors/inspect`: live views of runs — the Stately inspector bridge, the local inspector, Mermaid diagrams. */
 export { type BusInspector, type BusInspectorOptions, createBusInspector } from './bus.ts'
 export {
   type ConverterOptions,

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
-import { assertToken } from '@signalbox/core'
+import { assertToken } from '@signalbox/core/internal'
 import type { InspectionEvent, Observer } from 'xstate'
 import {
   createInspectionConverter,

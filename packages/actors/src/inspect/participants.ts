@@ -4,7 +4,8 @@
  * snapshot when they start or stop working, and one event per message, so the inspector's sequence
  * view shows agent → reviewer → agent and agent → tool → agent. Only ids and outcomes are sent.
  */
-import type { ApprovalDecision, Reviewer, Tool, WireError } from '@signalbox/core'
+import type { ApprovalDecision, Reviewer, Tool } from '@signalbox/core'
+import type { WireError } from '@signalbox/core/protocol'
 import { runSessionId } from './convert.ts'
 import type { ManualInspector } from './inspector.ts'
 

@@ -6,7 +6,7 @@
  */
 import { once } from 'node:events'
 import { createWriteStream, type WriteStream } from 'node:fs'
-import { type Bus, createSubjects, type Subjects } from '@signalbox/core'
+import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { type InspectorWireEvent, isInspectorWireEvent } from './convert.ts'
 import { createWebSocketSender } from './local.ts'
 import { startBridgeServer } from './server.ts'

@@ -73,7 +73,7 @@ export async function startBridgeServer(options: BridgeServerOptions): Promise<B
         stately.stop()
         reject(
           error.code === 'EADDRINUSE'
-            ? new SignalboxError('INSPECTOR_PORT_IN_USE', `Port ${port} is in use: pick another one (--port).`, {
+            ? new SignalboxError('INSPECTOR_PORT_IN_USE', `Port ${port} is in use: pick another one.`, {
                 fault: 'user',
                 cause: error,
               })

@@ -1,5 +1,6 @@
 /** Small promise helpers of the NATS transport: one-shot signals, races against reconnects, retry pacing. */
-import { BusClosedError, backoffDelay } from '@signalbox/core'
+import { BusClosedError } from '@signalbox/core/bus'
+import { backoffDelay } from '@signalbox/core/internal'
 import { toError } from './errors.ts'
 
 export interface Deferred {

@@ -4,7 +4,7 @@
  * nothing listens. Messages name the credential, never its secret, and strip passwords from URLs.
  */
 import { type ConnectionOptions, connect, type NatsConnection, errors as natsErrors } from '@nats-io/transport-node'
-import { BusError } from '@signalbox/core'
+import { BusError } from '@signalbox/core/bus'
 
 export type NatsConnectErrorCode =
   | 'NATS_AUTHORIZATION_VIOLATION'

@@ -3,7 +3,9 @@
  * so retries can resume the moment the link is back and stop when it is closed for good.
  */
 import type { NatsConnection } from '@nats-io/transport-node'
-import { AbortedError, BusError, type BusStatus, untilAborted } from '@signalbox/core'
+import { AbortedError } from '@signalbox/core'
+import { BusError, type BusStatus } from '@signalbox/core/bus'
+import { untilAborted } from '@signalbox/core/internal'
 import { type Deferred, deferred, type Outcome, raceOutcome } from './async.ts'
 import { classifyConnectError, dialNats, redactUrls } from './connect-errors.ts'
 import { credentialOf, natsConnectOptions, serverList } from './credentials.ts'

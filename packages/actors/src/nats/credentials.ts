@@ -15,7 +15,7 @@ import {
   tokenAuthenticator,
   usernamePasswordAuthenticator,
 } from '@nats-io/transport-node'
-import { BusError } from '@signalbox/core'
+import { BusError } from '@signalbox/core/bus'
 
 export interface NatsCredentialOptions {
   /** Server URLs; a string may list several, comma-separated (`NATS_URL`). */

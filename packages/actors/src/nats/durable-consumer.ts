@@ -15,12 +15,12 @@ import {
 import { nanos } from '@nats-io/transport-node'
 import {
   BusError,
-  DEFAULT_ACK_WAIT_MS,
   type DurableConsumeOptions,
   DurableConsumerConflictError,
   type DurableHandler,
   type Subscription,
-} from '@signalbox/core'
+} from '@signalbox/core/bus'
+import { DEFAULT_ACK_WAIT_MS } from '@signalbox/core/internal'
 import { backoff, deferred, withTimeout } from './async.ts'
 import { isApiError } from './errors.ts'
 import { HeldMessages } from './held-messages.ts'

@@ -4,7 +4,8 @@
  */
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { MsgHdrs } from '@nats-io/transport-node'
-import { AbortedError, BusClosedError } from '@signalbox/core'
+import { AbortedError } from '@signalbox/core'
+import { BusClosedError } from '@signalbox/core/bus'
 import { backoff } from './async.ts'
 import type { ConnectionWatch } from './connection.ts'
 import { isNoResponders, isRetryable, mapDurableError } from './errors.ts'

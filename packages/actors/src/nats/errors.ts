@@ -4,15 +4,15 @@
  */
 import { JetStreamApiError } from '@nats-io/jetstream'
 import { errors as natsErrors } from '@nats-io/transport-node'
+import { AbortedError } from '@signalbox/core'
 import {
-  AbortedError,
   BusClosedError,
   BusError,
   BusNoRespondersError,
   BusPayloadTooLargeError,
   BusTimeoutError,
   InvalidSubjectError,
-} from '@signalbox/core'
+} from '@signalbox/core/bus'
 
 /** Normalizes a nats.js error once, at the boundary, into a bus error. */
 export function mapNatsError(error: unknown, subject: string, operation: string, timeoutMs?: number): Error {

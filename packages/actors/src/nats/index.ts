@@ -1,14 +1,6 @@
-export { classifyConnectError, dialNats, NatsConnectError, type NatsConnectErrorCode, redactUrls } from './connect-errors.ts'
-export {
-  credentialOf,
-  describeCredential,
-  mergeCredentials,
-  type NatsCredentialOptions,
-  NatsCredentialsError,
-  natsConnectOptions,
-  natsCredentialsFromEnv,
-  serverList,
-} from './credentials.ts'
+/** `@signalbox/actors/nats`: the NATS transport (core NATS for requests, JetStream for durable messages). */
+export { NatsConnectError, type NatsConnectErrorCode } from './connect-errors.ts'
+export { mergeCredentials, type NatsCredentialOptions, NatsCredentialsError, natsCredentialsFromEnv } from './credentials.ts'
 export { connectNatsBus, NatsBus } from './nats-bus.ts'
 export type { NatsBusOptions, NatsDurableOptions } from './options.ts'
 export { defaultStreamName } from './stream.ts'

@@ -1,7 +1,7 @@
 /** The part of the bus its messages and consumers use (not public API). */
 import type { JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import type { BusHeaders } from '@signalbox/core'
+import type { BusHeaders } from '@signalbox/core/bus'
 import type { NatsDurableConsumer } from './durable-consumer.ts'
 
 export interface BusInternals {

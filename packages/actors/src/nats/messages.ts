@@ -10,7 +10,7 @@ import {
   type Subscription as NatsSubscription,
   headers as natsHeaders,
 } from '@nats-io/transport-node'
-import type { BusHeaders, BusMessage, DurableMessage, Subscription } from '@signalbox/core'
+import type { BusHeaders, BusMessage, DurableMessage, Subscription } from '@signalbox/core/bus'
 import { backoff } from './async.ts'
 import type { ConnectionWatch } from './connection.ts'
 import type { BusInternals } from './internals.ts'

@@ -11,11 +11,8 @@
  */
 import { type JetStreamClient, type JetStreamManager, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { type Msg, type MsgHdrs, type NatsConnection, headers as natsHeaders } from '@nats-io/transport-node'
+import { AbortedError } from '@signalbox/core'
 import {
-  AbortedError,
-  assertPublishSubject,
-  assertSubscribeSubject,
-  assertToken,
   type Bus,
   BusClosedError,
   BusError,
@@ -35,8 +32,8 @@ import {
   type RequestOptions,
   type SubscribeOptions,
   type Subscription,
-  untilAborted,
-} from '@signalbox/core'
+} from '@signalbox/core/bus'
+import { assertPublishSubject, assertSubscribeSubject, assertToken, untilAborted } from '@signalbox/core/internal'
 import { withTimeout } from './async.ts'
 import { ConnectionWatch, openConnection } from './connection.ts'
 import { NatsDurableConsumer } from './durable-consumer.ts'
@@ -69,9 +66,24 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<NatsBus> 
   } catch (error) {
     await bus.close()
     if (error instanceof AbortedError || error instanceof BusError) throw error
+    if (jetStreamDisabled(error)) {
+      throw new BusError(
+        'BUS_JETSTREAM_DISABLED',
+        `The NATS server at ${String(options.servers).replace(/\/\/[^@/]*@/g, '//')} runs without JetStream, which signalbox needs for its durable stream "${bus.streamName}". Start it with JetStream on: nats-server -js`,
+        { cause: error },
+      )
+    }
     throw new BusError('BUS_DURABLE_SETUP_FAILED', `Could not create or update stream "${bus.streamName}".`, { cause: error })
   }
   return bus
+}
+
+/** The server answered that JetStream is off (`nats-server` started without `-js`). */
+function jetStreamDisabled(error: unknown): boolean {
+  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (/jetstream (is )?not enabled/i.test(String((e as Error).message ?? e))) return true
+  }
+  return false
 }
 
 export class NatsBus implements Bus {

@@ -1,5 +1,5 @@
 /** Options of `connectNatsBus`, and the defaults the transport falls back to. */
-import type { HandlerErrorListener } from '@signalbox/core'
+import type { HandlerErrorListener } from '@signalbox/core/bus'
 import type { NatsCredentialOptions } from './credentials.ts'
 
 export interface NatsDurableOptions {

@@ -6,7 +6,7 @@ import {
   type NatsConnection,
   type Subscription as NatsSubscription,
 } from '@nats-io/transport-node'
-import { BusClosedError, BusNoRespondersError, BusTimeoutError } from '@signalbox/core'
+import { BusClosedError, BusNoRespondersError, BusTimeoutError } from '@signalbox/core/bus'
 import { mapNatsError, requestAborted } from './errors.ts'
 
 export interface NatsRequest {

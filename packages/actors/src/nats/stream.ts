@@ -12,14 +12,13 @@ import {
 } from '@nats-io/jetstream'
 import { nanos } from '@nats-io/transport-node'
 import {
-  DEFAULT_DUPLICATE_WINDOW_MS,
   DEFAULT_SUBJECT_PREFIX,
-  DURABLE_ONLY_REASON,
   DurableSubjectError,
   InvalidSubjectError,
   subjectCovers,
   subjectMatches,
-} from '@signalbox/core'
+} from '@signalbox/core/bus'
+import { DEFAULT_DUPLICATE_WINDOW_MS, DURABLE_ONLY_REASON } from '@signalbox/core/internal'
 import { isApiError } from './errors.ts'
 import type { NatsDurableOptions } from './options.ts'
 

@@ -1,16 +1,6 @@
-import {
-  type Answer,
-  type Answerer,
-  AnswerMessage,
-  type Bus,
-  type Clock,
-  createSubjects,
-  encodeMessage,
-  PROTOCOL_VERSION,
-  type Question,
-  QuestionMessage,
-  type Subjects,
-} from '@signalbox/core'
+import type { Answer, Answerer, Clock, Question } from '@signalbox/core'
+import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { AnswerMessage, encodeMessage, PROTOCOL_VERSION, QuestionMessage } from '@signalbox/core/protocol'
 import { createRejectionReporter, msgIdPart } from '../requests/rejections.ts'
 import { type RequestService, type ServiceMode, serveDurableRequests } from '../requests/request-service.ts'
 

@@ -1,16 +1,6 @@
-import {
-  type Answer,
-  type Answerer,
-  AnswerMessage,
-  type Bus,
-  BusClosedError,
-  type Clock,
-  createSubjects,
-  PROTOCOL_VERSION,
-  type Question,
-  type QuestionMessage,
-  type Subjects,
-} from '@signalbox/core'
+import type { Answer, Answerer, Clock, Question } from '@signalbox/core'
+import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { AnswerMessage, PROTOCOL_VERSION, type QuestionMessage } from '@signalbox/core/protocol'
 import { DurableRequester } from '../requests/durable-request.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
 

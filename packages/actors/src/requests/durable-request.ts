@@ -1,5 +1,6 @@
-import { type Bus, encodeMessage, ProtocolError } from '@signalbox/core'
-import type { z } from 'zod'
+import type { Bus } from '@signalbox/core/bus'
+import { encodeMessage, ProtocolError } from '@signalbox/core/protocol'
+import type { z } from 'zod/v4'
 import type { RejectionReporter } from './rejections.ts'
 import { DurableReplyWaiter, type ReplyRejection } from './reply-waiter.ts'
 

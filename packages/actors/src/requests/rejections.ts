@@ -1,16 +1,7 @@
-import {
-  type Bus,
-  type Clock,
-  createSubjects,
-  encodeMessage,
-  PROTOCOL_VERSION,
-  payloadSample,
-  type RejectionMessage,
-  type SignalboxError,
-  type Subjects,
-  systemClock,
-  type WireError,
-} from '@signalbox/core'
+import { type Clock, type SignalboxError, systemClock } from '@signalbox/core'
+import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { payloadSample } from '@signalbox/core/internal'
+import { encodeMessage, PROTOCOL_VERSION, type RejectionMessage, type WireError } from '@signalbox/core/protocol'
 
 /** The protocol's limit on `error.message` (a longer one makes the whole reply invalid for the peer). */
 export const MAX_ERROR_MESSAGE_LENGTH = 4096

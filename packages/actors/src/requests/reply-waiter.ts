@@ -1,5 +1,7 @@
-import { AbortedError, type Bus, decodeMessage, type SignalboxError, type Subscription } from '@signalbox/core'
-import type { z } from 'zod'
+import { AbortedError, type SignalboxError } from '@signalbox/core'
+import type { Bus, Subscription } from '@signalbox/core/bus'
+import { decodeMessage } from '@signalbox/core/protocol'
+import type { z } from 'zod/v4'
 import type { RejectionReporter } from './rejections.ts'
 
 interface Waiter<T> {

@@ -1,15 +1,8 @@
-import {
-  AbortedError,
-  type Bus,
-  type Clock,
-  type DurableMessage,
-  decodeMessage,
-  type SignalboxError,
-  type Subscription,
-  systemClock,
-  untilAborted,
-} from '@signalbox/core'
-import type { z } from 'zod'
+import { AbortedError, type Clock, type SignalboxError, systemClock } from '@signalbox/core'
+import type { Bus, DurableMessage, Subscription } from '@signalbox/core/bus'
+import { untilAborted } from '@signalbox/core/internal'
+import { decodeMessage } from '@signalbox/core/protocol'
+import type { z } from 'zod/v4'
 import type { RejectionReporter } from './rejections.ts'
 
 export type ServiceMode = 'shared' | 'broadcast'

@@ -1,19 +1,18 @@
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
 import { type KV, type KvEntry, Kvm } from '@nats-io/kv'
 import type { NatsConnection } from '@nats-io/transport-node'
+import { type Clock, ConfigError, type Message, systemClock } from '@signalbox/core'
+import { untilAborted } from '@signalbox/core/internal'
 import {
   type AppendMessagesOptions,
   assembleTranscript,
   type Checkpoint,
   CheckpointError,
   type ClaimOptions,
-  type Clock,
-  ConfigError,
   claimRun,
   decodeCheckpoint,
   encodeCheckpoint,
   type ListRunsOptions,
-  type Message,
   type MessageBatch,
   matchesListing,
   parseBatch,
@@ -23,9 +22,7 @@ import {
   runIdOfKey,
   runKey,
   type StoredRun,
-  systemClock,
-  untilAborted,
-} from '@signalbox/core'
+} from '@signalbox/core/store'
 
 export interface KvRunStoreOptions {
   connection: NatsConnection

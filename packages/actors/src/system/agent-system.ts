@@ -1,20 +1,17 @@
 import { hostname } from 'node:os'
 import {
   type Agent,
-  type Bus,
   type Clock,
   ConfigError,
-  createSubjects,
   type IdGenerator,
   type Message,
   RunFailedError,
   type RunResult,
-  type RunStore,
   randomIds,
-  type Subjects,
-  type Subscription,
   systemClock,
 } from '@signalbox/core'
+import { type Bus, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
+import type { RunStore } from '@signalbox/core/store'
 import { type AgentConnection, connectAgent } from '../agents/agent-connection.ts'
 import { sendSteering } from '../agents/clients.ts'
 import { ChildRunError } from './child-run-error.ts'

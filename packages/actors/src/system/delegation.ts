@@ -1,17 +1,6 @@
-import {
-  AbortedError,
-  backoffDelay,
-  describeError,
-  ErrorCode,
-  FatalToolError,
-  handoff,
-  type Message,
-  sleep,
-  type Tool,
-  ToolError,
-  tool,
-} from '@signalbox/core'
-import { z } from 'zod'
+import { AbortedError, ErrorCode, FatalToolError, handoff, type Message, type Tool, ToolError, tool } from '@signalbox/core'
+import { backoffDelay, describeError, sleep } from '@signalbox/core/internal'
+import { z } from 'zod/v4'
 import type { AgentSystem } from './agent-system.ts'
 import { fanOut } from './fan-out.ts'
 

@@ -1,6 +1,6 @@
 import { Kvm } from '@nats-io/kv'
 import type { NatsConnection } from '@nats-io/transport-node'
-import { DirectoryEntryMessage, decodeMessage, encodeMessage } from '@signalbox/core'
+import { DirectoryEntryMessage, decodeMessage, encodeMessage } from '@signalbox/core/protocol'
 
 export type DirectoryEntry = Omit<DirectoryEntryMessage, 'v' | 'type'>
 

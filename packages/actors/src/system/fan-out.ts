@@ -1,4 +1,5 @@
-import { AbortedError, type SerializedError, serializeError } from '@signalbox/core'
+import { AbortedError, type SerializedError } from '@signalbox/core'
+import { serializeError } from '@signalbox/core/internal'
 
 export type FanOutResult<T> = { ok: true; value: T } | { ok: false; error: SerializedError }
 

@@ -1,21 +1,16 @@
+import { AbortedError, type Clock, type Message, type RunResult } from '@signalbox/core'
+import { type Bus, BusNoRespondersError, type Subjects } from '@signalbox/core/bus'
 import {
-  AbortedError,
-  type Bus,
-  BusNoRespondersError,
-  type Clock,
   decodeMessage,
   ErrorMessage,
   encodeMessage,
-  type Message,
   PROTOCOL_VERSION,
   RunAcceptedMessage,
   type RunHeartbeatMessage,
   type RunRequestMessage,
-  type RunResult,
   RunResultMessage,
-  type Subjects,
-} from '@signalbox/core'
-import { z } from 'zod'
+} from '@signalbox/core/protocol'
+import { z } from 'zod/v4'
 import { sendControl } from '../agents/clients.ts'
 import { ChildRunError } from './child-run-error.ts'
 import { repeat } from './repeat.ts'

@@ -1,24 +1,24 @@
 import {
   AbortedError,
   type Agent,
-  type Bus,
-  type BusMessage,
   type Clock,
+  type Message,
+  type RunHandle,
+  type RunResult,
+  type SerializedError,
+} from '@signalbox/core'
+import type { Bus, BusMessage, Subjects } from '@signalbox/core/bus'
+import { serializeError } from '@signalbox/core/internal'
+import {
   decodeMessage,
   encodeMessage,
   errorMessage,
-  type Message,
   PROTOCOL_VERSION,
   type RunAcceptedMessage,
-  type RunHandle,
   RunHeartbeatMessage,
   RunRequestMessage,
-  type RunResult,
   type RunResultMessage,
-  type SerializedError,
-  type Subjects,
-  serializeError,
-} from '@signalbox/core'
+} from '@signalbox/core/protocol'
 import type { RunTreeLedger } from './tree-budget.ts'
 
 /** How long `drain()` waits for the runs it hosts to publish their (cancelled) results. */

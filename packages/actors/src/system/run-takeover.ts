@@ -4,7 +4,8 @@
  * run is claimed with the store's compare-and-set at the revision that was listed, so of several
  * hosts scanning at once exactly one wins a run; the winner hands it to its agent's `resume`.
  */
-import { type Clock, type RunStore, RunStoreError, type StoredRun, systemClock } from '@signalbox/core'
+import { type Clock, systemClock } from '@signalbox/core'
+import { type RunStore, RunStoreError, type StoredRun } from '@signalbox/core/store'
 
 /** An agent that can continue a stored run (`agent.resume`). The run is already claimed for this host. */
 export interface ResumableAgent {

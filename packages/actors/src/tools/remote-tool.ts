@@ -1,23 +1,24 @@
+import { type Tool, ToolError } from '@signalbox/core'
 import {
   type Bus,
   BusNoRespondersError,
   BusPayloadTooLargeError,
   BusTimeoutError,
   createSubjects,
+  type Subjects,
+} from '@signalbox/core/bus'
+import { formatDuration } from '@signalbox/core/internal'
+import {
   decodeMessage,
   ErrorMessage,
   encodeMessage,
-  formatDuration,
   PROTOCOL_VERSION,
-  type Subjects,
-  type Tool,
   type ToolCallMessage,
   type ToolDescribeMessage,
   ToolDescriptionMessage,
-  ToolError,
   ToolResultMessage,
-} from '@signalbox/core'
-import { z } from 'zod'
+} from '@signalbox/core/protocol'
+import { z } from 'zod/v4'
 
 export interface RemoteToolOptions {
   bus: Bus

@@ -1,26 +1,17 @@
+import { AbortedError, type Clock, randomIds, systemClock, type Tool } from '@signalbox/core'
+import { type Bus, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
+import { describeError, stringifyToolOutput, untilAborted } from '@signalbox/core/internal'
 import {
-  AbortedError,
-  type Bus,
-  type Clock,
-  createSubjects,
   decodeMessage,
-  describeError,
   encodeMessage,
   errorMessage,
   PROTOCOL_VERSION,
-  randomIds,
-  type Subjects,
-  type Subscription,
-  stringifyToolOutput,
-  systemClock,
-  type Tool,
   ToolCallMessage,
   ToolDescribeMessage,
   type ToolDescriptionMessage,
   type ToolResultMessage,
-  untilAborted,
   type WireError,
-} from '@signalbox/core'
+} from '@signalbox/core/protocol'
 import { toWireError } from '../requests/rejections.ts'
 import { MAX_TIMER_MS } from '../requests/request-service.ts'
 

@@ -6,7 +6,8 @@
  */
 
 import { fromPublic } from '@nats-io/nkeys'
-import { type AuditEntry, canonicalJson } from '@signalbox/core'
+import type { AuditEntry } from '@signalbox/core'
+import { canonicalJson } from '@signalbox/core/protocol'
 import type { TrustPolicy } from './policy.ts'
 import { type Signer, verifySignature } from './sign.ts'
 

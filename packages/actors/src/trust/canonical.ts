@@ -4,7 +4,7 @@
  * sorted, no whitespace. Fixed lists (not "every field") keep the encoding reproducible by a
  * foreign signer from the doc alone; the argument digest stands in for the arguments.
  */
-import { canonicalJson } from '@signalbox/core'
+import { canonicalJson } from '@signalbox/core/protocol'
 
 export const SIGNATURE_DOMAIN = 'signalbox-signature-v1\n'
 

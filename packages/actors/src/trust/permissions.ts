@@ -5,8 +5,10 @@
  * `<name>_<purpose>` (and the shared groups `reviewers` / `answerers`), so permissions can name
  * them: nobody can pull from, or delete, another role's consumer.
  */
-import { assertToken, createSubjects, DEFAULT_SUBJECT_PREFIX } from '@signalbox/core'
-import { defaultStreamName } from '../nats/index.ts'
+
+import { defaultStreamName } from '@signalbox/actors/nats'
+import { createSubjects, DEFAULT_SUBJECT_PREFIX } from '@signalbox/core/bus'
+import { assertToken } from '@signalbox/core/internal'
 
 export const ROLES = ['agent', 'reviewer', 'answerer', 'steering', 'tool-host', 'observer', 'console'] as const
 export type Role = (typeof ROLES)[number]

@@ -5,20 +5,20 @@
  */
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
+import { type AgentEvent, createAgent } from '@signalbox/core'
+import type { Bus } from '@signalbox/core/bus'
 import {
-  type AgentEvent,
   type ApprovalDecisionMessage,
-  type Bus,
-  createAgent,
   decodeMessage,
   EventMessage,
   encodeMessage,
   PROTOCOL_VERSION,
-} from '@signalbox/core'
+} from '@signalbox/core/protocol'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { NATS_URL } from '../../../../test/support/env.ts'
-import { connectAgent, type NatsBus, remoteReviewer } from '../../src/index.ts'
+import { connectAgent, remoteReviewer } from '../../src/index.ts'
+import type { NatsBus } from '../../src/nats/index.ts'
 import { deploy, payTool, TRANSPORTS, trackedAudit } from './harness.ts'
 
 const ARGS = { to: 'bob', amount: 42 }

@@ -2,10 +2,12 @@
  * Scenario 1: remote approval. The agent asks over the bus (`remoteReviewer`); a reviewer
  * service in another actor (`serveReviewer`) decides. Same scenarios on both transports.
  */
-import { type ApprovalRequest, callDigest, createAgent, policyReviewer, ScriptedReviewer } from '@signalbox/core'
+
+import { remoteReviewer, serveReviewer } from '@signalbox/actors'
+import { type ApprovalRequest, createAgent, policyReviewer, ScriptedReviewer } from '@signalbox/core'
+import { callDigest } from '@signalbox/core/protocol'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
-import { remoteReviewer, serveReviewer } from '../../src/index.ts'
 import { type Deployment, deploy, eventually, payTool, readByModel, recordEvents, TRANSPORTS, trackedAudit } from './harness.ts'
 
 const ARGS = { to: 'bob', amount: 42 }

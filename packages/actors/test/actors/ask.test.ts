@@ -2,10 +2,11 @@
  * Scenario 3: escalation over the bus. `askHumanTool` with a bus answerer; an answer service in
  * another actor answers. No answerer: a clear result at the timeout.
  */
+
+import { remoteAnswerer, serveAnswerer } from '@signalbox/actors'
 import { askHumanTool, createAgent, functionAnswerer, type Question } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
-import { remoteAnswerer, serveAnswerer } from '../../src/index.ts'
 import { type Deployment, deploy, readByModel, recordEvents, TRANSPORTS, trackedAudit } from './harness.ts'
 
 async function askingAgent(d: Deployment, timeoutMs: number) {

@@ -2,9 +2,7 @@
  * Scenario 8: the audit trail on the bus. `busAuditLog` is the agents' audit; an auditor in
  * another actor reads it back with `readAudit`, filtered by agent, run, tool or kind.
  */
-import { type AuditEntry, askHumanTool, createAgent, functionAnswerer, policyReviewer } from '@signalbox/core'
-import { ScriptedProvider, type ScriptStep } from '@signalbox/core/testing'
-import { describe, expect, it } from 'vitest'
+
 import {
   busAuditLog,
   connectAgent,
@@ -14,7 +12,10 @@ import {
   sendSteering,
   serveAnswerer,
   serveReviewer,
-} from '../../src/index.ts'
+} from '@signalbox/actors'
+import { type AuditEntry, askHumanTool, createAgent, functionAnswerer, policyReviewer } from '@signalbox/core'
+import { ScriptedProvider, type ScriptStep } from '@signalbox/core/testing'
+import { describe, expect, it } from 'vitest'
 import { deferred, deploy, payTool, recordEvents, TRANSPORTS, trackedAudit, within } from './harness.ts'
 
 for (const transport of TRANSPORTS) {

@@ -4,31 +4,27 @@
  * wrong-version messages get an `error` reply (request/reply subjects) or a `rejection` notice
  * on `<prefix>.errors.<component>`; every actor keeps serving valid messages afterwards.
  */
+
+import { connectAgent, remoteAnswerer, sendControl, serveAnswerer, serveReviewer, serveTools } from '@signalbox/actors'
+import { askHumanTool, createAgent, functionAnswerer, policyReviewer, tool } from '@signalbox/core'
+import { type Bus, BusPayloadTooLargeError } from '@signalbox/core/bus'
 import {
   type AnswerMessage,
   type ApprovalRequestMessage,
-  askHumanTool,
-  type Bus,
-  BusPayloadTooLargeError,
   ControlReplyMessage,
   callDigest,
-  createAgent,
   decodeMessage,
   ErrorMessage,
-  functionAnswerer,
-  policyReviewer,
   type QuestionMessage,
   QuestionMessage as QuestionSchema,
   type SteerMessage,
   type ToolCallMessage,
   ToolDescriptionMessage,
   ToolResultMessage,
-  tool,
-} from '@signalbox/core'
+} from '@signalbox/core/protocol'
 import { ScriptedProvider, type ScriptStep } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { connectAgent, remoteAnswerer, sendControl, serveAnswerer, serveReviewer, serveTools } from '../../src/index.ts'
 import {
   type Deployment,
   deferred,

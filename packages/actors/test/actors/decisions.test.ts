@@ -4,18 +4,13 @@
  * valid one wins; the rejections are recorded. Two reviewer services in `shared` mode decide
  * each request once.
  */
-import {
-  type ApprovalDecisionMessage,
-  ApprovalRequestMessage,
-  type Bus,
-  BusPayloadTooLargeError,
-  createAgent,
-  decodeMessage,
-  policyReviewer,
-} from '@signalbox/core'
+
+import { remoteReviewer, serveReviewer } from '@signalbox/actors'
+import { createAgent, policyReviewer } from '@signalbox/core'
+import { type Bus, BusPayloadTooLargeError } from '@signalbox/core/bus'
+import { type ApprovalDecisionMessage, ApprovalRequestMessage, decodeMessage } from '@signalbox/core/protocol'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
-import { remoteReviewer, serveReviewer } from '../../src/index.ts'
 import {
   type Deployment,
   deploy,

@@ -2,11 +2,12 @@
  * Scenario 7: events on the bus. `connectAgent` publishes every event of every run; an operator
  * in another actor watches one agent or all of them with `watchEvents`.
  */
+
+import { connectAgent, watchEvents } from '@signalbox/actors'
 import { type AgentEvent, createAgent, ScriptedReviewer, tool } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { connectAgent, watchEvents } from '../../src/index.ts'
 import { deploy, eventually, readByModel, recordEvents, recordingTool, TRANSPORTS } from './harness.ts'
 
 for (const transport of TRANSPORTS) {

@@ -7,14 +7,15 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { type ApprovalRequest, createAgent, createSubjects, policyReviewer, type Subjects, tool } from '@signalbox/core'
+import { remoteReviewer, remoteTool, serveReviewer, serveTools } from '@signalbox/actors'
+import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
+import { type ApprovalRequest, createAgent, policyReviewer, tool } from '@signalbox/core'
+import { createSubjects, type Subjects } from '@signalbox/core/bus'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { z } from 'zod'
 import { uniquePrefix } from '../../../../test/support/env.ts'
 import { type NatsServer, startNatsServer } from '../../../../test/support/nats-server.ts'
-import { remoteReviewer, remoteTool, serveReviewer, serveTools } from '../../src/index.ts'
-import { connectNatsBus, type NatsBus } from '../../src/nats/index.ts'
 import { deferred, eventually, payTool, readByModel, recordEvents, sleep, trackedAudit, within } from './harness.ts'
 
 let server: NatsServer

@@ -1,19 +1,18 @@
+import { serveReviewer, serveTools } from '@signalbox/actors'
+import { policyReviewer, tool } from '@signalbox/core'
+import { createInProcessBus, createSubjects } from '@signalbox/core/bus'
 import {
   type ApprovalDecisionMessage,
   type ApprovalRequestMessage,
   callDigest,
-  createInProcessBus,
-  createSubjects,
   decodeMessage,
   ErrorMessage,
   encodeMessage,
-  policyReviewer,
   type ToolCallMessage,
-  tool,
-} from '@signalbox/core'
+} from '@signalbox/core/protocol'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { msgIdPart, serveReviewer, serveTools } from '../../src/index.ts'
+import { msgIdPart } from '../../src/requests/rejections.ts'
 
 const subjects = createSubjects('hardening.v1')
 

@@ -6,6 +6,7 @@
  */
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
+import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
 import {
   type Agent,
   type AgentEvent,
@@ -13,22 +14,16 @@ import {
   type AgentEventType,
   type AuditEntry,
   type AuditLog,
-  type Bus,
-  createInProcessBus,
-  createSubjects,
-  decodeMessage,
-  defaultDurableSubjects,
   type Message,
-  RejectionMessage,
-  type Subjects,
   type ToolMessage,
   tool,
 } from '@signalbox/core'
+import { type Bus, createInProcessBus, createSubjects, defaultDurableSubjects, type Subjects } from '@signalbox/core/bus'
+import { decodeMessage, RejectionMessage } from '@signalbox/core/protocol'
 import type { ScriptedProvider } from '@signalbox/core/testing'
 import { onTestFinished } from 'vitest'
 import { z } from 'zod'
 import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
-import { connectNatsBus, type NatsBus } from '../../src/nats/index.ts'
 
 export interface Deployment {
   readonly transport: TransportName

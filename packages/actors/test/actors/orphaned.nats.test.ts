@@ -4,11 +4,13 @@
  * `system`), and audited; a reviewer started later is not shown it. A live agent's request,
  * waiting just as long, is not touched.
  */
-import { type ApprovalRequest, createSubjects, type Reviewer } from '@signalbox/core'
+import type { ApprovalRequest, Reviewer } from '@signalbox/core'
+import { createSubjects } from '@signalbox/core/bus'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { startCrashChild } from '../../../../test/support/crash-harness.ts'
 import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
-import { connectNatsBus, type NatsBus, serveReviewer } from '../../src/index.ts'
+import { serveReviewer } from '../../src/index.ts'
+import { connectNatsBus, type NatsBus } from '../../src/nats/index.ts'
 import { eventually, sleep, trackedAudit } from './harness.ts'
 
 const HEARTBEAT_MS = 300

@@ -2,10 +2,12 @@
  * Scenarios 4 and 5: steering and control over the bus. `connectAgent` puts the agent on the
  * bus; an operator in another actor uses `sendSteering` / `sendControl`.
  */
-import { type Agent, createAgent, encodeMessage, RunFailedError, type SteerMessage } from '@signalbox/core'
+
+import { connectAgent, sendControl, sendSteering } from '@signalbox/actors'
+import { type Agent, createAgent, RunFailedError } from '@signalbox/core'
+import { encodeMessage, type SteerMessage } from '@signalbox/core/protocol'
 import { type RecordedRequest, ScriptedProvider, type ScriptStep } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
-import { connectAgent, sendControl, sendSteering } from '../../src/index.ts'
 import {
   type Deferred,
   type Deployment,

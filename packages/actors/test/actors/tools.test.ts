@@ -3,11 +3,12 @@
  * `remoteTool` / `discoverTools`. Every failure (bad arguments, a throwing tool, no host, a host
  * that hangs or stops mid-call) is a clear error result for the model, and the run goes on.
  */
+
+import { discoverTools, remoteTool, serveTools } from '@signalbox/actors'
 import { createAgent, randomIds, type Tool, ToolError, tool } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { discoverTools, remoteTool, serveTools } from '../../src/index.ts'
 import { type Deployment, deferred, deploy, readByModel, recordEvents, TRANSPORTS } from './harness.ts'
 
 const lookup = tool({

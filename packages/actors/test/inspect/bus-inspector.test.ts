@@ -2,9 +2,8 @@
  * The bus inspector (one runtime's events on `<prefix>.inspect.<runtimeId>`) and the participants
  * that are not XState machines (reviewers, tools, tool hosts), on the in-process bus.
  */
-import { createInProcessBus, createSubjects, policyReviewer } from '@signalbox/core'
-import { describe, expect, it, onTestFinished } from 'vitest'
-import { uniquePrefix } from '../../../../test/support/env.ts'
+
+import { remoteTool, serveTools } from '@signalbox/actors'
 import {
   createBusInspector,
   type InspectorWireEvent,
@@ -12,9 +11,11 @@ import {
   inspectTool,
   inspectToolHost,
   isInspectorWireEvent,
-  remoteTool,
-  serveTools,
-} from '../../src/index.ts'
+} from '@signalbox/actors/inspect'
+import { policyReviewer } from '@signalbox/core'
+import { createInProcessBus, createSubjects } from '@signalbox/core/bus'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { uniquePrefix } from '../../../../test/support/env.ts'
 import { lookupTool, ofType, privateAgent, SECRETS, secretsIn, tick } from './helpers.ts'
 
 function setup(options: { maxPayload?: number } = {}) {

@@ -2,17 +2,18 @@
  * The converter: XState inspection events of a real agent run → the Stately inspector's wire format,
  * with session ids unique per runtime and contents private unless opted in.
  */
-import { createAgent } from '@signalbox/core'
-import { ScriptedProvider } from '@signalbox/core/testing'
-import { describe, expect, it } from 'vitest'
-import { createActor, createMachine } from 'xstate'
+
 import {
   createInspectionConverter,
   createStatelyInspector,
   type InspectorWireEvent,
   isInspectorWireEvent,
   STATELY_INSPECT_VERSION,
-} from '../../src/inspect/index.ts'
+} from '@signalbox/actors/inspect'
+import { createAgent } from '@signalbox/core'
+import { ScriptedProvider } from '@signalbox/core/testing'
+import { describe, expect, it } from 'vitest'
+import { createActor, createMachine } from 'xstate'
 import { ofType, privateAgent, SECRETS, secretsIn, tick } from './helpers.ts'
 
 async function inspectRun(options: { runtimeId?: string; includeContents?: boolean } = {}) {

@@ -1,8 +1,9 @@
 /** Shared pieces of the inspection unit tests: an agent whose run touches every private thing. */
+
+import type { InspectorWireEvent } from '@signalbox/actors/inspect'
 import { createAgent, type Hooks, policyReviewer, type Reviewer, tool } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { z } from 'zod'
-import type { InspectorWireEvent } from '../../src/inspect/index.ts'
 
 /** Strings that must never reach an inspector unless contents are opted in. */
 export const SECRETS = {

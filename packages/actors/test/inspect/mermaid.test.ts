@@ -1,8 +1,9 @@
 /** The statechart as Mermaid, generated from the machine definition (what `signalbox graph` prints). */
+
+import { statechartToMermaid } from '@signalbox/actors/inspect'
 import { createAgent, HOOK_POINTS, type Provider } from '@signalbox/core'
 import { describe, expect, it } from 'vitest'
 import { createMachine } from 'xstate'
-import { statechartToMermaid } from '../../src/inspect/index.ts'
 
 const provider: Provider = { model: 'none', complete: async () => Promise.reject(new Error('never called')) }
 const machine = createAgent({ provider }).machine

@@ -8,21 +8,20 @@ import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { createAccount, createOperator, createUser, type KeyPair } from '@nats-io/nkeys'
 import { connect } from '@nats-io/transport-node'
-import { afterAll, describe, expect, it } from 'vitest'
-import { type ConfigServer, makeCertificates, startConfigServer } from '../../../../test/support/nats-config-server.ts'
-import { freePort } from '../../../../test/support/nats-server.ts'
 import {
-  classifyConnectError,
   connectNatsBus,
   mergeCredentials,
   type NatsBus,
   NatsConnectError,
   type NatsCredentialOptions,
   NatsCredentialsError,
-  natsConnectOptions,
   natsCredentialsFromEnv,
-  serverList,
-} from '../../src/index.ts'
+} from '@signalbox/actors/nats'
+import { afterAll, describe, expect, it } from 'vitest'
+import { type ConfigServer, makeCertificates, startConfigServer } from '../../../../test/support/nats-config-server.ts'
+import { freePort } from '../../../../test/support/nats-server.ts'
+import { classifyConnectError } from '../../src/nats/connect-errors.ts'
+import { natsConnectOptions, serverList } from '../../src/nats/credentials.ts'
 
 const servers: ConfigServer[] = []
 const buses: NatsBus[] = []

@@ -5,10 +5,10 @@
  */
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { connectNatsBus } from '@signalbox/actors/nats'
 import { afterAll, beforeAll } from 'vitest'
 import { NATS_URL } from '../../../../test/support/env.ts'
 import { describeBusConformance } from '../../../core/test/bus/conformance.ts'
-import { connectNatsBus } from '../../src/nats/index.ts'
 
 let admin: NatsConnection
 beforeAll(async () => {

@@ -4,13 +4,14 @@
  * (nats.js drops its outbound buffer at every dial attempt); durable ones all land, exactly once.
  * Each test runs its own nats-server, never the shared one.
  */
+
+import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
+import { AbortedError } from '@signalbox/core'
+import { type BusStatus, createSubjects } from '@signalbox/core/bus'
 import { afterEach, describe, expect, it } from 'vitest'
 import { uniquePrefix } from '../../../../test/support/env.ts'
 import { startNatsServer } from '../../../../test/support/nats-server.ts'
-import { type BusStatus, createSubjects } from '../../../core/src/bus/index.ts'
-import { AbortedError } from '../../../core/src/errors.ts'
 import { eventually, sleep } from '../../../core/test/bus/conformance.ts'
-import { connectNatsBus, type NatsBus } from '../../src/nats/index.ts'
 
 const teardown: (() => Promise<void>)[] = []
 afterEach(async () => {

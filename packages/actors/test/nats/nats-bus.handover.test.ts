@@ -10,11 +10,11 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { connectNatsBus, type NatsBus, type NatsBusOptions } from '@signalbox/actors/nats'
+import { createSubjects, type DurableMessage } from '@signalbox/core/bus'
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
-import { createSubjects, type DurableMessage } from '../../../core/src/bus/index.ts'
 import { eventually, sleep } from '../../../core/test/bus/conformance.ts'
-import { connectNatsBus, type NatsBus, type NatsBusOptions } from '../../src/nats/index.ts'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const repoRoot = path.resolve(here, '../../../..')

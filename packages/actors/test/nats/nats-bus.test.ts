@@ -4,9 +4,8 @@
  */
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
-import { freePort } from '../../../../test/support/nats-server.ts'
+import { connectNatsBus, defaultStreamName, type NatsBus, type NatsBusOptions } from '@signalbox/actors/nats'
+import { AbortedError } from '@signalbox/core'
 import {
   type BusMessage,
   type BusStatus,
@@ -15,10 +14,11 @@ import {
   DurableSubjectError,
   defaultDurableSubjects,
   InvalidSubjectError,
-} from '../../../core/src/bus/index.ts'
-import { AbortedError } from '../../../core/src/errors.ts'
+} from '@signalbox/core/bus'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
+import { freePort } from '../../../../test/support/nats-server.ts'
 import { eventually } from '../../../core/test/bus/conformance.ts'
-import { connectNatsBus, defaultStreamName, type NatsBus, type NatsBusOptions } from '../../src/nats/index.ts'
 
 let admin: NatsConnection
 const opened: NatsBus[] = []

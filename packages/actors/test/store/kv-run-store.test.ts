@@ -6,13 +6,13 @@
 import { randomBytes } from 'node:crypto'
 import { Kvm } from '@nats-io/kv'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
-import { CheckpointError, type RunStoreError } from '@signalbox/core'
+import { KvRunStore } from '@signalbox/actors/store'
+import { CheckpointError, type RunStoreError } from '@signalbox/core/store'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { NATS_URL } from '../../../../test/support/env.ts'
 import { describeRunStoreConformance, errorOf, expectStoreError } from '../../../core/test/store/conformance.ts'
 import { type ClaimResult, race } from '../../../core/test/store/racers.ts'
 import { sampleCheckpoint } from '../../../core/test/store/sample.ts'
-import { KvRunStore } from '../../src/store/index.ts'
 
 let admin: NatsConnection
 const buckets = new Set<string>()

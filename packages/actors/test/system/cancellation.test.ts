@@ -3,9 +3,10 @@
  * child wherever it runs, and a child whose parent vanished is cancelled by its host when the
  * parent's heartbeats stop (the lease). The cross-process cases (kill -9) are in test/system.
  */
+
+import { delegateTool } from '@signalbox/actors/system'
 import { RunFailedError } from '@signalbox/core'
 import { describe, expect, it } from 'vitest'
-import { delegateTool } from '../../src/index.ts'
 import {
   afterToolResult,
   agent,

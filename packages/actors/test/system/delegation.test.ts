@@ -2,10 +2,11 @@
  * Delegation: an agent as a tool. The child runs its own loop (its own hooks, its own reviewer)
  * wherever it lives; its final answer is what the parent's model reads.
  */
+
+import { type AgentSystem, delegateTool } from '@signalbox/actors/system'
 import { allow, deny, type Hooks, ScriptedReviewer, tool } from '@signalbox/core'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { type AgentSystem, delegateTool } from '../../src/index.ts'
 import { afterToolResult, agent, answer, call, ofType, REMOTE_TOPOLOGIES, TOPOLOGIES, topology } from './harness.ts'
 
 const TASK = 'Restock slot B3 with 12 plush ñandús and report the new count.'

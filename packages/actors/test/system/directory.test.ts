@@ -4,8 +4,7 @@
 import { randomBytes } from 'node:crypto'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
-import { describe, expect, it, onTestFinished } from 'vitest'
-import { NATS_URL } from '../../../../test/support/env.ts'
+import type { NatsBus } from '@signalbox/actors/nats'
 import {
   createAgentSystem,
   type Directory,
@@ -13,8 +12,9 @@ import {
   type DirectoryEntry,
   KvDirectory,
   MemoryDirectory,
-  type NatsBus,
-} from '../../src/index.ts'
+} from '@signalbox/actors/system'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { NATS_URL } from '../../../../test/support/env.ts'
 import { deploy, nats } from '../actors/harness.ts'
 import { agent, eventually } from './harness.ts'
 

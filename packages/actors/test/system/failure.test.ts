@@ -2,11 +2,12 @@
  * What a supervisor does when a child fails: report it to the model (default), retry with
  * backoff, or give up (the parent fails too). A failing child fails nothing else.
  */
+
+import { delegateTool, fanOutTool } from '@signalbox/actors/system'
 import { RunFailedError, tool } from '@signalbox/core'
 import type { RecordedRequest } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { delegateTool, fanOutTool } from '../../src/index.ts'
 import { afterToolResult, agent, answer, call, ofType, TOPOLOGIES, taskOf, topology } from './harness.ts'
 
 const BROKEN = { error: { status: 400, message: 'model "tiny" does not support tools' } }

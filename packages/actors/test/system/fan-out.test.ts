@@ -2,8 +2,9 @@
  * fanOut: N tasks, at most `concurrency` in flight, results in the tasks' order, each failure in
  * its own slot; and the same over an agent system (N tasks on one agent definition).
  */
+
+import { fanOut } from '@signalbox/actors/system'
 import { describe, expect, it } from 'vitest'
-import { fanOut } from '../../src/index.ts'
 import { agent, TOPOLOGIES, taskOf, topology } from './harness.ts'
 
 describe('fanOut', () => {

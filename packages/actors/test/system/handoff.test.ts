@@ -2,9 +2,10 @@
  * Hand-off: a tool returns `handoff(to)`; the run ends there and the conversation (filtered)
  * continues at the other agent, wherever it lives. The result says who finished.
  */
+
+import { type HandoffFilter, handoffFilters, handoffTool } from '@signalbox/actors/system'
 import type { Message } from '@signalbox/core'
 import { describe, expect, it } from 'vitest'
-import { type HandoffFilter, handoffFilters, handoffTool } from '../../src/index.ts'
 import { agent, answer, call, ofType, TOPOLOGIES, topology } from './harness.ts'
 
 const PROMPT = 'I was charged twice for my ticket.'

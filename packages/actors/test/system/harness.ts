@@ -10,22 +10,22 @@
  * The parent's code is the same everywhere: only where the child lives changes. Cross-process
  * cases (a host in another process, kill -9) are in `test/system/`.
  */
+
+import { type AgentSystem, createAgentSystem, type TreeLimits } from '@signalbox/actors/system'
 import {
   type Agent,
   type AgentEvent,
-  type Bus,
   createAgent,
   type Hooks,
   type Message,
   type Reviewer,
-  type Subjects,
   type Tool,
   type ToolContext,
   tool,
 } from '@signalbox/core'
+import type { Bus, Subjects } from '@signalbox/core/bus'
 import { type RecordedRequest, type Script, ScriptedProvider, type ScriptStep } from '@signalbox/core/testing'
 import { z } from 'zod'
-import { type AgentSystem, createAgentSystem, type TreeLimits } from '../../src/index.ts'
 import { type Deferred, type Deployment, deferred, deploy, inProcess, nats } from '../actors/harness.ts'
 
 export { deferred, eventually, recordEvents, sleep, within } from '../actors/harness.ts'

@@ -4,10 +4,11 @@
  * lease is a minute long; nothing in these tests waits that long in real time, so only the
  * simulated clocks can renew or end it.
  */
+
+import { type AgentSystem, ChildRunError, createAgentSystem } from '@signalbox/actors/system'
 import type { Clock } from '@signalbox/core'
 import { describe, expect, it } from 'vitest'
 import { SimulatedClock } from 'xstate'
-import { type AgentSystem, ChildRunError, createAgentSystem } from '../../src/index.ts'
 import { deploy, TRANSPORTS } from '../actors/harness.ts'
 import { agent, blockingTool, call, eventually, ofType, within } from './harness.ts'
 

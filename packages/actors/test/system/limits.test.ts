@@ -2,10 +2,11 @@
  * Supervision limits of a run tree: children running at once per parent, depth, and the turns
  * and tokens of the whole tree (root and children, in whichever process they run).
  */
+
+import { delegateTool, fanOutTool } from '@signalbox/actors/system'
 import { RunFailedError } from '@signalbox/core'
 import type { RecordedRequest } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
-import { delegateTool, fanOutTool } from '../../src/index.ts'
 import {
   afterToolResult,
   agent,

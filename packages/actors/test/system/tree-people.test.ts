@@ -3,23 +3,23 @@
  * path (root → parent → child, run ids and agent ids); a decision for one branch never applies to
  * another; a correction aimed at one run of one agent reaches only it; events carry the tree.
  */
+
+import { remoteAnswerer, remoteReviewer, serveAnswerer, watchEvents } from '@signalbox/actors'
+import { delegateTool, fanOutTool } from '@signalbox/actors/system'
 import {
   type AgentEvent,
   type ApprovalDecision,
-  type ApprovalDecisionMessage,
   type ApprovalRequest,
   askHumanTool,
-  encodeMessage,
   functionAnswerer,
-  PROTOCOL_VERSION,
   type Question,
   type Reviewer,
   tool,
 } from '@signalbox/core'
+import { type ApprovalDecisionMessage, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
 import type { RecordedRequest } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { delegateTool, fanOutTool, remoteAnswerer, remoteReviewer, serveAnswerer, watchEvents } from '../../src/index.ts'
 import { watchRejections } from '../actors/harness.ts'
 import { agent, answer, call, eventually, ofType, sleep, TOPOLOGIES, type Topology, taskOf, topology } from './harness.ts'
 

@@ -4,11 +4,14 @@
  * are reported, each with its reason.
  */
 import { createUser } from '@nats-io/nkeys'
-import { type AuditEntry, callDigest, createSubjects } from '@signalbox/core'
+import { busAuditLog, readAudit } from '@signalbox/actors'
+import { connectNatsBus } from '@signalbox/actors/nats'
+import { createSigner, createTrustPolicy, signAuditEntry, verifyAuditEntry, verifyAuditTrail } from '@signalbox/actors/trust'
+import type { AuditEntry } from '@signalbox/core'
+import { createSubjects } from '@signalbox/core/bus'
+import { callDigest } from '@signalbox/core/protocol'
 import { afterAll, describe, expect, it } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
-import { busAuditLog, connectNatsBus, readAudit } from '../../src/index.ts'
-import { createSigner, createTrustPolicy, signAuditEntry, verifyAuditEntry, verifyAuditTrail } from '../../src/trust/index.ts'
 
 const seed = () => new TextDecoder().decode(createUser().getSeed())
 const agent = createSigner(seed())

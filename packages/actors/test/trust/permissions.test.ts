@@ -6,18 +6,18 @@
 import { readFileSync } from 'node:fs'
 import { AckPolicy, DeliverPolicy, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { connect, errors, type NatsConnection } from '@nats-io/transport-node'
-import { createSubjects, defaultDurableSubjects } from '@signalbox/core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type ConfigServer, startConfigServer } from '../../../../test/support/nats-config-server.ts'
+import { defaultStreamName } from '@signalbox/actors/nats'
 import {
   authorizationBlock,
-  defaultStreamName,
   permissionsTable,
   ROLES,
   type Role,
   type RolePermissions,
   rolePermissions,
-} from '../../src/index.ts'
+} from '@signalbox/actors/trust'
+import { createSubjects, defaultDurableSubjects } from '@signalbox/core/bus'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type ConfigServer, startConfigServer } from '../../../../test/support/nats-config-server.ts'
 
 const prefix = 'perm.v1'
 const S = defaultStreamName(prefix)

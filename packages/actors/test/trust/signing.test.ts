@@ -1,7 +1,5 @@
 import { readFileSync } from 'node:fs'
 import { createUser } from '@nats-io/nkeys'
-import { callDigest } from '@signalbox/core'
-import { describe, expect, it } from 'vitest'
 import {
   createSigner,
   createTrustPolicy,
@@ -9,7 +7,9 @@ import {
   signingInput,
   verifySignature,
   whyNotAcceptable,
-} from '../../src/trust/index.ts'
+} from '@signalbox/actors/trust'
+import { callDigest } from '@signalbox/core/protocol'
+import { describe, expect, it } from 'vitest'
 
 const TEST_SEED = 'SUAGTWX75A3YDLUITP2S4DSAWVZUEG4OUNFE6FHIFCDOIQNFOGKG2NILOQ'
 const TEST_KEY = 'UAOH7E4WKCE7U3IGSASXSIZ5PYAGU2Y63NADCGLWL7VK326AY4DI7OSB'

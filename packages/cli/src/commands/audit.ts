@@ -47,7 +47,7 @@ const cut = (text: string, max: number) => {
 
 /** `--verify`: one line per entry that does not verify (or, with --json, one report line per entry). */
 async function verifyEntries(context: CommandContext, entries: AuditEntry[]): Promise<number> {
-  const { verifyAuditTrail } = await import('@signalbox/actors')
+  const { verifyAuditTrail } = await import('@signalbox/actors/trust')
   const { c } = context
   const report = verifyAuditTrail(entries)
   const failed = new Map(report.failures.map((f) => [f.index, f.problems]))

@@ -1,8 +1,9 @@
 import type { Provider } from '@signalbox/core'
+import type { AgentMachine } from '@signalbox/core/internal'
 import { type Command, EXIT } from '../cli.ts'
 
 /** The agent machine, built with a provider that is never called: the graph needs only its definition. */
-export async function agentMachineForGraph() {
+export async function agentMachineForGraph(): Promise<AgentMachine> {
   const { createAgent } = await import('@signalbox/core')
   const provider: Provider = {
     model: 'none',
@@ -36,7 +37,7 @@ export const graph: Command = {
   ],
   async run(context) {
     const brief = context.values.brief === true
-    const { statechartToMermaid } = await import('@signalbox/actors')
+    const { statechartToMermaid } = await import('@signalbox/actors/inspect')
     const text = statechartToMermaid(await agentMachineForGraph(), {
       direction: context.values.direction === 'LR' ? 'LR' : 'TB',
       descriptions: !brief,

@@ -3,7 +3,8 @@
  * to an agent system and serves them on the bus: run requests from parents anywhere (delegation,
  * hand-off), events out, steering and control in, and a directory entry per agent.
  */
-import type { Agent, Bus, Subjects } from '@signalbox/core'
+import type { Agent } from '@signalbox/core'
+import type { Bus, Subjects } from '@signalbox/core/bus'
 import type { AgentModule } from '../agent-module.ts'
 import { openBus, untilSignal } from '../bus.ts'
 import { CliError, type Command, type CommandContext, EXIT, UsageError } from '../cli.ts'
@@ -14,7 +15,7 @@ export interface HostContext {
   bus: Bus
   subjects: Subjects
   /** The system the agents join (for `delegateTool(host.system, 'other-agent')`). */
-  system: import('@signalbox/actors').AgentSystem
+  system: import('@signalbox/actors/system').AgentSystem
   /** `--scripted`: play scripted models, offline. */
   scripted: boolean
   /** This host's id on the bus. */
@@ -22,7 +23,7 @@ export interface HostContext {
   /** Runs `cleanup` when the host stops (after its runs ended, before the bus closes), e.g. a model server. */
   onClose(cleanup: () => unknown): void
   /** The run store of `--store` / `--run-bucket`, for `createAgent({ store })`; undefined without one. */
-  store: import('@signalbox/core').RunStore | undefined
+  store: import('@signalbox/core/store').RunStore | undefined
 }
 
 type Exported = Agent | AgentModule
@@ -89,7 +90,10 @@ export const host: Command = {
         `${spec} exports no agents: use \`export default [agent, ...]\`, \`export const agents = ...\` or \`export default (host) => [...]\``,
       )
     }
-    const [{ createAgentSystem, KvDirectory }, { hostname }] = await Promise.all([import('@signalbox/actors'), import('node:os')])
+    const [{ createAgentSystem, KvDirectory }, { hostname }] = await Promise.all([
+      import('@signalbox/actors/system'),
+      import('node:os'),
+    ])
     const { bus, subjects, url } = await openBus(context, 'host')
     const hostId = (context.values['host-id'] as string | undefined) ?? `${hostname()}-${process.pid}`
     const directory =
@@ -110,7 +114,7 @@ export const host: Command = {
     const log = (record: Record<string, unknown>, text: string) =>
       context.out(context.global.json ? JSON.stringify(record) : text)
     const cleanups: (() => unknown)[] = [() => bus.close()]
-    function logTakeover(event: import('@signalbox/actors').TakeoverEvent): void {
+    function logTakeover(event: import('@signalbox/actors/system').TakeoverEvent): void {
       const text =
         event.type === 'claimed'
           ? `${c.green('↻ resume')} ${c.magenta(event.agentId)} ${c.dim(shortId(event.runId))}${event.from ? c.dim(` · taken over from ${event.from}`) : ''}`
@@ -200,17 +204,17 @@ export const host: Command = {
 /** The run store named by `--store <dir>` or `--run-bucket <name>`, if any. */
 async function openRunStore(
   context: CommandContext,
-  bus: import('@signalbox/actors').NatsBus,
-): Promise<import('@signalbox/core').RunStore | undefined> {
+  bus: import('@signalbox/actors/nats').NatsBus,
+): Promise<import('@signalbox/core/store').RunStore | undefined> {
   const dir = context.values.store as string | undefined
   const bucket = context.values['run-bucket'] as string | undefined
   if (dir !== undefined && bucket !== undefined) throw new UsageError('pass one of --store or --run-bucket, not both')
   if (dir !== undefined) {
-    const [{ FileRunStore }, path] = await Promise.all([import('@signalbox/core'), import('node:path')])
+    const [{ FileRunStore }, path] = await Promise.all([import('@signalbox/core/store'), import('node:path')])
     return new FileRunStore({ directory: path.resolve(context.io.cwd, dir) })
   }
   if (bucket !== undefined) {
-    const { KvRunStore } = await import('@signalbox/actors')
+    const { KvRunStore } = await import('@signalbox/actors/store')
     return new KvRunStore({ connection: bus.connection, bucket })
   }
   return undefined
@@ -234,7 +238,7 @@ function isAgent(value: unknown): value is Agent {
 async function toAgent(
   candidate: unknown,
   where: string,
-  options: { bus: import('@signalbox/actors').NatsBus; subjects: Subjects; scripted: boolean; cleanups: (() => unknown)[] },
+  options: { bus: import('@signalbox/actors/nats').NatsBus; subjects: Subjects; scripted: boolean; cleanups: (() => unknown)[] },
 ): Promise<Agent> {
   if (isAgent(candidate)) return candidate
   const { agentModuleProblems } = await import('../agent-module.ts')

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
-import type { Inspector, InspectorWireEvent, startInspectionRelay } from '@signalbox/actors'
-import type { Bus, Subjects } from '@signalbox/core'
+import type { Inspector, InspectorWireEvent, startInspectionRelay } from '@signalbox/actors/inspect'
+import type { Bus, Subjects } from '@signalbox/core/bus'
 import { openBus, untilSignal } from '../bus.ts'
 import { CliError, type Command, type CommandContext, EXIT, type OptionSpec, UsageError } from '../cli.ts'
 
@@ -55,7 +55,7 @@ export const inspect: Command = {
     const { c } = context
     // With --json, stdout carries the events only; everything else goes to stderr.
     const info = json ? context.err : context.out
-    const { startInspectionRelay } = await import('@signalbox/actors')
+    const { startInspectionRelay } = await import('@signalbox/actors/inspect')
     const { bus, subjects, url: natsUrl } = await openBus(context, 'inspect')
     let relay: Awaited<ReturnType<typeof startInspectionRelay>>
     try {
@@ -69,7 +69,7 @@ export const inspect: Command = {
       })
     } catch (error) {
       await bus.close()
-      throw error
+      throw namePortFlag(error, port, '--port')
     }
     const stop = untilSignal(context.io.signal)
     try {
@@ -95,12 +95,20 @@ export const inspect: Command = {
   },
 }
 
-function parsePort(value: unknown, fallback: number, context: CommandContext): number {
+function parsePort(value: unknown, fallback: number, context: CommandContext, flag = '--port'): number {
   if (value === undefined) return fallback
   const port = Number(value)
   if (!Number.isInteger(port) || port < 1 || port > 65535)
-    throw new UsageError(`--port must be a port number (1-65535), got "${String(value)}"`, context.command)
+    throw new UsageError(`${flag} must be a port number (1-65535), got "${String(value)}"`, context.command)
   return port
+}
+
+/** A port in use is the person's to fix: name the flag of this command that picks another. */
+function namePortFlag(error: unknown, port: number, flag: string): unknown {
+  if ((error as { code?: unknown } | null)?.code !== 'INSPECTOR_PORT_IN_USE') return error
+  return new CliError('INSPECTOR_PORT_IN_USE', `Port ${port} is in use: pick another one with ${flag} <port>.`, {
+    cause: error,
+  })
 }
 
 // ---- for `signalbox run` ----
@@ -141,7 +149,7 @@ export async function startRunInspection(
   if (context.values.inspect !== true) return { inspect: undefined, stop: async () => {} }
   const includeContents = context.values['inspect-contents'] === true
   const info = context.global.json ? context.err : context.out
-  const { createBusInspector, createLocalInspector } = await import('@signalbox/actors')
+  const { createBusInspector, createLocalInspector } = await import('@signalbox/actors/inspect')
   if (where.mode === 'nats') {
     const inspector = createBusInspector({ bus: where.bus, subjects: where.subjects, includeContents })
     info(
@@ -151,11 +159,13 @@ export async function startRunInspection(
     )
     return { inspect: inspector.inspect, stop: async () => {} }
   }
-  const port = parsePort(context.values['inspect-port'], DEFAULT_INSPECT_PORT, context)
+  const port = parsePort(context.values['inspect-port'], DEFAULT_INSPECT_PORT, context, '--inspect-port')
   let local: Awaited<ReturnType<typeof createLocalInspector>>
   try {
     local = await createLocalInspector({ port, includeContents })
   } catch (error) {
+    const named = namePortFlag(error, port, '--inspect-port')
+    if (named !== error) throw named
     throw new CliError('INSPECTOR_FAILED', `could not start the inspector page on port ${port}`, { cause: error })
   }
   info(`${context.c.dim('inspect')} ${context.c.cyan(local.url)} ${context.c.dim('(needs internet for the hosted UI)')}`)

@@ -42,7 +42,7 @@ export const natsPermissions: Command = {
     const role = context.values.role
     if (typeof role !== 'string') throw new UsageError('--role is required', context.command)
     const text = (name: string) => (typeof context.values[name] === 'string' ? (context.values[name] as string) : undefined)
-    const { rolePermissions, userEntry } = await import('@signalbox/actors')
+    const { rolePermissions, userEntry } = await import('@signalbox/actors/trust')
     const scope = {
       prefix: context.global.prefix,
       ...(text('agent') ? { agent: text('agent') } : {}),

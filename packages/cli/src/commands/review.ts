@@ -2,6 +2,7 @@ import type { ServiceMode } from '@signalbox/actors'
 import type { ApprovalRequest, Question } from '@signalbox/core'
 import { openBus, untilSignal } from '../bus.ts'
 import { type Command, EXIT } from '../cli.ts'
+import { whoIsAt } from '../identity.ts'
 import type { Prompter } from '../prompter.ts'
 import type { AutoVerdict } from '../review-console.ts'
 
@@ -28,7 +29,13 @@ export const review: Command = {
       choices: ['shared', 'broadcast'],
       default: 'shared (questions: broadcast)',
     },
-    name: { type: 'string', valueName: '<reviewer>', description: 'who you are (recorded in the audit)', default: '$USER' },
+    as: {
+      type: 'string',
+      valueName: '<name>',
+      description: 'who you are (recorded in the audit); required when $USER is not set',
+      default: '$USER',
+    },
+    name: { type: 'string', valueName: '<reviewer>', description: 'the same as --as' },
     group: {
       type: 'string',
       valueName: '<group>',
@@ -57,7 +64,7 @@ export const review: Command = {
     const agentId = context.values.agent as string | undefined
     const auto = context.values.auto as AutoVerdict | undefined
     const autoAnswer = context.values.answer as string | undefined
-    const name = (context.values.name as string | undefined) ?? context.io.env.USER ?? 'terminal'
+    const name = whoIsAt(context, ['as', 'name'])
     const explicitMode = context.values.mode as ServiceMode | undefined
     const group = (context.values.group as string | undefined) ?? `reviewers${agentId ? `-${agentId}` : ''}`
     const answerGroup = (context.values.group as string | undefined) ?? `answerers${agentId ? `-${agentId}` : ''}`

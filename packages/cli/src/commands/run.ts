@@ -37,6 +37,12 @@ export const run: Command = {
     },
     'api-key': { type: 'string', valueName: '<key>', description: 'API key', default: '$OPENAI_API_KEY' },
     scripted: { type: 'boolean', description: "play the module's `script` on a local scripted model server (offline)" },
+    as: {
+      type: 'string',
+      valueName: '<name>',
+      description: 'embedded, at a terminal: who approves and answers (recorded in the audit); required when $USER is not set',
+      default: '$USER',
+    },
     auto: {
       type: 'string',
       valueName: '<verdict>',

@@ -2,7 +2,7 @@
  * `signalbox runs`: the runs a store keeps (a directory with `--store`, a NATS KV bucket with
  * `--bucket`), with their state, their owner's lease and what each waits for. Reads only.
  */
-import type { RunStore, StoredRun, StoredRunStatus } from '@signalbox/core'
+import type { RunStore, StoredRun, StoredRunStatus } from '@signalbox/core/store'
 import { openBus } from '../bus.ts'
 import { type Command, type CommandContext, EXIT, UsageError } from '../cli.ts'
 import { clockTime } from '../output.ts'
@@ -111,7 +111,7 @@ async function openStore(
 ): Promise<{ store: RunStore; close(): Promise<void> }> {
   if (dir !== undefined) {
     const [{ FileRunStore }, path, fs] = await Promise.all([
-      import('@signalbox/core'),
+      import('@signalbox/core/store'),
       import('node:path'),
       import('node:fs/promises'),
     ])
@@ -122,7 +122,7 @@ async function openStore(
     return { store: new FileRunStore({ directory }), close: async () => {} }
   }
   const { bus } = await openBus(context, 'runs')
-  const { KvRunStore } = await import('@signalbox/actors')
+  const { KvRunStore } = await import('@signalbox/actors/store')
   // Opening a KV store creates a missing bucket; a listing must not, and a typo deserves a clear word.
   const exists = await bus
     .manager()

@@ -1,5 +1,6 @@
 import { openBus } from '../bus.ts'
 import { type Command, EXIT } from '../cli.ts'
+import { whoIsAt } from '../identity.ts'
 
 export const steer: Command = {
   name: 'steer',
@@ -20,7 +21,7 @@ export const steer: Command = {
     from: {
       type: 'string',
       valueName: '<name>',
-      description: 'who is steering (shown to the model and in the audit)',
+      description: 'who is steering (shown to the model and in the audit); required when $USER is not set',
       default: '$USER',
     },
   },
@@ -33,12 +34,18 @@ export const steer: Command = {
   async run(context) {
     const [agentId, ...words] = context.positionals as [string, ...string[]]
     const text = words.join(' ').trim()
-    const from = (context.values.from as string | undefined) ?? context.io.env.USER ?? 'cli'
     const runId = context.values.run as string | undefined
     const { bus, subjects } = await openBus(context, 'steer')
+    let from: string
+    try {
+      from = whoIsAt(context, ['from'])
+    } catch (error) {
+      await bus.close()
+      throw error
+    }
     const [{ sendControl, sendSteering }, { BusNoRespondersError }] = await Promise.all([
       import('@signalbox/actors'),
-      import('@signalbox/core'),
+      import('@signalbox/core/bus'),
     ])
     try {
       // Steering is stored durably, but an agent only reads corrections sent while it is connected.

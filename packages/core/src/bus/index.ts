@@ -1,21 +1,18 @@
-export {
-  type Bus,
-  type BusHeaders,
-  type BusMessage,
-  type BusStatus,
-  DEFAULT_ACK_WAIT_MS,
-  DEFAULT_DUPLICATE_WINDOW_MS,
-  DEFAULT_MAX_PAYLOAD,
-  DURABLE_ONLY_REASON,
-  type DurableConsumeOptions,
-  type DurableHandler,
-  type DurableMessage,
-  type DurablePublishOptions,
-  type MessageHandler,
-  type PublishOptions,
-  type RequestOptions,
-  type SubscribeOptions,
-  type Subscription,
+/** `@signalbox/core/bus`: the message bus agents and services talk over, and its in-process transport. */
+export type {
+  Bus,
+  BusHeaders,
+  BusMessage,
+  BusStatus,
+  DurableConsumeOptions,
+  DurableHandler,
+  DurableMessage,
+  DurablePublishOptions,
+  MessageHandler,
+  PublishOptions,
+  RequestOptions,
+  SubscribeOptions,
+  Subscription,
 } from './bus.ts'
 export {
   BusClosedError,
@@ -31,16 +28,10 @@ export {
 } from './errors.ts'
 export { createInProcessBus, InProcessBus, type InProcessBusOptions } from './in-process-bus.ts'
 export {
-  assertPublishSubject,
-  assertSubscribeSubject,
-  assertToken,
   createSubjects,
   DEFAULT_SUBJECT_PREFIX,
   defaultDurableSubjects,
-  encodeEventType,
-  MAX_TOKEN_LENGTH,
   type Subjects,
   subjectCovers,
   subjectMatches,
-  tokensMatch,
 } from './subjects.ts'

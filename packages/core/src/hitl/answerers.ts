@@ -3,7 +3,20 @@ import { systemClock } from '../clock.ts'
 import { AbortedError, ConfigError } from '../errors.ts'
 import type { Answer, Answerer, Question } from './types.ts'
 
-/** An answerer that is a function. */
+/**
+ * An answerer that is a function.
+ *
+ * @param fn Gets the `Question` (`question` is the text; also `questionId`, `agentId`, `runId`,
+ *   `runPath`, `callId`, `deadline`, `askedAt`) and a `signal` that aborts when the question times
+ *   out or the run is cancelled; returns the answer text (or a promise of it).
+ * @param options `name`: recorded as `answeredBy` (default `function`); `clock`: stamps `answeredAt`.
+ * @returns An `Answerer` whose answers are `{ questionId, answer, answeredBy, answeredAt }`.
+ *
+ * @example
+ * ```ts
+ * const answerer = functionAnswerer(({ question }) => (question.includes('bear') ? 'The polar bear!' : 'No idea.'))
+ * ```
+ */
 export function functionAnswerer(
   fn: (question: Question, options: { signal: AbortSignal }) => string | Promise<string>,
   options: { name?: string; clock?: Clock } = {},

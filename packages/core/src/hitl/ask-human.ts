@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import { z } from 'zod/v4'
 import { untilAborted } from '../abort.ts'
 import { type Clock, systemClock } from '../clock.ts'
 import { formatDuration } from '../duration.ts'

@@ -4,7 +4,23 @@ import { AbortedError, ConfigError } from '../errors.ts'
 import { decideApproval, type Verdict } from './decision.ts'
 import type { ApprovalDecision, ApprovalRequest, Reviewer } from './types.ts'
 
-/** A reviewer that is a function: a policy decides (e.g. amounts under a limit). */
+/**
+ * A reviewer that is a function: a policy decides (e.g. amounts under a limit).
+ *
+ * @param policy Gets the exact `ApprovalRequest` (`toolName`, `arguments`, `digest`, `deadline`...)
+ *   and the request's `signal`; returns a `Verdict`: `true`/`false`, or `{ approved, reason }` (the
+ *   model reads the reason of a denial). May be async. A throw counts as a failed reviewer: the
+ *   call is denied at once (`approval.unavailable`).
+ * @param options `name`: the reviewer recorded in the decision and the audit (default `policy`);
+ *   `clock`: stamps `decidedAt` (default the system clock).
+ * @returns A `Reviewer` whose decisions quote the request (ids and digest), so they fit only that call.
+ *
+ * @example
+ * ```ts
+ * const reviewer = policyReviewer(({ arguments: args }) =>
+ *   (args as { amount: number }).amount < 100 ? true : { approved: false, reason: 'needs a manager' })
+ * ```
+ */
 export function policyReviewer(
   policy: (request: ApprovalRequest, options: { signal: AbortSignal }) => Verdict | Promise<Verdict>,
   options: { name?: string; clock?: Clock } = {},
@@ -25,6 +41,16 @@ export type ScriptedVerdict = Verdict | 'never' | ((request: ApprovalRequest) =>
  * A reviewer for tests: answers from a list, in order, and records what it was shown.
  * `'never'` models a person who walked away (waits until aborted). It fails loudly when asked
  * more often than scripted.
+ *
+ * `new ScriptedReviewer(verdicts, options)`:
+ * - `verdicts`: one per request, in order: a `Verdict` (`true`, `false`, `{ approved, reason }`),
+ *   `'never'`, or `(request) => Verdict | 'never'` to decide from the request.
+ * - `options.name`: the reviewer recorded (default `scripted-reviewer`); `options.clock`: stamps
+ *   `decidedAt` and runs `delayMs`; `options.delayMs`: wait this long before answering (default 0).
+ *
+ * `review()` resolves with a decision bound to the request, rejects with `AbortedError` when the
+ * request is withdrawn, and with `ConfigError` when the list is used up. `requests` holds every
+ * request shown; `remaining` counts the verdicts left.
  */
 export class ScriptedReviewer implements Reviewer {
   readonly requests: ApprovalRequest[] = []

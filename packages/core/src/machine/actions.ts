@@ -43,7 +43,10 @@ export type TurnLimit = 'max_turns' | 'max_tokens' | 'budget'
  * return the context update. The machine names them in `setup()`; events and audit entries are
  * written here, through the runtime.
  */
-export function createMachineActions(runtime: AgentRuntime, prepare: (call: ToolCall) => PreparedCall) {
+export function createMachineActions(
+  runtime: AgentRuntime,
+  prepare: (call: ToolCall, offered?: readonly string[]) => PreparedCall,
+) {
   const { clock } = runtime
 
   const emit = (context: AgentContext, body: EventBody) => {
@@ -100,7 +103,12 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
       const message = deepFreeze(response.message)
       return {
         reply: message,
-        model: { ...context.model, outgoing: undefined, finishReason: response.finishReason },
+        model: {
+          ...context.model,
+          outgoing: undefined,
+          offered: context.model.outgoing?.tools.map((t) => t.name),
+          finishReason: response.finishReason,
+        },
         calls: message.tool_calls ?? [],
         callIndex: 0,
         messages: [...context.messages, message],
@@ -187,7 +195,7 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
     /** Opens the next call of the reply (routing only does so while one is left). */
     openCall(context: AgentContext): Partial<AgentContext> {
       const call = context.calls[context.callIndex] as ToolCall
-      return { current: openCall(call, prepare(call), clock.now()) }
+      return { current: openCall(call, prepare(call, context.model.offered), clock.now()) }
     },
 
     acceptToolOutput(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
@@ -255,7 +263,8 @@ export function createMachineActions(runtime: AgentRuntime, prepare: (call: Tool
           kind: 'steering.applied',
           callId: call.callId,
           toolName: call.toolName,
-          shown: { toolName: call.toolName, arguments: call.rawArguments },
+          // The same shape as an approval's: the call's arguments as an object (the tool name is beside it).
+          shown: call.args ?? {},
           decision: item.text,
           actor: item.from,
           requestedAt: item.at,

@@ -51,7 +51,9 @@ export function createAgentActors(runtime: AgentRuntime) {
               runtime.events.emit({ ...input.base, at: runtime.clock.now(), type: 'text.delta', turn: input.turn, delta })
           : undefined
         const response = await runtime.provider.complete(
-          { messages: input.messages, tools: input.tools },
+          runtime.output
+            ? { messages: input.messages, tools: input.tools, responseFormat: runtime.output.responseFormat }
+            : { messages: input.messages, tools: input.tools },
           onTextDelta ? { signal, onTextDelta } : { signal },
         )
         return { ...response, durationMs: runtime.clock.now() - started }

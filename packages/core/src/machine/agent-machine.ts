@@ -10,6 +10,7 @@ import { createAgentActors, eventFields, isRetryable, type ToolRunOutput } from 
 import type { AgentContext, AgentInput, AgentMachineEvent, AgentOutput, CurrentCall } from './context.ts'
 import { createContext, runOutput } from './create-context.ts'
 import { createMachineGuards, decisionApproves, decisionFits } from './guards.ts'
+import { askForValidAnswer, createOutputGuards, failWithInvalidAnswer } from './output-check.ts'
 import { createCallPreparer } from './prepare-call.ts'
 import type { AgentRuntime } from './runtime.ts'
 
@@ -38,7 +39,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
       output: {} as AgentOutput,
     },
     actors: createAgentActors(runtime),
-    guards: createMachineGuards(runtime, prepare),
+    guards: { ...createMachineGuards(runtime, prepare), ...createOutputGuards(runtime) },
     actions: {
       emitRunStart: ({ context }) => act.emitRunStart(context),
       emitTurnStart: ({ context }) => act.emitTurnStart(context),
@@ -82,6 +83,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
       rewritten: assign(({ context }, rewrite: { output: string; isError: boolean }) => act.rewritten(context, rewrite)),
       recordToolResult: assign(({ context }) => act.recordToolResult(context)),
       finishWithHandoff: assign({ output: '', stopReason: 'handoff' }),
+      askForValidAnswer: assign(({ context }) => askForValidAnswer(context, runtime)),
+      failWithInvalidAnswer: assign(({ context }) => failWithInvalidAnswer(context, runtime)),
       finishWithAnswer: assign({ output: ({ context }) => context.reply?.content ?? '', stopReason: 'final_answer' }),
     },
     delays: {
@@ -465,6 +468,9 @@ export function createAgentMachine(runtime: AgentRuntime) {
                 always: [
                   { guard: 'handoffRequested', target: '#agent.done', actions: ['emitTurnEnd', 'finishWithHandoff'] },
                   { guard: 'replyHasToolCalls', target: '#agent.running.nextTurn', actions: 'emitTurnEnd' },
+                  // With an output schema: one more turn to fix an answer that does not match, then fail.
+                  { guard: 'answerNeedsRetry', target: '#agent.running.nextTurn', actions: ['emitTurnEnd', 'askForValidAnswer'] },
+                  { guard: 'answerInvalid', target: '#agent.failed', actions: ['emitTurnEnd', 'failWithInvalidAnswer'] },
                   { target: '#agent.done', actions: ['emitTurnEnd', 'finishWithAnswer'] },
                 ],
               },

@@ -58,6 +58,10 @@ export interface RunInfo {
 export interface ModelCallState {
   /** What `beforeProviderCall` decided to send this turn (cleared after the call). */
   outgoing: { messages: Message[]; tools: ToolSpec[] } | undefined
+  /** Names of the tools the last request offered, when a hook changed them (undefined: all). */
+  offered?: string[] | undefined
+  /** Final answers that failed the output schema so far (the model gets one retry). */
+  invalidAnswers?: number
   /** Attempt number of the current model call (1 = first try). */
   attempt: number
   retryDelayMs: number
@@ -77,6 +81,8 @@ export type StopReason =
   | 'hook_error'
   | 'provider_error'
   | 'tool_fatal'
+  /** The final answer did not match the output schema, even after one retry. */
+  | 'invalid_output'
 
 export interface SteeringItem {
   text: string

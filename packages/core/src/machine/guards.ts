@@ -14,7 +14,10 @@ interface GuardArgs {
  * The agent machine's named guards. Hook-point guards ask whether an agent has that hook at
  * all (a state with none is passed through); routing guards all ask `routeCall`.
  */
-export function createMachineGuards(runtime: AgentRuntime, prepare: (call: ToolCall) => PreparedCall) {
+export function createMachineGuards(
+  runtime: AgentRuntime,
+  prepare: (call: ToolCall, offered?: readonly string[]) => PreparedCall,
+) {
   const { hooks, tools } = runtime
   const steered = (context: AgentContext) => context.steering.length > 0 || context.batchSteered
   const route = (context: AgentContext, toolName: string, invalid: boolean, hook: boolean) =>
@@ -29,7 +32,15 @@ export function createMachineGuards(runtime: AgentRuntime, prepare: (call: ToolC
   /** Where the next call of the reply goes, before it is opened (the fast path). */
   const nextCallRoute = (context: AgentContext): CallRoute | undefined => {
     const call = context.calls[context.callIndex]
-    return call && route(context, call.function.name, prepare(call).invalid !== undefined, hooks.has('beforeToolExecution'))
+    return (
+      call &&
+      route(
+        context,
+        call.function.name,
+        prepare(call, context.model.offered).invalid !== undefined,
+        hooks.has('beforeToolExecution'),
+      )
+    )
   }
 
   /** Where the open call goes; after its hook ran, the hook no longer stands in the way. */

@@ -9,12 +9,19 @@ export type PreparedCall = Pick<CurrentCall, 'args' | 'invalid'>
 /**
  * Parses and validates one tool call against the agent's tools: an unknown tool, arguments that
  * are not JSON, or arguments that fail the schema each give the model a message instead of a run.
+ * `offered` names the tools the request actually carried (a `beforeProviderCall` hook may hide
+ * some): a call to a tool that was not offered is unknown, so hiding a tool is a guarantee.
  */
-export function validateCall(call: ToolCall, tools: ReadonlyMap<string, Tool<unknown>>): PreparedCall {
+export function validateCall(
+  call: ToolCall,
+  tools: ReadonlyMap<string, Tool<unknown>>,
+  offered?: readonly string[],
+): PreparedCall {
   const name = call.function.name
   const tool = tools.get(name)
-  if (!tool) {
-    return { args: undefined, invalid: { outcome: 'unknown_tool', message: unknownToolText(name, [...tools.keys()]) } }
+  if (!tool || (offered !== undefined && !offered.includes(name))) {
+    const available = offered ?? [...tools.keys()]
+    return { args: undefined, invalid: { outcome: 'unknown_tool', message: unknownToolText(name, available) } }
   }
   let parsed: unknown
   const raw = call.function.arguments.trim()
@@ -38,12 +45,14 @@ export function validateCall(call: ToolCall, tools: ReadonlyMap<string, Tool<unk
  * Validates each call once (the routing guards and the opening action both need it). Keyed by
  * the call object, which stays the same for the whole reply.
  */
-export function createCallPreparer(tools: ReadonlyMap<string, Tool<unknown>>): (call: ToolCall) => PreparedCall {
+export function createCallPreparer(
+  tools: ReadonlyMap<string, Tool<unknown>>,
+): (call: ToolCall, offered?: readonly string[]) => PreparedCall {
   const prepared = new WeakMap<ToolCall, PreparedCall>()
-  return (call) => {
+  return (call, offered) => {
     let result = prepared.get(call)
     if (!result) {
-      result = validateCall(call, tools)
+      result = validateCall(call, tools, offered)
       prepared.set(call, result)
     }
     return result

@@ -4,6 +4,7 @@ import type { AuditEntry, Reviewer } from '../hitl/types.ts'
 import type { HookChain } from '../hooks.ts'
 import type { IdGenerator } from '../ids.ts'
 import type { Message } from '../messages.ts'
+import type { OutputSpec } from '../output.ts'
 import type { Provider, ToolSpec } from '../provider/provider.ts'
 import type { Tool } from '../tool.ts'
 
@@ -40,6 +41,8 @@ export interface AgentRuntime {
   handoffFilters: Map<string, (messages: readonly Message[]) => Message[]>
   /** Budget checks by run id (`RunOptions.budget`), asked before every turn. */
   budgetChecks: Map<string, BudgetCheck>
+  /** The schema the final answer must match (`createAgent({ output })`). */
+  output?: OutputSpec<unknown> | undefined
 }
 
 /** Asked before each turn: an error stops the run (`failed`, stop reason `budget`), undefined lets it go on. */

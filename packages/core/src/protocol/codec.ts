@@ -1,4 +1,4 @@
-import type { z } from 'zod'
+import type { z } from 'zod/v4'
 import { SignalboxError } from '../errors.ts'
 import { formatIssues } from '../tool.ts'
 import { type ErrorMessage, PROTOCOL_VERSION, type WireError } from './schemas.ts'

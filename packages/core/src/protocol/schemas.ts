@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import { z } from 'zod/v4'
 
 /**
  * signalbox wire protocol, version 1. Every message on the bus is one JSON object with

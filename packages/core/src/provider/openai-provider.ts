@@ -67,6 +67,10 @@ export class OpenAIProvider implements Provider {
       model: this.model,
       messages: request.messages as ChatCompletionMessageParam[],
     }
+    if (request.responseFormat) {
+      const { name, schema, strict } = request.responseFormat
+      body.response_format = { type: 'json_schema', json_schema: { name, schema, strict } }
+    }
     // Some endpoints reject an empty tools array.
     if (request.tools.length > 0) {
       body.tools = request.tools.map(

@@ -1,4 +1,5 @@
 import type { AssistantMessage, Message, Usage } from '../messages.ts'
+import type { ResponseFormat } from '../output.ts'
 
 /** A tool as the model sees it: name, description, JSON Schema of the arguments. */
 export interface ToolSpec {
@@ -10,6 +11,8 @@ export interface ToolSpec {
 export interface ProviderRequest {
   messages: Message[]
   tools: ToolSpec[]
+  /** The JSON Schema the final answer must match (`createAgent({ output })`). */
+  responseFormat?: ResponseFormat
 }
 
 export type FinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter' | (string & {})

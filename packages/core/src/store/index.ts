@@ -1,3 +1,4 @@
+/** `@signalbox/core/store`: where durable runs are kept (memory, files, any `RunStore`), the checkpoint format and the tool-call ledger. */
 export {
   AppliedDecision,
   CHECKPOINT_VERSION,

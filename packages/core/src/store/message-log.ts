@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import { z } from 'zod/v4'
 import type { Message } from '../messages.ts'
 import { CheckpointError, RunStoreError } from './errors.ts'
 

@@ -1,8 +1,9 @@
 /** The approval tests' fixture: one reply paying ACME, a simulated clock, events and audit at hand. */
+
+import { type AgentOptions, createAgent, type MemoryAuditLog, type Reviewer, sequentialIds, tool } from '@signalbox/core'
+import { ScriptedProvider } from '@signalbox/core/testing'
 import { SimulatedClock } from 'xstate'
 import { z } from 'zod'
-import { type AgentOptions, createAgent, type MemoryAuditLog, type Reviewer, sequentialIds, tool } from '../../src/index.ts'
-import { ScriptedProvider } from '../../src/testing/index.ts'
 import { recordEvents, toolResultIn } from './helpers.ts'
 
 export function payTool(needsApproval: boolean | ((args: { to: string; amount: number }) => boolean) = true) {

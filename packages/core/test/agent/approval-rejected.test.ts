@@ -1,14 +1,14 @@
-import { describe, expect, it } from 'vitest'
-import { waitFor } from 'xstate'
 import {
   type ApprovalDecision,
   type ApprovalRequest,
-  callDigest,
   MemoryAuditLog,
   policyReviewer,
   type Reviewer,
   ScriptedReviewer,
-} from '../../src/index.ts'
+} from '@signalbox/core'
+import { callDigest } from '@signalbox/core/protocol'
+import { describe, expect, it } from 'vitest'
+import { waitFor } from 'xstate'
 import { setup } from './approval-fixture.ts'
 import { deferred, eventsOf } from './helpers.ts'
 

@@ -1,16 +1,9 @@
+import { createAgent, type MemoryAuditLog, policyReviewer, type Reviewer, ScriptedReviewer, tool } from '@signalbox/core'
+import { callDigest } from '@signalbox/core/protocol'
+import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { SimulatedClock, waitFor } from 'xstate'
 import { z } from 'zod'
-import {
-  callDigest,
-  createAgent,
-  type MemoryAuditLog,
-  policyReviewer,
-  type Reviewer,
-  ScriptedReviewer,
-  tool,
-} from '../../src/index.ts'
-import { ScriptedProvider } from '../../src/testing/index.ts'
 import { payTool, setup } from './approval-fixture.ts'
 import { deferred, eventsOf, runFailure } from './helpers.ts'
 

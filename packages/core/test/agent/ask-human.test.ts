@@ -1,5 +1,3 @@
-import { describe, expect, it } from 'vitest'
-import { SimulatedClock, waitFor } from 'xstate'
 import {
   type Answerer,
   type AskHumanOptions,
@@ -9,8 +7,10 @@ import {
   type MemoryAuditLog,
   type Question,
   ScriptedAnswerer,
-} from '../../src/index.ts'
-import { ScriptedProvider } from '../../src/testing/index.ts'
+} from '@signalbox/core'
+import { ScriptedProvider } from '@signalbox/core/testing'
+import { describe, expect, it } from 'vitest'
+import { SimulatedClock, waitFor } from 'xstate'
 import { deferred, eventsOf, recordEvents, runFailure, toolResultIn } from './helpers.ts'
 
 function setup(answerer: (clock: SimulatedClock) => Answerer, options: Partial<AskHumanOptions> = {}) {

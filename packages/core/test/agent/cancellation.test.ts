@@ -1,8 +1,8 @@
+import { type Agent, createAgent, type RunHandle, type ToolContext, tool } from '@signalbox/core'
+import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { SimulatedClock, waitFor } from 'xstate'
 import { z } from 'zod'
-import { type Agent, createAgent, type RunHandle, type ToolContext, tool } from '../../src/index.ts'
-import { ScriptedProvider } from '../../src/testing/index.ts'
 import { deferred, eventsOf, ManualProvider, recordEvents, runFailure } from './helpers.ts'
 
 type Canceller = (agent: Agent, handle: RunHandle, controller: AbortController) => void

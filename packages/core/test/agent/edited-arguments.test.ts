@@ -1,6 +1,8 @@
 /** Approve with edited arguments: validated by the agent, run as edited, told to the model, audited. */
+
+import type { ApprovalDecision, ApprovalRequest, Reviewer } from '@signalbox/core'
+import { callDigest } from '@signalbox/core/protocol'
 import { describe, expect, it } from 'vitest'
-import { type ApprovalDecision, type ApprovalRequest, callDigest, type Reviewer } from '../../src/index.ts'
 import { setup } from './approval-fixture.ts'
 import { eventsOf } from './helpers.ts'
 

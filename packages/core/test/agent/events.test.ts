@@ -1,6 +1,3 @@
-import { describe, expect, it } from 'vitest'
-import { SimulatedClock, waitFor } from 'xstate'
-import { z } from 'zod'
 import {
   AGENT_EVENT_TYPES,
   type AgentEvent,
@@ -10,8 +7,11 @@ import {
   type Reviewer,
   ScriptedAnswerer,
   tool,
-} from '../../src/index.ts'
-import { ScriptedProvider } from '../../src/testing/index.ts'
+} from '@signalbox/core'
+import { ScriptedProvider } from '@signalbox/core/testing'
+import { describe, expect, it } from 'vitest'
+import { SimulatedClock, waitFor } from 'xstate'
+import { z } from 'zod'
 import { eventsOf, ManualProvider, recordEvents, recordingTool, runFailure, typesOf } from './helpers.ts'
 
 const typicalScript = () =>

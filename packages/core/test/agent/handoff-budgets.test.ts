@@ -1,7 +1,7 @@
+import { createAgent, FatalToolError, handoff, tool } from '@signalbox/core'
+import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createAgent, FatalToolError, handoff, tool } from '../../src/index.ts'
-import { ScriptedProvider } from '../../src/testing/index.ts'
 import { runFailure } from './helpers.ts'
 
 const transfer = tool({

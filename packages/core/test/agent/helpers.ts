@@ -2,8 +2,7 @@
  * Shared helpers for the agent runtime tests: deferreds, a provider the test drives by hand,
  * event recording, and unwrapping a failed run.
  */
-import { expect } from 'vitest'
-import { z } from 'zod'
+
 import {
   type Agent,
   type AgentEvent,
@@ -16,7 +15,9 @@ import {
   RunFailedError,
   type ToolMessage,
   tool,
-} from '../../src/index.ts'
+} from '@signalbox/core'
+import { expect } from 'vitest'
+import { z } from 'zod'
 
 export interface Deferred<T> {
   promise: Promise<T>

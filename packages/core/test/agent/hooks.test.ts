@@ -1,7 +1,7 @@
+import { allow, createAgent, deny, HookError, type Hooks, RunFailedError, respond } from '@signalbox/core'
+import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { SimulatedClock, waitFor } from 'xstate'
-import { allow, createAgent, deny, HookError, type Hooks, RunFailedError, respond } from '../../src/index.ts'
-import { ScriptedProvider } from '../../src/testing/index.ts'
 import { deferred, eventsOf, recordEvents, recordingTool, runFailure, toolResultIn } from './helpers.ts'
 
 /** One tool call (`c1`, tool `t`), then a final answer. */
@@ -81,6 +81,24 @@ describe('hook points', () => {
     expect(provider.requests[0]?.tools.map((t) => t.name)).toEqual(['keep'])
     // The transcript itself is not trimmed: only what was sent this turn.
     expect(result.messages.slice(0, 3)).toEqual(history)
+  })
+
+  it('a tool hidden by beforeProviderCall is an unknown tool when the model calls it anyway', async () => {
+    const provider = new ScriptedProvider({
+      script: [{ toolCalls: [{ id: 'c1', name: 'secret', arguments: { x: 'now' } }] }, { content: 'ok' }],
+    })
+    const secret = recordingTool('secret')
+    const agent = createAgent({
+      provider,
+      tools: [recordingTool('keep').tool, secret.tool],
+      hooks: { beforeProviderCall: ({ tools }) => ({ tools: tools.filter((t) => t.name !== 'secret') }) },
+    })
+    const ends: { outcome: string; output: string }[] = []
+    agent.on('tool.end', (e) => ends.push({ outcome: e.outcome, output: e.output }))
+    const result = await agent.run('go')
+    expect(secret.calls).toEqual([])
+    expect(ends).toEqual([{ outcome: 'unknown_tool', output: 'Error: unknown tool "secret". Available tools: keep.' }])
+    expect(toolResultIn(result.messages, 'c1')).toBe('Error: unknown tool "secret". Available tools: keep.')
   })
 
   it('beforeProviderCall may return a plain message list', async () => {

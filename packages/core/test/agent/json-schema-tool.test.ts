@@ -1,6 +1,6 @@
+import { ConfigError, createAgent, jsonSchemaTool, type ValidationResult } from '@signalbox/core'
+import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
-import { ConfigError, createAgent, jsonSchemaTool, type ValidationResult } from '../../src/index.ts'
-import { ScriptedProvider } from '../../src/testing/index.ts'
 import { toolResultIn } from './helpers.ts'
 
 /** A hand-written validator: what a JSON Schema library would plug in. */

@@ -1,8 +1,9 @@
+import { type AgentContext, createAgent, ScriptedReviewer, sequentialIds, tool } from '@signalbox/core'
+import { createAgentMachine } from '@signalbox/core/internal'
+import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { type AnyStateNode, SimulatedClock, waitFor } from 'xstate'
 import { z } from 'zod'
-import { type AgentContext, createAgent, createAgentMachine, ScriptedReviewer, sequentialIds, tool } from '../../src/index.ts'
-import { ScriptedProvider } from '../../src/testing/index.ts'
 import { runFailure } from './helpers.ts'
 
 function stateKeys(node: AnyStateNode, into = new Set<string>()): Set<string> {

@@ -1,10 +1,10 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { type AgentOptions, ConfigError, createAgent, OpenAIProvider, tool } from '@signalbox/core'
+import { type ScriptedModelServer, type Scripts, startScriptedModelServer } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { SimulatedClock, waitFor } from 'xstate'
 import { z } from 'zod'
-import { type AgentOptions, ConfigError, createAgent, OpenAIProvider, tool } from '../../src/index.ts'
-import { type ScriptedModelServer, type Scripts, startScriptedModelServer } from '../../src/testing/index.ts'
 import { eventsOf, recordEvents, runFailure } from './helpers.ts'
 
 const open: { close(): unknown }[] = []

@@ -1,6 +1,3 @@
-import { describe, expect, it } from 'vitest'
-import { SimulatedClock, waitFor } from 'xstate'
-import { z } from 'zod'
 import {
   type Agent,
   type AgentOptions,
@@ -10,8 +7,11 @@ import {
   type Reviewer,
   type RunHandle,
   tool,
-} from '../../src/index.ts'
-import { ScriptedProvider } from '../../src/testing/index.ts'
+} from '@signalbox/core'
+import { ScriptedProvider } from '@signalbox/core/testing'
+import { describe, expect, it } from 'vitest'
+import { SimulatedClock, waitFor } from 'xstate'
+import { z } from 'zod'
 import { deferred, eventsOf, ManualProvider, recordEvents, recordingTool } from './helpers.ts'
 
 const batch = [
@@ -72,7 +72,8 @@ describe('steering', () => {
           actor: 'tina',
           callId: 'c1',
           toolName: 'move',
-          shown: { toolName: 'move', arguments: '{"x":"left"}' },
+          // One shape with approvals: the call's arguments as an object (issue 11).
+          shown: { x: 'left' },
           decision: 'No, wait! The penguin!',
           requestedAt: 5_000,
           decidedAt: 7_000,

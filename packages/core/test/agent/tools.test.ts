@@ -1,8 +1,8 @@
+import { ConfigError, createAgent, deny, type Tool, type ToolContext, tool } from '@signalbox/core'
+import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { SimulatedClock, waitFor } from 'xstate'
 import { z } from 'zod'
-import { ConfigError, createAgent, deny, type Tool, type ToolContext, tool } from '../../src/index.ts'
-import { ScriptedProvider } from '../../src/testing/index.ts'
 import { deferred, eventsOf, recordEvents, recordingTool, runFailure, toolResultIn } from './helpers.ts'
 
 const bookTicket = (calls: unknown[] = []) =>

@@ -1,6 +1,6 @@
+import { type ScriptedModelServer, type Scripts, startScriptedModelServer } from '@signalbox/core/testing'
 import OpenAI from 'openai'
 import { afterEach } from 'vitest'
-import { type ScriptedModelServer, type Scripts, startScriptedModelServer } from '../../src/testing/index.ts'
 
 const open: ScriptedModelServer[] = []
 afterEach(async () => {

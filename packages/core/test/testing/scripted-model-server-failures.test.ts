@@ -1,6 +1,6 @@
+import { startScriptedModelServer } from '@signalbox/core/testing'
 import OpenAI from 'openai'
 import { describe, expect, it, vi } from 'vitest'
-import { startScriptedModelServer } from '../../src/testing/index.ts'
 import { serve } from './helpers.ts'
 
 const user = (content: string) => [{ role: 'user' as const, content }]

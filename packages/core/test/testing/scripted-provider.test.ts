@@ -1,8 +1,8 @@
+import { ScriptedProvider, type ScriptStep } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { isAbortError, ProviderError, SignalboxError } from '../../src/errors.ts'
 import type { Message } from '../../src/messages.ts'
 import type { ProviderRequest } from '../../src/provider/provider.ts'
-import { ScriptedProvider, type ScriptStep } from '../../src/testing/index.ts'
 import { serve } from './helpers.ts'
 
 const tool = {

@@ -1,0 +1,132 @@
+import * as root from '@signalbox/actors'
+import * as inspect from '@signalbox/actors/inspect'
+import * as nats from '@signalbox/actors/nats'
+import * as store from '@signalbox/actors/store'
+import * as system from '@signalbox/actors/system'
+import * as trust from '@signalbox/actors/trust'
+import { describe, expect, it } from 'vitest'
+import manifest from '../package.json' with { type: 'json' }
+
+// The public API is a contract: adding or removing a name here is a decision, not an accident.
+describe('@signalbox/actors public surface', () => {
+  it('has exactly these entry points', () => {
+    expect(Object.keys(manifest.exports).sort()).toEqual(['.', './inspect', './nats', './store', './system', './trust'])
+  })
+
+  it('root: the participants of a distributed run', () => {
+    expect(Object.keys(root).sort()).toEqual([
+      'TOOL_QUEUE_GROUP',
+      'busAuditLog',
+      'connectAgent',
+      'discoverTools',
+      'matchesAudit',
+      'readAudit',
+      'remoteAnswerer',
+      'remoteReviewer',
+      'remoteTool',
+      'sendControl',
+      'sendSteering',
+      'serveAnswerer',
+      'serveReviewer',
+      'serveTools',
+      'watchEvents',
+    ])
+  })
+
+  it('/nats: the NATS transport', () => {
+    expect(Object.keys(nats).sort()).toEqual([
+      'NatsBus',
+      'NatsConnectError',
+      'NatsCredentialsError',
+      'connectNatsBus',
+      'defaultStreamName',
+      'mergeCredentials',
+      'natsCredentialsFromEnv',
+    ])
+  })
+
+  it('/system: agent systems', () => {
+    expect(Object.keys(system).sort()).toEqual([
+      'AgentSystem',
+      'ChildRunError',
+      'KvDirectory',
+      'MemoryDirectory',
+      'createAgentSystem',
+      'delegateTool',
+      'fanOut',
+      'fanOutTool',
+      'handoffFilters',
+      'handoffTool',
+    ])
+  })
+
+  it('/store: the JetStream run store and the tool host idempotency cache', () => {
+    expect(Object.keys(store).sort()).toEqual(['IdempotencyCache', 'KvRunStore'])
+  })
+
+  it('/trust: signing, trust policies, audit verification and least-privilege permissions', () => {
+    expect(Object.keys(trust).sort()).toEqual(TRUST_NAMES)
+  })
+
+  it('/inspect: the inspector bridge and live views', () => {
+    expect(Object.keys(inspect).sort()).toEqual([
+      'INSPECTOR_EVENT_TYPES',
+      'STATELY_INSPECTOR_URL',
+      'STATELY_INSPECT_VERSION',
+      'createBusInspector',
+      'createInspectionConverter',
+      'createLocalInspector',
+      'createStatelyInspector',
+      'defaultRuntimeId',
+      'definitionOf',
+      'globalSessionId',
+      'inspectReviewer',
+      'inspectTool',
+      'inspectToolHost',
+      'isInspectorWireEvent',
+      'publicEvent',
+      'publicSnapshot',
+      'redactAgentContext',
+      'redactContext',
+      'runSessionId',
+      'startBridgeServer',
+      'startInspectionRelay',
+      'statechartToMermaid',
+    ])
+  })
+
+  it('keeps its request plumbing and the core bus out of every entry point', () => {
+    for (const [name, entry] of Object.entries({ root, nats, system, inspect })) {
+      const names = Object.keys(entry)
+      for (const internal of ['msgIdPart', 'createRejectionReporter', 'durableRequest', 'createInProcessBus', 'createAgent']) {
+        expect(names, `${name} exports ${internal}`).not.toContain(internal)
+      }
+    }
+  })
+})
+
+const TRUST_NAMES = [
+  'AUDIT_SIGNATURE_DOMAIN',
+  'PermissionScopeError',
+  'ROLES',
+  'SIGNATURE_DOMAIN',
+  'SIGNED_FIELDS',
+  'SigningKeyError',
+  'TrustPolicyError',
+  'auditSigningInput',
+  'authorizationBlock',
+  'createSigner',
+  'createTrustPolicy',
+  'encodingProblem',
+  'isValidPublicKey',
+  'newUserSeed',
+  'permissionsTable',
+  'rolePermissions',
+  'signAuditEntry',
+  'signingInput',
+  'userEntry',
+  'verifyAuditEntry',
+  'verifyAuditTrail',
+  'verifySignature',
+  'whyNotAcceptable',
+]

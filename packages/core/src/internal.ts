@@ -1,0 +1,29 @@
+/**
+ * `@signalbox/core/internal`: helpers the signalbox packages share with each other. Not part of
+ * the public API (the README does not list it); names here may change in any release.
+ */
+export { untilAborted } from './abort.ts'
+export { type BackoffPolicy, backoffDelay } from './backoff.ts'
+export {
+  DEFAULT_ACK_WAIT_MS,
+  DEFAULT_DUPLICATE_WINDOW_MS,
+  DEFAULT_MAX_PAYLOAD,
+  DURABLE_ONLY_REASON,
+} from './bus/bus.ts'
+export {
+  assertPublishSubject,
+  assertSubscribeSubject,
+  assertToken,
+  encodeEventType,
+  MAX_TOKEN_LENGTH,
+  tokensMatch,
+} from './bus/subjects.ts'
+export { sleep } from './clock.ts'
+export { formatDuration } from './duration.ts'
+export { describeError, deserializeError, serializeError } from './errors.ts'
+export { decisionMismatch, rejectedDecisionAudit } from './hitl/decision.ts'
+export { HookChain } from './hooks.ts'
+export { type AgentMachine, createAgentMachine } from './machine/agent-machine.ts'
+export { statePath } from './machine/state-path.ts'
+export { payloadSample } from './protocol/codec.ts'
+export { formatIssues, stringifyToolOutput } from './tool.ts'

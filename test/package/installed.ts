@@ -1,0 +1,96 @@
+/**
+ * The packages as a user gets them: built once, packed with pnpm (which applies `publishConfig`),
+ * and installed with npm into a fresh project outside the workspace. Shared by the tests in this
+ * folder; dependencies (openai, xstate, zod...) come from npm's cache when they are there.
+ */
+import { execFile } from 'node:child_process'
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+export const PACKAGES = ['core', 'actors', 'mcp', 'console', 'cli'] as const
+export type PackageDir = (typeof PACKAGES)[number]
+
+const execFileAsync = promisify(execFile)
+
+export interface Ran {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+/** Runs a command to its end; a failing exit is returned, not thrown. */
+export async function run(
+  command: string,
+  args: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<Ran> {
+  try {
+    const { stdout, stderr } = await execFileAsync(command, args, {
+      cwd: options.cwd,
+      env: { ...process.env, NO_COLOR: '1', ...options.env },
+      timeout: options.timeoutMs ?? 60_000,
+      maxBuffer: 32 * 1024 * 1024,
+    })
+    return { code: 0, stdout, stderr }
+  } catch (error) {
+    const e = error as { code?: unknown; stdout?: string; stderr?: string; message: string }
+    return { code: typeof e.code === 'number' ? e.code : 1, stdout: e.stdout ?? '', stderr: e.stderr ?? e.message }
+  }
+}
+
+export async function mustRun(command: string, args: string[], options: Parameters<typeof run>[2]): Promise<Ran> {
+  const ran = await run(command, args, options)
+  if (ran.code !== 0) throw new Error(`${command} ${args.join(' ')} failed (${ran.code}):\n${ran.stdout}\n${ran.stderr}`)
+  return ran
+}
+
+export interface Installed {
+  /** The consumer project, outside the workspace. */
+  dir: string
+  /** Tarball path per package folder. */
+  tarballs: Record<PackageDir, string>
+  /** Deletes the project and the tarballs. */
+  remove(): Promise<void>
+}
+
+/** Builds, packs and installs the packages (plus zod 4, tsx and Node's types) into a new project. */
+export async function buildPackAndInstall(): Promise<Installed> {
+  await mustRun('pnpm', ['build'], { cwd: ROOT, timeoutMs: 120_000 })
+  const base = await mkdtemp(path.join(tmpdir(), 'signalbox-consumer-'))
+  const packs = path.join(base, 'packs')
+  const dir = path.join(base, 'app')
+  await mkdir(packs)
+  await mkdir(dir)
+  await Promise.all(
+    PACKAGES.map((name) => mustRun('pnpm', ['pack', '--pack-destination', packs], { cwd: path.join(ROOT, 'packages', name) })),
+  )
+  const files = await readdir(packs)
+  const tarballs = Object.fromEntries(
+    PACKAGES.map((name) => {
+      const file = files.find((f) => f.startsWith(`signalbox-${name}-`) && f.endsWith('.tgz'))
+      if (!file) throw new Error(`pnpm pack left no tarball for ${name} in ${packs}`)
+      return [name, path.join(packs, file)]
+    }),
+  ) as Record<PackageDir, string>
+  const manifest = {
+    name: 'signalbox-consumer',
+    private: true,
+    type: 'module',
+    dependencies: {
+      ...Object.fromEntries(PACKAGES.map((name) => [`@signalbox/${name}`, `file:${tarballs[name]}`])),
+      zod: '^4.0.0',
+      tsx: '^4.0.0',
+      '@types/node': '^20.19.0',
+    },
+  }
+  await writeFile(path.join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`)
+  await mustRun('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd: dir,
+    timeoutMs: 150_000,
+  })
+  return { dir, tarballs, remove: () => rm(base, { recursive: true, force: true }) }
+}
