@@ -8,6 +8,7 @@
  *   pnpm bench --only in-process,xstate,heap,http,concurrency   (issue 2; `scale` is issue 4's)
  *   pnpm bench --only approval      a remote approval's round trip over NATS (issue 3)
  *   pnpm bench --only pickup        pick-up of pending approvals after a reviewer kill -9 / server restart (issue 9)
+ *   pnpm bench --only tracing       OpenTelemetry tracing on and off, per tool step (issue 14)
  *   pnpm bench --server in-process  model server in this process (default: a child process)
  *   pnpm bench --rounds 9
  *
@@ -28,9 +29,10 @@ import { inProcessScenario } from './scenarios/in-process.ts'
 import type { ScenarioOptions } from './scenarios/options.ts'
 import { pickupScenario, renderPickup } from './scenarios/pickup.ts'
 import { scaleMemoryScenario, scaleThroughputScenario } from './scenarios/scale.ts'
+import { tracingScenario } from './scenarios/tracing.ts'
 import { xstateFloorScenario } from './scenarios/xstate-floor.ts'
 
-const SCENARIOS = ['in-process', 'xstate', 'heap', 'http', 'concurrency', 'scale', 'approval', 'pickup'] as const
+const SCENARIOS = ['in-process', 'xstate', 'heap', 'http', 'concurrency', 'scale', 'approval', 'pickup', 'tracing'] as const
 type ScenarioName = (typeof SCENARIOS)[number]
 
 const { values: args } = parseArgs({
@@ -196,6 +198,9 @@ if (only.has('scale')) {
   else console.log('\n(memory per waiting agent skipped: gc is not available)')
   show(await scaleThroughputScenario(quick ? 100 : 1_000, quick ? 3 : 5, { ...options, rounds: Math.min(rounds, 3), warmup: 1 }))
 }
+
+// Issue 14: tracing on (in-memory exporter) and off, per tool step.
+if (only.has('tracing')) show(await tracingScenario(quick ? 50 : 100, options))
 
 // Issue 3: a remote approval's round trip over NATS, next to a bare request/reply in the same run.
 let approvalLatency: Awaited<ReturnType<typeof approvalLatencyScenario>> | undefined

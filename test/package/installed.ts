@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-export const PACKAGES = ['core', 'actors', 'mcp', 'console', 'cli'] as const
+export const PACKAGES = ['core', 'actors', 'mcp', 'console', 'otel', 'cli'] as const
 export type PackageDir = (typeof PACKAGES)[number]
 
 const execFileAsync = promisify(execFile)

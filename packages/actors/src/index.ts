@@ -7,6 +7,7 @@
 export { type AgentConnection, type ConnectAgentOptions, connectAgent } from './agents/agent-connection.ts'
 export { sendControl, sendSteering, watchEvents } from './agents/clients.ts'
 export { type RemoteReviewer, type RemoteReviewerOptions, remoteReviewer } from './approvals/remote-reviewer.ts'
+export type { RequestCheck, RequestOrigin } from './approvals/request-check.ts'
 export { type ReviewerService, type ReviewerServiceOptions, serveReviewer } from './approvals/reviewer-service.ts'
 export { type AuditFilter, busAuditLog, matchesAudit, readAudit } from './audit/bus-audit.ts'
 export { type AnswerServiceOptions, serveAnswerer } from './questions/answer-service.ts'

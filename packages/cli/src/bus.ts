@@ -4,6 +4,23 @@ import type { Subjects } from '@signalbox/core/bus'
 import { CliError, type CommandContext, NO_BUS_MESSAGE } from './cli.ts'
 import { credentialFlags } from './connection-flags.ts'
 
+/**
+ * The key a command signs with (decisions, answers, steering, cancels): the nkey seed of
+ * `--nkey` / `NATS_NKEY`, the same key the user logs in with. Undefined without one (unsigned).
+ */
+export async function signerFrom(context: CommandContext): Promise<import('@signalbox/actors/trust').Signer | undefined> {
+  const file = (context.values.nkey as string | undefined) ?? context.io.env.NATS_NKEY
+  if (!file) return undefined
+  const [{ readFile }, { createSigner }] = await Promise.all([import('node:fs/promises'), import('@signalbox/actors/trust')])
+  let seed: string
+  try {
+    seed = await readFile(file, 'utf8')
+  } catch (error) {
+    throw new CliError('NKEY_UNREADABLE', `cannot read the nkey seed file ${file}`, { cause: error })
+  }
+  return createSigner(seed)
+}
+
 /** How long a command waits for the NATS server before giving up (the bus itself would wait forever). */
 export const CONNECT_TIMEOUT_MS = 5_000
 

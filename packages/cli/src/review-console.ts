@@ -30,6 +30,8 @@ export interface ReviewConsoleOptions {
   autoAnswer?: string
   /** Print each decision as soon as it is made (when no service reports it afterwards). */
   announce?: boolean
+  /** Who sent a request, as far as its signature tells (`signalbox review --agent-key`). */
+  originOf?: (requestId: string) => { verified: boolean; name?: string; signer?: string; reason?: string } | undefined
   clock?: () => number
 }
 
@@ -82,8 +84,22 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
       ...rest.map((line) => `${bar} ${' '.repeat(10)} ${line}`),
       row('digest', c.dim(request.digest)),
       row('time left', timeLeft(request.deadline)),
+      ...originRow(request.requestId, row),
     ]
     return lines.join('\n')
+  }
+
+  function originRow(requestId: string, row: (label: string, value: string) => string): string[] {
+    const origin = options.originOf?.(requestId)
+    if (origin === undefined) return []
+    return [
+      row(
+        'sender',
+        origin.verified
+          ? c.green(`verified: signed by ${origin.name} (${origin.signer})`)
+          : c.red(`NOT verified: ${origin.reason ?? 'unsigned'}`),
+      ),
+    ]
   }
 
   const describeCall = (request: Pick<ApprovalRequest, 'toolName' | 'callId' | 'agentId' | 'runId'>) =>

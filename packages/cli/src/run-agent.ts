@@ -44,6 +44,7 @@ import { loadAgentModule } from './load-module.ts'
 import { type Colors, eventLine, formatDuration, quote } from './output.ts'
 import { createPrompter, type Prompter } from './prompter.ts'
 import { type AutoVerdict, createReviewConsole } from './review-console.ts'
+import { commandTracing } from './tracing.ts'
 
 const NO_REVIEWER_REASON =
   'Denied: nobody can review this call (signalbox run has no terminal and no --nats bus with reviewers). Do not retry it; say what you wanted to do.'
@@ -85,6 +86,9 @@ export async function runAgent(context: CommandContext): Promise<number> {
     }
   }
   try {
+    // Tracing first, so its flush is the last cleanup (after the run's spans have ended).
+    const tracing = await commandTracing(context, `signalbox-${def.id}`)
+    if (tracing) cleanups.push(() => tracing.shutdown())
     // The model endpoint.
     let server: ScriptedModelServer | undefined
     let model = context.values.model as string | undefined
@@ -141,7 +145,7 @@ export async function runAgent(context: CommandContext): Promise<number> {
 
     if (mode === 'nats') {
       const opened = await openBus(context, `run-${def.id}`)
-      bus = opened.bus
+      bus = tracing ? tracing.bus(opened.bus) : opened.bus
       subjects = opened.subjects
       cleanups.push(() => opened.bus.close())
       where = `${opened.url} · prefix ${subjects.prefix}`
@@ -213,6 +217,7 @@ export async function runAgent(context: CommandContext): Promise<number> {
       onInternalError: (error, at) =>
         context.err(`${c.yellow('warning')}: ${at}: ${error instanceof Error ? error.message : String(error)}`),
     })
+    tracing?.agent(agent)
     const connection = connectAgent(agent, { bus, subjects })
     cleanups.push(() => connection.close())
     await connection.ready

@@ -63,6 +63,16 @@ const MAX_EVENTS_PER_RUN = 30
 const MAX_AUDIT = 2_000
 const MAX_STATE_JSON = 4_000
 
+/** Whether a state value is small enough to show; a value nested too deep to serialize is not. */
+function fitsState(value: unknown): boolean {
+  try {
+    return JSON.stringify(value).length <= MAX_STATE_JSON
+  } catch {
+    // Anyone on the bus can publish here: a value nested 100,000 deep overflows the stack.
+    return false
+  }
+}
+
 export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
   const { bus, reviewer } = options
   const subjects = options.subjects ?? createSubjects()
@@ -260,7 +270,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       if (!isInspectorWireEvent(wire) || wire.type === '@xstate.event') return
       if (!wire.sessionId.startsWith('run:')) return
       const value = wire.snapshot?.value
-      if (value === undefined || JSON.stringify(value).length > MAX_STATE_JSON) return
+      if (value === undefined || !fitsState(value)) return
       const runId = wire.sessionId.slice('run:'.length)
       stateByRun.set(runId, value)
       if (stateByRun.size > MAX_RUNS) stateByRun.delete(stateByRun.keys().next().value as string)

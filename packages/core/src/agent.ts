@@ -7,6 +7,7 @@ import type { HandoffResult } from './handoff.ts'
 import type { AuditEntry, AuditLog, Reviewer } from './hitl/types.ts'
 import { HookChain, type Hooks } from './hooks.ts'
 import { type IdGenerator, randomIds } from './ids.ts'
+import { type Instrumentation, Instruments } from './instrumentation.ts'
 import { type AgentMachine, createAgentMachine } from './machine/agent-machine.ts'
 import type { AgentOutput, SteeringItem, StopReason } from './machine/context.ts'
 import { type BudgetCheck, defaultRetryPolicy, type RetryPolicy, type SteeringPolicy } from './machine/runtime.ts'
@@ -135,6 +136,7 @@ export class Agent<TOutput = string> {
   readonly #budgetChecks = new Map<string, BudgetCheck>()
   readonly #toolNames: string[]
   #queuedSteering: SteeringItem[] = []
+  readonly #instruments = new Instruments()
 
   constructor(options: AgentOptions) {
     if (!options?.provider || typeof options.provider.complete !== 'function') {
@@ -165,7 +167,7 @@ export class Agent<TOutput = string> {
     for (const t of options.tools ?? []) {
       assertToolName(t.name)
       if (tools.has(t.name)) throw new ConfigError(`Two tools are named "${t.name}".`)
-      tools.set(t.name, t as Tool<unknown>)
+      tools.set(t.name, this.#instruments.tool(t) as Tool<unknown>)
     }
     this.#toolNames = [...tools.keys()]
     this.#output = options.output === undefined ? undefined : outputSpec(options.output)
@@ -175,8 +177,8 @@ export class Agent<TOutput = string> {
       provider: options.provider,
       tools,
       toolSpecs: [...tools.values()].map(toToolSpec),
-      hooks: new HookChain(options.hooks),
-      reviewer: options.reviewer,
+      hooks: new HookChain(this.#instruments.hooks(options.hooks)),
+      reviewer: this.#instruments.reviewer(options.reviewer),
       events: this.#events,
       recordAudit: (entry) => {
         // The audit log may be remote (JetStream): its failures are reported, never thrown into the run.
@@ -201,6 +203,11 @@ export class Agent<TOutput = string> {
   /** Observe the agent's runs. Returns an unsubscribe function. */
   on<T extends AgentEventType | '*'>(type: T, listener: EventListener<T>): () => void {
     return this.#events.on(type, listener)
+  }
+
+  /** Runs this agent's hooks, tools and reviewer calls inside `instrumentation`'s scope (e.g. tracing). Returns a detach function. */
+  instrument(instrumentation: Instrumentation): () => void {
+    return this.#instruments.attach(instrumentation)
   }
 
   /** Runs to the end. Resolves with the final answer; rejects with `RunFailedError` if it fails or is cancelled. */
@@ -312,6 +319,11 @@ export class Agent<TOutput = string> {
   /** Cancels every active run; their model calls and tools are aborted. */
   cancel(reason?: string): void {
     for (const handle of this.#active.values()) handle.cancel(reason)
+  }
+
+  /** The model the agent's provider calls. */
+  get model(): string {
+    return this.#options.provider.model
   }
 
   /** With an output schema, the answer as parsed (the machine already checked it fits). */

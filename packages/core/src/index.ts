@@ -71,6 +71,13 @@ export {
   type ToolGate,
 } from './hooks.ts'
 export { type IdGenerator, randomIds, sequentialIds } from './ids.ts'
+export type {
+  HookWork,
+  Instrumentation,
+  InstrumentedWork,
+  ReviewWork,
+  ToolWork,
+} from './instrumentation.ts'
 export { type JsonSchemaToolDefinition, type JsonSchemaValidator, jsonSchemaTool } from './json-schema-tool.ts'
 export type { AgentMachine } from './machine/agent-machine.ts'
 export type { AgentContext, AgentInput, AgentOutput, SteeringItem, StopReason } from './machine/context.ts'

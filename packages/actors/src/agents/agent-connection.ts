@@ -1,4 +1,4 @@
-import type { Agent, AgentEvent, Clock } from '@signalbox/core'
+import { type Agent, type AgentEvent, type Clock, SignalboxError } from '@signalbox/core'
 import { type Bus, type BusMessage, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
 import { describeError, statePath } from '@signalbox/core/internal'
 import {
@@ -13,6 +13,8 @@ import {
   SteerMessage,
 } from '@signalbox/core/protocol'
 import { createRejectionReporter, toWireError, truncate } from '../requests/rejections.ts'
+import type { TrustPolicy } from '../trust/policy.ts'
+import type { EvidenceBook } from '../trust/signed-audit.ts'
 
 export interface ConnectAgentOptions {
   bus: Bus
@@ -23,6 +25,14 @@ export interface ConnectAgentOptions {
   steering?: boolean
   /** Answer `control.status` / `control.cancel` on `agents.<agent>.control`. Default true. */
   control?: boolean
+  /**
+   * Who may steer (`steerers`) and cancel (`controllers`) this agent: steering and cancels must be
+   * signed by a listed key, for this agent, and (with `maxAgeMs`) recent. Without one (the
+   * embedded case) they are not checked. `control.status` is read-only and never needs a signature.
+   */
+  trust?: TrustPolicy
+  /** Accepted signed steering is kept here for the audit entry that records it (`signedAuditLog`). */
+  evidence?: EvidenceBook
   clock?: Clock
 }
 
@@ -37,7 +47,16 @@ export interface AgentConnection {
  * Reviewers, answerers and remote tools are wired separately (they are the agent's options).
  */
 export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentConnection {
-  const { bus } = options
+  const { bus, trust } = options
+  const now = () => (options.clock ?? { now: () => Date.now() }).now()
+  /** Why a steering or cancel message may not act on this agent, or the name it acts under. */
+  const identify = (
+    message: SteerMessage | ControlRequestMessage,
+  ): { ok: true; name?: string } | { ok: false; reason: string } => {
+    if (trust === undefined) return { ok: true }
+    const verdict = trust.check(message, { agentId: agent.id, now: now() })
+    return verdict.ok ? { ok: true, name: verdict.name } : { ok: false, reason: `${verdict.code}: ${verdict.reason}` }
+  }
   const subjects = options.subjects ?? createSubjects()
   const report = createRejectionReporter({
     bus,
@@ -53,35 +72,45 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
   if (options.steering !== false) {
     const seen = new Set<string>()
     subscriptions.push(
-      bus.durableConsume(subjects.steer(agent.id), (message) => {
-        message.ack()
-        const decoded = decodeMessage(message.data, SteerMessage, { maxBytes: bus.maxPayload })
-        if (!decoded.ok) return report(message.subject, message.data, decoded.error)
-        const steer = decoded.value
-        // A publish retried across a reconnect may arrive twice: apply each correction once.
-        if (seen.has(steer.steerId)) return
-        const refuse = (why: string) =>
-          report(
-            message.subject,
-            message.data,
-            new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Steering ${steer.steerId} refused: ${why}`),
-          )
-        if (steer.text.trim() === '') return refuse('the correction has no text')
-        let target: { steer(text: string, options: { from: string }): void } = agent
-        if (steer.runId !== undefined) {
-          const handle = agent.runs.get(steer.runId)
-          // Said, not dropped in silence: the operator aimed at a run that is not (or no longer) here.
-          if (handle === undefined) return refuse(`run ${steer.runId} is not active on agent ${agent.id}`)
-          target = handle
-        }
-        try {
-          target.steer(steer.text, { from: steer.from })
-        } catch (error) {
-          return refuse(describeError(error))
-        }
-        seen.add(steer.steerId)
-        if (seen.size > 10_000) seen.delete(seen.values().next().value as string)
-      }),
+      bus.durableConsume(
+        subjects.steer(agent.id),
+        (message) => {
+          message.ack()
+          const decoded = decodeMessage(message.data, SteerMessage, { maxBytes: bus.maxPayload })
+          if (!decoded.ok) return report(message.subject, message.data, decoded.error)
+          const steer = decoded.value
+          // A publish retried across a reconnect may arrive twice: apply each correction once.
+          if (seen.has(steer.steerId)) return
+          const refuse = (why: string) =>
+            report(
+              message.subject,
+              message.data,
+              new ProtocolError('PROTOCOL_INVALID_MESSAGE', `Steering ${steer.steerId} refused: ${why}`),
+            )
+          if (steer.text.trim() === '') return refuse('the correction has no text')
+          const who = identify(steer)
+          if (!who.ok) return refuse(who.reason)
+          // The name shown to the model and audited is the policy's, never the message's `from`.
+          const from = who.name ?? steer.from
+          let target: { steer(text: string, options: { from: string }): void } = agent
+          if (steer.runId !== undefined) {
+            const handle = agent.runs.get(steer.runId)
+            // Said, not dropped in silence: the operator aimed at a run that is not (or no longer) here.
+            if (handle === undefined) return refuse(`run ${steer.runId} is not active on agent ${agent.id}`)
+            target = handle
+          }
+          // Kept first: a correction can be applied (and audited) inside `steer` itself.
+          if (trust !== undefined) options.evidence?.remember(`steer:${steer.text}`, steer)
+          try {
+            target.steer(steer.text, { from })
+          } catch (error) {
+            return refuse(describeError(error))
+          }
+          seen.add(steer.steerId)
+          if (seen.size > 10_000) seen.delete(seen.values().next().value as string)
+        },
+        { purpose: 'steer' },
+      ),
     )
   }
 
@@ -96,9 +125,15 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
         const request = decoded.value
         const cancelled: string[] = []
         if (request.type === 'control.cancel') {
+          const who = identify(request)
+          if (!who.ok) {
+            const error = new SignalboxError('CONTROL_NOT_AUTHORIZED', `Cancel refused: ${who.reason}`, { fault: 'peer' })
+            if (!respond(message, errorMessage(toWireError(error)))) report(message.subject, message.data, error)
+            return
+          }
           for (const [runId, handle] of [...agent.runs]) {
             if (request.runId !== undefined && request.runId !== runId) continue
-            handle.cancel(request.reason ?? `cancelled by ${request.from ?? 'control request'}`)
+            handle.cancel(request.reason ?? `cancelled by ${who.name ?? request.from ?? 'control request'}`)
             cancelled.push(runId)
           }
         }
@@ -160,7 +195,7 @@ const IDENTITY_FIELDS = [
  * trimmed, never dropped (an observer must still see that the run started or a tool ended):
  * first without the transcripts, then with long strings cut, then down to its identity fields.
  */
-function publishEvent(bus: Bus, subjects: Subjects, event: AgentEvent): void {
+export function publishEvent(bus: Bus, subjects: Subjects, event: AgentEvent): void {
   try {
     const subject = subjects.events(event.agentId, event.type)
     const full: EventMessage = { v: PROTOCOL_VERSION, type: 'event', event: event as unknown as EventMessage['event'] }

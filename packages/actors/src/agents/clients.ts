@@ -12,6 +12,7 @@ import {
   type SteerMessage,
 } from '@signalbox/core/protocol'
 import { z } from 'zod/v4'
+import type { Signer } from '../trust/sign.ts'
 
 /** Queues a correction for an agent (every active run, or one `runId`). Durable: survives a server restart. */
 export async function sendSteering(options: {
@@ -21,11 +22,13 @@ export async function sendSteering(options: {
   from: string
   runId?: string
   subjects?: Subjects
+  /** Signs the correction (and names the agent in it): agents with a trust policy accept nothing else. */
+  signer?: Signer
   clock?: Clock
   signal?: AbortSignal
 }): Promise<SteerMessage> {
   const subjects = options.subjects ?? createSubjects()
-  const message: SteerMessage = {
+  const unsigned: SteerMessage = {
     v: PROTOCOL_VERSION,
     type: 'steer',
     steerId: `steer_${randomUUID()}`,
@@ -33,7 +36,9 @@ export async function sendSteering(options: {
     from: options.from,
     ...(options.runId ? { runId: options.runId } : {}),
     sentAt: (options.clock ?? systemClock).now(),
+    ...(options.signer ? { agentId: options.agentId } : {}),
   }
+  const message = options.signer ? options.signer.sign(unsigned) : unsigned
   await options.bus.durablePublish(subjects.steer(options.agentId), encodeMessage(message), {
     msgId: message.steerId,
     ...(options.signal ? { signal: options.signal } : {}),
@@ -49,11 +54,18 @@ export async function sendControl(options: {
   agentId: string
   request: { type: 'control.status' } | { type: 'control.cancel'; runId?: string; reason?: string; from?: string }
   subjects?: Subjects
+  /** Signs a cancel (naming the agent and the time): agents with a trust policy refuse unsigned ones. */
+  signer?: Signer
+  clock?: Clock
   timeoutMs?: number
   signal?: AbortSignal
 }): Promise<ControlReplyMessage> {
   const subjects = options.subjects ?? createSubjects()
-  const message = { v: PROTOCOL_VERSION, ...options.request } as ControlRequestMessage
+  let message = { v: PROTOCOL_VERSION, ...options.request } as ControlRequestMessage
+  if (options.signer && message.type === 'control.cancel') {
+    const now = (options.clock ?? systemClock).now()
+    message = options.signer.sign({ ...message, agentId: options.agentId, sentAt: now, from: message.from ?? 'operator' })
+  }
   const response = await options.bus.request(subjects.control(options.agentId), encodeMessage(message), {
     timeoutMs: options.timeoutMs ?? 5_000,
     ...(options.signal ? { signal: options.signal } : {}),

@@ -84,7 +84,7 @@ export function readAudit(options: {
         }
         arm()
       },
-      { deliverAll: true },
+      { deliverAll: true, purpose: 'audit' },
     )
     subscription.ready.then(arm, (error) => {
       done = true

@@ -25,6 +25,7 @@ export async function openConnection(options: NatsBusOptions): Promise<NatsConne
     reconnectTimeWait,
     reconnectJitter: Math.min(100, reconnectTimeWait),
     pingInterval: options.pingIntervalMs ?? 10_000,
+    ...(options.inboxPrefix !== undefined ? { inboxPrefix: options.inboxPrefix } : {}),
     ...(options.user !== undefined ? { user: options.user } : {}),
     ...(options.pass !== undefined ? { pass: options.pass } : {}),
     ...(options.token !== undefined ? { token: options.token } : {}),

@@ -38,6 +38,8 @@ export interface ConsumerTuning {
    * kept by one node only, and the loss of that node loses what it had delivered.
    */
   replicas: number
+  /** Private consumers are named `<consumerPrefix>_<purpose>` (least privilege pins the names). */
+  consumerPrefix?: string | undefined
 }
 
 /**
@@ -56,6 +58,8 @@ export class NatsDurableConsumer implements Subscription {
   readonly #handler: DurableHandler
   readonly #durableName: string | undefined
   readonly #consumerName: string
+  /** A private consumer with a name derived from its purpose (not random): a previous run's may still exist. */
+  readonly #fixedName: boolean
   readonly #ackWaitMs: number
   readonly #serverAckWaitMs: number
   readonly #held: HeldMessages
@@ -95,7 +99,12 @@ export class NatsDurableConsumer implements Subscription {
     this.subject = subject
     this.#handler = handler
     this.#durableName = options.durableName
-    this.#consumerName = options.durableName ?? `sbx_${randomBytes(8).toString('hex')}`
+    this.#fixedName = options.durableName === undefined && tuning.consumerPrefix !== undefined
+    this.#consumerName =
+      options.durableName ??
+      (tuning.consumerPrefix !== undefined
+        ? `${tuning.consumerPrefix}_${options.purpose ?? 'private'}`
+        : `sbx_${randomBytes(8).toString('hex')}`)
     this.#ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS
     this.#serverAckWaitMs = Math.min(this.#ackWaitMs, tuning.serverAckWaitMs)
     this.#held = new HeldMessages(this.#ackWaitMs, this.#serverAckWaitMs, () => bus.connection().isClosed())
@@ -281,6 +290,10 @@ export class NatsDurableConsumer implements Subscription {
       } catch (error) {
         if (!isApiError(error, JetStreamApiCodes.ConsumerNotFound)) throw error
       }
+    }
+    if (this.#fixedName && !this.#created) {
+      // A previous process's consumer of this name (not yet expired) has another start: ours replaces it.
+      await jsm.consumers.delete(stream, this.#consumerName).catch(() => false)
     }
     const info = await jsm.consumers.add(stream, this.#config())
     if (!this.#created) {

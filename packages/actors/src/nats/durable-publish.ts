@@ -41,7 +41,9 @@ export async function publishUntilAcked(
     publishing.catch(() => {}) // may be abandoned below
     try {
       const outcome = await watch.race(publishing, signal)
-      if (outcome.kind === 'done') return { seq: outcome.value.seq, duplicate: outcome.value.duplicate }
+      // A duplicate on a retry is our own earlier attempt that landed (its ack was lost): stored
+      // once, by us. Only a duplicate on the first attempt means someone else stored this id first.
+      if (outcome.kind === 'done') return { seq: outcome.value.seq, duplicate: outcome.value.duplicate && attempt === 0 }
       if (outcome.kind === 'aborted') {
         throw new AbortedError(`Durable publish on "${subject}" was aborted.`, signal?.reason)
       }

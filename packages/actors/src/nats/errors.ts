@@ -41,6 +41,12 @@ export function mapDurableError(error: unknown, subject: string, maxPayload: num
       details: { subject, apiCode: error.code },
     })
   }
+  if (isPermissionViolation(error)) {
+    return new BusError('BUS_PERMISSION_DENIED', `This user may not publish on "${subject}" (permissions violation).`, {
+      cause: error,
+      details: { subject },
+    })
+  }
   return mapNatsError(error, subject, 'durablePublish')
 }
 
@@ -59,6 +65,8 @@ export function isNoResponders(error: unknown): boolean {
 
 /** Failures of one durable publish attempt that a later attempt can fix (server restarting, link down). */
 export function isRetryable(error: unknown): boolean {
+  // Refused by the server's permissions: publishing again cannot succeed.
+  if (isPermissionViolation(error)) return false
   if (error instanceof natsErrors.TimeoutError) return true
   if (error instanceof natsErrors.RequestError) return true
   if (error instanceof natsErrors.ConnectionError) return true
@@ -71,4 +79,10 @@ export function isRetryable(error: unknown): boolean {
 
 export function toError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error))
+}
+
+/** The server refused the subject for this user (least privilege), directly or as a request's cause. */
+export function isPermissionViolation(error: unknown): boolean {
+  if (error instanceof natsErrors.PermissionViolationError) return true
+  return error instanceof natsErrors.RequestError && error.cause instanceof natsErrors.PermissionViolationError
 }

@@ -43,7 +43,7 @@ import type { BusInternals } from './internals.ts'
 import { ackConfirmed, headerSize, NatsMessage, NatsPlainSubscription, toBytes, toNatsHeaders } from './messages.ts'
 import { DEFAULT_SERVER_ACK_WAIT_MS, defaultConnectionName, type NatsBusOptions } from './options.ts'
 import { natsRequest } from './request.ts'
-import { defaultStreamName, ensureStream, StreamSubjects } from './stream.ts'
+import { awaitStream, defaultStreamName, ensureStream, StreamSubjects } from './stream.ts'
 
 /**
  * Connects, creates or updates the durable stream, and returns the bus.
@@ -118,6 +118,7 @@ export class NatsBus implements Bus {
     this.streamName = options.durable?.stream ?? defaultStreamName(prefix)
     this.#configuredSubjects = options.durable?.subjects ?? defaultDurableSubjects(prefix)
     for (const subject of this.#configuredSubjects) assertSubscribeSubject(subject)
+    if (options.consumerPrefix !== undefined) assertToken(options.consumerPrefix)
     this.#streamSubjects = new StreamSubjects(this.#configuredSubjects)
     this.#maxPayload = connection.info?.max_payload ?? 1024 * 1024
     this.#js = jetstream(connection)
@@ -211,7 +212,7 @@ export class NatsBus implements Bus {
     const headers = toNatsHeaders(options.headers)
     this.#checkSize(subject, bytes, headers)
     if (signal?.aborted) throw requestAborted(subject, signal)
-    const request = { subject, bytes, headers, timeoutMs, signal }
+    const request = { subject, bytes, headers, timeoutMs, signal, inboxPrefix: this.#options.inboxPrefix }
     const reply = await natsRequest(this.connection, request, this.#pendingRequests, () => this.#closed)
     return new NatsMessage(reply, undefined, this.#internals)
   }
@@ -246,12 +247,14 @@ export class NatsBus implements Bus {
     assertSubscribeSubject(subject)
     this.#streamSubjects.assertCovers(subject)
     if (options.durableName !== undefined) assertToken(options.durableName)
+    if (options.purpose !== undefined) assertToken(options.purpose)
     const consumer = new NatsDurableConsumer(this.#internals, subject, handler, options, {
       pullBatch: this.#options.pullBatch ?? 16,
       pullExpiresMs: this.#options.pullExpiresMs ?? 10_000,
       ephemeralInactiveMs: this.#options.ephemeralInactiveMs ?? 120_000,
       serverAckWaitMs: this.#options.serverAckWaitMs ?? DEFAULT_SERVER_ACK_WAIT_MS,
       replicas: this.#options.durable?.replicas ?? 1,
+      consumerPrefix: this.#options.consumerPrefix,
     })
     if (options.signal?.aborted) {
       consumer.closed = true
@@ -314,7 +317,11 @@ export class NatsBus implements Bus {
     if (this.#ensuring) return this.#ensuring
     this.#ensuring = (async () => {
       const jsm = await this.#manager()
-      const subjects = await ensureStream(jsm, this.streamName, this.#configuredSubjects, this.#options.durable ?? {})
+      const durable = this.#options.durable ?? {}
+      const subjects =
+        durable.access === 'check'
+          ? await awaitStream(jsm, this.streamName, this.#watch, this.#options.signal)
+          : await ensureStream(jsm, this.streamName, this.#configuredSubjects, durable)
       this.#streamSubjects.set(subjects)
     })().finally(() => {
       this.#ensuring = undefined

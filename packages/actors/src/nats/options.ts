@@ -5,6 +5,11 @@ import type { NatsCredentialOptions } from './credentials.ts'
 export interface NatsDurableOptions {
   /** JetStream stream name. Default `SIGNALBOX` for the default prefix, else derived from the prefix. */
   stream?: string
+  /**
+   * `manage` (default): create the stream, or add missing subjects to it. `check`: only read it
+   * (`STREAM.INFO`), waiting for it to appear: for roles whose users may not create streams.
+   */
+  access?: 'manage' | 'check'
   /** Subjects the stream captures. Default `defaultDurableSubjects(prefix)`. */
   subjects?: string[]
   /** `msgId` de-duplication window. Default 2 min. */
@@ -32,6 +37,17 @@ export interface NatsBusOptions {
   user?: string
   pass?: string
   token?: string
+  /**
+   * Inbox prefix for this client's replies (requests, JetStream API answers, pulled messages):
+   * `_INBOX.<name>` under least privilege, so no other user can read them. Default `_INBOX`.
+   */
+  inboxPrefix?: string
+  /**
+   * Private consumers are named `<consumerPrefix>_<purpose>` (e.g. `claw_decisions`) instead of a
+   * random name, so the permissions can pin them. One name per purpose: two instances of one role
+   * need two prefixes (two users). Default: random names (`sbx_<hex>`).
+   */
+  consumerPrefix?: string
   /** Creds file, nkey, TLS... as the `nats` CLI takes them (`natsCredentialsFromEnv` reads its variables). */
   credentials?: NatsCredentialOptions
   /** Wait between reconnect attempts. Default 250 ms (the client's 2 s is slow for agents). */

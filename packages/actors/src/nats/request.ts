@@ -15,6 +15,8 @@ export interface NatsRequest {
   headers: MsgHdrs | undefined
   timeoutMs: number
   signal: AbortSignal | undefined
+  /** The connection's inbox prefix: under least privilege it may only read `_INBOX.<name>.>`. */
+  inboxPrefix?: string | undefined
 }
 
 /**
@@ -45,7 +47,7 @@ export function natsRequest(
 /** A private inbox per request so that aborting can drop it at once (the muxed one cannot be cancelled). */
 function requestWithSignal(
   connection: NatsConnection,
-  { subject, bytes, headers, timeoutMs }: NatsRequest,
+  { subject, bytes, headers, timeoutMs, inboxPrefix }: NatsRequest,
   signal: AbortSignal,
   pending: Set<(error: Error) => void>,
 ): Promise<Msg> {
@@ -67,7 +69,7 @@ function requestWithSignal(
     const onAbort = () => settle(requestAborted(subject, signal))
     pending.add(fail)
     try {
-      const inbox = createInbox()
+      const inbox = createInbox(inboxPrefix)
       inboxSubscription = connection.subscribe(inbox, {
         max: 1,
         callback: (error, msg) => {

@@ -79,6 +79,27 @@ export async function ensureStream(
   return updated.config.subjects ?? [...existing, ...missing]
 }
 
+/**
+ * For users that may not create or change the stream (least privilege): waits until it exists
+ * (an agent creates it) and returns the subjects it captures. Only `STREAM.INFO` is used.
+ */
+export async function awaitStream(
+  jsm: JetStreamManager,
+  streamName: string,
+  waiter: { pause(ms: number, signal: AbortSignal | undefined): Promise<void> },
+  signal: AbortSignal | undefined,
+): Promise<string[]> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const info = await jsm.streams.info(streamName)
+      return info.config.subjects ?? []
+    } catch (error) {
+      if (!isApiError(error, JetStreamApiCodes.StreamNotFound)) throw error
+    }
+    await waiter.pause(Math.min(2_000, 100 * 2 ** attempt), signal)
+  }
+}
+
 /** The subjects the stream captures, and the checks that keep plain and durable traffic apart. */
 export class StreamSubjects {
   #subjects: string[]

@@ -1,8 +1,11 @@
+import { randomBytes } from 'node:crypto'
 import type { Answer, Answerer, Clock, Question } from '@signalbox/core'
 import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { AnswerMessage, encodeMessage, PROTOCOL_VERSION, QuestionMessage } from '@signalbox/core/protocol'
+import { DecisionNotStoredError } from '../approvals/reviewer-service.ts'
 import { createRejectionReporter, msgIdPart } from '../requests/rejections.ts'
 import { type RequestService, type ServiceMode, serveDurableRequests } from '../requests/request-service.ts'
+import type { Signer } from '../trust/sign.ts'
 
 export interface AnswerServiceOptions {
   bus: Bus
@@ -13,6 +16,8 @@ export interface AnswerServiceOptions {
   /** `broadcast` (default): everyone watching sees the question; the first answer counts. */
   mode?: ServiceMode
   group?: string
+  /** The answerer's key: every answer is signed with it (agents with a trust policy accept nothing else). */
+  signer?: Signer
   clock?: Clock
   onQuestion?(question: Question): void
   onAnswer?(question: Question, answer: Answer): void
@@ -34,11 +39,13 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
     deadlineOf: (question) => question.deadline,
     mode: options.mode ?? 'broadcast',
     group: options.group ?? 'answerers',
+    privatePurpose: 'questions',
     report,
     settlements: {
       subject: `${subjects.prefix}.ask.${agentToken}.answers`,
       schema: AnswerMessage,
       idOf: (answer) => answer.questionId,
+      purpose: 'answered',
       onSettled: (id, { v: _v, type: _type, ...answer }) => options.onSettled?.(id, answer),
     },
     ...(options.clock ? { clock: options.clock } : {}),
@@ -50,7 +57,7 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
       return { question, answer }
     },
     publish: async (_message, { question, answer }, signal) => {
-      const reply: AnswerMessage = {
+      const unsigned: AnswerMessage = {
         v: PROTOCOL_VERSION,
         type: 'answer',
         questionId: question.questionId,
@@ -58,10 +65,13 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
         answeredBy: answer.answeredBy,
         answeredAt: answer.answeredAt,
       }
-      await bus.durablePublish(subjects.answers(question.agentId), encodeMessage(reply), {
-        msgId: msgIdPart(`answer-${question.questionId}-${answer.answeredBy}`),
+      const reply = options.signer ? options.signer.sign(unsigned) : unsigned
+      // Unguessable, so nobody can take the id first; a duplicate then means it was not stored by us.
+      const stored = await bus.durablePublish(subjects.answers(question.agentId), encodeMessage(reply), {
+        msgId: msgIdPart(`answer-${question.questionId}-${randomBytes(12).toString('hex')}`),
         signal,
       })
+      if (stored.duplicate) throw new DecisionNotStoredError(question.questionId)
       options.onAnswer?.(question, answer)
     },
   })

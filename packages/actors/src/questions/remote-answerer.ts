@@ -3,10 +3,19 @@ import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signal
 import { AnswerMessage, PROTOCOL_VERSION, type QuestionMessage } from '@signalbox/core/protocol'
 import { DurableRequester } from '../requests/durable-request.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
+import type { TrustPolicy } from '../trust/policy.ts'
+import type { Signer } from '../trust/sign.ts'
+import type { EvidenceBook } from '../trust/signed-audit.ts'
 
 export interface RemoteAnswererOptions {
   bus: Bus
   subjects?: Subjects
+  /** Who may answer: an answer must be signed by a key the policy lists in `answerers`. Default: not checked. */
+  trust?: TrustPolicy
+  /** The agent's key: it may never answer its own questions. */
+  signer?: Signer
+  /** Accepted signed answers are kept here for the audit entry that records them (`signedAuditLog`). */
+  evidence?: EvidenceBook
   clock?: Clock
 }
 
@@ -16,10 +25,11 @@ export interface RemoteAnswerer extends Answerer {
 
 /**
  * The agent's side of escalation: the question goes out durably on `ask.<agent>`, the answer
- * comes back on `ask.<agent>.answers`. Use it as the `answerer` of `askHumanTool`.
+ * comes back on `ask.<agent>.answers`. Use it as the `answerer` of `askHumanTool`. With a trust
+ * policy, an answer that is not signed by an allowed key is reported and never applied.
  */
 export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
-  const { bus } = options
+  const { bus, trust, signer } = options
   const subjects = options.subjects ?? createSubjects()
   const report = createRejectionReporter({ bus, subjects, component: 'agent-questions', clock: options.clock })
   const requester = new DurableRequester<typeof AnswerMessage, Question>({
@@ -28,23 +38,33 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
     idOf: (answer) => answer.questionId,
     replySubjectOf: (question) => subjects.answers(question.agentId),
     replyName: 'Answer',
+    purpose: 'answers',
     report,
   })
+  const check = (question: Question, answer: AnswerMessage): string | undefined => {
+    if (trust === undefined) return undefined
+    const verdict = trust.check(answer, { agentId: question.agentId })
+    if (!verdict.ok) return `${verdict.code}: ${verdict.reason}`
+    if (signer !== undefined && verdict.signer === signer.publicKey) {
+      return "own-key: signed with the agent's own key: an agent never answers its own questions"
+    }
+    return undefined
+  }
   return {
     async answer(question, { signal }): Promise<Answer> {
       const message: QuestionMessage = { v: PROTOCOL_VERSION, type: 'question', ...question }
-      const {
-        v: _v,
-        type: _type,
-        ...answer
-      } = await requester.request({
+      const reply = await requester.request({
         id: question.questionId,
         context: question,
         subject: subjects.ask(question.agentId),
         message,
+        check: (answer) => check(question, answer),
         signal,
       })
-      return answer
+      const { v: _v, type: _type, signer: signedBy, signature: _signature, ...answer } = reply
+      if (trust === undefined || signedBy === undefined) return answer
+      options.evidence?.remember(`answer:${question.callId}`, reply)
+      return { ...answer, answeredBy: trust.nameOf(signedBy) ?? answer.answeredBy }
     },
     close() {
       requester.close(new BusClosedError('the bus answerer was closed'))

@@ -14,6 +14,8 @@ export interface DurableRequesterOptions<S extends z.ZodType, C> {
   /** What a reply is, for the rejection report: `Decision`, `Answer`. */
   replyName: string
   report: RejectionReporter
+  /** The reply consumer's purpose (`decisions`, `answers`): its name under least privilege. */
+  purpose?: string
   /** After a rejected reply was reported: e.g. record it in the audit. */
   onRejected?(rejection: ReplyRejection<z.output<S>, C>): void
 }
@@ -47,13 +49,15 @@ export class DurableRequester<S extends z.ZodType, C> {
       schema: options.schema,
       idOf: options.idOf,
       reportInvalid: options.report,
+      ...(options.purpose !== undefined ? { purpose: options.purpose } : {}),
       onRejected: (rejection) => {
         options.report(
           options.replySubjectOf(rejection.context),
           JSON.stringify(rejection.reply),
           new ProtocolError('PROTOCOL_INVALID_MESSAGE', `${options.replyName} rejected: ${rejection.reason}`),
+          // Under a flood a rejection is only counted in a summary: then no audit entry per message either.
+          () => options.onRejected?.(rejection),
         )
-        options.onRejected?.(rejection)
       },
     })
   }

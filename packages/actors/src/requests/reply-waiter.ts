@@ -35,6 +35,7 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
   /** Recently settled ids (oldest first) with their context, to tell a late reply from a stranger's. */
   readonly #settled = new Map<string, C>()
   readonly #consumers = new Map<string, Subscription>()
+  readonly #purpose: string | undefined
 
   constructor(options: {
     bus: Bus
@@ -42,7 +43,10 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
     idOf: (reply: z.output<S>) => string
     onRejected: (rejection: ReplyRejection<z.output<S>, C>) => void
     reportInvalid: RejectionReporter
+    /** The consumer's purpose (its name under least privilege: `<user>_<purpose>`). */
+    purpose?: string
   }) {
+    this.#purpose = options.purpose
     this.#bus = options.bus
     this.#schema = options.schema
     this.#idOf = options.idOf
@@ -54,15 +58,19 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
   listen(subject: string): Promise<void> {
     let consumer = this.#consumers.get(subject)
     if (!consumer) {
-      consumer = this.#bus.durableConsume(subject, (message) => {
-        message.ack()
-        const decoded = decodeMessage(message.data, this.#schema, { maxBytes: this.#bus.maxPayload })
-        if (!decoded.ok) {
-          this.#reportInvalid(message.subject, message.data, decoded.error as SignalboxError)
-          return
-        }
-        this.#route(decoded.value)
-      })
+      consumer = this.#bus.durableConsume(
+        subject,
+        (message) => {
+          message.ack()
+          const decoded = decodeMessage(message.data, this.#schema, { maxBytes: this.#bus.maxPayload })
+          if (!decoded.ok) {
+            this.#reportInvalid(message.subject, message.data, decoded.error as SignalboxError)
+            return
+          }
+          this.#route(decoded.value)
+        },
+        this.#purpose !== undefined ? { purpose: this.#purpose } : {},
+      )
       this.#consumers.set(subject, consumer)
     }
     return consumer.ready

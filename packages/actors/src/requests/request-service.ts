@@ -18,6 +18,8 @@ export interface Settlements<R extends z.ZodType> {
    */
   matches?(request: unknown, reply: z.output<R>): boolean
   onSettled?(id: string, reply: z.output<R>): void
+  /** The watcher consumer's purpose (`decided`, `answered`): its name under least privilege. */
+  purpose?: string
 }
 
 export interface RequestServiceOptions<S extends z.ZodType, R extends z.ZodType = z.ZodType, Reply = unknown> {
@@ -46,6 +48,8 @@ export interface RequestServiceOptions<S extends z.ZodType, R extends z.ZodType 
    */
   publish(request: z.output<S>, reply: Reply, signal: AbortSignal): Promise<void>
   settlements?: Settlements<R>
+  /** Broadcast mode's private consumer purpose (`approvals`, `questions`). */
+  privatePurpose?: string
   report: RejectionReporter
   clock?: Clock
   onError?(error: unknown, request: z.output<S>): void
@@ -188,7 +192,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
           if (running && settledBy(id, running.request)) running.controller.abort(new AbortedError('settled elsewhere'))
           settledIn.onSettled?.(id, decoded.value)
         },
-        { deliverAll: true, signal: stop.signal },
+        { deliverAll: true, signal: stop.signal, ...(settledIn.purpose ? { purpose: settledIn.purpose } : {}) },
       )
     : undefined
   if (watch) watch.ready.then(armCatchUp, markCaughtUp)
@@ -201,7 +205,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
       onMessage(message).catch((error) => options.onError?.(error, undefined as z.output<S>))
     },
     {
-      ...(options.mode === 'shared' ? { durableName: options.group } : {}),
+      ...(options.mode === 'shared' ? { durableName: options.group } : { purpose: options.privatePurpose ?? 'requests' }),
       // Requests published before this instance started are still pending: read the log.
       deliverAll: true,
       ackWaitMs: ACK_WAIT_MS,

@@ -14,6 +14,7 @@ import { type Bus, createSubjects, type Subjects, type Subscription } from '@sig
 import type { RunStore } from '@signalbox/core/store'
 import { type AgentConnection, connectAgent } from '../agents/agent-connection.ts'
 import { sendSteering } from '../agents/clients.ts'
+import type { Signer } from '../trust/sign.ts'
 import { ChildRunError } from './child-run-error.ts'
 import { ChildSlots } from './child-slots.ts'
 import type { Directory } from './directory.ts'
@@ -41,6 +42,12 @@ export interface AgentSystemOptions {
    * restart, and those whose host's lease expired), and keeps taking over orphans (`RunTakeover`).
    */
   runs?: { store: RunStore; leaseMs?: number; onEvent?(event: TakeoverEvent): void }
+  /**
+   * This host's key: cancels of remote child runs are signed with it (children with a trust policy
+   * list its public key in `controllers`; without it, a child whose parent is gone still stops at
+   * the end of its lease).
+   */
+  signer?: Signer
 }
 
 export interface SystemRunOptions {
@@ -74,6 +81,7 @@ const DIRECTORY_REFRESH_MS = 10_000
  * limits, and makes sure no child outlives its parent.
  */
 export class AgentSystem {
+  readonly #signer: Signer | undefined
   readonly hostId: string
   readonly subjects: Subjects
   readonly #bus: Bus | undefined
@@ -97,6 +105,7 @@ export class AgentSystem {
     // A NATS bus knows its deployment's prefix: use it unless told otherwise.
     const busPrefix = (options.bus as { prefix?: unknown } | undefined)?.prefix
     this.subjects = options.subjects ?? createSubjects(typeof busPrefix === 'string' ? busPrefix : undefined)
+    this.#signer = options.signer
     this.hostId = options.hostId ?? `${hostname()}-${process.pid}`
     this.#directory = options.directory
     this.#ledger = new RunTreeLedger(options.limits)
@@ -269,6 +278,7 @@ export class AgentSystem {
         parentRunId: options.parentRunId,
         runPath: options.runPath,
         agentPath: options.agentPath,
+        signer: this.#signer,
         signal: options.signal,
       })
     } finally {

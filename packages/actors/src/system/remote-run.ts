@@ -12,6 +12,7 @@ import {
 } from '@signalbox/core/protocol'
 import { z } from 'zod/v4'
 import { sendControl } from '../agents/clients.ts'
+import type { Signer } from '../trust/sign.ts'
 import { ChildRunError } from './child-run-error.ts'
 import { repeat } from './repeat.ts'
 import type { RunBudget, RunTreeLedger } from './tree-budget.ts'
@@ -36,6 +37,8 @@ export interface RemoteRunOptions {
   parentRunId?: string | undefined
   runPath?: string[] | undefined
   agentPath?: string[] | undefined
+  /** The parent agent's key: its cancels of the child are signed (the child's policy lists it in `controllers`). */
+  signer?: Signer | undefined
   signal?: AbortSignal | undefined
 }
 
@@ -129,9 +132,10 @@ export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
 }
 
 /** Tells the agent's hosts to stop the run (best effort: the lease ends it anyway). */
-function cancelRemote(options: Pick<RemoteRunOptions, 'bus' | 'subjects' | 'agentId' | 'runId' | 'hostId'>): void {
+function cancelRemote(options: Pick<RemoteRunOptions, 'bus' | 'subjects' | 'agentId' | 'runId' | 'hostId' | 'signer'>): void {
   sendControl({
     bus: options.bus,
+    ...(options.signer ? { signer: options.signer } : {}),
     agentId: options.agentId,
     subjects: options.subjects,
     request: { type: 'control.cancel', runId: options.runId, reason: 'the parent run was cancelled', from: options.hostId },

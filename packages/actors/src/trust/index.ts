@@ -36,3 +36,10 @@ export {
   whyNotAcceptable,
 } from './policy.ts'
 export { createSigner, type SignatureCheck, type Signer, SigningKeyError, verifySignature } from './sign.ts'
+export {
+  createEvidenceBook,
+  type EvidenceBook,
+  evidenceKey,
+  type SignedAuditLogOptions,
+  signedAuditLog,
+} from './signed-audit.ts'

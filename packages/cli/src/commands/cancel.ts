@@ -1,4 +1,4 @@
-import { openBus } from '../bus.ts'
+import { openBus, signerFrom } from '../bus.ts'
 import { CliError, type Command, EXIT } from '../cli.ts'
 import { askAgent, parseMs } from './status.ts'
 
@@ -30,12 +30,14 @@ export const cancel: Command = {
     const from = (context.values.from as string | undefined) ?? context.io.env.USER ?? 'cli'
     const reason = context.values.reason as string | undefined
     const timeoutMs = parseMs(context.values.timeout, 5_000)
+    const signer = await signerFrom(context)
     const { bus, subjects } = await openBus(context, 'cancel')
     const { sendControl } = await import('@signalbox/actors')
     try {
       const request = { type: 'control.cancel' as const, from, ...(runId ? { runId } : {}), ...(reason ? { reason } : {}) }
       const reply = await askAgent(
-        () => sendControl({ bus, subjects, agentId, request, timeoutMs }),
+        // Signed with the --nkey seed: agents with a trust policy refuse unsigned cancels.
+        () => sendControl({ bus, subjects, agentId, request, timeoutMs, ...(signer ? { signer } : {}) }),
         agentId,
         subjects.control(agentId),
       )

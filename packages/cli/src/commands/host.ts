@@ -9,6 +9,7 @@ import type { AgentModule } from '../agent-module.ts'
 import { openBus, untilSignal } from '../bus.ts'
 import { CliError, type Command, type CommandContext, EXIT, UsageError } from '../cli.ts'
 import { clockTime, shortId } from '../output.ts'
+import { commandTracing, OTLP_OPTIONS } from '../tracing.ts'
 
 /** What a host module's factory receives: `export default (host) => [createHotelAgent({ reviewer: ... })]`. */
 export interface HostContext {
@@ -63,6 +64,7 @@ export const host: Command = {
       description: 'NATS KV run store (instead of --store), shared by every host',
     },
     lease: { type: 'string', valueName: '<ms>', description: 'lease a host takes on a run it takes over', default: '30000' },
+    ...OTLP_OPTIONS,
   },
   bus: 'required',
   minArgs: 1,
@@ -94,7 +96,10 @@ export const host: Command = {
       import('@signalbox/actors/system'),
       import('node:os'),
     ])
-    const { bus, subjects, url } = await openBus(context, 'host')
+    const tracing = await commandTracing(context, 'signalbox-host')
+    const opened = await openBus(context, 'host')
+    const { subjects, url } = opened
+    const bus = tracing ? tracing.bus(opened.bus) : opened.bus
     const hostId = (context.values['host-id'] as string | undefined) ?? `${hostname()}-${process.pid}`
     const directory =
       context.values['no-directory'] === true
@@ -135,6 +140,7 @@ export const host: Command = {
       for (const [index, candidate] of list.entries()) {
         const agent = await toAgent(candidate, `${spec} agents[${index}]`, { bus, subjects, scripted, cleanups })
         system.add(agent)
+        tracing?.agent(agent)
         // One line per run this host starts and ends (runs started here by parents elsewhere, or locally).
         agent.on('run.start', (event) => {
           const path = event.agentPath?.length ? ` ${c.dim(`(${[...event.agentPath, agent.id].join(' › ')})`)}` : ''
@@ -195,6 +201,7 @@ export const host: Command = {
           // best effort
         }
       }
+      await tracing?.shutdown()
     }
     context.err('agent host stopped')
     return EXIT.ok

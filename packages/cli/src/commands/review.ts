@@ -1,10 +1,11 @@
-import type { ServiceMode } from '@signalbox/actors'
-import type { ApprovalRequest, Question } from '@signalbox/core'
-import { openBus, untilSignal } from '../bus.ts'
+import type { RequestOrigin, ServiceMode } from '@signalbox/actors'
+import type { Answerer, ApprovalRequest, Question, Reviewer } from '@signalbox/core'
+import { openBus, signerFrom, untilSignal } from '../bus.ts'
 import { type Command, EXIT } from '../cli.ts'
 import { whoIsAt } from '../identity.ts'
 import type { Prompter } from '../prompter.ts'
 import type { AutoVerdict } from '../review-console.ts'
+import { commandTracing, OTLP_OPTIONS } from '../tracing.ts'
 
 export const review: Command = {
   name: 'review',
@@ -19,6 +20,10 @@ export const review: Command = {
     'out (the agent then denies by default).',
     'shared mode: reviewers split the requests (each decided once). broadcast: everyone sees every',
     'request and the first decision wins.',
+    'With --nkey (or NATS_NKEY) every decision and answer is signed with that seed: agents with a',
+    'trust policy apply nothing else. With --agent-key, a request is shown (as "verified") only if one',
+    'of those keys signed it. A request whose digest does not match its arguments is refused: denied',
+    'with that reason, never shown or approved, also with --auto approve.',
   ].join('\n'),
   options: {
     agent: { type: 'string', valueName: '<id>', description: "only this agent's requests", default: 'every agent' },
@@ -49,6 +54,13 @@ export const review: Command = {
       choices: ['approve', 'deny'],
     },
     answer: { type: 'string', valueName: '<text>', description: 'answer every question with this text instead of asking' },
+    'agent-key': {
+      type: 'string',
+      valueName: '<UA...[,UA...]>',
+      description: "agents' public nkeys: show only requests they signed (others are refused unseen)",
+      default: 'requests are not checked',
+    },
+    ...OTLP_OPTIONS,
   },
   bus: 'required',
   maxArgs: 0,
@@ -76,7 +88,24 @@ export const review: Command = {
       import('../prompter.ts'),
       import('../review-console.ts'),
     ])
-    const { bus, subjects, url } = await openBus(context, 'review')
+    const signer = await signerFrom(context)
+    const agentKeys = ((context.values['agent-key'] as string | undefined) ?? '')
+      .split(',')
+      .map((key) => key.trim())
+      .filter(Boolean)
+    const { createTrustPolicy } = await import('@signalbox/actors/trust')
+    const trust =
+      agentKeys.length > 0
+        ? createTrustPolicy({
+            keys: Object.fromEntries(agentKeys.map((key, i) => [key, `agent key ${i + 1}`])),
+            agents: { [agentId ?? '*']: agentKeys },
+          })
+        : undefined
+    const origins = new Map<string, RequestOrigin>()
+    const tracing = await commandTracing(context, `signalbox-review-${name}`)
+    const opened = await openBus(context, 'review')
+    const { subjects, url } = opened
+    const bus = tracing ? tracing.bus(opened.bus) : opened.bus
     const stop = untilSignal(context.io.signal)
     const interrupt = () => process.kill(process.pid, 'SIGINT')
     let prompter: Prompter | undefined
@@ -99,6 +128,7 @@ export const review: Command = {
       ...(prompter ? { prompter } : {}),
       ...(auto ? { auto } : {}),
       ...(autoAnswer !== undefined ? { autoAnswer } : {}),
+      originOf: (requestId) => (trust ? origins.get(requestId) : undefined),
     })
     const startedAt = Date.now()
     const requests = new Map<string, ApprovalRequest>()
@@ -107,20 +137,29 @@ export const review: Command = {
     const onError = (error: unknown) =>
       context.err(`${c.red('error')}: ${error instanceof Error ? error.message : String(error)}`)
 
+    const traced = (reviewer: Reviewer) => (tracing ? tracing.reviewer(reviewer) : reviewer)
+    const tracedAnswerer = (answerer: Answerer) => (tracing ? tracing.answerer(answerer) : answerer)
     const reviewers = serveReviewer({
       bus,
       subjects,
       ...(agentId ? { agentId } : {}),
       mode: explicitMode ?? 'shared',
       group,
-      reviewer: {
+      reviewer: traced({
         async review(request, options) {
           const decision = await ui.reviewer.review(request, options)
           ours.add(request.requestId)
           return decision
         },
+      }),
+      ...(signer ? { signer } : {}),
+      ...(trust ? { trust } : {}),
+      onRequest: (request, origin) => {
+        requests.set(request.requestId, request)
+        origins.set(request.requestId, origin)
       },
-      onRequest: (request) => requests.set(request.requestId, request),
+      onRefused: (request, reason) =>
+        context.err(`${c.yellow('refused')} ${request.toolName} (${request.callId}, agent ${request.agentId}): ${reason}`),
       onDecision: (request, decision) => ui.decided(request, decision),
       onSettled: (requestId, decision) => {
         if (ours.has(requestId)) return
@@ -137,13 +176,14 @@ export const review: Command = {
           ...(agentId ? { agentId } : {}),
           mode: explicitMode ?? 'broadcast',
           group: answerGroup,
-          answerer: {
+          ...(signer ? { signer } : {}),
+          answerer: tracedAnswerer({
             async answer(question, options) {
               const answer = await ui.answerer.answer(question, options)
               ours.add(question.questionId)
               return answer
             },
-          },
+          }),
           onQuestion: (question) => questions.set(question.questionId, question),
           onAnswer: (question, answer) => ui.answered(question, answer),
           onSettled: (questionId, answer) => {
@@ -177,6 +217,7 @@ export const review: Command = {
       answerers?.close()
       prompter?.close()
       await bus.close()
+      await tracing?.shutdown()
     }
     return EXIT.ok
   },

@@ -1,4 +1,5 @@
 import type { Command } from '../cli.ts'
+import { OTLP_OPTIONS } from '../tracing.ts'
 import { RUN_INSPECT_OPTIONS } from './inspect.ts'
 
 export const run: Command = {
@@ -62,6 +63,7 @@ export const run: Command = {
       description: 'how long to wait for tool hosts of remote tools',
       default: '10000',
     },
+    ...OTLP_OPTIONS,
     'run-id': {
       type: 'string',
       valueName: '<id>',

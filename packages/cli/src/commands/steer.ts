@@ -1,4 +1,4 @@
-import { openBus } from '../bus.ts'
+import { openBus, signerFrom } from '../bus.ts'
 import { type Command, EXIT } from '../cli.ts'
 import { whoIsAt } from '../identity.ts'
 
@@ -11,6 +11,8 @@ export const steer: Command = {
     'that call is cancelled and the model reads "Cancelled. The person says: <text>".',
     'The correction travels on the durable path (JetStream), so a server restart does not lose it.',
     'Without --run it goes to every run of the agent in flight.',
+    'With --nkey (or NATS_NKEY) the correction is signed with that seed; an agent with a trust',
+    'policy applies only corrections signed by a key it lists in `steerers`.',
   ].join('\n'),
   args: [
     ['<agent>', 'the agent id (as in `signalbox watch`)'],
@@ -35,6 +37,7 @@ export const steer: Command = {
     const [agentId, ...words] = context.positionals as [string, ...string[]]
     const text = words.join(' ').trim()
     const runId = context.values.run as string | undefined
+    const signer = await signerFrom(context)
     const { bus, subjects } = await openBus(context, 'steer')
     let from: string
     try {
@@ -56,7 +59,16 @@ export const steer: Command = {
         if (!(error instanceof BusNoRespondersError)) throw error
         present = false
       }
-      const message = await sendSteering({ bus, subjects, agentId, text, from, ...(runId ? { runId } : {}) })
+      // Signed with the --nkey seed: agents with a trust policy refuse unsigned corrections.
+      const message = await sendSteering({
+        bus,
+        subjects,
+        agentId,
+        text,
+        from,
+        ...(runId ? { runId } : {}),
+        ...(signer ? { signer } : {}),
+      })
       if (context.global.json) {
         context.out(JSON.stringify({ ...message, agentOnline: present }))
       } else {

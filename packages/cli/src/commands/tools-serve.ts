@@ -1,6 +1,7 @@
 import { openBus, untilSignal } from '../bus.ts'
 import { type Command, EXIT, UsageError } from '../cli.ts'
 import { clockTime, formatDuration, shortId } from '../output.ts'
+import { commandTracing, OTLP_OPTIONS } from '../tracing.ts'
 
 /** `TOOL_QUEUE_GROUP` of @signalbox/actors (a test keeps them equal; not imported so help stays fast). */
 export const DEFAULT_TOOL_QUEUE = 'signalbox-tools'
@@ -29,6 +30,7 @@ export const toolsServe: Command = {
       description: 'queue group shared with other hosts',
       default: DEFAULT_TOOL_QUEUE,
     },
+    ...OTLP_OPTIONS,
   },
   bus: 'required',
   minArgs: 0,
@@ -60,13 +62,16 @@ export const toolsServe: Command = {
     const { tools } = source
     const queue = (context.values.queue as string | undefined) ?? DEFAULT_TOOL_QUEUE
     const { serveTools } = await import('@signalbox/actors')
-    const { bus, subjects, url } = await openBus(context, 'tools')
+    const tracing = await commandTracing(context, 'signalbox-tools')
+    const opened = await openBus(context, 'tools')
+    const { subjects, url } = opened
+    const bus = tracing ? tracing.bus(opened.bus) : opened.bus
     const log = (record: Record<string, unknown>, text: string) =>
       context.out(context.global.json ? JSON.stringify(record) : text)
     const host = serveTools({
       bus,
       subjects,
-      tools,
+      tools: tracing ? tracing.tools(tools) : tools,
       queue,
       onCall: (call) => {
         log(
@@ -101,6 +106,7 @@ export const toolsServe: Command = {
       host.close()
       await source.close()
       await bus.close()
+      await tracing?.shutdown()
     }
     context.err('tool host stopped')
     return EXIT.ok

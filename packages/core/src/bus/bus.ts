@@ -92,6 +92,11 @@ export interface DurableConsumeOptions {
   deliverAll?: boolean
   /** Milliseconds before an unacknowledged message is redelivered. */
   ackWaitMs?: number
+  /**
+   * What a private consumer is for (`decisions`, `steer`, `audit`...). On NATS with a
+   * `consumerPrefix` it is named `<consumerPrefix>_<purpose>`, a name permissions can pin.
+   */
+  purpose?: string
   signal?: AbortSignal
 }
 

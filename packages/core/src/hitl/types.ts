@@ -113,8 +113,12 @@ export interface AuditEntry {
   /** Who decided; `system` for timeouts. */
   actor: string
   requestedAt?: number
+  /** When it was decided: the reviewer's or answerer's clock for their decisions, the agent's for timeouts. */
   decidedAt: number
+  /** `decidedAt − requestedAt` (two clocks for a remote reviewer: a skewed clock skews it). */
   latencyMs?: number
+  /** Approvals: when the agent applied the outcome, by its own clock (the call released to run, or refused). */
+  releasedAt?: number
   /** The signed message the entry records (decision, answer, steering), as received. */
   evidence?: Record<string, unknown>
   /** Public nkey of the party that wrote the entry, and its signature over the entry (docs/protocol.md, "Signing"). */

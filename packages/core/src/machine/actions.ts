@@ -75,6 +75,8 @@ export function createMachineActions(
       requestedAt: request.requestedAt,
       decidedAt: outcome.decidedAt,
       latencyMs: outcome.decidedAt - request.requestedAt,
+      // The agent's own clock, unlike a reviewer's `decidedAt`: when the call was let go (or refused).
+      releasedAt: clock.now(),
       ...extra,
     })
 

@@ -49,6 +49,11 @@ export function decodeMessage<S extends z.ZodType>(
   if (!json || typeof json !== 'object' || Array.isArray(json)) {
     return fail('PROTOCOL_INVALID_MESSAGE', 'The payload must be a JSON object with "v" and "type".')
   }
+  // JSON.parse takes any depth, but everything after it (digests, signatures, display) recurses:
+  // a value nested 100,000 deep would overflow the stack there, on every delivery.
+  if (deeperThan(json, MAX_DEPTH)) {
+    return fail('PROTOCOL_INVALID_MESSAGE', `The message is nested deeper than ${MAX_DEPTH} levels.`, { maxDepth: MAX_DEPTH })
+  }
   const { v, type } = json as { v?: unknown; type?: unknown }
   if (v !== PROTOCOL_VERSION) {
     return fail(
@@ -77,6 +82,20 @@ export function decodeMessage<S extends z.ZodType>(
 }
 
 const MAX_ISSUES = 20
+/** Deepest nesting of objects and arrays a message may have (the message object itself is level 1). */
+export const MAX_DEPTH = 64
+
+/** Whether `value` nests objects/arrays more than `max` levels deep; iterative, so any depth is safe to check. */
+function deeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]]
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop() as [unknown, number]
+    if (current === null || typeof current !== 'object') continue
+    if (depth > max) return true
+    for (const child of Object.values(current)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1])
+  }
+  return false
+}
 
 function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text

@@ -27,6 +27,14 @@ const epochMs = z.number().int().nonnegative()
 const runPath = z.array(id).max(64)
 /** Agent ids of the runs of a `runPath`, root first (child runs only). */
 const agentPath = z.array(name).max(64)
+/**
+ * The sender's public nkey and its ed25519 signature (docs/protocol.md §19). Checked by the
+ * receiver's trust policy; kept here so they survive decoding (unknown keys are stripped).
+ */
+const signed = {
+  signer: z.string().max(128).optional(),
+  signature: z.string().max(256).optional(),
+}
 
 export const WireError = z.object({
   code: z.string().min(1).max(128),
@@ -56,6 +64,7 @@ export const ApprovalRequestMessage = envelope('approval.request', {
    * `approval.alive` for the request at this interval while it waits. Three missed: orphaned.
    */
   heartbeatMs: z.number().int().min(100).max(3_600_000).optional(),
+  ...signed,
 })
 export type ApprovalRequestMessage = z.infer<typeof ApprovalRequestMessage>
 
@@ -70,6 +79,7 @@ export const ApprovalDecisionMessage = envelope('approval.decision', {
   arguments: z.unknown().optional(),
   reviewer: z.string().min(1).max(256),
   decidedAt: epochMs,
+  ...signed,
 })
 export type ApprovalDecisionMessage = z.infer<typeof ApprovalDecisionMessage>
 
@@ -93,6 +103,7 @@ export const AnswerMessage = envelope('answer', {
   answer: z.string().max(16_384),
   answeredBy: z.string().min(1).max(256),
   answeredAt: epochMs,
+  ...signed,
 })
 export type AnswerMessage = z.infer<typeof AnswerMessage>
 
@@ -105,6 +116,9 @@ export const SteerMessage = envelope('steer', {
   /** Aim at one run; without it every active run of the agent gets it. */
   runId: id.optional(),
   sentAt: epochMs,
+  /** The agent it is for: signed steering names it, so it cannot be replayed at another agent. */
+  agentId: name.optional(),
+  ...signed,
 })
 export type SteerMessage = z.infer<typeof SteerMessage>
 
@@ -114,6 +128,10 @@ export const ControlRequestMessage = z.discriminatedUnion('type', [
     runId: id.optional(),
     reason: z.string().max(1024).optional(),
     from: z.string().min(1).max(256).optional(),
+    /** Signed cancels name the agent and the time (docs/protocol.md §19). */
+    agentId: name.optional(),
+    sentAt: epochMs.optional(),
+    ...signed,
   }),
   envelope('control.status', {}),
 ])
@@ -192,6 +210,8 @@ export const AuditMessage = envelope('audit', {
     requestedAt: epochMs.optional(),
     decidedAt: epochMs,
     latencyMs: z.number().optional(),
+    /** Approvals: when the agent applied the outcome, by its own clock. */
+    releasedAt: epochMs.optional(),
     /** The signed message the entry records (decision, answer, steering), as received. */
     evidence: z.record(z.string(), z.unknown()).optional(),
     /** Public nkey of the party that wrote the entry, and its signature over the entry. */
@@ -208,6 +228,8 @@ export const RejectionMessage = envelope('rejection', {
   error: WireError,
   /** The first bytes of the rejected payload, for debugging. */
   sample: z.string().max(512),
+  /** How many rejections this notice stands for (a summary under a flood); absent means one. */
+  count: z.number().int().positive().optional(),
   at: epochMs,
 })
 export type RejectionMessage = z.infer<typeof RejectionMessage>

@@ -88,6 +88,32 @@ describe('decisions', () => {
     ])
   })
 
+  it("decidedAt is the reviewer's clock; releasedAt is the agent's, when it let the call go", async () => {
+    // A remote reviewer whose clock runs 10 minutes behind the agent's.
+    const skewed: Reviewer = {
+      review: async (request) => ({
+        requestId: request.requestId,
+        callId: request.callId,
+        digest: request.digest,
+        approved: true,
+        reviewer: 'tina',
+        decidedAt: request.requestedAt - 600_000 + 2_000,
+      }),
+    }
+    const s = setup({ reviewer: skewed })
+    await s.agent.run('pay')
+    expect(s.paid).toEqual([{ to: 'ACME', amount: 250 }])
+    expect(s.audit()).toEqual([
+      expect.objectContaining({
+        kind: 'approval.granted',
+        requestedAt: 1_000_000,
+        decidedAt: 1_000_000 - 598_000,
+        latencyMs: -598_000,
+        releasedAt: 1_000_000,
+      }),
+    ])
+  })
+
   it('deny with a reason: the tool never runs and the model reads the reason', async () => {
     const s = setup({
       reviewer: new ScriptedReviewer([{ approved: false, reason: 'Tina said no, ask her first' }], { name: 'tina' }),

@@ -1,0 +1,138 @@
+/**
+ * The reviewer service's rules that a foreign reviewer must copy (docs/protocol.md §4.1, §2.6):
+ * it skips a request someone already decided only when that decision quotes the same call id
+ * and digest (a bogus decision cannot make reviewers drop a real request), and it waits for the
+ * stream when it starts before any agent created it (consumer creation fails with 10059).
+ */
+import { AckPolicy, jetstreamManager } from '@nats-io/jetstream'
+import { connect } from '@nats-io/transport-node'
+import { createAgent, policyReviewer } from '@signalbox/core'
+import { type ApprovalDecisionMessage, type ApprovalRequestMessage, callDigest } from '@signalbox/core/protocol'
+import { ScriptedProvider } from '@signalbox/core/testing'
+import { describe, expect, it } from 'vitest'
+import { NATS_URL } from '../../../../test/support/env.ts'
+import { remoteReviewer, serveReviewer } from '../../src/index.ts'
+import type { NatsBus } from '../../src/nats/index.ts'
+import { deploy, eventually, payTool, sleep, TRANSPORTS } from './harness.ts'
+
+function approvalRequest(requestId: string): ApprovalRequestMessage {
+  const args = { to: 'bob', amount: 5 }
+  return {
+    v: 1,
+    type: 'approval.request',
+    requestId,
+    agentId: 'payer',
+    runId: 'run_1',
+    runPath: [],
+    callId: `call_${requestId}`,
+    toolName: 'pay',
+    arguments: args,
+    digest: callDigest('pay', args),
+    deadline: Date.now() + 30_000,
+    requestedAt: Date.now(),
+  }
+}
+
+const decisionFor = (request: ApprovalRequestMessage, over: Partial<ApprovalDecisionMessage> = {}): ApprovalDecisionMessage => ({
+  v: 1,
+  type: 'approval.decision',
+  requestId: request.requestId,
+  callId: request.callId,
+  digest: request.digest,
+  approved: false,
+  reason: 'no',
+  reviewer: 'someone',
+  decidedAt: Date.now(),
+  ...over,
+})
+
+for (const transport of TRANSPORTS) {
+  describe(`reviewer service: what counts as already decided (${transport.name})`, () => {
+    it('a decision quoting another call or digest does not make the service drop the real request; a matching one does', async () => {
+      const d = await deploy(transport)
+      const attacker = await d.bus('attacker')
+      const subject = d.subjects.approvalDecisions('payer')
+      const bogusDigest = approvalRequest('request_bogus_digest')
+      const bogusCall = approvalRequest('request_bogus_call')
+      const decided = approvalRequest('request_decided')
+      // Stored before the service starts: it reads them while catching up with the settlement log.
+      await attacker.durablePublish(subject, JSON.stringify(decisionFor(bogusDigest, { digest: `sha256:${'0'.repeat(64)}` })), {
+        msgId: 'bogus-1',
+      })
+      await attacker.durablePublish(subject, JSON.stringify(decisionFor(bogusCall, { callId: 'call_other' })), {
+        msgId: 'bogus-2',
+      })
+      await attacker.durablePublish(subject, JSON.stringify(decisionFor(decided)), { msgId: 'real-1' })
+
+      const bus = await d.bus('reviewer')
+      const seen: string[] = []
+      const service = serveReviewer({
+        bus,
+        subjects: d.subjects,
+        reviewer: policyReviewer(() => true, { name: 'policy' }),
+        onRequest: (request) => seen.push(request.requestId),
+      })
+      d.defer(() => service.close())
+      await service.ready
+
+      // A bogus decision published while the service runs does not withdraw anything either.
+      const late = approvalRequest('request_bogus_late')
+      await attacker.durablePublish(subject, JSON.stringify(decisionFor(late, { digest: `sha256:${'1'.repeat(64)}` })), {
+        msgId: 'bogus-3',
+      })
+      for (const request of [bogusDigest, bogusCall, decided, late]) {
+        await attacker.durablePublish(d.subjects.approvals('payer'), JSON.stringify(request), { msgId: request.requestId })
+      }
+      await eventually(() => seen.length >= 3, 5_000, 'the three real requests to be decided')
+      await sleep(300)
+      expect([...seen].sort()).toEqual(['request_bogus_call', 'request_bogus_digest', 'request_bogus_late'])
+    })
+  })
+}
+
+describe('reviewer service started before the stream exists (nats)', () => {
+  it('consumer creation fails with 10059; the service waits, retries and decides once an agent created the stream', async () => {
+    const nats = TRANSPORTS.find((t) => t.name === 'nats') as (typeof TRANSPORTS)[number]
+    const d = await deploy(nats)
+    const reviewerBus = (await d.bus('reviewer')) as NatsBus
+    // As if no agent had run yet: the stream is not there.
+    const admin = await connect({ servers: NATS_URL, name: `admin-${d.prefix}` })
+    d.defer(() => admin.close())
+    const jsm = await jetstreamManager(admin)
+    await jsm.streams.delete(reviewerBus.streamName)
+    await expect(jsm.consumers.add(reviewerBus.streamName, { name: 'probe', ack_policy: AckPolicy.Explicit })).rejects.toThrow(
+      /stream not found/,
+    )
+
+    const decided: string[] = []
+    const service = serveReviewer({
+      bus: reviewerBus,
+      subjects: d.subjects,
+      reviewer: policyReviewer(() => true, { name: 'policy' }),
+      onDecision: (request) => decided.push(request.requestId),
+    })
+    d.defer(() => service.close())
+    let ready = false
+    void service.ready.then(() => {
+      ready = true
+    })
+    await sleep(500)
+    expect(ready).toBe(false)
+
+    // An agent connects (its bus creates the stream) and asks.
+    const agentBus = await d.bus('agent')
+    const reviewer = remoteReviewer({ bus: agentBus, subjects: d.subjects })
+    d.defer(() => reviewer.close())
+    const pay = payTool()
+    const provider = new ScriptedProvider({
+      script: [{ toolCalls: [{ id: 'call_pay', name: 'pay', arguments: { to: 'bob', amount: 1 } }] }, { content: 'paid' }],
+    })
+    const agent = createAgent({ id: 'payer', provider, tools: [pay.tool], reviewer, approvalTimeoutMs: 20_000 })
+    const result = await agent.start('pay bob 1').result
+    expect(result.output).toBe('paid')
+    expect(pay.paid).toEqual([{ to: 'bob', amount: 1 }])
+    // `onDecision` runs once the decision's PubAck is in, which may be after the agent applied it.
+    await eventually(() => decided.length === 1, 5_000, 'the decision to be reported')
+    expect(ready).toBe(true)
+  })
+})

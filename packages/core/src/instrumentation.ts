@@ -1,0 +1,115 @@
+import type { ApprovalDecision, ApprovalRequest, Reviewer } from './hitl/types.ts'
+import { HOOK_POINTS, type HookPoint, type Hooks } from './hooks.ts'
+import type { Tool, ToolContext } from './tool.ts'
+
+/** A hook function about to run: which point, which hook set (by position) and its context. */
+export interface HookWork {
+  kind: 'hook'
+  point: HookPoint
+  /** The hook set's position in the agent's `hooks` list. */
+  index: number
+  /** The function's name, when it has one (`function maskIds(...)`). */
+  name: string | undefined
+  context: { agentId: string; runId: string; turn: number; callId?: string; toolName?: string }
+}
+
+/** A tool's `execute` about to run. */
+export interface ToolWork {
+  kind: 'tool'
+  toolName: string
+  context: ToolContext
+}
+
+/** The reviewer about to be asked. */
+export interface ReviewWork {
+  kind: 'review'
+  request: ApprovalRequest
+}
+
+export type InstrumentedWork = HookWork | ToolWork | ReviewWork
+
+/**
+ * Runs the agent's own calls into user code (hooks, tools, the reviewer) inside a scope, e.g. a
+ * tracing context, so what they send over the bus carries it. `run` must be called exactly once
+ * and its result (or throw) returned unchanged: an instrumentation watches, it never decides.
+ * Events say *what happened*; an instrumentation only wraps *where it happens*.
+ */
+export interface Instrumentation {
+  around<T>(work: InstrumentedWork, run: () => T): T
+}
+
+/**
+ * The agent's instrumentations. Tools, hooks and the reviewer are wrapped once at construction;
+ * with none attached the wrapper is a length check and a direct call.
+ */
+export class Instruments {
+  readonly #attached: Instrumentation[] = []
+
+  attach(instrumentation: Instrumentation): () => void {
+    if (!instrumentation || typeof instrumentation.around !== 'function')
+      throw new TypeError('An instrumentation needs an around(work, run) function.')
+    this.#attached.push(instrumentation)
+    return () => {
+      const at = this.#attached.indexOf(instrumentation)
+      if (at >= 0) this.#attached.splice(at, 1)
+    }
+  }
+
+  run<T>(work: () => InstrumentedWork, run: () => T): T {
+    const attached = this.#attached
+    if (attached.length === 0) return run()
+    const described = work()
+    // The first attached is the outermost scope.
+    let next = run
+    for (let i = attached.length - 1; i >= 0; i--) {
+      const instrumentation = attached[i] as Instrumentation
+      const inner = next
+      next = () => instrumentation.around(described, inner)
+    }
+    return next()
+  }
+
+  tool<A>(tool: Tool<A>): Tool<A> {
+    const execute = tool.execute
+    // A tool may be a class instance: keep its prototype (validate, getters) by delegating to it.
+    const wrapped: Tool<A> = Object.create(tool)
+    wrapped.execute = (args, context) =>
+      this.run(
+        () => ({ kind: 'tool', toolName: tool.name, context }),
+        () => execute.call(tool, args, context),
+      )
+    return wrapped
+  }
+
+  reviewer(reviewer: Reviewer | undefined): Reviewer | undefined {
+    if (!reviewer) return undefined
+    return {
+      review: (request, options): Promise<ApprovalDecision> =>
+        this.run(
+          () => ({ kind: 'review', request }),
+          () => reviewer.review(request, options),
+        ),
+    }
+  }
+
+  /** Wraps each hook function; unknown keys are left as they are for `HookChain` to refuse. */
+  hooks(hooks: Hooks | Hooks[] | undefined): Hooks[] | undefined {
+    if (hooks === undefined) return undefined
+    const sets = Array.isArray(hooks) ? hooks : [hooks]
+    return sets.map((set, index) => {
+      if (!set || typeof set !== 'object') return set
+      const wrapped: Record<string, unknown> = { ...set }
+      for (const point of HOOK_POINTS) {
+        const fn = set[point] as ((context: HookWork['context']) => unknown) | undefined
+        if (typeof fn !== 'function') continue
+        const name = fn.name && fn.name !== point ? fn.name : undefined
+        wrapped[point] = (context: HookWork['context']) =>
+          this.run(
+            () => ({ kind: 'hook', point, index, name, context }),
+            () => fn.call(set, context),
+          )
+      }
+      return wrapped as Hooks
+    })
+  }
+}

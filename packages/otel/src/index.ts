@@ -1,0 +1,7 @@
+export { TRACED_EVENT_TYPES } from './agent-spans.ts'
+export { ERROR_TYPE, GenAI, Operation, Signalbox, TRACER_NAME } from './attributes.ts'
+export { type TraceAgentOptions, traceAgent } from './trace-agent.ts'
+export { type TraceContextBusOptions, withTraceContext } from './trace-context-bus.ts'
+export { type TracedServiceOptions, traceAnswerer, traceReviewer, traceTools } from './traced-services.ts'
+export { isTracerProviderRegistered } from './tracer-provider.ts'
+export { parseTraceparent, TRACEPARENT, TRACESTATE, W3CTraceContext } from './w3c-trace-context.ts'
