@@ -33,6 +33,11 @@ export interface ConsumerTuning {
   ephemeralInactiveMs: number
   /** The consumer's `ack_wait` on the server when the caller's `ackWaitMs` is longer. */
   serverAckWaitMs: number
+  /**
+   * Copies of each consumer's state (the stream's replicas). A private consumer is otherwise
+   * kept by one node only, and the loss of that node loses what it had delivered.
+   */
+  replicas: number
   /** Private consumers are named `<consumerPrefix>_<purpose>` (least privilege pins the names). */
   consumerPrefix?: string | undefined
 }
@@ -328,6 +333,7 @@ export class NatsDurableConsumer implements Subscription {
       ack_wait: nanos(this.#serverAckWaitMs),
       max_deliver: -1,
       replay_policy: ReplayPolicy.Instant,
+      ...(this.#tuning.replicas > 1 ? { num_replicas: this.#tuning.replicas } : {}),
     }
     if (this.#durableName !== undefined) {
       return {

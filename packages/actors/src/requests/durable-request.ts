@@ -67,6 +67,16 @@ export class DurableRequester<S extends z.ZodType, C> {
 
   /** Sends the request and resolves with the first reply that passes `check`. */
   async request(request: DurableRequest<S, C>): Promise<z.output<S>> {
+    return (await this.send(request)).reply
+  }
+
+  /**
+   * Sends the request and resolves once it is stored and its reply can be received (the reply
+   * consumer is live and the wait registered); `reply` then settles with the first reply that
+   * passes `check`. Until this resolves, nobody may be shown the request: an answer given
+   * before the reply consumer is live would never reach this process.
+   */
+  async send(request: DurableRequest<S, C>): Promise<{ reply: Promise<z.output<S>> }> {
     const { id, context, signal } = request
     // Aborted by the caller, or by us when the request could not be sent (nothing may wait for it then).
     const withdrawn = new AbortController()
@@ -85,7 +95,7 @@ export class DurableRequester<S extends z.ZodType, C> {
       withdrawn.abort(error)
       throw error
     }
-    return replied
+    return { reply: replied }
   }
 
   /** Stops listening; pending requests fail with `reason`. */

@@ -2,7 +2,7 @@ import { fromCallback, fromPromise } from 'xstate'
 import { untilAborted } from '../abort.ts'
 import { describeError, ProviderError, TimeoutError } from '../errors.ts'
 import { Handoff } from '../handoff.ts'
-import type { ApprovalRequest } from '../hitl/types.ts'
+import type { ApprovalRequest, Reviewer } from '../hitl/types.ts'
 import type { AssistantMessage, Message, ToolMessage } from '../messages.ts'
 import type { ProviderResponse, ToolSpec } from '../provider/provider.ts'
 import { type LedgerToolResult, OUTCOME_UNKNOWN, resumeToolCall } from '../store/ledger.ts'
@@ -79,27 +79,34 @@ export function createAgentActors(runtime: AgentRuntime) {
      * Shows the request to the reviewer. With a store, only once the wait is durable: a decision
      * can then never answer a request no process would resume. Restored after a crash, it shows
      * the SAME request again (same ids, digest, deadline), unless its deadline has passed while the
-     * process was down (the `deadline` actor denies it then).
+     * process was down (the `deadline` actor denies it then). `approval.requested` is announced
+     * only once the request can be answered (`Reviewer.open`, when the reviewer has one).
      */
     requestApproval: fromCallback<AgentMachineEvent, { request: ApprovalRequest; run: RunInfo }>(({ input, sendBack }) => {
       const controller = new AbortController()
       const { request } = input
-      const publish = () => {
-        if (controller.signal.aborted || request.deadline <= runtime.clock.now()) return
+      const { signal } = controller
+      const unavailable = (error: unknown) => {
+        if (!signal.aborted) sendBack({ type: 'approval.unavailable', reason: describeError(error) })
+      }
+      const review = (reviewer: Reviewer) => {
         runtime.events.emit({ ...eventFields(input.run), at: runtime.clock.now(), type: 'approval.requested', request })
+        reviewer.review(request, { signal }).then((decision) => {
+          if (!signal.aborted) sendBack({ type: 'approval.decision', decision })
+        }, unavailable)
+      }
+      const publish = () => {
+        if (signal.aborted || request.deadline <= runtime.clock.now()) return
         const reviewer = runtime.reviewer
         if (!reviewer) {
           sendBack({ type: 'approval.unavailable', reason: 'no reviewer is configured for this agent' })
           return
         }
-        reviewer.review(request, { signal: controller.signal }).then(
-          (decision) => {
-            if (!controller.signal.aborted) sendBack({ type: 'approval.decision', decision })
-          },
-          (error) => {
-            if (!controller.signal.aborted) sendBack({ type: 'approval.unavailable', reason: describeError(error) })
-          },
-        )
+        if (reviewer.open === undefined) review(reviewer)
+        else
+          reviewer.open(request, { signal }).then(() => {
+            if (!signal.aborted) review(reviewer)
+          }, unavailable)
       }
       const journal = runtime.journals?.get(request.runId)
       // A failed save stops the run (the journal reports it); nothing is shown then.
