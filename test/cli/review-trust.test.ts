@@ -93,7 +93,6 @@ describe('signalbox review with keys', () => {
 
       await until(() => decisions.some((d) => d.requestId === 'request_4'), 15_000, 'the decision on the real request')
       await until(() => decisions.some((d) => d.requestId === 'request_1'), 15_000, 'the refusal of the mismatched digest')
-      await until(() => decisions.some((d) => d.requestId === 'request_2'), 15_000, 'the refusal of the deep arguments')
       // Long enough for a retried refusal (the service retries failures after 1 s) to show up.
       await new Promise((resolve) => setTimeout(resolve, 2_500))
 
@@ -101,8 +100,9 @@ describe('signalbox review with keys', () => {
       expect(byRequest('request_4')).toMatchObject([{ approved: true, reviewer: 'tina', signer: reviewerKey.publicKey }])
       expect(byRequest('request_1')).toMatchObject([{ approved: false }])
       expect(byRequest('request_1')[0]?.reason).toContain('the digest does not match the arguments shown')
-      expect(byRequest('request_2')).toMatchObject([{ approved: false }])
-      expect(byRequest('request_2')[0]?.reason).toContain('the arguments cannot be checked')
+      // Nested past the protocol's depth limit: the wire decoder drops it once (docs/protocol.md), so
+      // it never reaches the person and nothing is decided on it.
+      expect(byRequest('request_2')).toEqual([])
       expect(byRequest('request_3')).toEqual([])
       // Every decision is signed by the reviewer's key and verifies.
       const policy = createTrustPolicy({ keys: { [reviewerKey.publicKey]: 'tina' }, reviewers: [reviewerKey.publicKey] })
@@ -110,7 +110,7 @@ describe('signalbox review with keys', () => {
       // Shown as verified; the unsigned request and the refusals are said once each, not looped.
       expect(reviewer.stdout).toContain(`verified: signed by agent key 1 (${agentKey.publicKey})`)
       expect(reviewer.stdout).not.toContain('"bin": 1')
-      expect(reviewer.stderr.match(/refused drop_claw \(call_2/g)).toHaveLength(1)
+      expect(reviewer.stderr.match(/refused drop_claw \(call_2/g)).toBeNull()
       expect(reviewer.stderr.match(/refused drop_claw \(call_3/g)).toHaveLength(1)
       expect(reviewer.stderr).not.toContain('Maximum call stack size exceeded\n'.repeat(2))
       expect(await reviewer.stop('SIGTERM')).toBe(0)

@@ -85,8 +85,17 @@ export class Instruments {
     if (!reviewer) return undefined
     const open = reviewer.open?.bind(reviewer)
     return {
-      // `open` (store, then announce) must survive the wrapping, or the request is announced too early.
-      ...(open ? { open } : {}),
+      // `open` (store, then announce) must survive the wrapping, or the request is announced too early;
+      // it runs in the review's scope, so what it publishes carries the run's trace.
+      ...(open
+        ? {
+            open: (request: ApprovalRequest, options: { signal: AbortSignal }) =>
+              this.run(
+                () => ({ kind: 'review', request }),
+                () => open(request, options),
+              ),
+          }
+        : {}),
       review: (request, options): Promise<ApprovalDecision> =>
         this.run(
           () => ({ kind: 'review', request }),
