@@ -7,6 +7,7 @@
  *   pnpm bench --markdown out.md    also write the tables as Markdown (for BENCHMARKS.md)
  *   pnpm bench --only in-process,xstate,heap,http,concurrency   (issue 2; `scale` is issue 4's)
  *   pnpm bench --only approval      a remote approval's round trip over NATS (issue 3)
+ *   pnpm bench --only pickup        pick-up of pending approvals after a reviewer kill -9 / server restart (issue 9)
  *   pnpm bench --only tracing       OpenTelemetry tracing on and off, per tool step (issue 14)
  *   pnpm bench --server in-process  model server in this process (default: a child process)
  *   pnpm bench --rounds 9
@@ -26,11 +27,12 @@ import { heapScenario, httpHeapScenario } from './scenarios/heap.ts'
 import { httpLongRunScenario } from './scenarios/http.ts'
 import { inProcessScenario } from './scenarios/in-process.ts'
 import type { ScenarioOptions } from './scenarios/options.ts'
+import { pickupScenario, renderPickup } from './scenarios/pickup.ts'
 import { scaleMemoryScenario, scaleThroughputScenario } from './scenarios/scale.ts'
 import { tracingScenario } from './scenarios/tracing.ts'
 import { xstateFloorScenario } from './scenarios/xstate-floor.ts'
 
-const SCENARIOS = ['in-process', 'xstate', 'heap', 'http', 'concurrency', 'scale', 'approval', 'tracing'] as const
+const SCENARIOS = ['in-process', 'xstate', 'heap', 'http', 'concurrency', 'scale', 'approval', 'pickup', 'tracing'] as const
 type ScenarioName = (typeof SCENARIOS)[number]
 
 const { values: args } = parseArgs({
@@ -209,6 +211,15 @@ if (only.has('approval')) {
   console.log(renderLatency(approvalLatency))
 }
 
+// Issue 9: how soon pending approvals are picked up after a reviewer kill -9 and a server restart.
+let pickup: Awaited<ReturnType<typeof pickupScenario>> | undefined
+if (only.has('pickup')) {
+  const count = quick ? 50 : 200
+  pickup = await pickupScenario(count)
+  console.log(`\n## Pick-up after a fault (${count} pending approvals, private nats-server)\n`)
+  console.log(renderPickup(pickup))
+}
+
 const seconds = Number(process.hrtime.bigint() - started) / 1e9
 const checks: Check[] = tables.flatMap((t) => t.checks)
 if (checks.length > 0) console.log(`\n## Targets\n${renderChecks(checks, 'text')}`)
@@ -230,7 +241,7 @@ if (args.markdown) {
 if (args.json) {
   writeFileSync(
     args.json,
-    `${JSON.stringify({ meta: { ...meta, seconds, loadAverageAtEnd }, tables, approvalLatency }, null, 2)}\n`,
+    `${JSON.stringify({ meta: { ...meta, seconds, loadAverageAtEnd }, tables, approvalLatency, pickup }, null, 2)}\n`,
   )
   console.log(`results written to ${args.json}`)
 }

@@ -5,8 +5,14 @@
 import { randomUUID } from 'node:crypto'
 import { busAuditLog, connectAgent, remoteReviewer } from '@signalbox/actors'
 import { createBusInspector } from '@signalbox/actors/inspect'
-import { type ApprovalRequest, createAgent, OpenAIProvider, tool } from '@signalbox/core'
-import { callDigest, type EventMessage, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
+import { type ApprovalRequest, type AuditEntry, createAgent, OpenAIProvider, tool } from '@signalbox/core'
+import {
+  type ApprovalRequestMessage,
+  callDigest,
+  type EventMessage,
+  encodeMessage,
+  PROTOCOL_VERSION,
+} from '@signalbox/core/protocol'
 import { startScriptedModelServer } from '@signalbox/core/testing'
 import { clawScenarios, DENY_REASON, STEERING_TEXT } from '@signalbox/examples/claw/script.ts'
 import { lastToolResult } from '@signalbox/examples/shared/expect.ts'
@@ -32,6 +38,15 @@ afterAll(async () => {
 async function newPage(url: string): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1500, height: 1000 } })
   page.on('pageerror', (error) => pageErrors.push(error.message))
+  // The page runs under `script-src 'self'`: anything it tried to eval, even in a `try`, is reported here.
+  await page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (event) => {
+      console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`)
+    })
+  })
+  page.on('console', (message) => {
+    if (message.text().startsWith('CSP violation')) pageErrors.push(message.text())
+  })
   return openPage(page, url)
 }
 
@@ -190,6 +205,35 @@ describe('signalbox console', () => {
       await bus.durablePublish(`${prefix}.approvals.claw`, data, { msgId: randomUUID() })
       await bus.durablePublish(`${prefix}.approvals.claw.decisions`, data, { msgId: randomUUID() })
     }
+    // A reviewer-facing request from an agent that sends no schema (an older or foreign one): the page
+    // checks JSON syntax only and says the agent will check the rest.
+    const foreign = { toolName: 'transfer', arguments: { amount: 5 } }
+    await bus.durablePublish(
+      `${prefix}.approvals.foreign`,
+      encodeMessage(<ApprovalRequestMessage>{
+        v: PROTOCOL_VERSION,
+        type: 'approval.request',
+        requestId: `request-${randomUUID()}`,
+        agentId: 'foreign',
+        runId: 'run-foreign',
+        runPath: [],
+        callId: 'call-foreign',
+        ...foreign,
+        digest: callDigest(foreign.toolName, foreign.arguments),
+        deadline: Date.now() + 5_000,
+        requestedAt: Date.now(),
+      }),
+      { msgId: randomUUID() },
+    )
+    await page.locator('nav a[data-tab="inbox"]').click()
+    const foreignCard = page.locator('.item[data-tool="transfer"]')
+    await foreignCard.locator('details.edit summary').click()
+    expect(await foreignCard.locator('.edit-note').textContent()).toContain('the agent will check')
+    await foreignCard.locator('textarea.edited-arguments').fill('{ "amount": ')
+    await foreignCard.locator('ul.edit-issues li', { hasText: /^not JSON: / }).waitFor()
+    expect(await foreignCard.locator('button.approve-edited').isDisabled()).toBe(true)
+    await page.locator('nav a[data-tab="runs"]').click()
+
     // Well-formed envelopes with hostile fields: markup as a tool name, a state value the chart does not know.
     const ghostRun = 'run-ghost'
     bus.publish(
@@ -234,6 +278,9 @@ describe('signalbox console', () => {
 
   it('approves with edited arguments: the tool gets the edit, the model is told, the audit keeps both', async () => {
     const opened = await deployment.openConsole('tina')
+    // The page's schema check runs where no script may be compiled at run time.
+    const served = await fetch(opened.url)
+    expect(served.headers.get('content-security-policy')).toContain("script-src 'self';")
     const page = await newPage(opened.url)
     const { bus, subjects } = deployment
     const model = await startScriptedModelServer({
@@ -245,23 +292,30 @@ describe('signalbox console', () => {
       },
     })
     const paid: unknown[] = []
-    const audit = busAuditLog({ bus, subjects })
+    const busAudit = busAuditLog({ bus, subjects })
+    // Every entry the agent writes, seen here too: a refused edit would leave an `approval.rejected`.
+    const audited: AuditEntry[] = []
+    const audit = {
+      record: (entry: AuditEntry) => {
+        audited.push(entry)
+        return busAudit.record(entry)
+      },
+    }
     const reviewer = remoteReviewer({ bus, subjects, audit })
+    const pay = tool({
+      name: 'pay',
+      description: 'Pay someone. Irreversible.',
+      schema: z.object({ to: z.string(), amount: z.number().positive() }),
+      needsApproval: true,
+      execute: (args) => {
+        paid.push(args)
+        return `paid ${args.amount} to ${args.to}`
+      },
+    })
     const agent = createAgent({
       id: 'bank',
       provider: new OpenAIProvider({ baseURL: model.url, apiKey: 'console-test', model: 'bank' }),
-      tools: [
-        tool({
-          name: 'pay',
-          description: 'Pay someone. Irreversible.',
-          schema: z.object({ to: z.string(), amount: z.number().positive() }),
-          needsApproval: true,
-          execute: (args) => {
-            paid.push(args)
-            return `paid ${args.amount} to ${args.to}`
-          },
-        }),
-      ],
+      tools: [pay],
       reviewer,
       audit,
       inspect: createBusInspector({ bus, subjects }).inspect,
@@ -271,9 +325,28 @@ describe('signalbox console', () => {
       const requested = nextRequest(agent)
       const handle = agent.start('Pay ACME 250')
       const request = await requested
+      expect(request.parameters).toEqual(pay.parameters)
       const card = page.locator(`.item[data-id="${request.requestId}"]`)
       await card.locator('details.edit summary').click()
-      await card.locator('textarea.edited-arguments').fill('{ "to": "ACME", "amount": 25 }')
+      expect(await card.locator('.edit-note').textContent()).toContain("against the tool's schema")
+      const editor = card.locator('textarea.edited-arguments')
+      const send = card.locator('button.approve-edited')
+      const issues = card.locator('ul.edit-issues')
+      // Refused in the page, as typed: the wrong type, then a missing key, each named next to the editor.
+      await editor.fill('{ "to": "ACME", "amount": "25" }')
+      await issues.locator('li', { hasText: /^amount: .*expected number/ }).waitFor()
+      expect(await send.isDisabled()).toBe(true)
+      await editor.fill('{ "amount": 25 }')
+      await issues.locator('li', { hasText: /^to: / }).waitFor()
+      expect(await issues.locator('li').count()).toBe(1)
+      expect(await send.isDisabled()).toBe(true)
+      await screenshot(page, 'inbox-edit-refused')
+      await send.click({ force: true })
+      expect(await card.locator('p.error').textContent()).toBe('')
+      await editor.fill('{ "to": "ACME", "amount": 25 }')
+      expect(await issues.locator('li').count()).toBe(0)
+      expect(await send.isDisabled()).toBe(false)
+      expect(paid).toEqual([])
       await screenshot(page, 'inbox-edit-arguments')
       await card.locator('button.approve-edited').click()
       await expect(handle.result).resolves.toMatchObject({ output: 'Paid.' })
@@ -289,6 +362,9 @@ describe('signalbox console', () => {
       await row.waitFor()
       expect(JSON.parse((await row.locator('td.edited pre').textContent()) ?? '')).toEqual({ to: 'ACME', amount: 25 })
       expect(await row.textContent()).toContain('"amount": 250')
+      // The refused edits never reached the agent: one decision, the valid one.
+      expect(audited.filter((entry) => entry.callId === request.callId).map((entry) => entry.kind)).toEqual(['approval.granted'])
+      expect(pageErrors).toEqual([])
     } finally {
       connection.close()
       reviewer.close()

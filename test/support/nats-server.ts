@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { rmSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -20,6 +20,11 @@ export interface NatsServerOptions {
   port?: number
   /** How long to wait for readiness. Default 10 s. */
   startTimeoutMs?: number
+  /**
+   * A server config file's text (`-c`), for what flags cannot say (a cluster: `server_name`,
+   * `cluster { ... }`). Address, port and JetStream store still come from the options above.
+   */
+  config?: string
 }
 
 export interface NatsServer {
@@ -31,6 +36,8 @@ export interface NatsServer {
   readonly running: boolean
   /** SIGTERM, then SIGKILL after 5 s; by pid. Keeps the store dir (for `restart()`). */
   stop(): Promise<void>
+  /** SIGKILL by pid (a crash: nothing flushed); resolves once the process is gone. Keeps the store dir. */
+  kill(): Promise<void>
   /** Stops if running, then starts again on the same port and store dir; resolves when ready. */
   restart(): Promise<void>
   /** Stops and removes the store dir if this helper created it. */
@@ -82,8 +89,15 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   let child: ChildProcess | undefined
   let output: string[] = []
 
+  let configFile: string | undefined
+  if (options.config !== undefined) {
+    configFile = path.join(await mkdtemp(path.join(os.tmpdir(), 'signalbox-nats-conf-')), 'server.conf')
+    tempDirs.add(path.dirname(configFile))
+    await writeFile(configFile, options.config)
+  }
+
   const start = async (): Promise<void> => {
-    const args = ['-a', '127.0.0.1', '-p', String(port)]
+    const args = [...(configFile ? ['-c', configFile] : []), '-a', '127.0.0.1', '-p', String(port)]
     if (jetstream) args.push('-js', '-sd', storeDir)
     output = []
     const proc = spawn('nats-server', args, { stdio: ['ignore', 'pipe', 'pipe'] })
@@ -128,6 +142,16 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     }
   }
 
+  const kill = async (): Promise<void> => {
+    const proc = child
+    child = undefined
+    if (proc === undefined || proc.pid === undefined || proc.exitCode !== null || proc.signalCode !== null) return
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()))
+    signal(proc.pid, 'SIGKILL')
+    await exited
+    live.delete(proc)
+  }
+
   await start()
   return {
     url: `nats://127.0.0.1:${port}`,
@@ -140,6 +164,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       return child !== undefined && child.exitCode === null && child.signalCode === null
     },
     stop,
+    kill,
     restart: async () => {
       await stop()
       await start()
@@ -149,6 +174,10 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       if (ownsStoreDir) {
         await rm(storeDir, { recursive: true, force: true })
         tempDirs.delete(storeDir)
+      }
+      if (configFile !== undefined) {
+        await rm(path.dirname(configFile), { recursive: true, force: true })
+        tempDirs.delete(path.dirname(configFile))
       }
     },
   }

@@ -51,6 +51,7 @@ describe('@signalbox/actors public surface', () => {
       'ChildRunError',
       'KvDirectory',
       'MemoryDirectory',
+      'RunTakeover',
       'createAgentSystem',
       'delegateTool',
       'fanOut',

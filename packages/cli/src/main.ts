@@ -23,6 +23,7 @@ import { inspect } from './commands/inspect.ts'
 import { natsPermissions } from './commands/nats-permissions.ts'
 import { review } from './commands/review.ts'
 import { run } from './commands/run.ts'
+import { runs } from './commands/runs.ts'
 import { status } from './commands/status.ts'
 import { steer } from './commands/steer.ts'
 import { toolsServe } from './commands/tools-serve.ts'
@@ -38,6 +39,7 @@ export const COMMANDS: readonly Command[] = [
   watch,
   audit,
   status,
+  runs,
   cancel,
   toolsServe,
   inspect,

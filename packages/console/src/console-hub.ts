@@ -188,6 +188,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
               requestedAt: request.requestedAt,
               deadline: request.deadline,
               origin,
+              ...(request.parameters ? { parameters: request.parameters } : {}),
             },
             signal,
           )

@@ -186,8 +186,20 @@ async function readJson(request: IncomingMessage): Promise<unknown> {
   }
 }
 
+/**
+ * Only the page's own script runs: no inline script, no `eval`/`new Function` (the page's validator
+ * is chosen to need neither), no other origin. Styles are inline (`<style>`, SVG attributes).
+ */
+const CONTENT_SECURITY_POLICY =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
 function send(response: ServerResponse, status: number, type: string, body: string): void {
-  response.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' })
+  response.writeHead(status, {
+    'content-type': type,
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    'content-security-policy': CONTENT_SECURITY_POLICY,
+  })
   response.end(body)
 }
 

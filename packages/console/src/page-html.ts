@@ -73,6 +73,9 @@ button.deny, button.cancel { background: #c53030; color: #fff; border-color: #c5
 .origin.verified { color: #276749; }
 .origin.unverified { color: #c53030; font-weight: bold; }
 .edit { margin: .4rem 0; } .edit textarea { width: 100%; font: 13px ui-monospace, monospace; }
+.edit textarea[aria-invalid="true"] { outline: 2px solid #c53030; }
+.edit-issues { color: #c53030; margin: .2rem 0; padding-left: 1.2rem; } .edit-issues:empty { display: none; }
+.edit-note { color: #666; font-size: 12px; margin: .2rem 0; }
 #settled li { margin: .2rem 0; }
 .outcome-approved, .outcome-answered { color: #2f855a; } .outcome-denied, .outcome-timed-out { color: #c53030; }
 .runs-layout { display: grid; grid-template-columns: 18rem 1fr; gap: 1rem; }

@@ -22,6 +22,8 @@ export interface InboxApproval {
   deadline: number
   /** Who sent it, as its signature tells (checked only when the console has agent keys). */
   origin: RequestOrigin
+  /** The tool's JSON Schema, when the agent sent it: the page checks an edit against it before sending. */
+  parameters?: Record<string, unknown>
 }
 
 export interface InboxQuestion {

@@ -1,8 +1,9 @@
+import { hostname } from 'node:os'
 import { type Actor, createActor, type InspectionEvent, type Observer } from 'xstate'
 import type { z } from 'zod'
 import { type Clock, systemClock } from './clock.ts'
-import { ConfigError, type SerializedError, SignalboxError } from './errors.ts'
-import { type AgentEventType, EventEmitter, type EventListener, type RunStatus } from './events.ts'
+import { ConfigError, RunCancelledError, type SerializedError, SignalboxError } from './errors.ts'
+import { type AgentEventType, deepFreeze, EventEmitter, type EventListener, type RunStatus } from './events.ts'
 import type { HandoffResult } from './handoff.ts'
 import type { AuditEntry, AuditLog, Reviewer } from './hitl/types.ts'
 import { HookChain, type Hooks } from './hooks.ts'
@@ -14,6 +15,11 @@ import { type BudgetCheck, defaultRetryPolicy, type RetryPolicy, type SteeringPo
 import type { Message, Usage } from './messages.ts'
 import { type OutputSpec, outputSpec } from './output.ts'
 import type { Provider } from './provider/provider.ts'
+import type { StoredRun } from './store/checkpoint.ts'
+import { CheckpointError, RunStoreError } from './store/errors.ts'
+import { type ResumeAllResult, type ResumeOptions, resumeEvery } from './store/resume-all.ts'
+import { RunJournal, restoreTranscript } from './store/run-journal.ts'
+import type { RunStore } from './store/run-store.ts'
 import { type RunStream, streamRun } from './stream.ts'
 import { assertToolName, type Tool, toToolSpec } from './tool.ts'
 
@@ -42,6 +48,15 @@ export interface AgentOptions {
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
   /** Called when an event listener or the audit log throws. Default: ignore. */
   onInternalError?: (error: unknown, where: string) => void
+  /**
+   * Keeps runs outside the process (`FileRunStore`, `KvRunStore`): checkpointed at settled
+   * boundaries, resumed with `agent.resume()`. Without one, a run lives in its process.
+   */
+  store?: RunStore
+  /** Who owns the runs this agent drives (stable across restarts of one host). Default: the host name. */
+  hostId?: string
+  /** How long a run's lease lasts without a write; renewed every third of it. Default 30 s. */
+  leaseMs?: number
   /**
    * A zod schema the final answer must match. It is sent as `response_format` (JSON Schema, strict
    * when the schema allows), the answer is parsed and checked, the model gets one retry with the
@@ -135,7 +150,13 @@ export class Agent<TOutput = string> {
   readonly #handoffFilters = new Map<string, (messages: readonly Message[]) => Message[]>()
   readonly #budgetChecks = new Map<string, BudgetCheck>()
   readonly #toolNames: string[]
+  readonly #store: RunStore | undefined
+  readonly #journals: Map<string, RunJournal> | undefined
+  readonly #hostId: string
+  readonly #leaseMs: number
   #queuedSteering: SteeringItem[] = []
+  /** The last durable steering message consumed (stream sequence), when a connection reports it. */
+  #steeringSeq: number | undefined
   readonly #instruments = new Instruments()
 
   constructor(options: AgentOptions) {
@@ -170,6 +191,12 @@ export class Agent<TOutput = string> {
       tools.set(t.name, this.#instruments.tool(t) as Tool<unknown>)
     }
     this.#toolNames = [...tools.keys()]
+    this.#store = options.store
+    this.#journals = options.store ? new Map() : undefined
+    this.#hostId = options.hostId ?? hostname()
+    this.#leaseMs = options.leaseMs ?? 30_000
+    if (!Number.isInteger(this.#leaseMs) || this.#leaseMs < 3)
+      throw new ConfigError(`leaseMs must be an integer of at least 3, got ${options.leaseMs}.`)
     this.#output = options.output === undefined ? undefined : outputSpec(options.output)
     const audit = this.audit
     this.machine = createAgentMachine({
@@ -196,6 +223,7 @@ export class Agent<TOutput = string> {
       steeringPolicy: options.steeringPolicy ?? 'cancel-next',
       handoffFilters: this.#handoffFilters,
       budgetChecks: this.#budgetChecks,
+      journals: this.#journals,
       output: this.#output,
     })
   }
@@ -259,17 +287,156 @@ export class Agent<TOutput = string> {
       },
     })
     if (options.budget) this.#budgetChecks.set(runId, options.budget)
-    const { signal } = options
+    const handle = this.#launch(actor, runId, options.signal, this.#journal(runId, options.runPath ?? [], undefined))
+    // A signal that was already aborted has cancelled the run before it started.
+    if (actor.getSnapshot().status === 'active') actor.send({ type: 'agent.start' })
+    return handle
+  }
+
+  /**
+   * Continues a stored run in the state it was saved in (needs a `store`): a wait for a person
+   * re-attaches to the same request with its deadline, a model call in flight is made again, and
+   * a tool call in flight follows the ledger (never run twice unless the tool is `idempotent`).
+   * Takes the run's lease first: `RUN_LEASE_HELD` while another owner's lease has not expired.
+   */
+  async resume(runId: string, options: ResumeOptions = {}): Promise<RunHandle<TOutput>> {
+    const store = this.#requireStore('resume')
+    const signal = options.signal ?? new AbortController().signal
+    if (this.#active.has(runId)) throw new RunStoreError('RUN_NOT_RESUMABLE', runId, 'it is already running in this process.')
+    const loaded = await store.load(runId, { signal })
+    if (loaded === undefined) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
+    const stored = loaded.checkpoint
+    if (stored.agentId !== this.id) {
+      throw new RunStoreError('RUN_NOT_RESUMABLE', runId, `it belongs to agent "${stored.agentId}", not "${this.id}".`)
+    }
+    if (stored.status === 'done' || stored.status === 'failed' || stored.status === 'cancelled') {
+      throw new RunStoreError('RUN_NOT_RESUMABLE', runId, `it is finished (${stored.status}).`)
+    }
+    const claimed = await store.claim(runId, { owner: this.#hostId, leaseMs: this.#leaseMs, revision: loaded.revision, signal })
+    const messages = await store.readMessages(runId, { length: claimed.checkpoint.transcript.length, signal })
+    for (const message of messages) deepFreeze(message)
+    let actor: Actor<AgentMachine>
+    try {
+      actor = createActor(this.machine, {
+        id: runId,
+        clock: this.#clock,
+        ...(this.#options.inspect ? { inspect: this.#options.inspect } : {}),
+        snapshot: restoreTranscript(claimed.checkpoint.snapshot, messages) as never,
+        // Ignored when restoring a snapshot; the type asks for it.
+        input: undefined as never,
+      })
+    } catch (cause) {
+      throw new CheckpointError('CHECKPOINT_INVALID', runId, `the stored machine snapshot cannot be restored: ${String(cause)}`, {
+        cause,
+      })
+    }
+    signal.throwIfAborted()
+    return this.#launch(actor, runId, options.signal, this.#journal(runId, stored.runPath, claimed))
+  }
+
+  /**
+   * Resumes every stored run of this agent that is not finished and that no other live owner
+   * holds. A run that cannot be read is reported in `errors` (naming it); the others resume.
+   */
+  async resumeAll(options: ResumeOptions = {}): Promise<ResumeAllResult<RunHandle<TOutput>>> {
+    const store = this.#requireStore('resumeAll')
+    const signal = options.signal ?? new AbortController().signal
+    return resumeEvery({
+      store,
+      agentId: this.id,
+      owner: this.#hostId,
+      now: this.#clock.now(),
+      signal,
+      isActive: (runId) => this.#active.has(runId),
+      resume: (runId) => this.resume(runId, { signal }),
+    })
+  }
+
+  /** The run's journal when the agent has a store; registered before the run's actors start. */
+  #journal(runId: string, runPath: string[], resumed: StoredRun | undefined) {
+    if (this.#store === undefined) return undefined
+    return new RunJournal({
+      store: this.#store,
+      runId,
+      agentId: this.id,
+      runPath,
+      owner: this.#hostId,
+      leaseMs: this.#leaseMs,
+      clock: this.#clock,
+      ...(resumed ? { resumed } : {}),
+      ...(this.#steeringSeq === undefined ? {} : { steeringCursor: this.#steeringSeq }),
+    })
+  }
+
+  /**
+   * For the steering consumer of a durable agent: the last correction (stream sequence) `runId`
+   * has seen. A correction at or below it was already delivered to the run before a restart.
+   */
+  steeringCursor(runId: string): number | undefined {
+    return this.#journals?.get(runId)?.steeringCursor
+  }
+
+  /**
+   * Where a steering consumer should start so that the runs in flight (resumed ones) miss nothing:
+   * after the lowest cursor, or at the start of the log for a run that never saw a correction.
+   * `undefined` when no durable run is in flight (the consumer then starts at new messages).
+   */
+  steeringResumeFrom(): number | undefined {
+    let lowest: number | undefined
+    for (const journal of this.#journals?.values() ?? []) {
+      const cursor = journal.steeringCursor ?? 0
+      if (lowest === undefined || cursor < lowest) lowest = cursor
+    }
+    return lowest === undefined ? undefined : lowest + 1
+  }
+
+  /** The steering consumer got message `seq`: every run in flight has now seen it (kept in their checkpoints). */
+  steeringConsumed(seq: number): void {
+    if (this.#steeringSeq === undefined || seq > this.#steeringSeq) this.#steeringSeq = seq
+    for (const journal of this.#journals?.values() ?? []) journal.steeringConsumed(seq)
+  }
+
+  #requireStore(what: string): RunStore {
+    if (this.#store === undefined) throw new ConfigError(`agent.${what}() needs a run store: createAgent({ store }).`)
+    return this.#store
+  }
+
+  /** Wires a created (or restored) actor to its result, signal and journal, and starts it. */
+  #launch(
+    actor: Actor<AgentMachine>,
+    runId: string,
+    signal: AbortSignal | undefined,
+    journal: RunJournal | undefined,
+  ): RunHandle<TOutput> {
     let onAbort: (() => void) | undefined
+    /** Set when the journal could not write: the run stops here, and `result` rejects with why. */
+    let lost: unknown
+    if (journal) {
+      journal.onLost = (error) => {
+        lost = error
+        actor.stop()
+      }
+      this.#journals?.set(runId, journal)
+    }
     const result = new Promise<RunResult<TOutput>>((resolve, reject) => {
+      const finish = () => {
+        if (lost !== undefined) return reject(lost instanceof Error ? lost : new Error(String(lost)))
+        const output = actor.getSnapshot().output as AgentOutput | undefined
+        // Stopped by `actor.stop()` before it finished: nothing to report but that.
+        if (output === undefined) return reject(new RunCancelledError('the run was stopped before it finished'))
+        const runResult = toRunResult(runId, output, this.#handoffFilters.get(runId))
+        this.#handoffFilters.delete(runId)
+        this.#budgetChecks.delete(runId)
+        if (output.status === 'done') resolve(this.#withOutput(runResult))
+        else reject(new RunFailedError(runResult))
+      }
       actor.subscribe({
+        ...(journal ? { next: (snapshot) => journal.observe(snapshot) } : {}),
         complete: () => {
-          const output = actor.getSnapshot().output as AgentOutput
-          const runResult = toRunResult(runId, output, this.#handoffFilters.get(runId))
-          this.#handoffFilters.delete(runId)
-          this.#budgetChecks.delete(runId)
-          if (output.status === 'done') resolve(this.#withOutput(runResult))
-          else reject(new RunFailedError(runResult))
+          if (!journal || lost !== undefined) return finish()
+          // The result is handed back once the run's end is stored.
+          journal.observe(actor.getSnapshot())
+          journal.settled().then(finish, finish)
         },
         // A root actor without an error observer would crash the process (XState rethrows).
         error: (error) => {
@@ -279,6 +446,10 @@ export class Agent<TOutput = string> {
     }).finally(() => {
       this.#active.delete(runId)
       this.#budgetChecks.delete(runId)
+      if (journal) {
+        journal.close()
+        this.#journals?.delete(runId)
+      }
       if (onAbort) signal?.removeEventListener('abort', onAbort)
     })
     const handle: RunHandle<TOutput> = {
@@ -292,14 +463,13 @@ export class Agent<TOutput = string> {
       cancel: (reason) => actor.send({ type: 'agent.cancel', reason: reason ?? 'cancelled by request' }),
     }
     this.#active.set(runId, handle)
+    journal?.attach(actor)
     actor.start()
     if (signal) {
       onAbort = () => handle.cancel(`signal aborted${signal.reason ? `: ${String(signal.reason)}` : ''}`)
       if (signal.aborted) onAbort()
       else signal.addEventListener('abort', onAbort, { once: true })
     }
-    // A signal that was already aborted has cancelled the run before it started.
-    if (actor.getSnapshot().status === 'active') actor.send({ type: 'agent.start' })
     return handle
   }
 

@@ -32,6 +32,8 @@ export type ToolOutcome =
   | 'steered'
   | 'invalid_arguments'
   | 'unknown_tool'
+  /** A crash cut the call off after it started; it was not run again (the tool is not idempotent). */
+  | 'outcome_unknown'
 
 export type AgentEvent = EventBase &
   (

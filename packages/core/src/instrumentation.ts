@@ -83,7 +83,10 @@ export class Instruments {
 
   reviewer(reviewer: Reviewer | undefined): Reviewer | undefined {
     if (!reviewer) return undefined
+    const open = reviewer.open?.bind(reviewer)
     return {
+      // `open` (store, then announce) must survive the wrapping, or the request is announced too early.
+      ...(open ? { open } : {}),
       review: (request, options): Promise<ApprovalDecision> =>
         this.run(
           () => ({ kind: 'review', request }),

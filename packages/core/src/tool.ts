@@ -44,6 +44,12 @@ export interface Tool<A = unknown> {
   readonly needsApproval?: ApprovalRule<A>
   /** Milliseconds before the call is aborted and the model reads a timeout error. */
   readonly timeoutMs?: number
+  /**
+   * Running it twice has the effect of running it once. A durable run cut off during the call
+   * runs it again on resume (with the same idempotency key); otherwise the model is told the
+   * outcome is unknown. Default false.
+   */
+  readonly idempotent?: boolean
 }
 
 export interface ToolDefinition<S extends z.ZodType> {
@@ -53,6 +59,8 @@ export interface ToolDefinition<S extends z.ZodType> {
   execute: (args: z.output<S>, context: ToolContext) => unknown | Promise<unknown>
   needsApproval?: ApprovalRule<z.output<S>>
   timeoutMs?: number
+  /** See `Tool.idempotent`. */
+  idempotent?: boolean
 }
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/
@@ -95,6 +103,7 @@ export function tool<S extends z.ZodType>(definition: ToolDefinition<S>): Tool<z
     execute: definition.execute,
     ...(definition.needsApproval === undefined ? {} : { needsApproval: definition.needsApproval }),
     ...(definition.timeoutMs === undefined ? {} : { timeoutMs: definition.timeoutMs }),
+    ...(definition.idempotent === undefined ? {} : { idempotent: definition.idempotent }),
   }
 }
 

@@ -82,6 +82,7 @@ describe('@signalbox/core public surface', () => {
   it('/protocol: the wire messages, the codec and the argument digest', () => {
     expect(Object.keys(protocol).sort()).toEqual([
       'AnswerMessage',
+      'ApprovalAliveMessage',
       'ApprovalDecisionMessage',
       'ApprovalRequestMessage',
       'AuditMessage',

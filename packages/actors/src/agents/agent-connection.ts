@@ -71,6 +71,9 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
 
   if (options.steering !== false) {
     const seen = new Set<string>()
+    // A durable agent's resumed runs start after the last correction they saw, so one published
+    // while no process was connected is applied now; otherwise, new corrections only.
+    const startSeq = agent.steeringResumeFrom()
     subscriptions.push(
       bus.durableConsume(
         subjects.steer(agent.id),
@@ -92,24 +95,40 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
           if (!who.ok) return refuse(who.reason)
           // The name shown to the model and audited is the policy's, never the message's `from`.
           const from = who.name ?? steer.from
-          let target: { steer(text: string, options: { from: string }): void } = agent
+          /**
+           * A run restored from a checkpoint has seen the corrections up to its cursor. One that
+           * never saw any has no cursor: it takes the corrections aimed at it, not older general ones.
+           */
+          const cursorOf = (runId: string) => agent.steeringCursor(runId)
+          let targets: { steer(text: string, options: { from: string }): void }[] = [agent]
           if (steer.runId !== undefined) {
             const handle = agent.runs.get(steer.runId)
             // Said, not dropped in silence: the operator aimed at a run that is not (or no longer) here.
-            if (handle === undefined) return refuse(`run ${steer.runId} is not active on agent ${agent.id}`)
-            target = handle
+            // (Not while replaying for resumed runs: old corrections of finished runs are no news.)
+            if (handle === undefined) {
+              return startSeq === undefined ? refuse(`run ${steer.runId} is not active on agent ${agent.id}`) : undefined
+            }
+            const cursor = cursorOf(steer.runId)
+            targets = cursor === undefined || cursor < message.seq ? [handle] : []
+          } else if (startSeq !== undefined && agent.runs.size > 0) {
+            targets = [...agent.runs.values()].filter((handle) => {
+              const cursor = cursorOf(handle.runId)
+              return cursor !== undefined && cursor < message.seq
+            })
           }
           // Kept first: a correction can be applied (and audited) inside `steer` itself.
           if (trust !== undefined) options.evidence?.remember(`steer:${steer.text}`, steer)
+          // Recorded first, so the checkpoint that stores the queued correction stores the cursor too.
+          agent.steeringConsumed(message.seq)
           try {
-            target.steer(steer.text, { from })
+            for (const target of targets) target.steer(steer.text, { from })
           } catch (error) {
             return refuse(describeError(error))
           }
           seen.add(steer.steerId)
           if (seen.size > 10_000) seen.delete(seen.values().next().value as string)
         },
-        { purpose: 'steer' },
+        startSeq === undefined ? { purpose: 'steer' } : { purpose: 'steer', startSeq },
       ),
     )
   }

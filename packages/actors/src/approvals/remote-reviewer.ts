@@ -9,7 +9,13 @@ import {
 } from '@signalbox/core'
 import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { decisionMismatch, rejectedDecisionAudit } from '@signalbox/core/internal'
-import { ApprovalDecisionMessage, type ApprovalRequestMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
+import {
+  type ApprovalAliveMessage,
+  ApprovalDecisionMessage,
+  type ApprovalRequestMessage,
+  encodeMessage,
+  PROTOCOL_VERSION,
+} from '@signalbox/core/protocol'
 import { publishEvent } from '../agents/agent-connection.ts'
 import { busAuditLog } from '../audit/bus-audit.ts'
 import { DurableRequester } from '../requests/durable-request.ts'
@@ -41,7 +47,21 @@ export interface RemoteReviewerOptions {
    */
   onRejected?(event: Extract<AgentEvent, { type: 'approval.rejected' }>): void
   clock?: Clock
+  /**
+   * Read the decisions subject from the start of the stream, so a run resumed after a restart
+   * gets a decision made while no process was running. For agents with a run store. Default false.
+   */
+  replayDecisions?: boolean
+  /**
+   * While a request waits, publish `approval.alive` for it at this interval, so that reviewer
+   * services withdraw it (as orphaned) once this process is gone. Default 2 s, and off with
+   * `replayDecisions` (an agent with a run store: its runs resume elsewhere, their requests stay open).
+   */
+  heartbeatMs?: number | false
 }
+
+/** See `RemoteReviewerOptions.heartbeatMs`. */
+export const DEFAULT_APPROVAL_HEARTBEAT_MS = 2_000
 
 export interface RemoteReviewer extends Reviewer {
   /** Stops listening; pending reviews fail (the agent then denies by default). */
@@ -67,6 +87,7 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
     idOf: (decision) => decision.requestId,
     replySubjectOf: (request) => subjects.approvalDecisions(request.agentId),
     replyName: 'Decision',
+    ...(options.replayDecisions ? { replay: true } : {}),
     purpose: 'decisions',
     report,
     onRejected: ({ reply, reason, context: request }) => {
@@ -111,25 +132,61 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
     return undefined
   }
 
-  return {
-    async review(request, { signal }): Promise<ApprovalDecision> {
-      const unsigned: ApprovalRequestMessage = { v: PROTOCOL_VERSION, type: 'approval.request', ...request }
-      const message = signer ? signer.sign(unsigned) : unsigned
-      const reply = await requester.request({
-        id: request.requestId,
-        context: request,
-        subject: subjects.approvals(request.agentId),
-        message,
-        check: (decision) => check(request, decision),
-        signal,
-      })
-      const { v: _v, type: _type, signer: signedBy, signature: _signature, ...decision } = reply
+  // A run that replays its decisions resumes after a crash: its requests must stay open, not be orphaned.
+  const heartbeatMs =
+    options.heartbeatMs === false || (options.heartbeatMs === undefined && options.replayDecisions)
+      ? undefined
+      : (options.heartbeatMs ?? DEFAULT_APPROVAL_HEARTBEAT_MS)
+  const heartbeats = heartbeatMs === undefined ? undefined : new ApprovalHeartbeats(bus, subjects, clock, heartbeatMs)
+
+  /** Requests stored by `open`, waiting for `review` to take their decision. */
+  const opened = new Map<string, Promise<ApprovalDecision>>()
+  const send = async (request: ApprovalRequest, signal: AbortSignal): Promise<{ decided: Promise<ApprovalDecision> }> => {
+    const unsigned: ApprovalRequestMessage = {
+      v: PROTOCOL_VERSION,
+      type: 'approval.request',
+      ...request,
+      ...(heartbeatMs !== undefined ? { heartbeatMs } : {}),
+    }
+    const message = signer ? signer.sign(unsigned) : unsigned
+    const { reply } = await requester.send({
+      id: request.requestId,
+      context: request,
+      subject: subjects.approvals(request.agentId),
+      message,
+      check: (decision) => check(request, decision),
+      signal,
+    })
+    const decided = reply.then((answer): ApprovalDecision => {
+      const { v: _v, type: _type, signer: signedBy, signature: _signature, ...decision } = answer
       if (trust === undefined || signedBy === undefined) return decision
-      options.evidence?.remember(`decision:${request.callId}:${request.digest}`, reply)
+      options.evidence?.remember(`decision:${request.callId}:${request.digest}`, answer)
       // The name shown and audited is the policy's name for the key, never the string the message carries.
       return { ...decision, reviewer: trust.nameOf(signedBy) ?? decision.reviewer }
+    })
+    decided.catch(() => {})
+    if (heartbeats) {
+      heartbeats.add(request)
+      const stop = () => heartbeats.remove(request)
+      decided.then(stop, stop)
+    }
+    return { decided }
+  }
+
+  return {
+    async open(request, { signal }): Promise<void> {
+      const { decided } = await send(request, signal)
+      opened.set(request.requestId, decided)
+      // Kept until `review` takes it (a decision may already be in), or the wait is dropped.
+      signal.addEventListener('abort', () => opened.delete(request.requestId), { once: true })
+    },
+    async review(request, { signal }): Promise<ApprovalDecision> {
+      const decided = opened.get(request.requestId)
+      opened.delete(request.requestId)
+      return decided ?? (await send(request, signal)).decided
     },
     close() {
+      heartbeats?.close()
       requester.close(new BusClosedError('the bus reviewer was closed'))
     },
   }
@@ -139,4 +196,74 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
 export function defaultAudit(bus: Bus, subjects: Subjects, signer: Signer | undefined): AuditLog {
   const log = busAuditLog({ bus, subjects })
   return signer ? signedAuditLog({ log, signer }) : log
+}
+
+/**
+ * `approval.alive` for every request this process waits on, one message per agent per interval:
+ * the reviewer services' proof that someone will still apply the decision.
+ */
+class ApprovalHeartbeats {
+  readonly #pending = new Map<string, Set<string>>()
+  readonly #bus: Bus
+  readonly #subjects: Subjects
+  readonly #clock: Clock
+  readonly #intervalMs: number
+  #timer: unknown
+
+  constructor(bus: Bus, subjects: Subjects, clock: Clock, intervalMs: number) {
+    this.#bus = bus
+    this.#subjects = subjects
+    this.#clock = clock
+    this.#intervalMs = intervalMs
+  }
+
+  add(request: ApprovalRequest): void {
+    let ids = this.#pending.get(request.agentId)
+    if (ids === undefined) {
+      ids = new Set()
+      this.#pending.set(request.agentId, ids)
+    }
+    ids.add(request.requestId)
+    // At once: a reviewer may be looking at it already.
+    this.#beat(request.agentId)
+    this.#schedule()
+  }
+
+  remove(request: ApprovalRequest): void {
+    const ids = this.#pending.get(request.agentId)
+    ids?.delete(request.requestId)
+    if (ids?.size === 0) this.#pending.delete(request.agentId)
+  }
+
+  close(): void {
+    this.#pending.clear()
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer)
+    this.#timer = undefined
+  }
+
+  #schedule(): void {
+    if (this.#timer !== undefined) return
+    this.#timer = this.#clock.setTimeout(() => {
+      this.#timer = undefined
+      for (const agentId of this.#pending.keys()) this.#beat(agentId)
+      if (this.#pending.size > 0) this.#schedule()
+    }, this.#intervalMs)
+  }
+
+  #beat(agentId: string): void {
+    const ids = this.#pending.get(agentId)
+    if (ids === undefined || ids.size === 0) return
+    const message: ApprovalAliveMessage = {
+      v: PROTOCOL_VERSION,
+      type: 'approval.alive',
+      agentId,
+      requestIds: [...ids],
+      at: this.#clock.now(),
+    }
+    try {
+      this.#bus.publish(this.#subjects.alive(agentId), encodeMessage(message))
+    } catch {
+      // Lossy by design: a missed beat or two is what the reviewer's margin (three beats) is for.
+    }
+  }
 }

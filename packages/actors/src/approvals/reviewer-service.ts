@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto'
-import type { ApprovalDecision, ApprovalRequest, Clock, Reviewer } from '@signalbox/core'
+import type { ApprovalDecision, ApprovalRequest, AuditLog, Clock, Reviewer } from '@signalbox/core'
 import { decideApproval, systemClock } from '@signalbox/core'
 import { type Bus, BusError, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { decisionMismatch } from '@signalbox/core/internal'
 import {
+  ApprovalAliveMessage,
   ApprovalDecisionMessage,
   ApprovalRequestMessage,
+  decodeMessage,
   encodeMessage,
   PROTOCOL_VERSION,
   ProtocolError,
@@ -43,7 +45,14 @@ export interface ReviewerServiceOptions {
   /** A request refused without asking (unverified origin, digest mismatch, unreadable arguments). */
   onRefused?(request: ApprovalRequest, reason: string): void
   onError?(error: unknown): void
+  /** Where orphaned requests are recorded (`approval.orphaned`), e.g. `busAuditLog(...)`. */
+  audit?: AuditLog
+  /** A request was withdrawn because the agent that asked stopped sending heartbeats. */
+  onOrphaned?(request: ApprovalRequest): void
 }
+
+/** Heartbeats an agent may miss before its request counts as orphaned. */
+export const MISSED_HEARTBEATS = 3
 
 export interface ReviewerService extends RequestService {}
 
@@ -90,7 +99,41 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
     if (stored.duplicate) throw new DecisionNotStoredError(request.requestId)
   }
 
-  return serveDurableRequests({
+  const orphans = watchOrphans({ bus, subjects, agentToken, clock })
+  /** Marks the request orphaned, for every reviewer: a stored denial by `system` settles it everywhere. */
+  const orphan = async (request: ApprovalRequestMessage, silentMs: number) => {
+    const { v: _v, type: _type, heartbeatMs: _h, ...shown } = request
+    const reason = `orphaned: the agent that asked sent no heartbeat for ${silentMs} ms (its process is gone), so nobody would apply a decision; withdrawn`
+    const now = clock.now()
+    const reply: ApprovalDecisionMessage = {
+      v: PROTOCOL_VERSION,
+      type: 'approval.decision',
+      ...decideApproval(shown, { approved: false, reason }, 'system', now),
+    }
+    service.settled(request.requestId)
+    await bus.durablePublish(subjects.approvalDecisions(request.agentId), encodeMessage(reply), {
+      msgId: msgIdPart(`decision-${request.requestId}-system`),
+      signal: AbortSignal.timeout(30_000),
+    })
+    await options.audit?.record({
+      kind: 'approval.orphaned',
+      agentId: request.agentId,
+      runId: request.runId,
+      runPath: request.runPath,
+      callId: request.callId,
+      toolName: request.toolName,
+      shown: request.arguments,
+      digest: request.digest,
+      decision: 'orphaned',
+      reason,
+      actor: 'system',
+      requestedAt: request.requestedAt,
+      decidedAt: now,
+    })
+    options.onOrphaned?.(shown)
+  }
+
+  const service: RequestService = serveDurableRequests({
     bus,
     subject: requestSubject,
     schema: ApprovalRequestMessage,
@@ -118,7 +161,7 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
     clock,
     ...(options.onError ? { onError: options.onError } : {}),
     decide: async (message, signal) => {
-      const { v: _v, type: _type, signer: _s, signature: _sig, ...request } = message
+      const { v: _v, type: _type, signer: _s, signature: _sig, heartbeatMs: _h, ...request } = message
       const checked = checkApprovalRequest(message, trust)
       if (!checked.ok) {
         options.onRefused?.(request, checked.reason)
@@ -132,9 +175,16 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
         const denial = decideApproval(request, { approved: false, reason: checked.reason }, signerName(options), clock.now())
         return { request, decision: denial }
       }
-      options.onRequest?.(request, checked.origin)
-      const decision = await options.reviewer.review(request, { signal })
-      return { request, decision }
+      const stopWatching = orphans.watch(message, (silentMs) => {
+        orphan(message, silentMs).catch((error) => options.onError?.(error))
+      })
+      try {
+        options.onRequest?.(request, checked.origin)
+        const decision = await options.reviewer.review(request, { signal })
+        return { request, decision }
+      } finally {
+        stopWatching()
+      }
     },
     publish: async (_message, { request, decision }, signal) => {
       if (decision === undefined) return
@@ -142,8 +192,61 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
       options.onDecision?.(request, decision)
     },
   })
+  return {
+    get ready() {
+      return Promise.all([service.ready, orphans.ready]).then(() => {})
+    },
+    get inFlight() {
+      return service.inFlight
+    },
+    settled: (id) => service.settled(id),
+    close() {
+      orphans.close()
+      service.close()
+    },
+  }
 }
 
 function signerName(options: ReviewerServiceOptions): string {
   return options.signer ? `reviewer ${options.signer.publicKey.slice(0, 8)}` : 'reviewer'
+}
+
+/**
+ * Listens to `approval.alive` and tells, for a request that promised heartbeats (`heartbeatMs`),
+ * when its agent has been silent for `MISSED_HEARTBEATS` intervals (counted from when this
+ * service took the request, so a request found in the log long after its agent died is also caught).
+ */
+function watchOrphans(options: { bus: Bus; subjects: Subjects; agentToken: string; clock: Clock }) {
+  const { clock } = options
+  const lastSeen = new Map<string, number>()
+  const subscription = options.bus.subscribe(`${options.subjects.prefix}.agents.${options.agentToken}.alive`, (message) => {
+    const decoded = decodeMessage(message.data, ApprovalAliveMessage, { maxBytes: options.bus.maxPayload })
+    if (!decoded.ok) return
+    const now = clock.now()
+    for (const id of decoded.value.requestIds) lastSeen.set(id, now)
+    if (lastSeen.size > 10_000) lastSeen.delete(lastSeen.keys().next().value as string)
+  })
+  return {
+    ready: subscription.ready,
+    watch(request: ApprovalRequestMessage, onOrphaned: (silentMs: number) => void): () => void {
+      const { heartbeatMs } = request
+      if (heartbeatMs === undefined) return () => {}
+      const since = clock.now()
+      const limit = MISSED_HEARTBEATS * heartbeatMs
+      let timer: unknown
+      const check = () => {
+        const silentMs = clock.now() - Math.max(since, lastSeen.get(request.requestId) ?? 0)
+        if (silentMs >= limit) onOrphaned(silentMs)
+        else timer = clock.setTimeout(check, limit - silentMs)
+      }
+      timer = clock.setTimeout(check, limit)
+      return () => {
+        clock.clearTimeout(timer)
+        lastSeen.delete(request.requestId)
+      }
+    },
+    close() {
+      subscription.unsubscribe()
+    },
+  }
 }

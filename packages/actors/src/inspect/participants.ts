@@ -20,7 +20,7 @@ export interface InspectReviewerOptions {
  * Wraps a reviewer so each review shows up as `run:<runId>` → reviewer (`approval.request`) and
  * reviewer → `run:<runId>` (`approval.decision`). Works in the agent's process or in a reviewer
  * service: `serveReviewer({ reviewer: inspectReviewer(policy, inspector), ... })`. The result
- * only has `review`: keep the original to `close()` it.
+ * only has `open` and `review`: keep the original to `close()` it.
  */
 export function inspectReviewer(reviewer: Reviewer, inspector: ManualInspector, options: InspectReviewerOptions = {}): Reviewer {
   const id = options.id ?? 'reviewer'
@@ -30,6 +30,10 @@ export function inspectReviewer(reviewer: Reviewer, inspector: ManualInspector, 
   const state = () => ({ status: 'active' as const, value: pending > 0 ? 'deciding' : 'idle', context: { pending, decided } })
   inspector.actor(id, name, state())
   return {
+    // A remote reviewer's `open` (store first, then announce) must survive the wrapping.
+    ...(reviewer.open
+      ? { open: (request, openOptions) => (reviewer.open as NonNullable<Reviewer['open']>)(request, openOptions) }
+      : {}),
     async review(request, reviewOptions) {
       const run = runSessionId(request.runId)
       const ids = { requestId: request.requestId, callId: request.callId, toolName: request.toolName }

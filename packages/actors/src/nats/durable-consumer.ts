@@ -33,6 +33,11 @@ export interface ConsumerTuning {
   ephemeralInactiveMs: number
   /** The consumer's `ack_wait` on the server when the caller's `ackWaitMs` is longer. */
   serverAckWaitMs: number
+  /**
+   * Copies of each consumer's state (the stream's replicas). A private consumer is otherwise
+   * kept by one node only, and the loss of that node loses what it had delivered.
+   */
+  replicas: number
   /** Private consumers are named `<consumerPrefix>_<purpose>` (least privilege pins the names). */
   consumerPrefix?: string | undefined
 }
@@ -62,6 +67,8 @@ export class NatsDurableConsumer implements Subscription {
   readonly #queue: JsMsg[] = []
   #worker: Promise<void> | undefined
   readonly #deliverAll: boolean
+  /** `startSeq` of the options: where a private consumer starts (else all or new). */
+  readonly #firstSeq: number | undefined
   readonly #tuning: ConsumerTuning
   readonly #signal: AbortSignal | undefined
   readonly #onAbort = () => this.unsubscribe()
@@ -104,6 +111,7 @@ export class NatsDurableConsumer implements Subscription {
     this.#serverAckWaitMs = Math.min(this.#ackWaitMs, tuning.serverAckWaitMs)
     this.#held = new HeldMessages(this.#ackWaitMs, this.#serverAckWaitMs, () => bus.connection().isClosed())
     this.#deliverAll = options.deliverAll ?? false
+    this.#firstSeq = options.startSeq === undefined ? undefined : Math.max(1, Math.floor(options.startSeq))
     this.#tuning = tuning
     this.#signal = options.signal
     this.ready = new Promise<void>((resolve, reject) => {
@@ -293,7 +301,7 @@ export class NatsDurableConsumer implements Subscription {
     const info = await jsm.consumers.add(stream, this.#config())
     if (!this.#created) {
       this.#created = true
-      this.#startSeq = this.#deliverAll ? 1 : info.delivered.stream_seq + 1
+      this.#startSeq = this.#firstSeq ?? (this.#deliverAll ? 1 : info.delivered.stream_seq + 1)
     }
     return this.#bus.js().consumers.get(stream, this.#consumerName)
   }
@@ -325,6 +333,7 @@ export class NatsDurableConsumer implements Subscription {
       ack_wait: nanos(this.#serverAckWaitMs),
       max_deliver: -1,
       replay_policy: ReplayPolicy.Instant,
+      ...(this.#tuning.replicas > 1 ? { num_replicas: this.#tuning.replicas } : {}),
     }
     if (this.#durableName !== undefined) {
       return {
@@ -334,6 +343,9 @@ export class NatsDurableConsumer implements Subscription {
       }
     }
     const ephemeral = { ...base, name: this.#consumerName, inactive_threshold: nanos(this.#tuning.ephemeralInactiveMs) }
+    if (!this.#created && this.#firstSeq !== undefined) {
+      return { ...ephemeral, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.#firstSeq }
+    }
     if (!this.#created) return { ...ephemeral, deliver_policy: this.#deliverAll ? DeliverPolicy.All : DeliverPolicy.New }
     // Recreating a private consumer the server lost: resume at the oldest unacknowledged message.
     let resume = this.#highestSeen > 0 ? this.#highestSeen + 1 : this.#startSeq

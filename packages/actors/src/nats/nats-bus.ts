@@ -253,6 +253,7 @@ export class NatsBus implements Bus {
       pullExpiresMs: this.#options.pullExpiresMs ?? 10_000,
       ephemeralInactiveMs: this.#options.ephemeralInactiveMs ?? 120_000,
       serverAckWaitMs: this.#options.serverAckWaitMs ?? DEFAULT_SERVER_ACK_WAIT_MS,
+      replicas: this.#options.durable?.replicas ?? 1,
       consumerPrefix: this.#options.consumerPrefix,
     })
     if (options.signal?.aborted) {

@@ -18,6 +18,11 @@ export interface NatsDurableOptions {
   maxAgeMs?: number
   /** Default `file` (survives server restarts). */
   storage?: 'file' | 'memory'
+  /**
+   * Copies of the stream in a JetStream cluster: 3 (or 5) survive the loss of one (two) nodes,
+   * including the stream leader. Default 1 (a single server). An existing stream is brought to it.
+   */
+  replicas?: 1 | 3 | 5
 }
 
 export interface NatsBusOptions {

@@ -40,6 +40,7 @@ export async function ensureStream(
 ): Promise<string[]> {
   const duplicateWindow = nanos(durable.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS)
   const maxAge = durable.maxAgeMs === undefined ? 0 : nanos(durable.maxAgeMs)
+  const replicas = durable.replicas ?? 1
   let info: StreamInfo
   try {
     info = await jsm.streams.info(streamName)
@@ -53,19 +54,27 @@ export async function ensureStream(
       discard: DiscardPolicy.Old,
       duplicate_window: duplicateWindow,
       max_age: maxAge,
-      num_replicas: 1,
+      num_replicas: replicas,
     })
     return created.config.subjects ?? subjects
   }
   const existing = info.config.subjects ?? []
   const missing = subjects.filter((subject) => !existing.some((p) => subjectCovers(p, subject)))
-  if (missing.length === 0 && info.config.duplicate_window === duplicateWindow && info.config.max_age === maxAge) {
+  // Replicas are only raised here: a deployment that asks for fewer (the default 1) keeps what an operator set.
+  const numReplicas = Math.max(info.config.num_replicas ?? 1, replicas)
+  if (
+    missing.length === 0 &&
+    info.config.duplicate_window === duplicateWindow &&
+    info.config.max_age === maxAge &&
+    (info.config.num_replicas ?? 1) === numReplicas
+  ) {
     return existing
   }
   const updated = await jsm.streams.update(streamName, {
     subjects: [...existing, ...missing],
     duplicate_window: duplicateWindow,
     max_age: maxAge,
+    num_replicas: numReplicas,
   })
   return updated.config.subjects ?? [...existing, ...missing]
 }

@@ -18,6 +18,8 @@ export interface DurableRequesterOptions<S extends z.ZodType, C> {
   purpose?: string
   /** After a rejected reply was reported: e.g. record it in the audit. */
   onRejected?(rejection: ReplyRejection<z.output<S>, C>): void
+  /** Read replies from the start of the log: a request re-sent after a restart finds a reply given meanwhile. */
+  replay?: boolean
 }
 
 export interface DurableRequest<S extends z.ZodType, C> {
@@ -49,6 +51,7 @@ export class DurableRequester<S extends z.ZodType, C> {
       schema: options.schema,
       idOf: options.idOf,
       reportInvalid: options.report,
+      ...(options.replay ? { replay: true } : {}),
       ...(options.purpose !== undefined ? { purpose: options.purpose } : {}),
       onRejected: (rejection) => {
         options.report(
@@ -64,8 +67,17 @@ export class DurableRequester<S extends z.ZodType, C> {
 
   /** Sends the request and resolves with the first reply that passes `check`. */
   async request(request: DurableRequest<S, C>): Promise<z.output<S>> {
+    return (await this.send(request)).reply
+  }
+
+  /**
+   * Sends the request and resolves once it is stored and its reply can be received (the reply
+   * consumer is live and the wait registered); `reply` then settles with the first reply that
+   * passes `check`. Until this resolves, nobody may be shown the request: an answer given
+   * before the reply consumer is live would never reach this process.
+   */
+  async send(request: DurableRequest<S, C>): Promise<{ reply: Promise<z.output<S>> }> {
     const { id, context, signal } = request
-    await this.#waiter.listen(this.#replySubjectOf(context))
     // Aborted by the caller, or by us when the request could not be sent (nothing may wait for it then).
     const withdrawn = new AbortController()
     const replied = this.#waiter.expect(
@@ -74,15 +86,16 @@ export class DurableRequester<S extends z.ZodType, C> {
       request.check ?? (() => undefined),
       AbortSignal.any([signal, withdrawn.signal]),
     )
-    // The wait is registered first, so a person who answers at once is not missed.
+    // The wait is registered first, so a person who answers at once (or a replayed reply) is not missed.
     replied.catch(() => {})
     try {
+      await this.#waiter.listen(this.#replySubjectOf(context))
       await this.#bus.durablePublish(request.subject, encodeMessage(request.message), { msgId: id, signal })
     } catch (error) {
       withdrawn.abort(error)
       throw error
     }
-    return replied
+    return { reply: replied }
   }
 
   /** Stops listening; pending requests fail with `reason`. */

@@ -35,6 +35,12 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
   /** Recently settled ids (oldest first) with their context, to tell a late reply from a stranger's. */
   readonly #settled = new Map<string, C>()
   readonly #consumers = new Map<string, Subscription>()
+  /**
+   * With `replay`: replies (oldest first) for ids nobody waits for yet. A resumed run asks again
+   * for a request made before a restart; its reply may already be in the replayed log.
+   */
+  readonly #unclaimed = new Map<string, z.output<S>>()
+  readonly #replay: boolean
   readonly #purpose: string | undefined
 
   constructor(options: {
@@ -43,9 +49,12 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
     idOf: (reply: z.output<S>) => string
     onRejected: (rejection: ReplyRejection<z.output<S>, C>) => void
     reportInvalid: RejectionReporter
+    /** Read the reply subjects from the start of the log (replies that came while no process listened). */
+    replay?: boolean
     /** The consumer's purpose (its name under least privilege: `<user>_<purpose>`). */
     purpose?: string
   }) {
+    this.#replay = options.replay ?? false
     this.#purpose = options.purpose
     this.#bus = options.bus
     this.#schema = options.schema
@@ -69,7 +78,10 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
           }
           this.#route(decoded.value)
         },
-        this.#purpose !== undefined ? { purpose: this.#purpose } : {},
+        {
+          ...(this.#replay ? { deliverAll: true } : {}),
+          ...(this.#purpose !== undefined ? { purpose: this.#purpose } : {}),
+        },
       )
       this.#consumers.set(subject, consumer)
     }
@@ -85,6 +97,13 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
         reject(new AbortedError('The request was withdrawn.'))
       }
       signal.addEventListener('abort', onAbort, { once: true })
+      const early = this.#unclaimed.get(id)
+      if (early !== undefined && check(early) === undefined) {
+        this.#unclaimed.delete(id)
+        this.#settle(id, context)
+        signal.removeEventListener('abort', onAbort)
+        return resolve(early)
+      }
       this.#pending.set(id, {
         resolve: (value) => {
           signal.removeEventListener('abort', onAbort)
@@ -121,6 +140,9 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
           reason: 'the request was already settled (late or duplicate reply)',
           context: this.#settled.get(id) as C,
         })
+      } else if (this.#replay) {
+        this.#unclaimed.set(id, reply)
+        if (this.#unclaimed.size > 1_000) this.#unclaimed.delete(this.#unclaimed.keys().next().value as string)
       }
       return
     }

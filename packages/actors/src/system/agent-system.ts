@@ -11,6 +11,7 @@ import {
   systemClock,
 } from '@signalbox/core'
 import { type Bus, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
+import type { RunStore } from '@signalbox/core/store'
 import { type AgentConnection, connectAgent } from '../agents/agent-connection.ts'
 import { sendSteering } from '../agents/clients.ts'
 import type { Signer } from '../trust/sign.ts'
@@ -20,6 +21,7 @@ import type { Directory } from './directory.ts'
 import { runRemote } from './remote-run.ts'
 import { repeat } from './repeat.ts'
 import { RunHost } from './run-host.ts'
+import { type ResumableAgent, RunTakeover, type TakeoverEvent } from './run-takeover.ts'
 import { type RunBudget, RunTreeLedger, type TreeLimits } from './tree-budget.ts'
 
 export interface AgentSystemOptions {
@@ -35,6 +37,11 @@ export interface AgentSystemOptions {
   /** Leases, heartbeats and directory refreshes run on it. */
   clock?: Clock
   ids?: IdGenerator
+  /**
+   * Stored runs: `serve()` resumes the runs of this system's agents (their own from before a
+   * restart, and those whose host's lease expired), and keeps taking over orphans (`RunTakeover`).
+   */
+  runs?: { store: RunStore; leaseMs?: number; onEvent?(event: TakeoverEvent): void }
   /**
    * This host's key: cancels of remote child runs are signed with it (children with a trust policy
    * list its public key in `controllers`; without it, a child whose parent is gone still stops at
@@ -62,6 +69,9 @@ export interface SystemRunResult extends RunResult {
   handoffs: string[]
 }
 
+/** The lease a host takes on a stored run it resumes (renewed by the run while it goes on). */
+const DEFAULT_RUN_LEASE_MS = 30_000
+
 /** How often a serving host renews its directory entries. */
 const DIRECTORY_REFRESH_MS = 10_000
 
@@ -83,6 +93,8 @@ export class AgentSystem {
   readonly #ids: IdGenerator
   readonly #startedAt: number
   readonly #agents = new Map<string, Agent>()
+  readonly #runs: AgentSystemOptions['runs']
+  #takeover: RunTakeover | undefined
   readonly #served: (Subscription | AgentConnection)[] = []
   readonly #host: RunHost | undefined
   readonly #stop = new AbortController()
@@ -102,6 +114,7 @@ export class AgentSystem {
     this.#clock = options.clock ?? systemClock
     this.#ids = options.ids ?? randomIds
     this.#startedAt = this.#clock.now()
+    this.#runs = options.runs
     this.#host = options.bus
       ? new RunHost({
           bus: options.bus,
@@ -171,6 +184,18 @@ export class AgentSystem {
       await announce()
       this.#stopRefresh = repeat(this.#clock, DIRECTORY_REFRESH_MS, () => void announce(), { unref: true })
     }
+    if (this.#runs !== undefined) {
+      const { store, leaseMs, onEvent } = this.#runs
+      this.#takeover = new RunTakeover({
+        store,
+        hostId: this.hostId,
+        leaseMs: leaseMs ?? DEFAULT_RUN_LEASE_MS,
+        clock: this.#clock,
+        agents: () => this.#agents.values() as Iterable<ResumableAgent>,
+        ...(onEvent ? { onEvent } : {}),
+      })
+      void this.#takeover.start()
+    }
   }
 
   /**
@@ -219,6 +244,7 @@ export class AgentSystem {
     if (this.#stop.signal.aborted) return
     this.#stop.abort()
     this.#stopRefresh?.()
+    this.#takeover?.stop()
     for (const served of this.#served) 'unsubscribe' in served ? served.unsubscribe() : served.close()
     await this.#host?.drain()
     if (this.#directory) {

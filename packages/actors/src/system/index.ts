@@ -18,4 +18,11 @@ export {
 } from './delegation.ts'
 export { type Directory, type DirectoryChange, type DirectoryEntry, KvDirectory, MemoryDirectory } from './directory.ts'
 export { type FanOutResult, fanOut } from './fan-out.ts'
+export {
+  type ResumableAgent,
+  RunTakeover,
+  type RunTakeoverOptions,
+  type ScanResult,
+  type TakeoverEvent,
+} from './run-takeover.ts'
 export type { TreeLimits } from './tree-budget.ts'

@@ -18,7 +18,9 @@ import {
   ToolDescriptionMessage,
   ToolResultMessage,
 } from '@signalbox/core/protocol'
+import { idempotencyKey } from '@signalbox/core/store'
 import { z } from 'zod/v4'
+import { IDEMPOTENCY_KEY_HEADER } from './tool-host.ts'
 
 export interface RemoteToolOptions {
   bus: Bus
@@ -67,7 +69,12 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
       }
       let response: Awaited<ReturnType<Bus['request']>>
       try {
-        response = await bus.request(subject, encodeMessage(call), { timeoutMs, signal: context.signal })
+        response = await bus.request(subject, encodeMessage(call), {
+          timeoutMs,
+          signal: context.signal,
+          // The host answers a retried call (a resumed run, a reconnect) with its first answer.
+          headers: { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey(context.runId, context.callId) },
+        })
       } catch (error) {
         if (error instanceof BusNoRespondersError) {
           throw new ToolError(

@@ -14,8 +14,12 @@ import {
 } from '@signalbox/core/protocol'
 import { toWireError } from '../requests/rejections.ts'
 import { MAX_TIMER_MS } from '../requests/request-service.ts'
+import { IdempotencyCache, type IdempotencyCacheOptions } from '../store/idempotency-cache.ts'
 
 export const TOOL_QUEUE_GROUP = 'signalbox-tools'
+
+/** The request header that carries a call's idempotency key (`<runId>:<callId>`, see §8.3 of the protocol). */
+export const IDEMPOTENCY_KEY_HEADER = 'Signalbox-Idempotency-Key'
 
 /** At most this many validation issues are listed in a `TOOL_INVALID_ARGUMENTS` reply. */
 const MAX_LISTED_ISSUES = 20
@@ -29,6 +33,8 @@ export interface ToolHostOptions {
   clock?: Clock
   onCall?(call: { toolName: string; callId: string; agentId: string; runId: string }): void
   onResult?(call: { toolName: string; callId: string }, outcome: { ok: boolean; durationMs: number; error?: WireError }): void
+  /** How many recent answers are kept by idempotency key, and how long (a retried call gets the first answer). */
+  idempotency?: IdempotencyCacheOptions
 }
 
 export interface ToolHost {
@@ -57,6 +63,8 @@ export function serveTools(options: ToolHostOptions): ToolHost {
   const subscriptions: Subscription[] = []
   /** Stops of the calls not answered yet. */
   const running = new Set<() => void>()
+  /** Answers by idempotency key: a call retried after a crash or a reconnect is answered, not run again. */
+  const answers = new IdempotencyCache<Reply>({ clock, ...options.idempotency })
   let closed = false
 
   const send = (respond: (data: Uint8Array) => boolean, message: Outgoing) => {
@@ -157,6 +165,13 @@ export function serveTools(options: ToolHostOptions): ToolHost {
               ),
             )
           }
+          const key = message.headers?.[IDEMPOTENCY_KEY_HEADER]
+          let remember: ((reply: Reply) => void) | undefined
+          if (key) {
+            const first = answers.run(key, () => new Promise<Reply>((resolve) => (remember = resolve)))
+            // The same call again: the first call's answer (once it has one), the tool is not run.
+            if (first.replayed) return send(respond, await first.promise)
+          }
           const started = clock.now()
           safely(() => options.onCall?.({ toolName: tool.name, callId: call.callId, agentId: call.agentId, runId: call.runId }))
           const controller = new AbortController()
@@ -165,6 +180,7 @@ export function serveTools(options: ToolHostOptions): ToolHost {
             if (answered) return
             answered = true
             running.delete(stopCall)
+            remember?.(reply)
             send(respond, reply)
             const ok = reply.type === 'tool.result'
             safely(() =>

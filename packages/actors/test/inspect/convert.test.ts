@@ -80,6 +80,7 @@ describe('inspection converter', () => {
     expect(children.map((c) => c.name)).toEqual([
       'callModel',
       'requestApproval',
+      'deadline',
       'executeTool',
       'afterToolExecutionHook',
       'callModel',

@@ -60,7 +60,8 @@ describe('statechartToMermaid', () => {
   it('draws transitions with their events, guards, invocations and delays', () => {
     expect(lines).toContain('  idle --> running : agent.start')
     expect(lines).toContain('  awaitingApproval --> executingTool : approval.decision [guard]')
-    expect(lines).toContain('  awaitingApproval --> afterToolExecution : after approvalDeadline')
+    // The approval deadline is a named actor on an absolute time (durable runs re-arm it), not `after`.
+    expect(lines).toContain('  awaitingApproval --> afterToolExecution : deadline.reached')
     expect(lines).toContain('  callingModel --> toolCalls : done callModel [guard]')
     expect(lines).toContain('  beforeTurn --> runningBeforeTurn : [hasBeforeTurn]')
     expect(lines).toContain('  approvalCheck --> awaitingApproval : [approvalAlways]')

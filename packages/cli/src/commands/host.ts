@@ -23,6 +23,8 @@ export interface HostContext {
   hostId: string
   /** Runs `cleanup` when the host stops (after its runs ended, before the bus closes), e.g. a model server. */
   onClose(cleanup: () => unknown): void
+  /** The run store of `--store` / `--run-bucket`, for `createAgent({ store })`; undefined without one. */
+  store: import('@signalbox/core/store').RunStore | undefined
 }
 
 type Exported = Agent | AgentModule
@@ -42,7 +44,9 @@ export const host: Command = {
     'Events go out on agents.<id>.events.*, steering and control come in; each agent is announced',
     'in the directory (a NATS KV bucket). A run whose parent stops sending heartbeats is cancelled',
     'when its lease runs out. Ctrl-C or SIGTERM cancels the runs in flight (their parents are told),',
-    'withdraws the directory entries and drains the connection.',
+    'withdraws the directory entries and drains the connection. With a run store (--store or',
+    '--run-bucket) the host resumes the stored runs of its agents on start and, every half lease,',
+    'takes over the runs whose host stopped renewing its lease (one host wins each run).',
   ].join('\n'),
   args: [['<module>', 'path to the agents module (.ts or .js)']],
   options: {
@@ -53,6 +57,13 @@ export const host: Command = {
     'max-total-turns': { type: 'string', valueName: '<n>', description: 'turns a run tree may use on this host' },
     'max-total-tokens': { type: 'string', valueName: '<n>', description: 'tokens a run tree may use on this host' },
     'no-directory': { type: 'boolean', description: 'do not announce the agents in the directory' },
+    store: { type: 'string', valueName: '<dir>', description: 'file run store: resume stored runs, take over orphaned ones' },
+    'run-bucket': {
+      type: 'string',
+      valueName: '<name>',
+      description: 'NATS KV run store (instead of --store), shared by every host',
+    },
+    lease: { type: 'string', valueName: '<ms>', description: 'lease a host takes on a run it takes over', default: '30000' },
     ...OTLP_OPTIONS,
   },
   bus: 'required',
@@ -94,17 +105,36 @@ export const host: Command = {
       context.values['no-directory'] === true
         ? undefined
         : new KvDirectory(bus.connection, { bucket: directoryBucket(subjects.prefix) })
-    const system = createAgentSystem({ bus, subjects, hostId, limits, ...(directory ? { directory } : {}) })
+    const store = await openRunStore(context, bus)
+    const system = createAgentSystem({
+      bus,
+      subjects,
+      hostId,
+      limits,
+      ...(directory ? { directory } : {}),
+      ...(store
+        ? { runs: { store, leaseMs: positiveInt(context, 'lease', 30_000), onEvent: (event) => logTakeover(event) } }
+        : {}),
+    })
     const log = (record: Record<string, unknown>, text: string) =>
       context.out(context.global.json ? JSON.stringify(record) : text)
     const cleanups: (() => unknown)[] = [() => bus.close()]
+    function logTakeover(event: import('@signalbox/actors/system').TakeoverEvent): void {
+      const text =
+        event.type === 'claimed'
+          ? `${c.green('↻ resume')} ${c.magenta(event.agentId)} ${c.dim(shortId(event.runId))}${event.from ? c.dim(` · taken over from ${event.from}`) : ''}`
+          : event.type === 'error'
+            ? `${c.red('takeover error')} ${event.runId ?? ''} ${String(event.error)}`
+            : `${c.dim(`takeover ${event.type}`)} ${event.runId}`
+      log({ ...event, ...(event.type === 'error' ? { error: String(event.error) } : {}) }, text)
+    }
     const stop = untilSignal(context.io.signal)
     try {
       const onClose = (cleanup: () => unknown) => {
         cleanups.push(cleanup)
       }
       const candidates =
-        typeof exported === 'function' ? await exported({ bus, subjects, system, scripted, hostId, onClose }) : exported
+        typeof exported === 'function' ? await exported({ bus, subjects, system, scripted, hostId, onClose, store }) : exported
       const list = Array.isArray(candidates) ? candidates : [candidates]
       if (list.length === 0) throw new CliError('MODULE_INVALID', `${spec}: the agents list is empty`)
       for (const [index, candidate] of list.entries()) {
@@ -176,6 +206,25 @@ export const host: Command = {
     context.err('agent host stopped')
     return EXIT.ok
   },
+}
+
+/** The run store named by `--store <dir>` or `--run-bucket <name>`, if any. */
+async function openRunStore(
+  context: CommandContext,
+  bus: import('@signalbox/actors/nats').NatsBus,
+): Promise<import('@signalbox/core/store').RunStore | undefined> {
+  const dir = context.values.store as string | undefined
+  const bucket = context.values['run-bucket'] as string | undefined
+  if (dir !== undefined && bucket !== undefined) throw new UsageError('pass one of --store or --run-bucket, not both')
+  if (dir !== undefined) {
+    const [{ FileRunStore }, path] = await Promise.all([import('@signalbox/core/store'), import('node:path')])
+    return new FileRunStore({ directory: path.resolve(context.io.cwd, dir) })
+  }
+  if (bucket !== undefined) {
+    const { KvRunStore } = await import('@signalbox/actors/store')
+    return new KvRunStore({ connection: bus.connection, bucket })
+  }
+  return undefined
 }
 
 /** The KV bucket of a deployment's directory (one per prefix, so deployments never mix). */

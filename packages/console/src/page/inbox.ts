@@ -2,6 +2,7 @@
 /** The inbox: every pending approval and question, newest first, with its live deadline. */
 import type { InboxItem, SettledItem } from '../view-model.ts'
 import { actions } from './api.ts'
+import { type ArgumentCheck, argumentChecker, parseOnly } from './argument-check.ts'
 import { byId, clockTime, el, pretty } from './dom.ts'
 
 export interface InboxView {
@@ -101,23 +102,39 @@ export function createInboxView(): InboxView {
     return { card, countdown }
   }
 
-  /** Approve with edited arguments: JSON checked here, the tool's schema checked by the agent. */
+  /**
+   * Approve with edited arguments: checked here against the tool's JSON Schema as the person types
+   * (the button waits for a valid edit), and checked again by the agent, which alone decides.
+   */
   const editControls = (card: HTMLElement, item: Extract<InboxItem, { kind: 'approval' }>) => {
     const editor = el('textarea', { class: 'edited-arguments', rows: '4', spellcheck: 'false' })
     editor.value = pretty(item.arguments)
     const send = el('button', { class: 'approve-edited', type: 'button' }, 'Approve with these arguments')
+    const issues = el('ul', { class: 'edit-issues', role: 'alert' })
+    const checker = argumentChecker(item.parameters)
+    const note = el(
+      'p',
+      { class: 'edit-note' },
+      checker
+        ? "Checked here against the tool's schema, and again by the agent."
+        : 'No schema came with this request: the agent will check the edit.',
+    )
+    let checked: ArgumentCheck = { ok: true, value: item.arguments }
+    const check = () => {
+      checked = checker ? checker(editor.value) : parseOnly(editor.value)
+      issues.replaceChildren(...(checked.ok ? [] : checked.issues.map((issue) => el('li', {}, issue))))
+      send.disabled = !checked.ok
+      editor.setAttribute('aria-invalid', String(!checked.ok))
+    }
+    editor.addEventListener('input', check)
     send.addEventListener('click', () => {
-      let edited: unknown
-      try {
-        edited = JSON.parse(editor.value)
-      } catch (failure) {
-        const error = card.querySelector<HTMLElement>('.error')
-        if (error) error.textContent = `The edited arguments are not JSON: ${(failure as Error).message}`
-        return
+      check()
+      if (checked.ok) {
+        const { value } = checked
+        guard(card, () => actions.approveEdited(item.id, value))
       }
-      guard(card, () => actions.approveEdited(item.id, edited))
     })
-    return el('details', { class: 'edit' }, el('summary', {}, 'Edit the arguments, then approve'), editor, send)
+    return el('details', { class: 'edit' }, el('summary', {}, 'Edit the arguments, then approve'), editor, issues, note, send)
   }
 
   const questionCard = (item: Extract<InboxItem, { kind: 'question' }>) => {

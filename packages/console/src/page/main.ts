@@ -4,11 +4,15 @@
  * A message the page cannot use is skipped; it never stops the page.
  */
 import type { AuditEntry } from '@signalbox/core'
+import * as zod from 'zod/v4'
 import type { InboxItem, RunView, ServerMessage, SettledItem } from '../view-model.ts'
 import { type AuditView, createAuditView } from './audit.ts'
 import { byId } from './dom.ts'
 import { createInboxView, type InboxView } from './inbox.ts'
 import { createRunsView, type RunsView } from './runs.ts'
+
+// zod's JIT object parser compiles code with `new Function`, which the page's CSP forbids: use the plain one.
+zod.config({ jitless: true })
 
 const inbox = new Map<string, InboxItem>()
 let settled: SettledItem[] = []

@@ -90,6 +90,11 @@ export interface DurableConsumeOptions {
   durableName?: string
   /** Start from the first message still in the log instead of new ones (private consumers). */
   deliverAll?: boolean
+  /**
+   * Start at this sequence of the log (private consumers), e.g. just after the last message a
+   * resumed run consumed. Wins over `deliverAll`.
+   */
+  startSeq?: number
   /** Milliseconds before an unacknowledged message is redelivered. */
   ackWaitMs?: number
   /**

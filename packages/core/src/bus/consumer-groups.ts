@@ -90,7 +90,12 @@ export class ConsumerGroups {
     }
     if (group === undefined) {
       const { log } = this.#host
-      const start = options.deliverAll ? log.firstSeq : log.lastSeq + 1
+      const start =
+        options.startSeq !== undefined
+          ? Math.max(log.firstSeq, options.startSeq)
+          : options.deliverAll
+            ? log.firstSeq
+            : log.lastSeq + 1
       group = new ConsumerGroup(subject, durableName, ackWaitMs, start)
       this.#groups.add(group)
       if (durableName !== undefined) this.#durable.set(durableName, group)

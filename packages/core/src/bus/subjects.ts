@@ -123,6 +123,8 @@ export interface Subjects {
   /** Answers to one agent's questions. */
   answers(agentId: string): string
   steer(agentId: string): string
+  /** Heartbeats of an agent's pending approval requests (agents without a run store). */
+  alive(agentId: string): string
   control(agentId: string): string
   tool(toolName: string): string
   /** One event type of one agent (`tool.end` → `...events.tool_end`), or all of its events (`...events.>`). */
@@ -155,6 +157,7 @@ export function createSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): Subject
     ask: (agentId) => `${prefix}.ask.${assertToken(agentId)}`,
     answers: (agentId) => `${prefix}.ask.${assertToken(agentId)}.answers`,
     steer: (agentId) => `${prefix}.agents.${assertToken(agentId)}.steer`,
+    alive: (agentId) => `${prefix}.agents.${assertToken(agentId)}.alive`,
     control: (agentId) => `${prefix}.agents.${assertToken(agentId)}.control`,
     tool: (toolName) => `${prefix}.tools.${assertToken(toolName)}`,
     events: (agentId, type) =>

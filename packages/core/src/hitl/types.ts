@@ -23,6 +23,11 @@ export interface ApprovalRequest {
   /** Epoch milliseconds. No decision by then means the safe default (deny). */
   deadline: number
   requestedAt: number
+  /**
+   * The tool's JSON Schema (what the model sees), so a reviewer can check edited arguments before
+   * sending them. Advisory: not covered by `digest`; the agent validates edits itself regardless.
+   */
+  parameters?: Record<string, unknown>
 }
 
 export interface ApprovalDecision {
@@ -42,6 +47,12 @@ export interface ApprovalDecision {
 }
 
 export interface Reviewer {
+  /**
+   * Makes the request answerable before anyone is told of it: a remote reviewer stores it and
+   * starts listening for the decision here. The agent emits `approval.requested` only once this
+   * resolves (at once when absent), then calls `review`. Rejecting makes the approval unavailable.
+   */
+  open?(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<void>
   /** Resolves with the reviewer's decision. Must stop waiting when `signal` aborts. */
   review(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<ApprovalDecision>
 }
@@ -78,6 +89,12 @@ export const AUDIT_KINDS = [
   'approval.timeout',
   'approval.unavailable',
   'approval.rejected',
+  /** A decision already applied came again (a re-delivery): ignored. */
+  'approval.duplicate',
+  /** A tool call cut off by a crash, not run again: its effect is unknown. */
+  'tool.outcome_unknown',
+  /** A request whose agent stopped answering (no store): withdrawn and denied by `system`. */
+  'approval.orphaned',
   'steering.applied',
   'question.answered',
   'question.timeout',

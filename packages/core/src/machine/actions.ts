@@ -25,10 +25,10 @@ import {
   approvalTimedOutText,
   approvalUnavailableText,
   batchSteeredText,
+  failedToolResult,
   handedOverText,
   invalidCallText,
   steeredText,
-  toolFailedText,
 } from './tool-result-texts.ts'
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
@@ -157,7 +157,7 @@ export function createMachineActions(
         delayMs: retryDelayMs,
         error: lastError,
       })
-      return { model: { ...context.model, lastError, retryDelayMs } }
+      return { model: { ...context.model, lastError, retryDelayMs, retryAt: clock.now() + retryDelayMs } }
     },
 
     /** Ends the run before its next turn because a limit is reached. */
@@ -202,24 +202,22 @@ export function createMachineActions(
 
     acceptToolOutput(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
       return {
-        ...setResult(context, {
-          output: noteEditedArguments(context.current, output.output),
-          isError: false,
-          outcome: 'executed',
-        }),
+        ...setResult(
+          context,
+          // A result recorded in the ledger (a resumed call) is read as it was.
+          (output.recorded as CallResult | undefined) ?? {
+            output: noteEditedArguments(context.current, output.output),
+            isError: false,
+            outcome: 'executed',
+          },
+        ),
         ...(output.handoff ? { handoff: output.handoff } : {}),
       }
     },
 
     /** A tool threw (or timed out): the model reads the error and the run goes on. */
     toolFailed(context: AgentContext, error: unknown): Partial<AgentContext> {
-      const serialized = serializeError(error)
-      const timeout = serialized.code === ErrorCode.TIMEOUT || serialized.code === ErrorCode.TOOL_TIMEOUT
-      return setResult(context, {
-        output: toolFailedText(serialized.message),
-        isError: true,
-        outcome: timeout ? 'timeout' : 'failed',
-      })
+      return setResult(context, failedToolResult(error))
     },
 
     handedOver(context: AgentContext): Partial<AgentContext> {
@@ -284,6 +282,8 @@ export function createMachineActions(
     openApproval(context: AgentContext): Partial<AgentContext> {
       const call = current(context)
       const now = clock.now()
+      // A copy: events are frozen deep, and the tool's schema object is not ours to freeze.
+      const parameters = structuredClone(runtime.tools.get(call.toolName)?.parameters)
       const request: ApprovalRequest = {
         requestId: runtime.ids('request'),
         agentId: context.run.agentId,
@@ -296,14 +296,16 @@ export function createMachineActions(
         digest: callDigest(call.toolName, call.args),
         deadline: now + runtime.approvalTimeoutMs,
         requestedAt: now,
+        ...(parameters ? { parameters } : {}),
       }
-      emit(context, { type: 'approval.requested', request })
+      // Announced by the `requestApproval` actor, once the wait is durable (see actors.ts).
       return { current: { ...call, approval: request } }
     },
 
     /** A decision that quotes the pending call: applied, audited, and on a denial read by the model. */
     approvalDecided(context: AgentContext, decision: ApprovalDecision): Partial<AgentContext> {
       const request = pendingRequest(context)
+      runtime.journals?.get(context.run.runId)?.decisionApplied(decision)
       const edit = checkEditedArguments(runtime.tools.get(request.toolName), decision)
       if (edit.kind !== 'none') return approveEdited({ context, request, decision, edit, emit, auditApproval, setResult })
       const latencyMs = decision.decidedAt - request.requestedAt
@@ -356,11 +358,15 @@ export function createMachineActions(
     /** A decision that cannot be applied (late, duplicate, forged, malformed): recorded, never applied. */
     rejectDecision(context: AgentContext, rejected: { decision: unknown; reason?: string }): void {
       const request = context.current?.approval
-      const reason = rejected.reason ?? decisionMismatch(request, rejected.decision) ?? ''
+      const requestId = (rejected.decision as { requestId?: unknown } | null)?.requestId
+      // A re-delivery of a decision this run already applied (e.g. replayed after a resume).
+      const duplicate = runtime.journals?.get(context.run.runId)?.isApplied(requestId) === true
+      const reason = duplicate
+        ? `decision ${String(requestId)} was already applied (duplicate delivery)`
+        : (rejected.reason ?? decisionMismatch(request, rejected.decision) ?? '')
       emit(context, { type: 'approval.rejected', ...(request ? { request } : {}), decision: rejected.decision, reason })
-      runtime.recordAudit(
-        rejectedDecisionAudit({ run: context.run, request, decision: rejected.decision, reason, at: clock.now() }),
-      )
+      const entry = rejectedDecisionAudit({ run: context.run, request, decision: rejected.decision, reason, at: clock.now() })
+      runtime.recordAudit(duplicate ? { ...entry, kind: 'approval.duplicate' } : entry)
     },
 
     recordToolResult(context: AgentContext): Partial<AgentContext> {

@@ -2,13 +2,14 @@ import { fromCallback, fromPromise } from 'xstate'
 import { untilAborted } from '../abort.ts'
 import { describeError, ProviderError, TimeoutError } from '../errors.ts'
 import { Handoff } from '../handoff.ts'
-import type { ApprovalRequest } from '../hitl/types.ts'
+import type { ApprovalRequest, Reviewer } from '../hitl/types.ts'
 import type { AssistantMessage, Message, ToolMessage } from '../messages.ts'
 import type { ProviderResponse, ToolSpec } from '../provider/provider.ts'
+import { type LedgerToolResult, OUTCOME_UNKNOWN, resumeToolCall } from '../store/ledger.ts'
 import { stringifyToolOutput, type Tool, type ToolEmittedEvent } from '../tool.ts'
 import type { AgentMachineEvent, CurrentCall, RunInfo } from './context.ts'
 import type { AgentRuntime } from './runtime.ts'
-import { transferredText } from './tool-result-texts.ts'
+import { failedToolResult, transferredText } from './tool-result-texts.ts'
 
 /**
  * The named actors the agent machine invokes, one per wait. Each is registered by name in
@@ -74,22 +75,53 @@ export function createAgentActors(runtime: AgentRuntime) {
       return Boolean(await rule(input.call.args))
     }),
 
-    requestApproval: fromCallback<AgentMachineEvent, { request: ApprovalRequest }>(({ input, sendBack }) => {
+    /**
+     * Shows the request to the reviewer. With a store, only once the wait is durable: a decision
+     * can then never answer a request no process would resume. Restored after a crash, it shows
+     * the SAME request again (same ids, digest, deadline), unless its deadline has passed while the
+     * process was down (the `deadline` actor denies it then). `approval.requested` is announced
+     * only once the request can be answered (`Reviewer.open`, when the reviewer has one).
+     */
+    requestApproval: fromCallback<AgentMachineEvent, { request: ApprovalRequest; run: RunInfo }>(({ input, sendBack }) => {
       const controller = new AbortController()
-      const reviewer = runtime.reviewer
-      if (!reviewer) {
-        sendBack({ type: 'approval.unavailable', reason: 'no reviewer is configured for this agent' })
-        return () => {}
+      const { request } = input
+      const { signal } = controller
+      const unavailable = (error: unknown) => {
+        if (!signal.aborted) sendBack({ type: 'approval.unavailable', reason: describeError(error) })
       }
-      reviewer.review(input.request, { signal: controller.signal }).then(
-        (decision) => {
-          if (!controller.signal.aborted) sendBack({ type: 'approval.decision', decision })
-        },
-        (error) => {
-          if (!controller.signal.aborted) sendBack({ type: 'approval.unavailable', reason: describeError(error) })
-        },
-      )
+      const review = (reviewer: Reviewer) => {
+        runtime.events.emit({ ...eventFields(input.run), at: runtime.clock.now(), type: 'approval.requested', request })
+        reviewer.review(request, { signal }).then((decision) => {
+          if (!signal.aborted) sendBack({ type: 'approval.decision', decision })
+        }, unavailable)
+      }
+      const publish = () => {
+        if (signal.aborted || request.deadline <= runtime.clock.now()) return
+        const reviewer = runtime.reviewer
+        if (!reviewer) {
+          sendBack({ type: 'approval.unavailable', reason: 'no reviewer is configured for this agent' })
+          return
+        }
+        if (reviewer.open === undefined) review(reviewer)
+        else
+          reviewer.open(request, { signal }).then(() => {
+            if (!signal.aborted) review(reviewer)
+          }, unavailable)
+      }
+      const journal = runtime.journals?.get(request.runId)
+      // A failed save stops the run (the journal reports it); nothing is shown then.
+      if (journal) journal.save().then(publish, () => {})
+      else publish()
       return () => controller.abort()
+    }),
+
+    /** Sends `deadline.reached` at the absolute time `at` (re-armed from it when a stored run is restored). */
+    deadline: fromCallback<AgentMachineEvent, { at: number }>(({ input, sendBack }) => {
+      const timer = runtime.clock.setTimeout(
+        () => sendBack({ type: 'deadline.reached' }),
+        Math.max(0, input.at - runtime.clock.now()),
+      )
+      return () => runtime.clock.clearTimeout(timer)
     }),
 
     executeTool: fromPromise(async ({ input, signal }: { input: ToolRunInput; signal: AbortSignal }): Promise<ToolRunOutput> => {
@@ -97,52 +129,29 @@ export function createAgentActors(runtime: AgentRuntime) {
       // Routing sends only calls to known tools here (an unknown one is an invalid call).
       const tool = runtime.tools.get(call.toolName) as Tool<unknown>
       const base = eventFields(run)
-      const timeoutMs = tool.timeoutMs
-      let toolSignal = signal
-      let timer: unknown
-      let timedOut = false
-      if (timeoutMs !== undefined) {
-        const timeout = new AbortController()
-        timer = runtime.clock.setTimeout(() => {
-          timedOut = true
-          timeout.abort(new TimeoutError(`Tool "${tool.name}" timed out after ${timeoutMs} ms.`, { timeoutMs }))
-        }, timeoutMs)
-        toolSignal = AbortSignal.any([signal, timeout.signal])
+      const journal = runtime.journals?.get(run.runId)
+      if (journal) {
+        // The ledger decides what a call restored after a crash does; a new call just runs.
+        const resumed = resumeToolCall(journal.ledgerEntry(call.callId), tool)
+        if (resumed.action === 'use_recorded') return { output: resumed.result.output, recorded: resumed.result }
+        if (resumed.action === 'report_unknown') {
+          reportOutcomeUnknown(runtime, run, call, resumed.result.output)
+          journal.finishCall(call.callId, resumed.result)
+          return { output: resumed.result.output, recorded: resumed.result }
+        }
+        // Durable first, then the side effect.
+        await journal.startCall({ callId: call.callId, toolName: call.toolName })
+        signal.throwIfAborted()
       }
       try {
-        const work = Promise.resolve(
-          tool.execute(call.args, {
-            signal: toolSignal,
-            callId: call.callId,
-            agentId: run.agentId,
-            runId: run.runId,
-            runPath: run.runPath,
-            agentPath: run.agentPath ?? [],
-            clock: runtime.clock,
-            ids: runtime.ids,
-            audit: { record: (entry) => runtime.recordAudit(entry) },
-            emit: (event: ToolEmittedEvent) =>
-              runtime.events.emit({ ...base, at: runtime.clock.now(), ...event } as Parameters<typeof runtime.events.emit>[0]),
-          }),
-        )
-        // A tool that ignores its signal must not hold the run: the timeout wins the race.
-        const output = await (timeoutMs === undefined ? work : untilAborted(work, toolSignal))
-        if (output instanceof Handoff) {
-          if (output.filter) runtime.handoffFilters.set(run.runId, output.filter)
-          return {
-            output: transferredText(output.to),
-            handoff: { to: output.to, ...(output.reason ? { reason: output.reason } : {}) },
-          }
-        }
-        return { output: stringifyToolOutput(output) }
+        const output = await runTool(runtime, tool, input, base, signal)
+        journal?.finishCall(call.callId, { output: output.output, isError: false, outcome: 'executed' })
+        return output
       } catch (error) {
-        if (timedOut) throw new TimeoutError(`Tool "${tool.name}" timed out after ${timeoutMs} ms.`, { timeoutMs })
+        if (journal && !signal.aborted) journal.finishCall(call.callId, failedToolResult(error))
         throw error
-      } finally {
-        if (timer !== undefined) runtime.clock.clearTimeout(timer)
       }
     }),
-
     afterToolExecutionHook: fromPromise(
       async ({ input, signal }: { input: CallInput & { result: { output: string; isError: boolean } }; signal: AbortSignal }) =>
         runtime.hooks.afterToolExecution({
@@ -174,6 +183,82 @@ export function createAgentActors(runtime: AgentRuntime) {
   }
 }
 
+/** Runs the tool with its timeout; a hand-off becomes the text the model reads. */
+async function runTool(
+  runtime: AgentRuntime,
+  tool: Tool<unknown>,
+  { call, run }: ToolRunInput,
+  base: EventFields,
+  signal: AbortSignal,
+): Promise<ToolRunOutput> {
+  const timeoutMs = tool.timeoutMs
+  let toolSignal = signal
+  let timer: unknown
+  let timedOut = false
+  if (timeoutMs !== undefined) {
+    const timeout = new AbortController()
+    timer = runtime.clock.setTimeout(() => {
+      timedOut = true
+      timeout.abort(new TimeoutError(`Tool "${tool.name}" timed out after ${timeoutMs} ms.`, { timeoutMs }))
+    }, timeoutMs)
+    toolSignal = AbortSignal.any([signal, timeout.signal])
+  }
+  try {
+    const work = Promise.resolve(
+      tool.execute(call.args, {
+        signal: toolSignal,
+        callId: call.callId,
+        agentId: run.agentId,
+        runId: run.runId,
+        runPath: run.runPath,
+        agentPath: run.agentPath ?? [],
+        clock: runtime.clock,
+        ids: runtime.ids,
+        audit: { record: (entry) => runtime.recordAudit(entry) },
+        emit: (event: ToolEmittedEvent) =>
+          runtime.events.emit({ ...base, at: runtime.clock.now(), ...event } as Parameters<typeof runtime.events.emit>[0]),
+      }),
+    )
+    // A tool that ignores its signal must not hold the run: the timeout wins the race.
+    const output = await (timeoutMs === undefined ? work : untilAborted(work, toolSignal))
+    if (output instanceof Handoff) {
+      if (output.filter) runtime.handoffFilters.set(run.runId, output.filter)
+      return {
+        output: transferredText(output.to),
+        handoff: { to: output.to, ...(output.reason ? { reason: output.reason } : {}) },
+      }
+    }
+    return { output: stringifyToolOutput(output) }
+  } catch (error) {
+    if (timedOut) throw new TimeoutError(`Tool "${tool.name}" timed out after ${timeoutMs} ms.`, { timeoutMs })
+    throw error
+  } finally {
+    if (timer !== undefined) runtime.clock.clearTimeout(timer)
+  }
+}
+
+/**
+ * A call cut off by a crash and not run again: the audit says so (the event is its `tool.end`,
+ * outcome `outcome_unknown`).
+ */
+function reportOutcomeUnknown(runtime: AgentRuntime, run: RunInfo, call: CurrentCall, text: string): void {
+  const now = runtime.clock.now()
+  runtime.recordAudit({
+    kind: 'tool.outcome_unknown',
+    agentId: run.agentId,
+    runId: run.runId,
+    runPath: run.runPath,
+    callId: call.callId,
+    toolName: call.toolName,
+    shown: call.args,
+    decision: OUTCOME_UNKNOWN,
+    reason: text,
+    actor: 'system',
+    requestedAt: call.startedAt,
+    decidedAt: now,
+  })
+}
+
 /** What every hook is told: whose run, which turn. */
 export interface TurnInput {
   run: RunInfo
@@ -196,6 +281,8 @@ export interface ToolRunInput {
 /** What a tool run produced: the text the model reads, and maybe a hand-off. */
 export interface ToolRunOutput {
   output: string
+  /** A result taken from the ledger (a resumed call): what the model reads, as recorded. */
+  recorded?: LedgerToolResult
   handoff?: { to: string; reason?: string }
 }
 

@@ -24,7 +24,6 @@ import type { AgentRuntime } from './runtime.ts'
  * do lives beside this file; this one is the picture of the loop.
  */
 export function createAgentMachine(runtime: AgentRuntime) {
-  const { clock } = runtime
   const prepare = createCallPreparer(runtime.tools)
   const act = createMachineActions(runtime, prepare)
   /** Set only in states entered with a call open, a reply received. */
@@ -86,10 +85,6 @@ export function createAgentMachine(runtime: AgentRuntime) {
       askForValidAnswer: assign(({ context }) => askForValidAnswer(context, runtime)),
       failWithInvalidAnswer: assign(({ context }) => failWithInvalidAnswer(context, runtime)),
       finishWithAnswer: assign({ output: ({ context }) => context.reply?.content ?? '', stopReason: 'final_answer' }),
-    },
-    delays: {
-      approvalDeadline: ({ context }) => Math.max(0, (context.current?.approval?.deadline ?? 0) - clock.now()),
-      retryDelay: ({ context }) => context.model.retryDelayMs,
     },
   }).createMachine({
     id: 'agent',
@@ -240,7 +235,9 @@ export function createAgentMachine(runtime: AgentRuntime) {
               waitingToRetry: {
                 description: 'Backing off before calling the model again.',
                 tags: ['wait'],
-                after: { retryDelay: { target: 'callingModel', actions: 'nextAttempt' } },
+                // A named actor on an absolute time, not `after`: a restored run re-arms it.
+                invoke: { src: 'deadline', input: ({ context }) => ({ at: context.model.retryAt }) },
+                on: { 'deadline.reached': { target: 'callingModel', actions: 'nextAttempt' } },
               },
               toolCalls: {
                 description: 'One pass per tool call the model asked for, in order.',
@@ -329,14 +326,19 @@ export function createAgentMachine(runtime: AgentRuntime) {
                   awaitingApproval: {
                     description: 'Waiting for a reviewer\u2019s decision on the exact call. No answer by the deadline: deny.',
                     tags: ['wait', 'human'],
-                    invoke: {
-                      src: 'requestApproval',
-                      input: ({ context }) => ({ request: current(context).approval as ApprovalRequest }),
-                    },
-                    after: {
-                      approvalDeadline: { target: 'afterToolExecution', actions: 'approvalTimedOut' },
-                    },
+                    invoke: [
+                      {
+                        src: 'requestApproval',
+                        input: ({ context }) => ({ request: current(context).approval as ApprovalRequest, run: context.run }),
+                      },
+                      // The deadline is absolute: restored after a crash, it is re-armed (or fires at once).
+                      {
+                        src: 'deadline',
+                        input: ({ context }) => ({ at: (current(context).approval as ApprovalRequest).deadline }),
+                      },
+                    ],
                     on: {
+                      'deadline.reached': { target: 'afterToolExecution', actions: 'approvalTimedOut' },
                       'approval.decision': [
                         {
                           // An approval with edited arguments the tool rejects does not run (the next branch refuses it).

@@ -65,6 +65,8 @@ export interface ModelCallState {
   /** Attempt number of the current model call (1 = first try). */
   attempt: number
   retryDelayMs: number
+  /** Epoch ms of the next attempt (absolute, so a restored run re-arms it). */
+  retryAt: number
   lastError: SerializedError | undefined
   finishReason: string | undefined
 }
@@ -136,3 +138,5 @@ export type AgentMachineEvent =
   | { type: 'agent.steer'; text: string; from?: string }
   | { type: 'approval.decision'; decision: unknown }
   | { type: 'approval.unavailable'; reason: string }
+  /** The `deadline` actor: the absolute time it was armed for has come. */
+  | { type: 'deadline.reached' }

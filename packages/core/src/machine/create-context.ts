@@ -26,7 +26,7 @@ export function createContext(input: AgentInput): AgentContext {
     messages,
     turn: 0,
     usage: emptyUsage(),
-    model: { outgoing: undefined, attempt: 1, retryDelayMs: 0, lastError: undefined, finishReason: undefined },
+    model: { outgoing: undefined, attempt: 1, retryDelayMs: 0, retryAt: 0, lastError: undefined, finishReason: undefined },
     reply: undefined,
     calls: [],
     callIndex: 0,

@@ -6,6 +6,7 @@ import type { IdGenerator } from '../ids.ts'
 import type { Message } from '../messages.ts'
 import type { OutputSpec } from '../output.ts'
 import type { Provider, ToolSpec } from '../provider/provider.ts'
+import type { RunJournal } from '../store/run-journal.ts'
 import type { Tool } from '../tool.ts'
 
 export type SteeringPolicy = 'cancel-next' | 'cancel-batch'
@@ -41,6 +42,8 @@ export interface AgentRuntime {
   handoffFilters: Map<string, (messages: readonly Message[]) => Message[]>
   /** Budget checks by run id (`RunOptions.budget`), asked before every turn. */
   budgetChecks: Map<string, BudgetCheck>
+  /** Set only when the agent has a store: each run's journal (ledger, write queue), by run id. */
+  journals: Map<string, RunJournal> | undefined
   /** The schema the final answer must match (`createAgent({ output })`). */
   output?: OutputSpec<unknown> | undefined
 }

@@ -3,6 +3,8 @@
  * corrections, invalid calls. Kept together so the wording stays consistent and reviewable.
  */
 import { formatDuration } from '../duration.ts'
+import { ErrorCode, serializeError } from '../errors.ts'
+import type { ToolOutcome } from '../events.ts'
 import type { ApprovalDecision, ApprovalRequest } from '../hitl/types.ts'
 
 export function approvalDeniedText(request: ApprovalRequest, decision: ApprovalDecision): string {
@@ -50,3 +52,10 @@ export function invalidArgumentsText(name: string, issues: readonly string[]): s
 }
 
 export const invalidCallText = 'Invalid call.'
+
+/** What the model reads when a tool threw (or timed out): the one rule, shared by the machine and the ledger. */
+export function failedToolResult(error: unknown): { output: string; isError: true; outcome: ToolOutcome } {
+  const serialized = serializeError(error)
+  const timeout = serialized.code === ErrorCode.TIMEOUT || serialized.code === ErrorCode.TOOL_TIMEOUT
+  return { output: toolFailedText(serialized.message), isError: true, outcome: timeout ? 'timeout' : 'failed' }
+}

@@ -14,6 +14,7 @@ export {
 } from './codec.ts'
 export {
   AnswerMessage,
+  ApprovalAliveMessage,
   ApprovalDecisionMessage,
   ApprovalRequestMessage,
   AuditMessage,

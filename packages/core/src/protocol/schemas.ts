@@ -59,6 +59,13 @@ export const ApprovalRequestMessage = envelope('approval.request', {
   digest: z.string().regex(/^sha256:[0-9a-f]{64}$/),
   deadline: epochMs,
   requestedAt: epochMs,
+  /** The tool's JSON Schema, so a reviewer can check an edit before sending it. Not in the digest. */
+  parameters: z.record(z.string(), z.unknown()).optional(),
+  /**
+   * Set by an agent that keeps the request only in its process (no run store): it publishes
+   * `approval.alive` for the request at this interval while it waits. Three missed: orphaned.
+   */
+  heartbeatMs: z.number().int().min(100).max(3_600_000).optional(),
   ...signed,
 })
 export type ApprovalRequestMessage = z.infer<typeof ApprovalRequestMessage>
@@ -292,6 +299,14 @@ export type RunResultMessage = z.infer<typeof RunResultMessage>
 export const RunHeartbeatMessage = envelope('run.heartbeat', { runId: token, at: epochMs })
 export type RunHeartbeatMessage = z.infer<typeof RunHeartbeatMessage>
 
+/** Agent → reviewers, on `agents.<agent>.alive`: the requests this process still waits on. */
+export const ApprovalAliveMessage = envelope('approval.alive', {
+  agentId: name,
+  requestIds: z.array(id).max(10_000),
+  at: epochMs,
+})
+export type ApprovalAliveMessage = z.infer<typeof ApprovalAliveMessage>
+
 /** A host announcing the agents it serves (directory entry). */
 export const DirectoryEntryMessage = envelope('directory.entry', {
   agentId: name,
@@ -308,6 +323,7 @@ export type DirectoryEntryMessage = z.infer<typeof DirectoryEntryMessage>
 export const PROTOCOL_MESSAGES = {
   'approval.request': ApprovalRequestMessage,
   'approval.decision': ApprovalDecisionMessage,
+  'approval.alive': ApprovalAliveMessage,
   question: QuestionMessage,
   answer: AnswerMessage,
   steer: SteerMessage,

@@ -42,6 +42,8 @@ export type RunStoreErrorCode =
   | 'RUN_STORE_TOO_LARGE'
   /** A message-log append that would leave a gap in the transcript. */
   | 'RUN_TRANSCRIPT_GAP'
+  /** `agent.resume`: the run is finished, or belongs to another agent. */
+  | 'RUN_NOT_RESUMABLE'
 
 /** A run-store operation refused. `runId` says which run; `details` carries the revisions or owners. */
 export class RunStoreError extends SignalboxError {

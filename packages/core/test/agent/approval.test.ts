@@ -24,10 +24,27 @@ describe('approval requests', () => {
       digest: callDigest('pay', { to: 'ACME', amount: 250 }),
       deadline: 1_000_000 + 30_000,
       requestedAt: 1_000_000,
+      // The tool's JSON Schema, for a reviewer to check an edit against; not part of the digest.
+      parameters: {
+        type: 'object',
+        properties: { to: { type: 'string' }, amount: { type: 'number' } },
+        required: ['to', 'amount'],
+      },
     })
     expect(request?.digest).toMatch(/^sha256:[0-9a-f]{64}$/)
     expect(callDigest('pay', { amount: 250, to: 'ACME' })).toBe(request?.digest)
     expect(callDigest('pay', { to: 'ACME', amount: 251 })).not.toBe(request?.digest)
+  })
+
+  it("carry a copy of the tool's schema: freezing the event leaves the tool's own object alone", async () => {
+    const pay = payTool()
+    const s = setup({ reviewer: policyReviewer(() => true), tools: [pay.tool] })
+    await s.agent.run('pay')
+    const request = eventsOf(s.events, 'approval.requested')[0]?.request
+    expect(request?.parameters).toEqual(pay.tool.parameters)
+    expect(request?.parameters).not.toBe(pay.tool.parameters)
+    expect(Object.isFrozen(pay.tool.parameters)).toBe(false)
+    expect(Object.isFrozen(pay.tool.parameters.properties)).toBe(false)
   })
 
   it('have a declared default deadline of five minutes', async () => {

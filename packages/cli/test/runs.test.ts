@@ -1,0 +1,164 @@
+/**
+ * `signalbox runs` reads a real run store (a directory, or a KV bucket on the shared server):
+ * state, owner, lease and what a run waits for; a corrupt run is reported and the others listed.
+ */
+import { randomBytes } from 'node:crypto'
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { connectNatsBus } from '@signalbox/actors/nats'
+import { KvRunStore } from '@signalbox/actors/store'
+import { FileRunStore } from '@signalbox/core/store'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { NATS_URL } from '../../../test/support/env.ts'
+import { sampleCheckpoint } from '../../core/test/store/sample.ts'
+import { runMain } from './helpers.ts'
+
+const signal = () => AbortSignal.timeout(10_000)
+const FAR = Date.now() + 3_600_000
+
+async function tempStore(): Promise<{ directory: string; store: FileRunStore }> {
+  const directory = await mkdtemp(path.join(os.tmpdir(), 'signalbox-runs-cli-'))
+  onTestFinished(() => rm(directory, { recursive: true, force: true }))
+  return { directory, store: new FileRunStore({ directory, fsync: false }) }
+}
+
+/** A run parked on an approval (owned, lease held), one whose owner's lease ran out, one finished. */
+async function fill(store: FileRunStore | KvRunStore): Promise<void> {
+  await store.create(
+    sampleCheckpoint({ runId: 'run_parked', lease: { owner: 'host-a', epoch: 1, expiresAt: FAR }, savedAt: 1 }),
+    { signal: signal() },
+  )
+  await store.create(
+    sampleCheckpoint({
+      runId: 'run_orphan',
+      agentId: 'hotel',
+      status: 'running',
+      pending: { approvals: [], questions: [] },
+      lease: { owner: 'host-b', epoch: 2, expiresAt: 1_000 },
+      savedAt: 2,
+    }),
+    { signal: signal() },
+  )
+  await store.create(
+    sampleCheckpoint({ runId: 'run_done', status: 'done', pending: { approvals: [], questions: [] }, savedAt: 3 }),
+    {
+      signal: signal(),
+    },
+  )
+}
+
+describe('signalbox runs (file store)', () => {
+  it('lists every stored run with state, owner, lease and what it waits for', async () => {
+    const { directory, store } = await tempStore()
+    await fill(store)
+
+    const text = await runMain(['runs', '--store', directory])
+    expect(text.code).toBe(0)
+    const lines = text.stdout.split('\n').filter(Boolean)
+    expect(lines[0]).toMatch(/^run_parked\s+trains\s+waiting\s+host-a \(lease until \d\d:\d\d:\d\d\.\d{3}\)$/)
+    expect(lines[1]).toMatch(/^\s+waits for approval of drop_claw \(call_1, request_1\), deadline passed$/)
+    expect(lines[2]).toMatch(/^run_orphan\s+hotel\s+running\s+host-b \(lease expired\)$/)
+    expect(lines[3]).toMatch(/^run_done\s+trains\s+done\s+no owner$/)
+    expect(lines).toHaveLength(4)
+
+    const json = await runMain(['runs', '--store', directory, '--json', '--status', 'waiting,running'])
+    expect(json.code).toBe(0)
+    const rows = json.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line))
+    expect(rows).toMatchObject([
+      {
+        type: 'run',
+        runId: 'run_parked',
+        agentId: 'trains',
+        status: 'waiting',
+        owner: 'host-a',
+        leaseExpired: false,
+        leaseExpiresAt: FAR,
+        waitingFor: [{ kind: 'approval', requestId: 'request_1', toolName: 'drop_claw', callId: 'call_1' }],
+      },
+      { type: 'run', runId: 'run_orphan', status: 'running', owner: 'host-b', leaseExpired: true, waitingFor: [] },
+    ])
+
+    const byAgent = await runMain(['runs', '--store', directory, '--json', '--agent', 'hotel'])
+    expect(
+      byAgent.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line).runId),
+    ).toEqual(['run_orphan'])
+  })
+
+  it('reports a corrupt run by name, lists the others, and exits 1', async () => {
+    const { directory, store } = await tempStore()
+    await fill(store)
+    const runDir = path.join(directory, 'run_orphan')
+    const file = path.join(
+      runDir,
+      (await readdir(runDir))
+        .filter((f) => f.startsWith('rev-'))
+        .sort()
+        .at(-1) as string,
+    )
+    await writeFile(file, (await readFile(file, 'utf8')).slice(0, 30))
+
+    const result = await runMain(['runs', '--store', directory])
+    expect(result.code).toBe(1)
+    expect(result.stdout).toContain('run_parked')
+    expect(result.stdout).toContain('run_done')
+    expect(result.stdout).not.toContain('run_orphan')
+    expect(result.stderr).toMatch(/unreadable \[CHECKPOINT_TRUNCATED\] Run "run_orphan"/)
+  })
+
+  it('refuses a missing store, two stores, an unknown status, and --bucket without a bus', async () => {
+    const missing = await runMain(['runs', '--store', path.join(os.tmpdir(), `no-such-${randomBytes(4).toString('hex')}`)])
+    expect(missing.code).toBe(2)
+    expect(missing.stderr).toContain('no such directory')
+    const both = await runMain(['runs', '--store', '.', '--bucket', 'b'])
+    expect(both.code).toBe(2)
+    expect(both.stderr).toContain('exactly one of --store')
+    const status = await runMain(['runs', '--store', '.', '--status', 'parked'])
+    expect(status.code).toBe(2)
+    expect(status.stderr).toContain('unknown status "parked"')
+    const noBucket = await runMain(['runs', '--bucket', `no_such_${randomBytes(4).toString('hex')}`, '--nats', NATS_URL])
+    expect(noBucket.code).toBe(2)
+    expect(noBucket.stderr).toContain('no such KV bucket')
+    const noBus = await runMain(['runs', '--bucket', 'b'], { env: {} })
+    expect(noBus.code).toBe(1)
+    expect(noBus.stderr).toContain('NO_BUS')
+  })
+
+  it('has help', async () => {
+    const help = await runMain(['runs', '--help'])
+    expect(help.code).toBe(0)
+    expect(help.stdout).toContain('--store <dir>')
+    expect(help.stdout).toContain('--bucket <name>')
+  })
+})
+
+describe('signalbox runs (NATS KV store)', () => {
+  it('lists the runs of a bucket', async () => {
+    const bus = await connectNatsBus({ servers: NATS_URL, name: 'runs-cli-test' })
+    const bucket = `runs_cli_${randomBytes(6).toString('hex')}`
+    onTestFinished(async () => {
+      // The bucket is the stream KV_<bucket>: delete it through the JetStream API.
+      await bus.connection.request(`$JS.API.STREAM.DELETE.KV_${bucket}`).catch(() => {})
+      await bus.close()
+    })
+    await fill(new KvRunStore({ connection: bus.connection, bucket }))
+
+    const result = await runMain(['runs', '--bucket', bucket, '--nats', NATS_URL, '--json'])
+    expect(result.code).toBe(0)
+    const rows = result.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line))
+    expect(rows.map((r) => [r.runId, r.status, r.owner, r.leaseExpired])).toEqual([
+      ['run_parked', 'waiting', 'host-a', false],
+      ['run_orphan', 'running', 'host-b', true],
+      ['run_done', 'done', undefined, undefined],
+    ])
+  })
+})

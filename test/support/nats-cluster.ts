@@ -1,0 +1,64 @@
+/**
+ * A private 3-node nats-server cluster with JetStream for failover tests: free loopback ports
+ * (client and route), one config per node (`server_name`, `cluster { name, listen, routes }`,
+ * its own store dir), every node started and killed by pid (`nats-server.ts`). A node is
+ * killed with SIGKILL and started again on the same ports and store.
+ */
+import { randomBytes } from 'node:crypto'
+import { freePort, type NatsServer, startNatsServer } from './nats-server.ts'
+
+export interface ClusterNode extends NatsServer {
+  /** Its `server_name` (what JetStream reports as a leader). */
+  readonly name: string
+}
+
+export interface NatsCluster {
+  readonly nodes: readonly ClusterNode[]
+  /** Every node's client URL: give them all to a client so it can fail over. */
+  readonly urls: string[]
+  node(name: string): ClusterNode
+  dispose(): Promise<void>
+}
+
+export interface NatsClusterOptions {
+  /** Default 3. */
+  size?: number
+  /** How long each node may take to be ready (a quorum must form). Default 20 s. */
+  startTimeoutMs?: number
+}
+
+export async function startNatsCluster(options: NatsClusterOptions = {}): Promise<NatsCluster> {
+  const size = options.size ?? 3
+  const clusterName = `sbx_${randomBytes(4).toString('hex')}`
+  const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()))
+  const routes = routePorts.map((port) => `nats-route://127.0.0.1:${port}`)
+  const nodes = await Promise.all(
+    routePorts.map(async (routePort, index) => {
+      const name = `n${index + 1}`
+      const config = [
+        `server_name: ${name}`,
+        'jetstream { max_memory_store: 256MB, max_file_store: 1GB }',
+        'cluster {',
+        `  name: ${clusterName}`,
+        `  listen: 127.0.0.1:${routePort}`,
+        `  routes: [${routes.join(', ')}]`,
+        '}',
+      ].join('\n')
+      // Started together: JetStream answers only once a quorum of nodes has elected a meta leader.
+      const server = await startNatsServer({ config, startTimeoutMs: options.startTimeoutMs ?? 20_000 })
+      return Object.assign(server, { name }) as ClusterNode
+    }),
+  )
+  return {
+    nodes,
+    urls: nodes.map((node) => node.url),
+    node(name) {
+      const found = nodes.find((node) => node.name === name)
+      if (found === undefined) throw new Error(`no cluster node "${name}"`)
+      return found
+    },
+    async dispose() {
+      await Promise.allSettled(nodes.map((node) => node.dispose()))
+    },
+  }
+}
