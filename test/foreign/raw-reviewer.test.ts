@@ -109,14 +109,8 @@ describe('a reviewer written against docs/protocol.md with a raw TCP socket', ()
     cleanups.push(() => bus.close())
 
     // The reviewer: subscribe to the requests (the `*` keeps decisions out), and to an inbox for the stream's acks.
-    const raw = new RawNats(NATS_URL)
+    const raw = rawReviewer(prefix)
     cleanups.push(() => raw.close())
-    raw.send(
-      'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1,"name":"raw-reviewer"}\r\n',
-    )
-    raw.send(`SUB ${prefix}.approvals.* 1\r\n`)
-    raw.send('SUB _INBOX.raw.* 2\r\n')
-    raw.send('PING\r\n')
 
     const paid: unknown[] = []
     const pay = tool({
@@ -149,11 +143,11 @@ describe('a reviewer written against docs/protocol.md with a raw TCP socket', ()
 
     const answered: string[] = []
     for (const verdict of [{ approved: true }, { approved: false, reason: 'Amounts over 1000 need the finance lead' }]) {
-      const delivery = await raw.next()
+      const delivery = await raw.next(`${prefix}.approvals.`)
       expect(delivery.subject).toBe(`${prefix}.approvals.payer`)
       const request = JSON.parse(delivery.payload) as Record<string, unknown>
       expect(request).toMatchObject({ v: 1, type: 'approval.request', agentId: 'payer', toolName: 'pay' })
-      const decision = JSON.stringify({
+      const decision = {
         v: 1,
         type: 'approval.decision',
         requestId: request.requestId,
@@ -162,15 +156,9 @@ describe('a reviewer written against docs/protocol.md with a raw TCP socket', ()
         ...verdict,
         reviewer: 'raw-reviewer',
         decidedAt: Date.now(),
-      })
-      const headers = `NATS/1.0\r\nNats-Msg-Id: decision-${request.requestId}-raw-reviewer\r\n\r\n`
-      const size = Buffer.byteLength(headers) + Buffer.byteLength(decision)
-      raw.send(
-        `HPUB ${prefix}.approvals.payer.decisions _INBOX.raw.${answered.length} ${Buffer.byteLength(headers)} ${size}\r\n${headers}${decision}\r\n`,
-      )
-      // The stream's ack: the decision is stored.
-      const ack = await raw.next()
-      expect(JSON.parse(ack.payload)).toMatchObject({ seq: expect.any(Number) })
+      }
+      // Stored once the stream acks it.
+      await publishDecision(raw, `${prefix}.approvals.payer.decisions`, decision, `decision-${request.requestId}-raw-reviewer`)
       answered.push(String(request.callId))
     }
 
