@@ -70,4 +70,12 @@ describe('signalbox console', () => {
     expect(result.code).toBe(2)
     expect(result.stderr).toContain('--as <name> is required')
   })
+
+  it('refuses an --agent-key that is not a public nkey, saying so', async () => {
+    const prefix = uniquePrefix()
+    const result = await runCli(['console', '--as', 'tina', '--port', '0', '--agent-key', 'UNOTAKEY', ...busArgs(prefix)])
+    expect(result.code).not.toBe(0)
+    expect(result.stderr).toContain('"UNOTAKEY" is not a public nkey')
+    await deleteStream(prefix)
+  })
 })

@@ -5,7 +5,7 @@
 import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
-import { type Console, startConsole } from '@signalbox/console'
+import { type Console, type ConsoleOptions, startConsole } from '@signalbox/console'
 import { OpenAIProvider } from '@signalbox/core'
 import { createSubjects, type Subjects } from '@signalbox/core/bus'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
@@ -22,7 +22,7 @@ export interface Deployment {
   subjects: Subjects
   /** The agent's connection. */
   bus: NatsBus
-  openConsole(reviewer: string, options?: { includeContents?: boolean }): Promise<Console>
+  openConsole(reviewer: string, options?: Pick<ConsoleOptions, 'includeContents' | 'agentKeys' | 'onRefused'>): Promise<Console>
   /** The claw agent on the bus, playing `model`'s script on its own scripted model server. */
   claw(
     model: string,

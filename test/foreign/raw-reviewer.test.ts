@@ -1,16 +1,20 @@
 /**
  * The protocol is language-neutral: a reviewer that uses neither signalbox's code nor a NATS
  * client library (a bare TCP socket speaking the NATS text protocol, written from
- * docs/protocol.md alone) approves one call of a real agent and denies another.
+ * docs/protocol.md alone) approves one call of a real agent and denies another; signing its
+ * decisions with node:crypto's ed25519 and the recipe of §19, it satisfies an agent's trust policy
+ * for the tools its key may decide, and only those.
  */
 import net from 'node:net'
 import { remoteReviewer } from '@signalbox/actors'
 import { connectNatsBus } from '@signalbox/actors/nats'
-import { createAgent, MemoryAuditLog, tool } from '@signalbox/core'
+import { createSigner, createTrustPolicy, newUserSeed } from '@signalbox/actors/trust'
+import { createAgent, MemoryAuditLog, RunFailedError, tool } from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
+import { foreignSign } from '../support/doc-signer.ts'
 import { NATS_URL, uniquePrefix } from '../support/env.ts'
 
 interface Delivery {
@@ -41,17 +45,18 @@ class RawNats {
     this.#socket.write(line)
   }
 
-  /** The next message delivered on any subscription. */
-  async next(timeoutMs = 10_000): Promise<Delivery> {
+  /** The next message delivered on any subscription, or only on subjects starting with `on`. */
+  async next(on = '', timeoutMs = 10_000): Promise<Delivery> {
     const deadline = Date.now() + timeoutMs
-    while (this.#deliveries.length === 0) {
+    for (;;) {
+      const index = this.#deliveries.findIndex((d) => d.subject.startsWith(on))
+      if (index >= 0) return this.#deliveries.splice(index, 1)[0] as Delivery
       if (Date.now() > deadline) throw new Error('no message from the server')
       await new Promise<void>((resolve) => {
         this.#wake = resolve
         setTimeout(resolve, 50)
       })
     }
-    return this.#deliveries.shift() as Delivery
   }
 
   close(): void {
@@ -104,14 +109,8 @@ describe('a reviewer written against docs/protocol.md with a raw TCP socket', ()
     cleanups.push(() => bus.close())
 
     // The reviewer: subscribe to the requests (the `*` keeps decisions out), and to an inbox for the stream's acks.
-    const raw = new RawNats(NATS_URL)
+    const raw = rawReviewer(prefix)
     cleanups.push(() => raw.close())
-    raw.send(
-      'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1,"name":"raw-reviewer"}\r\n',
-    )
-    raw.send(`SUB ${prefix}.approvals.* 1\r\n`)
-    raw.send('SUB _INBOX.raw.* 2\r\n')
-    raw.send('PING\r\n')
 
     const paid: unknown[] = []
     const pay = tool({
@@ -144,11 +143,11 @@ describe('a reviewer written against docs/protocol.md with a raw TCP socket', ()
 
     const answered: string[] = []
     for (const verdict of [{ approved: true }, { approved: false, reason: 'Amounts over 1000 need the finance lead' }]) {
-      const delivery = await raw.next()
+      const delivery = await raw.next(`${prefix}.approvals.`)
       expect(delivery.subject).toBe(`${prefix}.approvals.payer`)
       const request = JSON.parse(delivery.payload) as Record<string, unknown>
       expect(request).toMatchObject({ v: 1, type: 'approval.request', agentId: 'payer', toolName: 'pay' })
-      const decision = JSON.stringify({
+      const decision = {
         v: 1,
         type: 'approval.decision',
         requestId: request.requestId,
@@ -157,15 +156,9 @@ describe('a reviewer written against docs/protocol.md with a raw TCP socket', ()
         ...verdict,
         reviewer: 'raw-reviewer',
         decidedAt: Date.now(),
-      })
-      const headers = `NATS/1.0\r\nNats-Msg-Id: decision-${request.requestId}-raw-reviewer\r\n\r\n`
-      const size = Buffer.byteLength(headers) + Buffer.byteLength(decision)
-      raw.send(
-        `HPUB ${prefix}.approvals.payer.decisions _INBOX.raw.${answered.length} ${Buffer.byteLength(headers)} ${size}\r\n${headers}${decision}\r\n`,
-      )
-      // The stream's ack: the decision is stored.
-      const ack = await raw.next()
-      expect(JSON.parse(ack.payload)).toMatchObject({ seq: expect.any(Number) })
+      }
+      // Stored once the stream acks it.
+      await publishDecision(raw, `${prefix}.approvals.payer.decisions`, decision, `decision-${request.requestId}-raw-reviewer`)
       answered.push(String(request.callId))
     }
 
@@ -183,5 +176,134 @@ describe('a reviewer written against docs/protocol.md with a raw TCP socket', ()
 
     // Clean the test's stream off the shared server.
     await bus.connection.request(`$JS.API.STREAM.DELETE.${bus.streamName}`, '', { timeout: 2_000 }).catch(() => {})
+  })
+})
+
+/** Connects a raw reviewer to the requests of `prefix` and to an inbox for the stream's acks. */
+function rawReviewer(prefix: string): RawNats {
+  const raw = new RawNats(NATS_URL)
+  raw.send(
+    'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1,"name":"raw-reviewer"}\r\n',
+  )
+  raw.send(`SUB ${prefix}.approvals.* 1\r\n`)
+  raw.send('SUB _INBOX.raw.* 2\r\n')
+  raw.send('PING\r\n')
+  return raw
+}
+
+/** Publishes a decision to the agent's decisions stream (HPUB with a `Nats-Msg-Id`) and waits for the stream's ack. */
+async function publishDecision(raw: RawNats, subject: string, decision: Record<string, unknown>, msgId: string): Promise<void> {
+  const payload = JSON.stringify(decision)
+  const headers = `NATS/1.0\r\nNats-Msg-Id: ${msgId}\r\n\r\n`
+  const size = Buffer.byteLength(headers) + Buffer.byteLength(payload)
+  raw.send(`HPUB ${subject} _INBOX.raw.${msgId} ${Buffer.byteLength(headers)} ${size}\r\n${headers}${payload}\r\n`)
+  const ack = await raw.next(`_INBOX.raw.${msgId}`)
+  expect(JSON.parse(ack.payload)).toMatchObject({ seq: expect.any(Number) })
+}
+
+describe('a raw-socket reviewer that signs with node:crypto per docs/protocol.md §19', () => {
+  it('has its signed decision applied once for a tool its key may decide, and rejected for one it may not', async () => {
+    const prefix = uniquePrefix()
+    const subjects = createSubjects(prefix)
+    const bus = await connectNatsBus({ servers: NATS_URL, prefix, name: 'raw-signed-reviewer-test' })
+    cleanups.push(() => bus.close())
+    cleanups.push(() => bus.connection.request(`$JS.API.STREAM.DELETE.${bus.streamName}`, '', { timeout: 2_000 }).catch(() => {}))
+
+    // The operator makes the reviewer's key; the reviewer only ever holds the seed string.
+    const seed = newUserSeed()
+    const publicKey = createSigner(seed).publicKey
+    const trust = createTrustPolicy({
+      keys: { [publicKey]: 'finance bot' },
+      reviewers: { pay: [publicKey] }, // pay only: refunds need someone else
+    })
+
+    const raw = rawReviewer(prefix)
+    cleanups.push(() => raw.close())
+
+    const paid: unknown[] = []
+    const refunded: unknown[] = []
+    const pay = tool({
+      name: 'pay',
+      description: 'Pay an invoice. Irreversible.',
+      schema: z.object({ invoice: z.string(), amount: z.number() }),
+      needsApproval: true,
+      execute: (args) => {
+        paid.push(args)
+        return `paid ${args.invoice}`
+      },
+    })
+    const refund = tool({
+      name: 'refund',
+      description: 'Refund an invoice. Irreversible.',
+      schema: z.object({ invoice: z.string() }),
+      needsApproval: true,
+      execute: (args) => {
+        refunded.push(args)
+        return `refunded ${args.invoice}`
+      },
+    })
+    const provider = new ScriptedProvider({
+      script: [
+        { toolCalls: [{ id: 'c1', name: 'pay', arguments: { invoice: 'A-1', amount: 120 } }] },
+        { toolCalls: [{ id: 'c2', name: 'refund', arguments: { invoice: 'A-1' } }] },
+        { content: 'done' },
+      ],
+    })
+    const audit = new MemoryAuditLog()
+    const reviewer = remoteReviewer({ bus, subjects, trust, audit })
+    cleanups.push(() => reviewer.close())
+    const agent = createAgent({ id: 'payer', audit, provider, tools: [pay, refund], reviewer, approvalTimeoutMs: 60_000 })
+    const handle = agent.start('Pay A-1, then refund it.')
+    const outcome = handle.result.then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+    const decisions = `${prefix}.approvals.payer.decisions`
+
+    const sign = (request: Record<string, unknown>, n: number) => {
+      const decision = {
+        v: 1,
+        type: 'approval.decision',
+        requestId: request.requestId,
+        callId: request.callId,
+        digest: request.digest,
+        approved: true,
+        reviewer: 'anyone-i-like', // the agent shows the policy's name for the key, not this
+        decidedAt: Date.now() + n,
+      }
+      return { ...decision, signer: publicKey, signature: foreignSign(decision, seed, publicKey) }
+    }
+
+    // pay: the signed approval is applied; sent again (a new message id), it is not applied twice.
+    const payRequest = JSON.parse((await raw.next(`${prefix}.approvals.`)).payload) as Record<string, unknown>
+    expect(payRequest).toMatchObject({ type: 'approval.request', toolName: 'pay', callId: 'c1' })
+    const payDecision = sign(payRequest, 0)
+    await publishDecision(raw, decisions, payDecision, 'pay-1')
+    await publishDecision(raw, decisions, payDecision, 'pay-again')
+
+    // refund: the same key, a valid signature, but not allowed for this tool.
+    const refundRequest = JSON.parse((await raw.next(`${prefix}.approvals.`)).payload) as Record<string, unknown>
+    expect(refundRequest).toMatchObject({ type: 'approval.request', toolName: 'refund', callId: 'c2' })
+    await publishDecision(raw, decisions, sign(refundRequest, 1), 'refund-1')
+
+    const refusedRefund = () => audit.entries.find((e) => e.kind === 'approval.rejected' && e.toolName === 'refund')
+    const deadline = Date.now() + 10_000
+    while (!refusedRefund() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(paid).toEqual([{ invoice: 'A-1', amount: 120 }])
+    expect(refunded).toEqual([])
+    expect(audit.entries.map((e) => [e.kind, e.actor, e.toolName])).toEqual([
+      ['approval.granted', 'finance bot', 'pay'],
+      ['approval.rejected', expect.anything(), 'pay'], // the second copy: already settled
+      ['approval.rejected', expect.anything(), 'refund'],
+    ])
+    expect(audit.entries[1]?.reason).toMatch(/already settled/)
+    expect(refusedRefund()?.reason).toMatch(/^key-not-allowed: finance bot .*may not approve or deny calls of refund/)
+    // The refund call is still waiting for someone allowed to decide it.
+    expect(agent.runs.get(handle.runId)?.actor.getSnapshot().value).toMatchObject({
+      running: { turn: { toolCalls: 'awaitingApproval' } },
+    })
+    handle.cancel('test over')
+    expect(await outcome).toBeInstanceOf(RunFailedError)
+    expect(refunded).toEqual([])
   })
 })

@@ -114,6 +114,7 @@ const TRUST_NAMES = [
   'SIGNED_FIELDS',
   'SigningKeyError',
   'TrustPolicyError',
+  'agentKeysPolicy',
   'auditSigningInput',
   'authorizationBlock',
   'createEvidenceBook',

@@ -2,7 +2,7 @@ import net from 'node:net'
 import type { NatsBus } from '@signalbox/actors/nats'
 import type { Subjects } from '@signalbox/core/bus'
 import { CliError, type CommandContext, NO_BUS_MESSAGE } from './cli.ts'
-import { credentialFlags } from './connection-flags.ts'
+import { credentialFlags, privilegeFlags } from './connection-flags.ts'
 
 /**
  * The key a command signs with (decisions, answers, steering, cancels): the nkey seed of
@@ -51,6 +51,7 @@ export async function openBus(context: CommandContext, role: string): Promise<{ 
     const bus = await connectNatsBus({
       servers: url,
       credentials,
+      ...privilegeFlags(context.values),
       prefix: subjects.prefix,
       name: `signalbox-${role}-${process.pid}`,
       signal,

@@ -26,6 +26,41 @@ export const CONNECTION_OPTIONS: Record<string, OptionSpec> = {
     default: '$NATS_CA',
   },
   tlsfirst: { type: 'boolean', description: 'start with the TLS handshake (servers with handshake_first)' },
+  // Least privilege (docs/security.md): the names `signalbox permissions` pins for this user.
+  'inbox-prefix': {
+    type: 'string',
+    valueName: '<prefix>',
+    description: "inbox for this client's replies, e.g. _INBOX.tina (least privilege)",
+    default: '_INBOX',
+  },
+  'consumer-prefix': {
+    type: 'string',
+    valueName: '<name>',
+    description: 'name private consumers <name>_<purpose> (least privilege: the user name)',
+  },
+  'stream-access': {
+    type: 'string',
+    valueName: '<manage|check>',
+    description: 'check: only read the stream, waiting for it (every role but the agent, under least privilege)',
+    default: 'manage',
+    choices: ['manage', 'check'],
+  },
+}
+
+/** How the bus is opened under least privilege (undefined where a flag was not given). */
+export function privilegeFlags(values: Record<string, string | boolean | undefined>): {
+  inboxPrefix?: string
+  consumerPrefix?: string
+  durable?: { access: 'manage' | 'check' }
+} {
+  const text = (name: string) => (typeof values[name] === 'string' ? (values[name] as string) : undefined)
+  const access = text('stream-access')
+  const found = {
+    inboxPrefix: text('inbox-prefix'),
+    consumerPrefix: text('consumer-prefix'),
+    durable: access === 'check' || access === 'manage' ? { access } : undefined,
+  }
+  return Object.fromEntries(Object.entries(found).filter(([, value]) => value !== undefined))
 }
 
 /** Credentials named by the flags (undefined where a flag was not given). */

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import {
+  type RequestOrigin,
   type RequestService,
   readAudit,
   sendControl,
@@ -15,6 +16,7 @@ import {
   watchEvents,
 } from '@signalbox/actors'
 import { isInspectorWireEvent } from '@signalbox/actors/inspect'
+import { agentKeysPolicy } from '@signalbox/actors/trust'
 import { AbortedError, type Answer, type ApprovalDecision, type AuditEntry, type Clock, systemClock } from '@signalbox/core'
 import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { eventView, ObservedEvent } from './event-view.ts'
@@ -29,7 +31,14 @@ export interface ConsoleHubOptions {
   agentId?: string
   /** Show message contents, tool arguments and outputs in the run view. Default false. */
   includeContents?: boolean
+  /**
+   * The agents' public keys: approval requests not signed by one of them are never shown, the
+   * others are marked verified. Without keys, requests are shown marked unverified.
+   */
+  agentKeys?: readonly string[]
   clock?: Clock
+  /** An approval request refused without being shown (not signed by an agent key, digest mismatch). */
+  onRefused?(requestId: string, reason: string): void
   onError?(error: unknown): void
 }
 
@@ -147,6 +156,8 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
   const services: RequestService[] = []
   const scope = options.agentId ? { agentId: options.agentId } : {}
   const group = `console-${randomUUID()}`
+  const trust = options.agentKeys?.length ? agentKeysPolicy(options.agentKeys, options.agentId) : undefined
+  const origins = new Map<string, RequestOrigin>()
   services.push(
     serveReviewer({
       bus,
@@ -155,9 +166,14 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       mode: 'broadcast',
       group,
       clock,
+      ...(trust ? { trust } : {}),
+      onRequest: (request, origin) => origins.set(request.requestId, origin),
+      ...(options.onRefused ? { onRefused: (request, reason) => options.onRefused?.(request.requestId, reason) } : {}),
       reviewer: {
-        review: (request, { signal }) =>
-          waitForPerson<ApprovalDecision>(
+        review: (request, { signal }) => {
+          const origin = origins.get(request.requestId) ?? { verified: false, reason: 'unchecked' }
+          origins.delete(request.requestId)
+          return waitForPerson<ApprovalDecision>(
             {
               kind: 'approval',
               id: request.requestId,
@@ -171,10 +187,12 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
               digest: request.digest,
               requestedAt: request.requestedAt,
               deadline: request.deadline,
+              origin,
               ...(request.parameters ? { parameters: request.parameters } : {}),
             },
             signal,
-          ),
+          )
+        },
       },
       onDecision: (request, decision) => settleDecision(request.requestId, decision),
       onSettled: settleDecision,

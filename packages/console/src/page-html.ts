@@ -70,6 +70,8 @@ button { padding: .3rem .8rem; border-radius: 4px; border: 1px solid #a0aec0; ba
 button.approve { background: #2f855a; color: #fff; border-color: #2f855a; }
 button.deny, button.cancel { background: #c53030; color: #fff; border-color: #c53030; }
 .error { color: #c53030; }
+.origin.verified { color: #276749; }
+.origin.unverified { color: #c53030; font-weight: bold; }
 .edit { margin: .4rem 0; } .edit textarea { width: 100%; font: 13px ui-monospace, monospace; }
 .edit textarea[aria-invalid="true"] { outline: 2px solid #c53030; }
 .edit-issues { color: #c53030; margin: .2rem 0; padding-left: 1.2rem; } .edit-issues:empty { display: none; }

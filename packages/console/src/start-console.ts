@@ -19,7 +19,11 @@ export interface ConsoleOptions {
   agentId?: string
   /** Show message contents, tool arguments and outputs in the run view. Default false. */
   includeContents?: boolean
+  /** The agents' public keys: only requests signed by one are shown, marked verified. Default: none (unchecked). */
+  agentKeys?: readonly string[]
   clock?: Clock
+  /** An approval request refused without being shown (not signed by an agent key, digest mismatch). */
+  onRefused?(requestId: string, reason: string): void
   onError?(error: unknown): void
 }
 
@@ -51,6 +55,8 @@ export async function startConsole(options: ConsoleOptions): Promise<Console> {
     ...(options.subjects ? { subjects: options.subjects } : {}),
     ...(options.agentId ? { agentId: options.agentId } : {}),
     ...(options.includeContents ? { includeContents: true } : {}),
+    ...(options.agentKeys?.length ? { agentKeys: options.agentKeys } : {}),
+    ...(options.onRefused ? { onRefused: options.onRefused } : {}),
     ...(options.onError ? { onError: options.onError } : {}),
   })
   try {

@@ -2,6 +2,7 @@
  * What the console server tells its pages (over SSE) and what a page may ask of it. Types only:
  * the page bundle imports them too.
  */
+import type { RequestOrigin } from '@signalbox/actors'
 import type { AuditEntry } from '@signalbox/core'
 import type { ChartLayout } from './statechart-layout.ts'
 
@@ -19,6 +20,8 @@ export interface InboxApproval {
   digest: string
   requestedAt: number
   deadline: number
+  /** Who sent it, as its signature tells (checked only when the console has agent keys). */
+  origin: RequestOrigin
   /** The tool's JSON Schema, when the agent sent it: the page checks an edit against it before sending. */
   parameters?: Record<string, unknown>
 }

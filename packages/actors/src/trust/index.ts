@@ -26,6 +26,7 @@ export {
 } from './permissions.ts'
 export {
   type Allowed,
+  agentKeysPolicy,
   createTrustPolicy,
   type TrustContext,
   type TrustPolicy,

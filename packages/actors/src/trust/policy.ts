@@ -184,3 +184,14 @@ export function whyNotAcceptable(
   const verdict = policy.check(message, context)
   return verdict.ok ? undefined : { code: verdict.code, reason: verdict.reason }
 }
+
+/**
+ * Reviewer side, from a list of agent public keys (`--agent-key`, `agentKeys`): requests signed by
+ * one of them (for `agentId`, or any agent) are verified; each key is shown as `agent key <n>`.
+ */
+export function agentKeysPolicy(agentKeys: readonly string[], agentId?: string): TrustPolicy {
+  return createTrustPolicy({
+    keys: Object.fromEntries(agentKeys.map((key, i) => [key, `agent key ${i + 1}`])),
+    agents: { [agentId ?? '*']: [...agentKeys] },
+  })
+}

@@ -24,6 +24,12 @@ export const consoleCommand: Command = {
     host: { type: 'string', valueName: '<host>', description: 'address to listen on', default: '127.0.0.1' },
     agent: { type: 'string', valueName: '<id>', description: "only this agent's requests and runs", default: 'every agent' },
     contents: { type: 'boolean', description: 'show message contents, tool arguments and outputs in the run view' },
+    'agent-key': {
+      type: 'string',
+      valueName: '<UA...[,UA...]>',
+      description: "agents' public nkeys: show only requests they signed, marked verified",
+      default: 'requests are not checked',
+    },
   },
   bus: 'required',
   maxArgs: 0,
@@ -38,6 +44,10 @@ export const consoleCommand: Command = {
     if (!Number.isInteger(port) || port < 0 || port > 65_535)
       throw new UsageError(`--port must be a port number (got "${String(context.values.port)}")`, context.command)
     const agentId = context.values.agent as string | undefined
+    const agentKeys = ((context.values['agent-key'] as string | undefined) ?? '')
+      .split(',')
+      .map((key) => key.trim())
+      .filter(Boolean)
     const { bus, subjects, url } = await openBus(context, 'console')
     const stop = untilSignal(context.io.signal)
     const { startConsole } = await import('@signalbox/console')
@@ -50,6 +60,8 @@ export const consoleCommand: Command = {
         host: (context.values.host as string | undefined) ?? '127.0.0.1',
         ...(agentId ? { agentId } : {}),
         ...(context.values.contents === true ? { includeContents: true } : {}),
+        ...(agentKeys.length > 0 ? { agentKeys } : {}),
+        onRefused: (requestId, reason) => context.err(`refused approval request ${requestId} unseen: ${reason}`),
         onError: (error) => context.err(`error: ${error instanceof Error ? error.message : String(error)}`),
       })
       try {

@@ -93,14 +93,8 @@ export const review: Command = {
       .split(',')
       .map((key) => key.trim())
       .filter(Boolean)
-    const { createTrustPolicy } = await import('@signalbox/actors/trust')
-    const trust =
-      agentKeys.length > 0
-        ? createTrustPolicy({
-            keys: Object.fromEntries(agentKeys.map((key, i) => [key, `agent key ${i + 1}`])),
-            agents: { [agentId ?? '*']: agentKeys },
-          })
-        : undefined
+    const { agentKeysPolicy } = await import('@signalbox/actors/trust')
+    const trust = agentKeys.length > 0 ? agentKeysPolicy(agentKeys, agentId) : undefined
     const origins = new Map<string, RequestOrigin>()
     const tracing = await commandTracing(context, `signalbox-review-${name}`)
     const opened = await openBus(context, 'review')

@@ -68,6 +68,13 @@ export function createInboxView(): InboxView {
       { class: 'item approval', 'data-id': item.id, 'data-tool': item.toolName },
       el('h4', {}, `Approve ${item.toolName}?`),
       el(
+        'p',
+        { class: item.origin.verified ? 'origin verified' : 'origin unverified' },
+        item.origin.verified
+          ? `verified: signed by ${item.origin.name} (${item.origin.signer})`
+          : `NOT verified: ${item.origin.reason}`,
+      ),
+      el(
         'dl',
         {},
         el('dt', {}, 'tool'),
