@@ -15,8 +15,7 @@ export function agentScopes(tracer: Tracer, agentSpans: AgentSpans): Instrumenta
       const spans = openRuns.get(work.kind === 'tool' ? work.context.runId : work.request.runId)
       if (!spans) return run()
       if (work.kind === 'tool') return context.with(spans.callContext(work.context.callId), run)
-      const approval = spans.approvals.get(work.request.requestId)
-      return context.with(approval ? trace.setSpan(context.active(), approval) : spans.callContext(work.request.callId), run)
+      return context.with(trace.setSpan(context.active(), agentSpans.openApproval(spans, work.request)), run)
     },
   }
 }

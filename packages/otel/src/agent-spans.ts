@@ -9,7 +9,7 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api'
-import type { AgentEvent, AgentEventOf, SerializedError, ToolOutcome } from '@signalbox/core'
+import type { AgentEvent, AgentEventOf, ApprovalRequest, SerializedError, ToolOutcome } from '@signalbox/core'
 import { ERROR_TYPE, GenAI, Operation, Signalbox } from './attributes.ts'
 import { openRuns, RunSpans } from './run-spans.ts'
 
@@ -113,15 +113,7 @@ export class AgentSpans {
         this.#toolEnd(run, event)
         return
       case 'approval.requested': {
-        const { request } = event
-        this.openTool(run, request.callId, request.toolName)
-        const span = this.#start(`signalbox.approval ${request.toolName}`, run.callContext(request.callId), {
-          [Signalbox.approvalRequestId]: request.requestId,
-          [GenAI.toolName]: request.toolName,
-          [GenAI.toolCallId]: request.callId,
-          ...(this.#content ? { [GenAI.toolCallArguments]: json(request.arguments) } : {}),
-        })
-        run.approvals.set(request.requestId, span)
+        this.openApproval(run, event.request)
         return
       }
       case 'approval.decided':
@@ -184,6 +176,24 @@ export class AgentSpans {
         this.#endQuestion(run, event.question.questionId, { [Signalbox.questionOutcome]: 'timeout' })
         return
     }
+  }
+
+  /**
+   * The wait for a person, opened when the request is stored (`Reviewer.open`, which runs in its
+   * context so the stored request carries it) or at `approval.requested`, whichever comes first.
+   */
+  openApproval(run: RunSpans, request: ApprovalRequest): Span {
+    const open = run.approvals.get(request.requestId)
+    if (open) return open
+    this.openTool(run, request.callId, request.toolName)
+    const span = this.#start(`signalbox.approval ${request.toolName}`, run.callContext(request.callId), {
+      [Signalbox.approvalRequestId]: request.requestId,
+      [GenAI.toolName]: request.toolName,
+      [GenAI.toolCallId]: request.callId,
+      ...(this.#content ? { [GenAI.toolCallArguments]: json(request.arguments) } : {}),
+    })
+    run.approvals.set(request.requestId, span)
+    return span
   }
 
   /**
