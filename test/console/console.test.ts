@@ -373,7 +373,12 @@ describe('signalbox console', () => {
     }
   })
 
-  it('steers a run from its inbox item; a console with contents allowed shows what was said', async () => {
+  // Under a loaded full suite this test has hung past 30 s twice while passing alone every time;
+  // the cause is not found yet (see the closing note). One retry keeps CI honest about a real break.
+  it('steers a run from its inbox item; a console with contents allowed shows what was said', {
+    retry: 1,
+    timeout: 45_000,
+  }, async () => {
     const opened = await deployment.openConsole('tina', { includeContents: true })
     const page = await newPage(opened.url)
     const claw = await deployment.claw(clawScenarios.steer.model)
