@@ -1,0 +1,126 @@
+/** What an agent is made of and what its runs give back: options, results, the run handle, the default audit log. */
+import type { Actor, InspectionEvent, Observer } from 'xstate'
+import type { z } from 'zod'
+import type { Clock } from './clock.ts'
+import { type SerializedError, SignalboxError } from './errors.ts'
+import type { RunStatus } from './events.ts'
+import type { HandoffResult } from './handoff.ts'
+import type { AuditEntry, AuditLog, Reviewer } from './hitl/types.ts'
+import type { Hooks } from './hooks.ts'
+import type { IdGenerator } from './ids.ts'
+import type { AgentMachine } from './machine/agent-machine.ts'
+import type { SteeringItem, StopReason } from './machine/context.ts'
+import type { BudgetCheck, RetryPolicy, SteeringPolicy } from './machine/runtime.ts'
+import type { Message, Usage } from './messages.ts'
+import type { Provider } from './provider/provider.ts'
+import type { RunStore } from './store/run-store.ts'
+import type { Tool } from './tool.ts'
+
+export interface AgentOptions {
+  /** The agent's id on the bus and in events. Default `agent`. */
+  id?: string
+  provider: Provider
+  tools?: Tool<any>[]
+  hooks?: Hooks | Hooks[]
+  /** The system prompt. */
+  instructions?: string
+  /** Turns (model calls) before the run fails with `MAX_TURNS_EXCEEDED`. Default 10. */
+  maxTurns?: number
+  /** Decides on calls to tools that need approval. Without one, such calls are denied. */
+  reviewer?: Reviewer
+  /** Where decisions, timeouts, steering and answers are recorded. Default: in memory (`agent.audit`). */
+  audit?: AuditLog
+  /** How long a reviewer has before the call is denied by default. Default 5 minutes. */
+  approvalTimeoutMs?: number
+  /** `cancel-next` (default) cancels the next tool call; `cancel-batch` the rest of the reply's calls. */
+  steeringPolicy?: SteeringPolicy
+  retry?: Partial<RetryPolicy>
+  clock?: Clock
+  ids?: IdGenerator
+  /** XState inspection (e.g. the Stately inspector's `inspect`). */
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
+  /** Called when an event listener or the audit log throws. Default: ignore. */
+  onInternalError?: (error: unknown, where: string) => void
+  /**
+   * Keeps runs outside the process (`FileRunStore`, `KvRunStore`): checkpointed at settled
+   * boundaries, resumed with `agent.resume()`. Without one, a run lives in its process.
+   */
+  store?: RunStore
+  /** Who owns the runs this agent drives (stable across restarts of one host). Default: the host name. */
+  hostId?: string
+  /** How long a run's lease lasts without a write; renewed every third of it. Default 30 s. */
+  leaseMs?: number
+  /**
+   * A zod schema the final answer must match. It is sent as `response_format` (JSON Schema, strict
+   * when the schema allows), the answer is parsed and checked, the model gets one retry with the
+   * problems, then the run fails with `OutputValidationError` (`OUTPUT_INVALID`). `result.output`
+   * is then the parsed value, typed from the schema.
+   */
+  output?: z.ZodType
+}
+
+export interface RunOptions {
+  signal?: AbortSignal
+  runId?: string
+  /** Parent run when this run is a child in a run tree (delegation). */
+  parentRunId?: string
+  /** Run ids from the root down to the parent. */
+  runPath?: string[]
+  /** Agent ids of `runPath`'s runs, in the same order (who the ancestors are). */
+  agentPath?: string[]
+  /** Lowers the agent's `maxTurns` for this run (a run tree passes down what is left). */
+  maxTurns?: number
+  /** Token budget for this run: past it, the run fails with `BUDGET_EXCEEDED` before the next turn. */
+  maxTokens?: number
+  /**
+   * Asked before every turn: an error (`{ code, message }`) fails the run with it before the model
+   * is called (stop reason `budget`). A run tree uses it for the budget its runs share.
+   */
+  budget?: BudgetCheck
+}
+
+export interface RunResult<TOutput = string> {
+  runId: string
+  status: RunStatus
+  /** The model's final answer (status `done`): its text, or with `output` set, the parsed value. */
+  output: TOutput
+  stopReason: StopReason | undefined
+  error: SerializedError | undefined
+  turns: number
+  usage: Usage
+  messages: Message[]
+  /** Corrections that arrived after the last tool boundary and were never delivered. */
+  pendingSteering: SteeringItem[]
+  /** Set when the run handed the conversation over (`stopReason: 'handoff'`). */
+  handoff?: HandoffResult
+}
+
+/** A run failed (`failed`) or was cancelled; `result` holds the transcript so far. */
+export class RunFailedError extends SignalboxError {
+  readonly result: RunResult
+  constructor(result: RunResult) {
+    const error = result.error ?? { code: 'RUN_FAILED', message: 'The run failed.' }
+    super(error.code, error.message, {
+      ...(error.fault ? { fault: error.fault } : {}),
+      details: { ...error.details, runId: result.runId, status: result.status },
+    })
+    this.result = result
+  }
+}
+
+export interface RunHandle<TOutput = string> {
+  readonly runId: string
+  readonly actor: Actor<AgentMachine>
+  /** Resolves with the result when the run is `done`; rejects with `RunFailedError` otherwise. */
+  readonly result: Promise<RunResult<TOutput>>
+  steer(text: string, options?: { from?: string }): void
+  cancel(reason?: string): void
+}
+
+/** Keeps the audit trail in memory; the default when no `audit` log is given. */
+export class MemoryAuditLog implements AuditLog {
+  readonly entries: AuditEntry[] = []
+  record(entry: AuditEntry): void {
+    this.entries.push(entry)
+  }
+}
