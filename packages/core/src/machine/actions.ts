@@ -390,6 +390,61 @@ export function createMachineActions(
       }
     },
 
+    /**
+     * A new turn's first update (the `turn` state's entry, or a direct route that skips it): the
+     * counter up, this turn's calls, results and reply cleared, a fresh model call.
+     */
+    startTurn(context: AgentContext): Partial<AgentContext> {
+      return {
+        turn: context.turn + 1,
+        calls: [],
+        callIndex: 0,
+        toolResults: [],
+        reply: undefined,
+        model: { ...context.model, finishReason: undefined, attempt: 1, outgoing: undefined },
+        batchSteered: false,
+      }
+    },
+
+    /**
+     * The reply accepted and its first call opened in one context update: a direct route from the
+     * model call to that call's state (each separate `assign` costs XState a snapshot).
+     */
+    acceptReplyAndOpen(context: AgentContext, response: ProviderResponse): Partial<AgentContext> {
+      const accepted = this.acceptReply(context, response)
+      return { ...accepted, ...this.openCall({ ...context, ...accepted }) }
+    },
+
+    /** The tool's output taken and its result joined to the transcript, in one context update. */
+    finishCall(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
+      const accepted = this.acceptToolOutput(context, output)
+      return { ...accepted, ...this.recordToolResult({ ...context, ...accepted }) }
+    },
+
+    /** An afterToolExecution rewrite taken and the result joined to the transcript, in one update. */
+    finishRewritten(context: AgentContext, rewrite: { output: string; isError: boolean }): Partial<AgentContext> {
+      const rewritten = this.rewritten(context, rewrite)
+      return { ...rewritten, ...this.recordToolResult({ ...context, ...rewritten }) }
+    },
+
+    /**
+     * A turn ends and the next one starts in one context update (a direct route that does not
+     * re-enter the `turn` state): turn.end, then the new turn's counters; turn.start when the
+     * route goes past the beforeTurn hook point.
+     */
+    nextTurn(context: AgentContext, announce: boolean): Partial<AgentContext> {
+      this.emitTurnEnd(context)
+      const started = this.startTurn(context)
+      if (announce) emit(context, { type: 'turn.start', turn: started.turn as number })
+      return started
+    },
+
+    /** The reply's last call done and the next turn started, in one update (the route to the next model call). */
+    finishStep(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
+      const finished = this.finishCall(context, output)
+      return { ...finished, ...this.nextTurn({ ...context, ...finished }, true) }
+    },
+
     emitToolStart(context: AgentContext): void {
       if (!runtime.events.has('tool.start')) return
       const call = current(context)

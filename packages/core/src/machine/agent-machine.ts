@@ -81,6 +81,14 @@ export function createAgentMachine(runtime: AgentRuntime) {
       toolFailed: assign(({ context }, { error }: { error: unknown }) => act.toolFailed(context, error)),
       rewritten: assign(({ context }, rewrite: { output: string; isError: boolean }) => act.rewritten(context, rewrite)),
       recordToolResult: assign(({ context }) => act.recordToolResult(context)),
+      startTurn: assign(({ context }) => act.startTurn(context)),
+      acceptReplyAndOpen: assign(({ context }, response: ProviderResponse) => act.acceptReplyAndOpen(context, response)),
+      finishCall: assign(({ context }, output: ToolRunOutput) => act.finishCall(context, output)),
+      finishRewritten: assign(({ context }, rewrite: { output: string; isError: boolean }) =>
+        act.finishRewritten(context, rewrite),
+      ),
+      nextTurn: assign(({ context }, announce: boolean) => act.nextTurn(context, announce)),
+      finishStep: assign(({ context }, output: ToolRunOutput) => act.finishStep(context, output)),
       finishWithHandoff: assign({ output: '', stopReason: 'handoff' }),
       askForValidAnswer: assign(({ context }) => askForValidAnswer(context, runtime)),
       failWithInvalidAnswer: assign(({ context }) => failWithInvalidAnswer(context, runtime)),
@@ -122,15 +130,7 @@ export function createAgentMachine(runtime: AgentRuntime) {
           turn: {
             description: 'One trip round the loop: the model, then the tools it asked for.',
             initial: 'beforeTurn',
-            entry: assign({
-              turn: ({ context }) => context.turn + 1,
-              calls: [],
-              callIndex: 0,
-              toolResults: [],
-              reply: undefined,
-              model: ({ context }) => ({ ...context.model, finishReason: undefined }),
-              batchSteered: false,
-            }),
+            entry: 'startTurn',
             states: {
               beforeTurn: {
                 description: 'Hook point: check a budget, log the turn, or stop the run.',
@@ -141,7 +141,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
                   { guard: 'externalBudgetSpent', target: '#agent.failed', actions: { type: 'stopAtLimit', params: 'budget' } },
                   { guard: 'hasBeforeTurn', target: 'runningBeforeTurn' },
                   { guard: 'hasBeforeProviderCall', target: 'beforeProviderCall', actions: 'emitTurnStart' },
-                  { target: 'callingModel', actions: ['emitTurnStart', 'resetModelCall'] },
+                  // The turn's entry has just reset the model call.
+                  { target: 'callingModel', actions: 'emitTurnStart' },
                 ],
               },
               runningBeforeTurn: {
@@ -156,8 +157,8 @@ export function createAgentMachine(runtime: AgentRuntime) {
                       target: '#agent.cancelled',
                       actions: { type: 'stopByHook', params: ({ event }) => ({ reason: event.output?.reason }) },
                     },
-                    // Through the hook point's state, so every state of the chart is one a run can be in.
-                    { guard: 'hasBeforeProviderCall', target: 'beforeProviderCall', actions: 'emitTurnStart' },
+                    // Straight to the next hook's wait: each pass-through state costs XState a microstep.
+                    { guard: 'hasBeforeProviderCall', target: 'runningBeforeProviderCall', actions: 'emitTurnStart' },
                     { target: 'callingModel', actions: ['emitTurnStart', 'resetModelCall'] },
                   ],
                   onError: {
@@ -202,6 +203,23 @@ export function createAgentMachine(runtime: AgentRuntime) {
                   // Routed here rather than through a pass-through state: each microstep costs
                   // XState a snapshot, and this runs once per tool step (see BENCHMARKS.md).
                   onDone: [
+                    // Direct routes to where the reply's first call goes, opened with the reply.
+                    {
+                      guard: 'replyRunsAtOnce',
+                      target: 'toolCalls.executingTool',
+                      actions: [
+                        { type: 'acceptReplyAndOpen', params: ({ event }) => event.output },
+                        { type: 'emitModelResponse', params: ({ event }) => event.output },
+                      ],
+                    },
+                    {
+                      guard: 'replyGoesToHook',
+                      target: 'toolCalls.runningBeforeToolExecution',
+                      actions: [
+                        { type: 'acceptReplyAndOpen', params: ({ event }) => event.output },
+                        { type: 'emitModelResponse', params: ({ event }) => event.output },
+                      ],
+                    },
                     {
                       guard: ({ event }) => (event.output.message.tool_calls?.length ?? 0) > 0,
                       target: 'toolCalls',
@@ -379,11 +397,14 @@ export function createAgentMachine(runtime: AgentRuntime) {
                           target: 'runningAfterToolExecution',
                           actions: { type: 'acceptToolOutput', params: ({ event }) => event.output },
                         },
-                        // No hook: the result joins the transcript now (one microstep less per step).
+                        // The reply's last call, nothing between it and the next model call: straight there.
                         {
-                          target: 'nextCall',
-                          actions: [{ type: 'acceptToolOutput', params: ({ event }) => event.output }, 'recordToolResult'],
+                          guard: 'stepGoesToModel',
+                          target: '#agent.running.turn.callingModel',
+                          actions: { type: 'finishStep', params: ({ event }) => event.output },
                         },
+                        // No hook: the result joins the transcript now (one microstep less per step).
+                        { target: 'nextCall', actions: { type: 'finishCall', params: ({ event }) => event.output } },
                       ],
                       onError: [
                         {
@@ -421,10 +442,14 @@ export function createAgentMachine(runtime: AgentRuntime) {
                           result: call.result ?? { output: '', isError: false },
                         }
                       },
-                      onDone: {
-                        target: 'nextCall',
-                        actions: [{ type: 'rewritten', params: ({ event }) => event.output }, 'recordToolResult'],
-                      },
+                      onDone: [
+                        {
+                          guard: 'lastCallToAfterTurnHook',
+                          target: '#agent.running.turn.runningAfterTurn',
+                          actions: { type: 'finishRewritten', params: ({ event }) => event.output },
+                        },
+                        { target: 'nextCall', actions: { type: 'finishRewritten', params: ({ event }) => event.output } },
+                      ],
                       onError: {
                         target: '#agent.failed',
                         actions: { type: 'failWithHookError', params: ({ event }) => ({ error: event.error }) },
@@ -451,6 +476,18 @@ export function createAgentMachine(runtime: AgentRuntime) {
                     messages: context.messages,
                   }),
                   onDone: [
+                    // Straight into the next turn's first wait, unless a limit stops it (then through beforeTurn).
+                    {
+                      guard: 'nextTurnToBeforeTurnHook',
+                      target: 'runningBeforeTurn',
+                      actions: { type: 'nextTurn', params: false },
+                    },
+                    {
+                      guard: 'nextTurnToBeforeProviderCallHook',
+                      target: 'runningBeforeProviderCall',
+                      actions: { type: 'nextTurn', params: true },
+                    },
+                    { guard: 'nextTurnToModel', target: 'callingModel', actions: { type: 'nextTurn', params: true } },
                     {
                       guard: ({ context }) => context.calls.length > 0 && !context.handoff,
                       target: '#agent.running.turn',

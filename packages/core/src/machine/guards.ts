@@ -1,9 +1,14 @@
 import { decisionMismatch } from '../hitl/decision.ts'
 import type { ToolCall } from '../messages.ts'
+import type { ProviderResponse } from '../provider/provider.ts'
+import type { ToolRunOutput } from './actors.ts'
 import type { AgentContext, AgentMachineEvent } from './context.ts'
 import type { PreparedCall } from './prepare-call.ts'
 import { type CallRoute, routeCall } from './routing.ts'
 import type { AgentRuntime } from './runtime.ts'
+
+/** Where a turn that starts now goes first. */
+type NextTurnRoute = 'limit' | 'beforeTurn' | 'beforeProviderCall' | 'model'
 
 interface GuardArgs {
   context: AgentContext
@@ -49,7 +54,57 @@ export function createMachineGuards(
     return call && route(context, call.toolName, call.invalid !== undefined, !hookDone && hooks.has('beforeToolExecution'))
   }
 
+  /** Where a reply's first call goes, before the reply is accepted (the direct route from the model call). */
+  const replyRoute = (context: AgentContext, event: AgentMachineEvent): CallRoute | undefined => {
+    const call = (event as unknown as { output: ProviderResponse }).output.message.tool_calls?.[0]
+    if (!call) return undefined
+    // As `acceptReply` will record them: the tools this request offered (undefined: all).
+    const offered = context.model.outgoing?.tools.map((t) => t.name)
+    return route(context, call.function.name, prepare(call, offered).invalid !== undefined, hooks.has('beforeToolExecution'))
+  }
+
+  /**
+   * Where the next turn goes if it starts now: a limit stops it (the `beforeTurn` state's checks,
+   * for the turn counter one up), or its first wait. Cached per context: the guards of one
+   * transition ask it in turn, and a budget check is asked once.
+   */
+  const nextTurnRoutes = new WeakMap<AgentContext, NextTurnRoute>()
+  const nextTurnRoute = (context: AgentContext): NextTurnRoute => {
+    let next = nextTurnRoutes.get(context)
+    if (next === undefined) {
+      next =
+        context.turn + 1 > context.run.maxTurns ||
+        (context.run.maxTokens !== undefined && context.usage.totalTokens >= context.run.maxTokens) ||
+        runtime.budgetChecks.get(context.run.runId)?.() !== undefined
+          ? 'limit'
+          : hooks.has('beforeTurn')
+            ? 'beforeTurn'
+            : hooks.has('beforeProviderCall')
+              ? 'beforeProviderCall'
+              : 'model'
+      nextTurnRoutes.set(context, next)
+    }
+    return next
+  }
+  /** The turn's calls are done, no hand-off: another turn follows, going where `nextTurnRoute` says. */
+  const nextTurnGoesTo = (context: AgentContext, where: NextTurnRoute) =>
+    context.calls.length > 0 && !context.handoff && nextTurnRoute(context) === where
+
   return {
+    replyRunsAtOnce: ({ context, event }: GuardArgs) => replyRoute(context, event) === 'run',
+    replyGoesToHook: ({ context, event }: GuardArgs) => hooks.has('beforeToolExecution') && replyRoute(context, event) === 'hook',
+    /** The reply's last call ran, no hook or hand-off after it: the next turn's model call at once. */
+    stepGoesToModel: ({ context, event }: GuardArgs) =>
+      context.callIndex + 1 >= context.calls.length &&
+      !hooks.has('afterToolExecution') &&
+      !hooks.has('afterTurn') &&
+      !context.handoff &&
+      !(event as unknown as { output: ToolRunOutput }).output.handoff &&
+      nextTurnRoute(context) === 'model',
+    lastCallToAfterTurnHook: ({ context }: GuardArgs) => hooks.has('afterTurn') && context.callIndex + 1 >= context.calls.length,
+    nextTurnToBeforeTurnHook: ({ context }: GuardArgs) => nextTurnGoesTo(context, 'beforeTurn'),
+    nextTurnToBeforeProviderCallHook: ({ context }: GuardArgs) => nextTurnGoesTo(context, 'beforeProviderCall'),
+    nextTurnToModel: ({ context }: GuardArgs) => nextTurnGoesTo(context, 'model'),
     hasBeforeTurn: () => hooks.has('beforeTurn'),
     hasBeforeProviderCall: () => hooks.has('beforeProviderCall'),
     hasAfterToolExecution: () => hooks.has('afterToolExecution'),
