@@ -49,6 +49,7 @@ export function createMachineActions(
 ) {
   const { clock } = runtime
 
+  const listening = (type: AgentEvent['type']) => runtime.events.has(type)
   const emit = (context: AgentContext, body: EventBody) => {
     if (!runtime.events.has(body.type)) return
     runtime.events.emit({ ...eventFields(context.run), at: clock.now(), ...body } as AgentEvent)
@@ -79,6 +80,36 @@ export function createMachineActions(
       releasedAt: clock.now(),
       ...extra,
     })
+
+  /** What the model reads from a tool run: a result recorded in the ledger (a resumed call) as it was. */
+  const toolOutputResult = (context: AgentContext, output: ToolRunOutput): CallResult =>
+    (output.recorded as CallResult | undefined) ?? {
+      output: noteEditedArguments(context.current, output.output),
+      isError: false,
+      outcome: 'executed',
+    }
+
+  /** The call's result joins the transcript (tool.end) and the call closes. */
+  const record = (context: AgentContext, call: CurrentCall, result: CallResult): Partial<AgentContext> => {
+    const message: ToolMessage = Object.freeze({ role: 'tool', tool_call_id: call.callId, content: result.output })
+    // The hot path's events are built only when someone listens.
+    if (listening('tool.end'))
+      emit(context, {
+        type: 'tool.end',
+        callId: call.callId,
+        toolName: call.toolName,
+        output: result.output,
+        isError: result.isError,
+        outcome: result.outcome,
+        durationMs: clock.now() - call.startedAt,
+      })
+    return {
+      messages: [...context.messages, message],
+      toolResults: [...context.toolResults, message],
+      callIndex: context.callIndex + 1,
+      current: undefined,
+    }
+  }
 
   /** The call being handled; the states that use it are entered only with one open. */
   const current = (context: AgentContext) => context.current as CurrentCall
@@ -119,6 +150,7 @@ export function createMachineActions(
     },
 
     emitModelResponse(context: AgentContext, output: ProviderResponse & { durationMs: number }): void {
+      if (!listening('model.response')) return
       emit(context, {
         type: 'model.response',
         turn: context.turn,
@@ -202,15 +234,7 @@ export function createMachineActions(
 
     acceptToolOutput(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
       return {
-        ...setResult(
-          context,
-          // A result recorded in the ledger (a resumed call) is read as it was.
-          (output.recorded as CallResult | undefined) ?? {
-            output: noteEditedArguments(context.current, output.output),
-            isError: false,
-            outcome: 'executed',
-          },
-        ),
+        ...setResult(context, toolOutputResult(context, output)),
         ...(output.handoff ? { handoff: output.handoff } : {}),
       }
     },
@@ -371,23 +395,7 @@ export function createMachineActions(
 
     recordToolResult(context: AgentContext): Partial<AgentContext> {
       const call = current(context)
-      const result = call.result ?? { output: '', isError: false, outcome: 'executed' as ToolOutcome }
-      const message: ToolMessage = Object.freeze({ role: 'tool', tool_call_id: call.callId, content: result.output })
-      emit(context, {
-        type: 'tool.end',
-        callId: call.callId,
-        toolName: call.toolName,
-        output: result.output,
-        isError: result.isError,
-        outcome: result.outcome,
-        durationMs: clock.now() - call.startedAt,
-      })
-      return {
-        messages: [...context.messages, message],
-        toolResults: [...context.toolResults, message],
-        callIndex: context.callIndex + 1,
-        current: undefined,
-      }
+      return record(context, call, call.result ?? { output: '', isError: false, outcome: 'executed' as ToolOutcome })
     },
 
     /**
@@ -412,19 +420,26 @@ export function createMachineActions(
      */
     acceptReplyAndOpen(context: AgentContext, response: ProviderResponse): Partial<AgentContext> {
       const accepted = this.acceptReply(context, response)
-      return { ...accepted, ...this.openCall({ ...context, ...accepted }) }
+      const call = (accepted.calls as ToolCall[])[0] as ToolCall
+      accepted.current = openCall(call, prepare(call, accepted.model?.offered), clock.now())
+      return accepted
     },
 
     /** The tool's output taken and its result joined to the transcript, in one context update. */
     finishCall(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
-      const accepted = this.acceptToolOutput(context, output)
-      return { ...accepted, ...this.recordToolResult({ ...context, ...accepted }) }
+      const recorded = record(context, current(context), toolOutputResult(context, output))
+      if (output.handoff) recorded.handoff = output.handoff
+      return recorded
     },
 
     /** An afterToolExecution rewrite taken and the result joined to the transcript, in one update. */
     finishRewritten(context: AgentContext, rewrite: { output: string; isError: boolean }): Partial<AgentContext> {
-      const rewritten = this.rewritten(context, rewrite)
-      return { ...rewritten, ...this.recordToolResult({ ...context, ...rewritten }) }
+      const call = current(context)
+      return record(context, call, {
+        output: rewrite.output,
+        isError: rewrite.isError,
+        outcome: call.result?.outcome ?? 'executed',
+      })
     },
 
     /**
@@ -435,14 +450,14 @@ export function createMachineActions(
     nextTurn(context: AgentContext, announce: boolean): Partial<AgentContext> {
       this.emitTurnEnd(context)
       const started = this.startTurn(context)
-      if (announce) emit(context, { type: 'turn.start', turn: started.turn as number })
+      if (announce && listening('turn.start')) emit(context, { type: 'turn.start', turn: started.turn as number })
       return started
     },
 
     /** The reply's last call done and the next turn started, in one update (the route to the next model call). */
     finishStep(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
-      const finished = this.finishCall(context, output)
-      return { ...finished, ...this.nextTurn({ ...context, ...finished }, true) }
+      // The next turn reads only the counters, the calls and the model call, which finishing a call leaves alone.
+      return Object.assign(this.finishCall(context, output), this.nextTurn(context, true))
     },
 
     emitToolStart(context: AgentContext): void {
@@ -457,11 +472,11 @@ export function createMachineActions(
     },
 
     emitTurnStart(context: AgentContext): void {
-      emit(context, { type: 'turn.start', turn: context.turn })
+      if (listening('turn.start')) emit(context, { type: 'turn.start', turn: context.turn })
     },
 
     emitTurnEnd(context: AgentContext): void {
-      emit(context, { type: 'turn.end', turn: context.turn, toolCalls: context.calls.length })
+      if (listening('turn.end')) emit(context, { type: 'turn.end', turn: context.turn, toolCalls: context.calls.length })
     },
 
     emitRunError(context: AgentContext): void {
