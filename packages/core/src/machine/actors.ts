@@ -1,4 +1,7 @@
-import { fromCallback, fromPromise } from 'xstate'
+import { type AnyActorRef, fromCallback, fromPromise } from 'xstate'
+
+type AnyActorSystem = AnyActorRef['system']
+
 import { untilAborted } from '../abort.ts'
 import { describeError, ProviderError, TimeoutError } from '../errors.ts'
 import { Handoff } from '../handoff.ts'
@@ -16,7 +19,7 @@ import { failedToolResult, transferredText } from './tool-result-texts.ts'
  * `setup({ actors })` (inline actors cannot be persisted) and receives the `AbortSignal`
  * that aborts when its state is left.
  */
-export function createAgentActors(runtime: AgentRuntime) {
+export function createAgentActors(runtimeOf: (system: AnyActorSystem) => AgentRuntime) {
   const hookBase = (input: TurnInput, signal: AbortSignal) => ({
     agentId: input.run.agentId,
     runId: input.run.runId,
@@ -25,26 +28,35 @@ export function createAgentActors(runtime: AgentRuntime) {
   })
 
   return {
-    beforeTurnHook: fromPromise(async ({ input, signal }: { input: TranscriptInput; signal: AbortSignal }) =>
-      runtime.hooks.beforeTurn({ ...hookBase(input, signal), messages: [...input.messages] }),
+    beforeTurnHook: fromPromise(
+      async ({ input, signal, system }: { input: TranscriptInput; signal: AbortSignal; system: AnyActorSystem }) =>
+        runtimeOf(system).hooks.beforeTurn({ ...hookBase(input, signal), messages: [...input.messages] }),
     ),
 
-    beforeProviderCallHook: fromPromise(async ({ input, signal }: { input: TranscriptInput; signal: AbortSignal }) =>
-      runtime.hooks.beforeProviderCall({
-        ...hookBase(input, signal),
-        messages: [...input.messages],
-        tools: [...runtime.toolSpecs],
-      }),
+    beforeProviderCallHook: fromPromise(
+      async ({ input, signal, system }: { input: TranscriptInput; signal: AbortSignal; system: AnyActorSystem }) => {
+        const runtime = runtimeOf(system)
+        return runtime.hooks.beforeProviderCall({
+          ...hookBase(input, signal),
+          messages: [...input.messages],
+          tools: [...runtime.toolSpecs],
+        })
+      },
     ),
 
     callModel: fromPromise(
       async ({
         input,
         signal,
+        system,
       }: {
-        input: { turn: number; messages: Message[]; tools: ToolSpec[]; base: EventFields }
+        input: { turn: number; messages: Message[]; tools?: ToolSpec[] | undefined; base: EventFields }
         signal: AbortSignal
+        system: AnyActorSystem
       }): Promise<ProviderResponse & { durationMs: number }> => {
+        const runtime = runtimeOf(system)
+        // No tools in the input: all of the agent's (a hook changed them otherwise).
+        const tools = input.tools ?? runtime.toolSpecs
         const started = runtime.clock.now()
         const onTextDelta = runtime.events.has('text.delta')
           ? (delta: string) =>
@@ -52,25 +64,26 @@ export function createAgentActors(runtime: AgentRuntime) {
           : undefined
         const response = await runtime.provider.complete(
           runtime.output
-            ? { messages: input.messages, tools: input.tools, responseFormat: runtime.output.responseFormat }
-            : { messages: input.messages, tools: input.tools },
+            ? { messages: input.messages, tools, responseFormat: runtime.output.responseFormat }
+            : { messages: input.messages, tools },
           onTextDelta ? { signal, onTextDelta } : { signal },
         )
         return { ...response, durationMs: runtime.clock.now() - started }
       },
     ),
 
-    beforeToolExecutionHook: fromPromise(async ({ input, signal }: { input: CallInput; signal: AbortSignal }) =>
-      runtime.hooks.beforeToolExecution({
-        ...hookBase(input, signal),
-        callId: input.call.callId,
-        toolName: input.call.toolName,
-        input: input.call.args,
-      }),
+    beforeToolExecutionHook: fromPromise(
+      async ({ input, signal, system }: { input: CallInput; signal: AbortSignal; system: AnyActorSystem }) =>
+        runtimeOf(system).hooks.beforeToolExecution({
+          ...hookBase(input, signal),
+          callId: input.call.callId,
+          toolName: input.call.toolName,
+          input: input.call.args,
+        }),
     ),
 
-    evaluateApprovalRule: fromPromise(async ({ input }: { input: { call: CurrentCall } }) => {
-      const rule = runtime.tools.get(input.call.toolName)?.needsApproval
+    evaluateApprovalRule: fromPromise(async ({ input, system }: { input: { call: CurrentCall }; system: AnyActorSystem }) => {
+      const rule = runtimeOf(system).tools.get(input.call.toolName)?.needsApproval
       if (typeof rule !== 'function') return Boolean(rule)
       return Boolean(await rule(input.call.args))
     }),
@@ -82,41 +95,45 @@ export function createAgentActors(runtime: AgentRuntime) {
      * process was down (the `deadline` actor denies it then). `approval.requested` is announced
      * only once the request can be answered (`Reviewer.open`, when the reviewer has one).
      */
-    requestApproval: fromCallback<AgentMachineEvent, { request: ApprovalRequest; run: RunInfo }>(({ input, sendBack }) => {
-      const controller = new AbortController()
-      const { request } = input
-      const { signal } = controller
-      const unavailable = (error: unknown) => {
-        if (!signal.aborted) sendBack({ type: 'approval.unavailable', reason: describeError(error) })
-      }
-      const review = (reviewer: Reviewer) => {
-        runtime.events.emit({ ...eventFields(input.run), at: runtime.clock.now(), type: 'approval.requested', request })
-        reviewer.review(request, { signal }).then((decision) => {
-          if (!signal.aborted) sendBack({ type: 'approval.decision', decision })
-        }, unavailable)
-      }
-      const publish = () => {
-        if (signal.aborted || request.deadline <= runtime.clock.now()) return
-        const reviewer = runtime.reviewer
-        if (!reviewer) {
-          sendBack({ type: 'approval.unavailable', reason: 'no reviewer is configured for this agent' })
-          return
+    requestApproval: fromCallback<AgentMachineEvent, { request: ApprovalRequest; run: RunInfo }>(
+      ({ input, sendBack, system }) => {
+        const runtime = runtimeOf(system)
+        const controller = new AbortController()
+        const { request } = input
+        const { signal } = controller
+        const unavailable = (error: unknown) => {
+          if (!signal.aborted) sendBack({ type: 'approval.unavailable', reason: describeError(error) })
         }
-        if (reviewer.open === undefined) review(reviewer)
-        else
-          reviewer.open(request, { signal }).then(() => {
-            if (!signal.aborted) review(reviewer)
+        const review = (reviewer: Reviewer) => {
+          runtime.events.emit({ ...eventFields(input.run), at: runtime.clock.now(), type: 'approval.requested', request })
+          reviewer.review(request, { signal }).then((decision) => {
+            if (!signal.aborted) sendBack({ type: 'approval.decision', decision })
           }, unavailable)
-      }
-      const journal = runtime.journals?.get(request.runId)
-      // A failed save stops the run (the journal reports it); nothing is shown then.
-      if (journal) journal.save().then(publish, () => {})
-      else publish()
-      return () => controller.abort()
-    }),
+        }
+        const publish = () => {
+          if (signal.aborted || request.deadline <= runtime.clock.now()) return
+          const reviewer = runtime.reviewer
+          if (!reviewer) {
+            sendBack({ type: 'approval.unavailable', reason: 'no reviewer is configured for this agent' })
+            return
+          }
+          if (reviewer.open === undefined) review(reviewer)
+          else
+            reviewer.open(request, { signal }).then(() => {
+              if (!signal.aborted) review(reviewer)
+            }, unavailable)
+        }
+        const journal = runtime.journals?.get(request.runId)
+        // A failed save stops the run (the journal reports it); nothing is shown then.
+        if (journal) journal.save().then(publish, () => {})
+        else publish()
+        return () => controller.abort()
+      },
+    ),
 
     /** Sends `deadline.reached` at the absolute time `at` (re-armed from it when a stored run is restored). */
-    deadline: fromCallback<AgentMachineEvent, { at: number }>(({ input, sendBack }) => {
+    deadline: fromCallback<AgentMachineEvent, { at: number }>(({ input, sendBack, system }) => {
+      const runtime = runtimeOf(system)
       const timer = runtime.clock.setTimeout(
         () => sendBack({ type: 'deadline.reached' }),
         Math.max(0, input.at - runtime.clock.now()),
@@ -124,37 +141,57 @@ export function createAgentActors(runtime: AgentRuntime) {
       return () => runtime.clock.clearTimeout(timer)
     }),
 
-    executeTool: fromPromise(async ({ input, signal }: { input: ToolRunInput; signal: AbortSignal }): Promise<ToolRunOutput> => {
-      const { call, run } = input
-      // Routing sends only calls to known tools here (an unknown one is an invalid call).
-      const tool = runtime.tools.get(call.toolName) as Tool<unknown>
-      const base = eventFields(run)
-      const journal = runtime.journals?.get(run.runId)
-      if (journal) {
-        // The ledger decides what a call restored after a crash does; a new call just runs.
-        const resumed = resumeToolCall(journal.ledgerEntry(call.callId), tool)
-        if (resumed.action === 'use_recorded') return { output: resumed.result.output, recorded: resumed.result }
-        if (resumed.action === 'report_unknown') {
-          reportOutcomeUnknown(runtime, run, call, resumed.result.output)
-          journal.finishCall(call.callId, resumed.result)
-          return { output: resumed.result.output, recorded: resumed.result }
+    executeTool: fromPromise(
+      async ({
+        input,
+        signal,
+        system,
+      }: {
+        input: ToolRunInput
+        signal: AbortSignal
+        system: AnyActorSystem
+      }): Promise<ToolRunOutput> => {
+        const runtime = runtimeOf(system)
+        const { call, run } = input
+        // Routing sends only calls to known tools here (an unknown one is an invalid call).
+        const tool = runtime.tools.get(call.toolName) as Tool<unknown>
+        const base = eventFields(run)
+        const journal = runtime.journals?.get(run.runId)
+        if (journal) {
+          // The ledger decides what a call restored after a crash does; a new call just runs.
+          const resumed = resumeToolCall(journal.ledgerEntry(call.callId), tool)
+          if (resumed.action === 'use_recorded') return { output: resumed.result.output, recorded: resumed.result }
+          if (resumed.action === 'report_unknown') {
+            reportOutcomeUnknown(runtime, run, call, resumed.result.output)
+            journal.finishCall(call.callId, resumed.result)
+            return { output: resumed.result.output, recorded: resumed.result }
+          }
+          // Durable first, then the side effect.
+          await journal.startCall({ callId: call.callId, toolName: call.toolName })
+          signal.throwIfAborted()
         }
-        // Durable first, then the side effect.
-        await journal.startCall({ callId: call.callId, toolName: call.toolName })
-        signal.throwIfAborted()
-      }
-      try {
-        const output = await runTool(runtime, tool, input, base, signal)
-        journal?.finishCall(call.callId, { output: output.output, isError: false, outcome: 'executed' })
-        return output
-      } catch (error) {
-        if (journal && !signal.aborted) journal.finishCall(call.callId, failedToolResult(error))
-        throw error
-      }
-    }),
+        try {
+          const output = await runTool(runtime, tool, input, base, signal)
+          journal?.finishCall(call.callId, { output: output.output, isError: false, outcome: 'executed' })
+          return output
+        } catch (error) {
+          if (journal && !signal.aborted) journal.finishCall(call.callId, failedToolResult(error))
+          throw error
+        }
+      },
+    ),
+
     afterToolExecutionHook: fromPromise(
-      async ({ input, signal }: { input: CallInput & { result: { output: string; isError: boolean } }; signal: AbortSignal }) =>
-        runtime.hooks.afterToolExecution({
+      async ({
+        input,
+        signal,
+        system,
+      }: {
+        input: CallInput & { result: { output: string; isError: boolean } }
+        signal: AbortSignal
+        system: AnyActorSystem
+      }) =>
+        runtimeOf(system).hooks.afterToolExecution({
           ...hookBase(input, signal),
           callId: input.call.callId,
           toolName: input.call.toolName,
@@ -168,11 +205,13 @@ export function createAgentActors(runtime: AgentRuntime) {
       async ({
         input,
         signal,
+        system,
       }: {
         input: TranscriptInput & { reply: AssistantMessage; toolResults: ToolMessage[] }
         signal: AbortSignal
+        system: AnyActorSystem
       }) => {
-        await runtime.hooks.afterTurn({
+        await runtimeOf(system).hooks.afterTurn({
           ...hookBase(input, signal),
           reply: input.reply,
           toolResults: [...input.toolResults],

@@ -1,5 +1,5 @@
 import { type AgentContext, createAgent, ScriptedReviewer, sequentialIds, tool } from '@signalbox/core'
-import { createAgentMachine } from '@signalbox/core/internal'
+import { agentMachine } from '@signalbox/core/internal'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { type AnyStateNode, SimulatedClock, waitFor } from 'xstate'
@@ -39,7 +39,9 @@ describe('the agent machine', () => {
       expect(keys, `state ${state}`).toContain(state)
     }
     expect(agent.machine.id).toBe('agent')
-    expect(typeof createAgentMachine).toBe('function')
+    // One machine for every agent: the runtime is bound to each run, not captured in the machine.
+    expect(agent.machine).toBe(agentMachine)
+    expect(createAgent({ id: 'other', provider: new ScriptedProvider({ script: [] }) }).machine).toBe(agentMachine)
   })
 
   it('has done, failed and cancelled as its only final states', () => {
