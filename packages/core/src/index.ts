@@ -43,12 +43,14 @@ export { type TerminalOptions, terminalAnswerer, terminalReviewer } from './hitl
 export type {
   Answer,
   Answerer,
+  AnswerOptions,
   ApprovalDecision,
   ApprovalRequest,
   AuditEntry,
   AuditKind,
   AuditLog,
   Question,
+  ReviewOptions,
   Reviewer,
 } from './hitl/types.ts'
 export { AUDIT_KINDS } from './hitl/types.ts'
