@@ -50,8 +50,8 @@ export type {
   AuditKind,
   AuditLog,
   Question,
-  ReviewOptions,
   Reviewer,
+  ReviewOptions,
 } from './hitl/types.ts'
 export { AUDIT_KINDS } from './hitl/types.ts'
 export {

@@ -103,7 +103,11 @@ export function rolePermissions(role: Role, scope: PermissionScope = {}): RolePe
   const answersQuestions = (group: string | undefined) => {
     publish.push({ subject: answers, why: 'answers (durable publish)' })
     consumers.push(
-      { name: `${name}_questions`, filter: ask, why: 'every question (broadcast mode, the default)' },
+      {
+        name: `${name}_questions`,
+        filter: ask,
+        why: group !== undefined ? 'every question (broadcast mode, the default)' : 'every question',
+      },
       ...(group !== undefined
         ? [{ name: group, filter: ask, why: 'questions, shared by the answerer group (shared mode)', shared: true }]
         : []),

@@ -29,7 +29,13 @@ describe('refused answers are audited (nats)', () => {
     const agentBus = await d.bus('agent')
     // Not the agent's audit: with an agent asking, nothing may be written here.
     const answererAudit = trackedAudit()
-    const answerer = remoteAnswerer({ bus: agentBus, subjects: d.subjects, trust: policy, signer: agentKey, audit: answererAudit.log })
+    const answerer = remoteAnswerer({
+      bus: agentBus,
+      subjects: d.subjects,
+      trust: policy,
+      signer: agentKey,
+      audit: answererAudit.log,
+    })
     d.defer(() => answerer.close())
     const audit = trackedAudit()
     const provider = new ScriptedProvider({

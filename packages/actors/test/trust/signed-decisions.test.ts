@@ -19,16 +19,7 @@ import {
   signedAuditLog,
   verifyAuditTrail,
 } from '../../src/trust/index.ts'
-import {
-  type Deployment,
-  deploy,
-  eventually,
-  nats,
-  payTool,
-  readByModel,
-  recordEvents,
-  trackedAudit,
-} from '../actors/harness.ts'
+import { type Deployment, deploy, eventually, nats, payTool, readByModel, recordEvents, trackedAudit } from '../actors/harness.ts'
 
 const ARGS = { to: 'bob', amount: 42 }
 

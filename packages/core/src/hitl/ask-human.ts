@@ -66,7 +66,13 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
         })
       // An answer the answerer refused (forged, for another question, late): audited, never read by the model.
       const rejected = (answer: unknown, reason: string) => {
-        const entry = rejectedAnswerAudit({ question: asked, answer, reason, at: clock.now(), toolName: options.name ?? 'ask_human' })
+        const entry = rejectedAnswerAudit({
+          question: asked,
+          answer,
+          reason,
+          at: clock.now(),
+          toolName: options.name ?? 'ask_human',
+        })
         try {
           Promise.resolve(context.audit.record(entry)).catch(() => {})
         } catch {
