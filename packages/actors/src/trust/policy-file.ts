@@ -5,8 +5,8 @@
  *
  * ```json
  * {
- *   "keys": { "UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4": "tina" },
- *   "reviewers": { "drop_claw": ["UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4"] },
+ *   "keys": { "UBI2X2UG7H2CCANNQ3MXU7U7FN4PB5XO4MEJ7POOAXXUJEJAKH3TFLUC": "tina" },
+ *   "reviewers": { "drop_claw": ["UBI2X2UG7H2CCANNQ3MXU7U7FN4PB5XO4MEJ7POOAXXUJEJAKH3TFLUC"] },
  *   "steerers": [], "controllers": [], "maxAgeMs": 300000
  * }
  * ```

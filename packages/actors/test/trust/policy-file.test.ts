@@ -1,4 +1,5 @@
 /** The trust policy file format (`signalbox run|host --trust`): what it accepts, and how it says what is wrong. */
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { createSigner, newUserSeed, parseTrustPolicy, TrustPolicyError } from '../../src/trust/index.ts'
 
@@ -55,5 +56,16 @@ describe('parseTrustPolicy', () => {
     expect(error).toBeInstanceOf(TrustPolicyError)
     expect((error as TrustPolicyError).code).toBe('TRUST_POLICY_INVALID')
     expect((error as Error).message).toMatch(message)
+  })
+})
+
+describe('docs/security.md', () => {
+  it('the example policy file is one parseTrustPolicy accepts', () => {
+    const doc = readFileSync(new URL('../../../../docs/security.md', import.meta.url), 'utf8')
+    const section = doc.slice(doc.indexOf('## Trust policy files'))
+    const example = /```json\n([\s\S]*?)```/.exec(section)?.[1]
+    expect(example).toBeDefined()
+    const policy = parseTrustPolicy((example as string).replace(/^ {2}/gm, ''))
+    expect(Object.values(policy.options.keys)).toEqual(['tina', 'ops', 'travel host'])
   })
 })
