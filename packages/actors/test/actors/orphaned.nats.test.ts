@@ -4,15 +4,14 @@
  * `system`), and audited; a reviewer started later is not shown it. A live agent's request,
  * waiting just as long, is not touched.
  */
-import { type ApprovalRequest, createAgent, type Reviewer, tool } from '@signalbox/core'
+import type { ApprovalRequest, Reviewer } from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
-import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { startCrashChild } from '../../../../test/support/crash-harness.ts'
 import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
-import { z } from 'zod'
 import { remoteReviewer, serveReviewer } from '../../src/index.ts'
 import { connectNatsBus, type NatsBus } from '../../src/nats/index.ts'
+import { payingAgent } from './fixtures/paying-agent.ts'
 import { eventually, sleep, trackedAudit } from './harness.ts'
 
 const HEARTBEAT_MS = 300
@@ -35,24 +34,30 @@ function lookingPerson() {
   return { reviewer, shown, withdrawn }
 }
 
+/** A private prefix on the shared server; connections and closers are undone when the test ends. */
+function deployment() {
+  const prefix = uniquePrefix()
+  const subjects = createSubjects(prefix)
+  const buses: NatsBus[] = []
+  const closers: (() => void)[] = []
+  onTestFinished(async () => {
+    for (const close of closers) close()
+    await Promise.allSettled(buses.map((bus) => bus.close()))
+    const admin = await connectNatsBus({ servers: NATS_URL, prefix, name: 'orphan-cleanup' })
+    await (await admin.manager()).streams.delete(admin.streamName).catch(() => {})
+    await admin.close()
+  })
+  const open = async (name: string) => {
+    const bus = await connectNatsBus({ servers: NATS_URL, prefix, name: `${name}-${prefix}` })
+    buses.push(bus)
+    return bus
+  }
+  return { prefix, subjects, open, closers }
+}
+
 describe('orphaned approval requests (agent without a store, killed)', () => {
   it('withdrawn from the reviewer, marked orphaned for all, audited; a live agent’s request is kept', async () => {
-    const prefix = uniquePrefix()
-    const subjects = createSubjects(prefix)
-    const buses: NatsBus[] = []
-    const closers: (() => void)[] = []
-    onTestFinished(async () => {
-      for (const close of closers) close()
-      await Promise.allSettled(buses.map((bus) => bus.close()))
-      const admin = await connectNatsBus({ servers: NATS_URL, prefix, name: 'orphan-cleanup' })
-      await (await admin.manager()).streams.delete(admin.streamName).catch(() => {})
-      await admin.close()
-    })
-    const open = async (name: string) => {
-      const bus = await connectNatsBus({ servers: NATS_URL, prefix, name: `${name}-${prefix}` })
-      buses.push(bus)
-      return bus
-    }
+    const { prefix, subjects, open, closers } = deployment()
     const reviewerBus = await open('reviewer')
     const audit = trackedAudit()
     const person = lookingPerson()
@@ -123,22 +128,7 @@ describe('orphaned approval requests (agent without a store, killed)', () => {
     // Seen under a loaded CI: the event loop of the process holding both the agent and the reviewer
     // stalls for seconds; when it wakes, the orphan check and the heartbeat timer fire together and
     // the heartbeat is still in flight. The check must look again before calling the agent gone.
-    const prefix = uniquePrefix()
-    const subjects = createSubjects(prefix)
-    const buses: NatsBus[] = []
-    const closers: (() => void)[] = []
-    onTestFinished(async () => {
-      for (const close of closers) close()
-      await Promise.allSettled(buses.map((bus) => bus.close()))
-      const admin = await connectNatsBus({ servers: NATS_URL, prefix, name: 'stall-cleanup' })
-      await (await admin.manager()).streams.delete(admin.streamName).catch(() => {})
-      await admin.close()
-    })
-    const open = async (name: string) => {
-      const bus = await connectNatsBus({ servers: NATS_URL, prefix, name: `${name}-${prefix}` })
-      buses.push(bus)
-      return bus
-    }
+    const { subjects, open, closers } = deployment()
     const person = lookingPerson()
     const orphaned: ApprovalRequest[] = []
     const service = serveReviewer({
@@ -151,23 +141,7 @@ describe('orphaned approval requests (agent without a store, killed)', () => {
     await service.ready
     const reviewer = remoteReviewer({ bus: await open('agent'), subjects, heartbeatMs: HEARTBEAT_MS })
     closers.push(() => reviewer.close())
-    const agent = createAgent({
-      id: 'payer',
-      provider: new ScriptedProvider({
-        script: [{ toolCalls: [{ id: 'call_pay', name: 'pay', arguments: { to: 'bob', amount: 42 } }] }, { content: 'done' }],
-      }),
-      tools: [
-        tool({
-          name: 'pay',
-          description: 'Pay someone. Irreversible.',
-          schema: z.object({ to: z.string(), amount: z.number() }),
-          needsApproval: true,
-          execute: () => 'paid',
-        }),
-      ],
-      reviewer,
-      approvalTimeoutMs: 600_000,
-    })
+    const agent = payingAgent(reviewer)
     const handle = agent.start('pay bob 42')
     const outcome = handle.result.catch((error: unknown) => error)
     closers.push(() => handle.cancel('test over'))
