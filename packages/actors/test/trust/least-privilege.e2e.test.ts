@@ -48,7 +48,7 @@ import {
   signedAuditLog,
   verifyAuditTrail,
 } from '../../src/trust/index.ts'
-import { deferred, eventually, readByModel, trackedAudit } from '../actors/harness.ts'
+import { deferred, eventually, readByModel, trackedAudit, within } from '../actors/harness.ts'
 
 const prefix = 'lp.v1'
 const S = defaultStreamName(prefix)
@@ -408,7 +408,8 @@ describe('the claw scenario under least privilege', () => {
       trust: policy,
       answerer: functionAnswerer(() => 'Bin 3.', { name: 'whatever-ann-types' }),
     })
-    await service.ready
+    // Without the role's grant for ann_questions, the consumer is refused and this never settles.
+    await within(service.ready, 15_000, "the answerer's consumers")
     const result = await agent.run('which bin?')
     expect(result.output).toBe('bin 3 it is')
     expect(readByModel(provider, 'call_ask')).toBe('Bin 3.')
