@@ -43,6 +43,7 @@ export { type TerminalOptions, terminalAnswerer, terminalReviewer } from './hitl
 export type {
   Answer,
   Answerer,
+  AnswerOptions,
   ApprovalDecision,
   ApprovalRequest,
   AuditEntry,
@@ -50,6 +51,7 @@ export type {
   AuditLog,
   Question,
   Reviewer,
+  ReviewOptions,
 } from './hitl/types.ts'
 export { AUDIT_KINDS } from './hitl/types.ts'
 export {

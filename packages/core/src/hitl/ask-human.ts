@@ -4,6 +4,7 @@ import { type Clock, systemClock } from '../clock.ts'
 import { formatDuration } from '../duration.ts'
 import { describeError, isAbortError, QuestionTimeoutError, ToolError } from '../errors.ts'
 import { type Tool, tool } from '../tool.ts'
+import { rejectedAnswerAudit } from './decision.ts'
 import type { Answerer, AuditKind, Question } from './types.ts'
 
 export interface AskHumanOptions {
@@ -63,6 +64,21 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
           decidedAt,
           latencyMs: decidedAt - askedAt,
         })
+      // An answer the answerer refused (forged, for another question, late): audited, never read by the model.
+      const rejected = (answer: unknown, reason: string) => {
+        const entry = rejectedAnswerAudit({
+          question: asked,
+          answer,
+          reason,
+          at: clock.now(),
+          toolName: options.name ?? 'ask_human',
+        })
+        try {
+          Promise.resolve(context.audit.record(entry)).catch(() => {})
+        } catch {
+          // A failing audit log must not reach the answerer.
+        }
+      }
       const controller = new AbortController()
       const onAbort = () => controller.abort(context.signal.reason)
       context.signal.addEventListener('abort', onAbort, { once: true })
@@ -74,7 +90,7 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
       try {
         // The deadline holds even for an answerer that ignores its signal.
         const answer = await untilAborted(
-          options.answerer.answer(asked, { signal: controller.signal }),
+          options.answerer.answer(asked, { signal: controller.signal, rejected }),
           controller.signal,
           'The question',
         )

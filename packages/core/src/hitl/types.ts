@@ -52,9 +52,21 @@ export interface Reviewer {
    * starts listening for the decision here. The agent emits `approval.requested` only once this
    * resolves (at once when absent), then calls `review`. Rejecting makes the approval unavailable.
    */
-  open?(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<void>
+  open?(request: ApprovalRequest, options: ReviewOptions): Promise<void>
   /** Resolves with the reviewer's decision. Must stop waiting when `signal` aborts. */
-  review(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<ApprovalDecision>
+  review(request: ApprovalRequest, options: ReviewOptions): Promise<ApprovalDecision>
+}
+
+/** What the agent gives its reviewer with each request (`open` and `review`). */
+export interface ReviewOptions {
+  signal: AbortSignal
+  /**
+   * Tell the agent of a decision the reviewer received for this request and refused to apply
+   * (forged, mismatched, late): the agent emits `approval.rejected` and writes its audit entry,
+   * once. Kept valid after the review ended, for late decisions. Absent for callers that are not
+   * an agent: the reviewer then records the rejection itself.
+   */
+  rejected?(decision: unknown, reason: string): void
 }
 
 export interface Question {
@@ -79,7 +91,18 @@ export interface Answer {
 }
 
 export interface Answerer {
-  answer(question: Question, options: { signal: AbortSignal }): Promise<Answer>
+  answer(question: Question, options: AnswerOptions): Promise<Answer>
+}
+
+/** What the asking tool gives its answerer with each question. */
+export interface AnswerOptions {
+  signal: AbortSignal
+  /**
+   * Tell the agent of an answer the answerer received for this question and refused (forged, for
+   * another question, late): the agent writes a `question.rejected` audit entry, once. Kept valid
+   * after the question was answered, for late answers.
+   */
+  rejected?(answer: unknown, reason: string): void
 }
 
 /** Every kind of audit entry signalbox writes. */
@@ -98,6 +121,8 @@ export const AUDIT_KINDS = [
   'steering.applied',
   'question.answered',
   'question.timeout',
+  /** An answer that was refused (forged, for another question, late): recorded, never given to the model. */
+  'question.rejected',
 ] as const
 export type AuditKind = (typeof AUDIT_KINDS)[number]
 

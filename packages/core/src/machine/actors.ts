@@ -5,6 +5,7 @@ type AnyActorSystem = AnyActorRef['system']
 import { untilAborted } from '../abort.ts'
 import { describeError, ProviderError, TimeoutError } from '../errors.ts'
 import { Handoff } from '../handoff.ts'
+import { rejectedDecisionAudit } from '../hitl/decision.ts'
 import type { ApprovalRequest, Reviewer } from '../hitl/types.ts'
 import type { AssistantMessage, Message, ToolMessage } from '../messages.ts'
 import type { ProviderResponse, ToolSpec } from '../provider/provider.ts'
@@ -104,9 +105,16 @@ export function createAgentActors(runtimeOf: (system: AnyActorSystem) => AgentRu
         const unavailable = (error: unknown) => {
           if (!signal.aborted) sendBack({ type: 'approval.unavailable', reason: describeError(error) })
         }
+        // A decision the reviewer refused (forged, mismatched, late) is recorded here, where every
+        // other outcome of the request is: one `approval.rejected` event, one audit entry.
+        const rejected = (decision: unknown, reason: string) => {
+          const at = runtime.clock.now()
+          runtime.events.emit({ ...eventFields(input.run), at, type: 'approval.rejected', request, decision, reason })
+          runtime.recordAudit(rejectedDecisionAudit({ run: input.run, request, decision, reason, at }))
+        }
         const review = (reviewer: Reviewer) => {
           runtime.events.emit({ ...eventFields(input.run), at: runtime.clock.now(), type: 'approval.requested', request })
-          reviewer.review(request, { signal }).then((decision) => {
+          reviewer.review(request, { signal, rejected }).then((decision) => {
             if (!signal.aborted) sendBack({ type: 'approval.decision', decision })
           }, unavailable)
         }
@@ -119,7 +127,7 @@ export function createAgentActors(runtimeOf: (system: AnyActorSystem) => AgentRu
           }
           if (reviewer.open === undefined) review(reviewer)
           else
-            reviewer.open(request, { signal }).then(() => {
+            reviewer.open(request, { signal, rejected }).then(() => {
               if (!signal.aborted) review(reviewer)
             }, unavailable)
         }
