@@ -1,5 +1,5 @@
 import { type AnyActorRef, assign, setup } from 'xstate'
-import { FatalToolError } from '../errors.ts'
+import { ConfigError, FatalToolError } from '../errors.ts'
 import { editedArgumentsRejected } from '../hitl/edited-arguments.ts'
 import type { ApprovalDecision, ApprovalRequest } from '../hitl/types.ts'
 import type { ToolGate } from '../hooks.ts'
@@ -40,8 +40,15 @@ export function bindAgentParts(actor: AnyActorRef, parts: AgentParts): void {
   byRun.set((actor.getSnapshot() as { context: AgentContext }).context.run, parts)
 }
 
-const of = (context: AgentContext) => byRun.get(context.run) as AgentParts
-const runtimeOfSystem = (system: AnyActorSystem) => (bySystem.get(system) as AgentParts).runtime
+const of = (context: AgentContext): AgentParts => byRun.get(context.run) ?? unbound()
+const runtimeOfSystem = (system: AnyActorSystem) => (bySystem.get(system) ?? unbound()).runtime
+
+/** An actor of the shared machine made outside an `Agent` has no runtime to run with. */
+function unbound(): never {
+  throw new ConfigError(
+    'This agent machine actor is not bound to an agent: start runs with agent.start() / agent.run() (or agent.resume()), not createActor(agent.machine).',
+  )
+}
 
 /** Every named guard, made once: each asks the run's own agent. */
 const guards = {
