@@ -22,8 +22,8 @@ export interface AnswerServiceOptions {
   /**
    * Whose answers (`answerers`) count as answering a question elsewhere: anyone can publish an
    * answer quoting a question they read, and without this an unsigned one would make this service
-   * drop the question (the agent then refuses that answer and nobody answers). Without one, any
-   * answer counts.
+   * drop the question (the agent then refuses that answer and nobody answers). A policy without
+   * `answerers` lets no answer count: each question is answered here. Without one, any answer counts.
    */
   trust?: TrustPolicy
   clock?: Clock
@@ -54,8 +54,8 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
       schema: AnswerMessage,
       idOf: (answer) => answer.questionId,
       purpose: 'answered',
-      matches: (question, answer) =>
-        options.trust === undefined || options.trust.check(answer, { agentId: (question as QuestionMessage).agentId }).ok,
+      // Answers name no agent or call: who signed is all there is to check, request or not.
+      trusted: (answer) => options.trust === undefined || options.trust.check(answer).ok,
       onSettled: (id, { v: _v, type: _type, ...answer }) => options.onSettled?.(id, answer),
     },
     ...(options.clock ? { clock: options.clock } : {}),
