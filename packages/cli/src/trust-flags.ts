@@ -58,6 +58,12 @@ export async function agentTrustFrom(context: CommandContext): Promise<AgentTrus
         '--trust and --signing-key are for agents on a bus (--nats): embedded, the reviewer is this terminal',
         context.command,
       )
+    // Not silently, though: someone who set them expects decisions to be checked, and here none are.
+    const unused = ['SIGNALBOX_TRUST', 'SIGNALBOX_SIGNING_KEY'].filter((name) => context.io.env[name])
+    if (unused.length > 0)
+      context.err(
+        `${context.c.yellow('warning')}: ${unused.map((name) => `$${name}`).join(' and ')} ${unused.length === 1 ? 'is' : 'are'} set but not used: trust policies and signing keys are for agents on a bus (--nats); embedded, the reviewer is this terminal, nothing is signed or checked`,
+      )
     return { trust: undefined, signer: undefined, trustFile: undefined, signingKeyFile: undefined }
   }
   if (trustFile === undefined && signingKeyFile === undefined)
