@@ -230,9 +230,10 @@ describe('signalbox review --trust', () => {
       // Anyone on the bus: an unsigned answer "by tina", a decision signed by a key the policy does not know.
       await publish(subjects.answers('claw'), answer(1, 'tina'), 'forged-a1')
       await publish(subjects.approvalDecisions('claw'), mallory.sign(decision(1, 'tina')), 'forged-d1')
-      // Then bob, whom the policy allows, settles the others elsewhere (each after the forgery on its subject).
-      await publish(subjects.answers('claw'), bob.sign(answer(2, 'bob')), 'a2')
-      await publish(subjects.approvalDecisions('claw'), bob.sign(decision(2, 'bob')), 'd2')
+      // Then bob, whom the policy allows, settles the others elsewhere (each after the forgery on its
+      // subject), shown under the policy's name for his key, whatever name he writes.
+      await publish(subjects.answers('claw'), bob.sign(answer(2, 'tina')), 'a2')
+      await publish(subjects.approvalDecisions('claw'), bob.sign(decision(2, 'tina')), 'd2')
       await reviewer.waitFor('by bob (someone else)')
       await reviewer.waitFor('by bob (another reviewer)')
       // The forgeries settled nothing: question 1 is still asked here, request 1 still waits its turn.

@@ -166,7 +166,11 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
         if (decisionMismatch(message, decision) !== undefined) return false
         return trust === undefined || trust.check(decision, { toolName: message.toolName }).ok
       },
-      onSettled: (id, { v: _v, type: _type, signer: _s, signature: _sig, ...decision }) => options.onSettled?.(id, decision),
+      onSettled: (id, { v: _v, type: _type, signer, signature: _sig, ...decision }) => {
+        // Shown under the policy's name for the key that signed, never the name the message claims.
+        const named = signer !== undefined ? trust?.nameOf(signer) : undefined
+        options.onSettled?.(id, named === undefined ? decision : { ...decision, reviewer: named })
+      },
     },
     clock,
     ...(options.onError ? { onError: options.onError } : {}),

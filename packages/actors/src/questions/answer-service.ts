@@ -56,7 +56,11 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
       purpose: 'answered',
       // Answers name no agent or call: who signed is all there is to check, request or not.
       trusted: (answer) => options.trust === undefined || options.trust.check(answer).ok,
-      onSettled: (id, { v: _v, type: _type, ...answer }) => options.onSettled?.(id, answer),
+      onSettled: (id, { v: _v, type: _type, signer, signature: _sig, ...answer }) => {
+        // Shown under the policy's name for the key that signed, never the name the message claims.
+        const named = signer !== undefined ? options.trust?.nameOf(signer) : undefined
+        options.onSettled?.(id, named === undefined ? answer : { ...answer, answeredBy: named })
+      },
     },
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.onError ? { onError: options.onError } : {}),
