@@ -254,6 +254,8 @@ describe('signalbox review --trust', () => {
       expect(decisions.filter((d) => d.requestId === 'request_1' && d.signer === tina.publicKey)).toMatchObject([
         { approved: true, reviewer: 'tina' },
       ])
+      // tina's key is the policy's: no warning about it.
+      expect(reviewer.stderr).not.toContain('warning')
       expect(await reviewer.stop('SIGTERM')).toBe(0)
       for (const watch of watches) watch.unsubscribe()
     } finally {

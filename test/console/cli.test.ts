@@ -89,7 +89,8 @@ describe('signalbox console', () => {
       const seed = newUserSeed()
       const tina = createSigner(seed)
       await writeFile(path.join(tmp, 'tina.nk'), seed)
-      const policy = { keys: { [tina.publicKey]: 'tina' }, answerers: [tina.publicKey] }
+      const ops = createSigner(newUserSeed()).publicKey
+      const policy = { keys: { [tina.publicKey]: 'tina', [ops]: 'ops' }, answerers: [tina.publicKey], reviewers: [ops] }
       await writeFile(path.join(tmp, 'trust.json'), JSON.stringify(policy))
       const prefix = uniquePrefix()
       const missing = await runCli(['console', '--as', 'tina', '--trust', path.join(tmp, 'nope.json'), ...busArgs(prefix)])
@@ -100,8 +101,12 @@ describe('signalbox console', () => {
       const output = await proc.waitFor(/http:\/\/localhost:\d+/)
       expect(output).toContain(`signing as ${tina.publicKey}`)
       expect(output).toContain(
-        `trust policy ${path.join(tmp, 'trust.json')}: requests not checked; no decision elsewhere settles a request (no reviewers); only its answerers settle questions elsewhere`,
+        `trust policy ${path.join(tmp, 'trust.json')}: requests not checked; only its reviewers settle requests elsewhere; only its answerers settle questions elsewhere`,
       )
+      // tina may answer but the policy lists other reviewers: her decisions would be refused, and she is told.
+      await proc.waitFor('warning: your key')
+      expect(proc.stderr).toContain(`your key ${tina.publicKey} is not among the policy's reviewers`)
+      expect(proc.stderr).not.toContain("policy's answerers")
       expect(await proc.stop('SIGINT')).toBe(0)
       await deleteStream(prefix)
     } finally {

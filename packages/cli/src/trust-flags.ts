@@ -158,6 +158,24 @@ export async function reviewerTrustFrom(context: CommandContext, agentId: string
   return { trust, trustFile, checksRequests: trust?.options.agents !== undefined }
 }
 
+/**
+ * What a reviewer should know about its own key under the policy it was given: a key the policy
+ * does not list as a reviewer (or answerer) signs decisions (answers) that agents with that policy
+ * refuse. A wrong seed file is an easy mistake, and otherwise only shows at the agent.
+ */
+export function reviewerKeyWarnings(trust: TrustPolicy | undefined, signer: Signer | undefined, answers: boolean): string[] {
+  if (trust === undefined || signer === undefined) return []
+  const key = signer.publicKey
+  const { reviewers, answerers } = trust.options
+  const lists = reviewers === undefined ? undefined : Array.isArray(reviewers) ? [reviewers] : Object.values(reviewers)
+  const warnings: string[] = []
+  if (lists !== undefined && !lists.some((list) => list.includes(key)))
+    warnings.push(`your key ${key} is not among the policy's reviewers: agents with this policy refuse its decisions`)
+  if (answers && answerers !== undefined && !answerers.includes(key))
+    warnings.push(`your key ${key} is not among the policy's answerers: agents with this policy refuse its answers`)
+  return warnings
+}
+
 /** One line for a reviewer's banner: what is checked, and against which file. */
 export function reviewerTrustLine({ trust, trustFile }: ReviewerTrust): string {
   if (trust === undefined) return 'nothing checked (no --trust or --agent-key)'

@@ -1,6 +1,6 @@
 import { openBus, signerFrom, untilSignal } from '../bus.ts'
 import { type Command, EXIT, UsageError } from '../cli.ts'
-import { REVIEWER_TRUST_OPTIONS, reviewerTrustFrom, reviewerTrustLine } from '../trust-flags.ts'
+import { REVIEWER_TRUST_OPTIONS, reviewerKeyWarnings, reviewerTrustFrom, reviewerTrustLine } from '../trust-flags.ts'
 
 export const DEFAULT_CONSOLE_PORT = 4300
 
@@ -69,6 +69,8 @@ export const consoleCommand: Command = {
         const ready = `console for ${agentId ? `agent ${agentId}` : 'every agent'} on ${subjects.prefix} at ${url}, reviewing as ${name}, ${signing}; ${reviewerTrustLine(reviewerTrust)}: ${opened.url}  (Ctrl-C to stop)`
         if (context.global.json) context.out(JSON.stringify({ type: 'console.ready', url: opened.url, reviewer: name }))
         else context.out(ready)
+        for (const warning of reviewerKeyWarnings(reviewerTrust.trust, signer, true))
+          context.err(`${context.c.yellow('warning')}: ${warning}`)
         await stop.promise
       } finally {
         await opened.close()

@@ -6,7 +6,7 @@ import { whoIsAt } from '../identity.ts'
 import type { Prompter } from '../prompter.ts'
 import type { AutoVerdict } from '../review-console.ts'
 import { commandTracing, OTLP_OPTIONS } from '../tracing.ts'
-import { REVIEWER_TRUST_OPTIONS, reviewerTrustFrom, reviewerTrustLine } from '../trust-flags.ts'
+import { REVIEWER_TRUST_OPTIONS, reviewerKeyWarnings, reviewerTrustFrom, reviewerTrustLine } from '../trust-flags.ts'
 
 export const review: Command = {
   name: 'review',
@@ -202,6 +202,8 @@ export const review: Command = {
       const ready = `reviewing approval requests for ${scope} on ${subjects.prefix} at ${url} as ${name} (${explicitMode ?? 'shared'}, ${how}); ${asks}; ${reviewerTrustLine(reviewerTrust)}. Ctrl-C to stop.`
       if (context.global.json) context.err(ready)
       else context.out(c.dim(ready))
+      for (const warning of reviewerKeyWarnings(trust, signer, answerers !== undefined))
+        context.err(`${c.yellow('warning')}: ${warning}`)
       await stop.promise
     } finally {
       stop.dispose()
