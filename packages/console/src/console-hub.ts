@@ -2,7 +2,8 @@
  * The console's view of the bus: pending approvals and questions (through the project's reviewer
  * and answer services, in broadcast mode so every console sees every request), runs and their
  * recent events, each run's machine state from inspection, and the audit trail. Decisions made
- * here go out exactly as any reviewer's do, signed with the console's reviewer name.
+ * here go out exactly as any reviewer's do, under the console's reviewer name and, with a signer,
+ * signed with its key.
  */
 import { randomUUID } from 'node:crypto'
 import {
@@ -40,7 +41,8 @@ export interface ConsoleHubOptions {
    * A trust policy (the agents' own, or one with an `agents` section): its `agents` check requests
    * (as `agentKeys`, which are added to it), and only decisions and answers signed by its
    * `reviewers` and `answerers` settle an item elsewhere, so a forged one cannot drop it from the
-   * inbox. A section left out is not checked.
+   * inbox (without those sections, nothing made elsewhere does). Without `agents` or `agentKeys`,
+   * requests are not checked.
    */
   trust?: TrustPolicy
   /** The console's key: its decisions, answers, steering and cancels are signed with it. */

@@ -25,7 +25,8 @@ export interface ConsoleOptions {
   /**
    * A trust policy (the agents' own file works): its `agents` check requests as `agentKeys` do, and
    * only decisions and answers signed by its `reviewers` and `answerers` settle an item elsewhere
-   * (a forged one cannot drop it from the inbox). A section left out is not checked.
+   * (a forged one cannot drop it from the inbox; without those sections nothing made elsewhere
+   * does). Without `agents` or `agentKeys`, requests are not checked.
    */
   trust?: TrustPolicy
   /** The console's nkey: its decisions, answers, steering and cancels are signed (agents with a trust policy accept nothing else). */

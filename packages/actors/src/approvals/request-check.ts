@@ -21,7 +21,13 @@ export type RequestCheck =
   | { ok: false; action: 'ignore'; reason: string; origin: RequestOrigin }
 
 export function checkApprovalRequest(request: ApprovalRequestMessage, trust: TrustPolicy | undefined): RequestCheck {
-  let origin: RequestOrigin = { verified: false, reason: 'no trust policy: requests are not checked' }
+  let origin: RequestOrigin = {
+    verified: false,
+    reason:
+      trust === undefined
+        ? 'no trust policy: requests are not checked'
+        : 'the trust policy names no agents: requests are not checked',
+  }
   if (trust !== undefined && trust.options.agents !== undefined) {
     const verdict = trust.check(request, { agentId: request.agentId })
     if (!verdict.ok) {
