@@ -92,6 +92,12 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
   const inFlight = new Map<string, { controller: AbortController; request: z.output<S> }>()
   const handled = new Set<string>()
   const stop = new AbortController()
+  /**
+   * Every request in flight's lifetime, aborted by `close()`. Not a listener per request on
+   * `stop.signal`: many pending decisions at once (people take hours) would pile listeners on
+   * that one signal (Node warns past 10: MaxListenersExceededWarning).
+   */
+  const lifetimes = new Set<AbortController>()
   const markHandled = (id: string) => {
     handled.add(id)
     if (handled.size > 10_000) handled.delete(handled.values().next().value as string)
@@ -121,8 +127,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     const onLifetimeAbort = () => deciding.abort(lifetime.signal.reason)
     lifetime.signal.addEventListener('abort', onLifetimeAbort, { once: true })
     inFlight.set(id, { controller: deciding, request })
-    const onStop = () => lifetime.abort(new AbortedError('the service is stopping'))
-    stop.signal.addEventListener('abort', onStop, { once: true })
+    lifetimes.add(lifetime)
     // Clamped: a timer past 2^31-1 ms fires at once in Node, which would expire a far-off request now.
     const deadline = clock.setTimeout(
       () => lifetime.abort(new AbortedError('the request expired')),
@@ -152,7 +157,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
       inFlight.delete(id)
       clearInterval(keepAlive)
       clock.clearTimeout(deadline)
-      stop.signal.removeEventListener('abort', onStop)
+      lifetimes.delete(lifetime)
       lifetime.signal.removeEventListener('abort', onLifetimeAbort)
     }
   }
@@ -235,6 +240,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     },
     close() {
       stop.abort()
+      for (const lifetime of lifetimes) lifetime.abort(new AbortedError('the service is stopping'))
       subscription.unsubscribe()
       watch?.unsubscribe()
     },

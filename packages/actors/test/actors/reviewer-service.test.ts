@@ -6,10 +6,10 @@
  */
 import { AckPolicy, jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
-import { createAgent, policyReviewer } from '@signalbox/core'
+import { createAgent, policyReviewer, type Reviewer } from '@signalbox/core'
 import { type ApprovalDecisionMessage, type ApprovalRequestMessage, callDigest } from '@signalbox/core/protocol'
 import { ScriptedProvider } from '@signalbox/core/testing'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { NATS_URL } from '../../../../test/support/env.ts'
 import { remoteReviewer, serveReviewer } from '../../src/index.ts'
 import type { NatsBus } from '../../src/nats/index.ts'
@@ -136,3 +136,47 @@ describe('reviewer service started before the stream exists (nats)', () => {
     expect(ready).toBe(true)
   })
 })
+
+for (const transport of TRANSPORTS) {
+  describe(`reviewer service: many pending requests at once (${transport.name})`, () => {
+    it('adds no listener per request to a service-wide signal (no MaxListenersExceededWarning); close() still withdraws every pending one', async () => {
+      const warnings: Error[] = []
+      const onWarning = (warning: Error) => warnings.push(warning)
+      process.on('warning', onWarning)
+      onTestFinished(() => {
+        process.off('warning', onWarning)
+      })
+      const d = await deploy(transport)
+      const bus = await d.bus('reviewer')
+      // A person who has not decided yet: each review waits until it is withdrawn.
+      const withdrawn: string[] = []
+      const holding: Reviewer = {
+        name: 'holding',
+        review: (request, { signal }) =>
+          new Promise<never>((_, reject) => {
+            signal.addEventListener('abort', () => {
+              withdrawn.push(request.requestId)
+              reject(signal.reason)
+            })
+          }),
+      }
+      const service = serveReviewer({ bus, subjects: d.subjects, reviewer: holding })
+      d.defer(() => service.close())
+      await service.ready
+      const agentBus = await d.bus('agent')
+      const count = 25
+      for (let i = 0; i < count; i++) {
+        const request = approvalRequest(`request_pending_${i}`)
+        await agentBus.durablePublish(d.subjects.approvals('payer'), JSON.stringify(request), { msgId: request.requestId })
+      }
+      await eventually(() => service.inFlight.size === count, 5_000, 'every request to be pending')
+      // Node reports the warning on a later tick.
+      await sleep(50)
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message)).toEqual([])
+
+      service.close()
+      await eventually(() => withdrawn.length === count, 5_000, 'every pending review to be withdrawn')
+      expect(service.inFlight.size).toBe(0)
+    })
+  })
+}
