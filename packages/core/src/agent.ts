@@ -19,6 +19,7 @@ import { type Instrumentation, Instruments } from './instrumentation.ts'
 import { type AgentMachine, type AgentParts, agentMachine, bindAgentParts, createAgentParts } from './machine/agent-machine.ts'
 import type { AgentOutput, SteeringItem } from './machine/context.ts'
 import { type BudgetCheck, defaultRetryPolicy } from './machine/runtime.ts'
+import { withRunWorker } from './machine/worker.ts'
 import type { Message } from './messages.ts'
 import { type OutputSpec, outputSpec } from './output.ts'
 import type { StoredRun } from './store/checkpoint.ts'
@@ -230,7 +231,8 @@ export class Agent<TOutput = string> {
         id: runId,
         clock: this.#clock,
         ...(this.#options.inspect ? { inspect: this.#options.inspect } : {}),
-        snapshot: restoreTranscript(claimed.checkpoint.snapshot, messages) as never,
+        // Checkpoints from before the run's worker (a child per wait) are upgraded.
+        snapshot: withRunWorker(restoreTranscript(claimed.checkpoint.snapshot, messages)) as never,
         // Ignored when restoring a snapshot; the type asks for it.
         input: undefined as never,
       })

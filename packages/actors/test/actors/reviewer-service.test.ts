@@ -151,7 +151,6 @@ for (const transport of TRANSPORTS) {
       // A person who has not decided yet: each review waits until it is withdrawn.
       const withdrawn: string[] = []
       const holding: Reviewer = {
-        name: 'holding',
         review: (request, { signal }) =>
           new Promise<never>((_, reject) => {
             signal.addEventListener('abort', () => {

@@ -1,4 +1,4 @@
-import { type AnyActorRef, fromCallback, fromPromise } from 'xstate'
+import type { AnyActorRef } from 'xstate'
 
 type AnyActorSystem = AnyActorRef['system']
 
@@ -15,12 +15,35 @@ import type { AgentMachineEvent, CurrentCall, RunInfo } from './context.ts'
 import type { AgentRuntime } from './runtime.ts'
 import { failedToolResult, transferredText } from './tool-result-texts.ts'
 
+/** A wait's work that settles once: its result becomes `work.done`, its failure `work.error`. */
+export interface PromiseWork<I = any, O = any> {
+  kind: 'promise'
+  run(args: { input: I; signal: AbortSignal; system: AnyActorSystem }): Promise<O>
+}
+
+/** A wait's work that answers with events of its own; returns what stops it. */
+export interface CallbackWork<I = any> {
+  kind: 'callback'
+  run(args: { input: I; sendBack: (event: AgentMachineEvent) => void; system: AnyActorSystem }): () => void
+}
+
+export type Work = PromiseWork | CallbackWork
+
+// The same shapes as XState's `fromPromise` / `fromCallback`, run by the run's worker instead
+// of an actor of their own.
+function fromPromise<O, I>(run: PromiseWork<I, O>['run']): PromiseWork<I, O> {
+  return { kind: 'promise', run }
+}
+function fromCallback<_E, I>(run: CallbackWork<I>['run']): CallbackWork<I> {
+  return { kind: 'callback', run }
+}
+
 /**
- * The named actors the agent machine invokes, one per wait. Each is registered by name in
- * `setup({ actors })` (inline actors cannot be persisted) and receives the `AbortSignal`
- * that aborts when its state is left.
+ * The work the agent machine does in its waits, one entry per kind (hook, model, reviewer, tool,
+ * deadline). The run's worker (`RunWorker`) starts an entry when its wait state is entered and
+ * stops it (aborting its `AbortSignal`) when that state is left.
  */
-export function createAgentActors(runtimeOf: (system: AnyActorSystem) => AgentRuntime) {
+export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRuntime) {
   const hookBase = (input: TurnInput, signal: AbortSignal) => ({
     agentId: input.run.agentId,
     runId: input.run.runId,

@@ -6,13 +6,14 @@ import type { ToolGate } from '../hooks.ts'
 import type { AssistantMessage } from '../messages.ts'
 import type { ProviderResponse } from '../provider/provider.ts'
 import { MachineActions, type TurnLimit } from './actions.ts'
-import { createAgentActors, eventFields, isRetryable, type ToolRunOutput } from './actors.ts'
+import { createAgentWork, eventFields, isRetryable, type ToolRunOutput, type Work } from './actors.ts'
 import type { AgentContext, AgentInput, AgentMachineEvent, AgentOutput, CurrentCall, RunInfo } from './context.ts'
 import { createContext, runOutput } from './create-context.ts'
 import { decisionApproves, decisionFits, type GuardDeps, machineGuards } from './guards.ts'
 import { askForValidAnswer, createOutputGuards, failWithInvalidAnswer } from './output-check.ts'
 import { createCallPreparer } from './prepare-call.ts'
 import type { AgentRuntime } from './runtime.ts'
+import { type RunWorker, workerActor, workerOf } from './worker.ts'
 
 /** What one agent's runs need from it: its runtime, and its actions (with the call preparer). */
 export interface AgentParts extends GuardDeps {
@@ -60,6 +61,102 @@ const guards = {
 const current = (context: AgentContext) => context.current as CurrentCall
 const reply = (context: AgentContext) => context.reply as AssistantMessage
 
+const agentWork = createAgentWork(runtimeOfSystem)
+type WorkName = keyof typeof agentWork
+
+/**
+ * The work of each wait state, with its input (made from the context when the state is entered,
+ * and again when a stored run is restored in that state: same request id, same absolute deadline).
+ */
+const waits = {
+  runningBeforeTurn: [
+    { src: 'beforeTurnHook', input: (context) => ({ run: context.run, turn: context.turn, messages: context.messages }) },
+  ],
+  runningBeforeProviderCall: [
+    {
+      src: 'beforeProviderCallHook',
+      input: (context) => ({ run: context.run, turn: context.turn, messages: context.messages }),
+    },
+  ],
+  callingModel: [
+    {
+      src: 'callModel',
+      input: (context) => ({
+        turn: context.turn,
+        messages: context.model.outgoing?.messages ?? context.messages,
+        // Undefined: the agent's own tools (the work looks them up; inputs stay data).
+        tools: context.model.outgoing?.tools,
+        base: eventFields(context.run),
+      }),
+    },
+  ],
+  // An absolute time, not `after`: a restored run re-arms it.
+  waitingToRetry: [{ src: 'deadline', input: (context) => ({ at: context.model.retryAt }) }],
+  runningBeforeToolExecution: [
+    {
+      src: 'beforeToolExecutionHook',
+      input: (context) => ({ run: context.run, turn: context.turn, call: current(context) }),
+    },
+  ],
+  evaluatingApprovalRule: [{ src: 'evaluateApprovalRule', input: (context) => ({ call: current(context) }) }],
+  awaitingApproval: [
+    {
+      src: 'requestApproval',
+      input: (context) => ({ request: current(context).approval as ApprovalRequest, run: context.run }),
+    },
+    { src: 'deadline', input: (context) => ({ at: (current(context).approval as ApprovalRequest).deadline }) },
+  ],
+  executingTool: [{ src: 'executeTool', input: (context) => ({ run: context.run, call: current(context) }) }],
+  runningAfterToolExecution: [
+    {
+      src: 'afterToolExecutionHook',
+      input: (context) => {
+        const call = current(context)
+        return { run: context.run, turn: context.turn, call, result: call.result ?? { output: '', isError: false } }
+      },
+    },
+  ],
+  runningAfterTurn: [
+    {
+      src: 'afterTurnHook',
+      input: (context) => ({
+        run: context.run,
+        turn: context.turn,
+        reply: reply(context),
+        toolResults: context.toolResults,
+        messages: context.messages,
+      }),
+    },
+  ],
+} satisfies Record<string, { src: WorkName; input: (context: AgentContext) => unknown }[]>
+type WaitName = keyof typeof waits
+
+/** Starts the work of wait state `wait` on the run's worker. */
+function startWait(worker: RunWorker, wait: WaitName, context: AgentContext): void {
+  const specs: readonly { src: WorkName; input: (context: AgentContext) => unknown }[] = waits[wait]
+  for (let i = 0; i < specs.length; i++) {
+    const spec = specs[i] as (typeof specs)[number]
+    worker.start(agentWork[spec.src] as Work, spec.input(context))
+  }
+}
+
+/** The entry of a wait state: its work starts (its exit, `stopWork`, stops it). */
+const work = (wait: WaitName) => ({ type: 'startWork' as const, params: wait })
+
+/**
+ * A restored run's worker restarts the work of the state the run was saved in, with the same
+ * inputs (they are made from the restored context): the model is called again, the approval shown
+ * again with its request id, the deadline re-armed from its absolute time.
+ */
+function resumeWait(worker: RunWorker, parent: AnyActorRef): void {
+  const snapshot = parent.getSnapshot() as { status: string; value: unknown; context: AgentContext }
+  if (snapshot.status !== 'active') return
+  // The wait states are leaves named as in `waits`: follow the state value down to its leaf.
+  let value = snapshot.value
+  while (value !== null && typeof value === 'object') value = Object.values(value)[0]
+  if (typeof value === 'string' && Object.hasOwn(waits, value)) startWait(worker, value as WaitName, snapshot.context)
+}
+
 /**
  * The agent loop as a statechart, one machine for every agent. States are the loop's phases and
  * its five hook points; every wait (hook, model, reviewer, tool) is an invoked actor inside a
@@ -76,9 +173,11 @@ export const agentMachine = setup({
     input: {} as AgentInput,
     output: {} as AgentOutput,
   },
-  actors: createAgentActors(runtimeOfSystem),
+  actors: { worker: workerActor(resumeWait) },
   guards,
   actions: {
+    startWork: ({ context, system }, wait: WaitName) => startWait(workerOf(system) ?? unbound(), wait, context),
+    stopWork: ({ system }) => workerOf(system)?.stop(),
     emitRunStart: ({ context }) => of(context).act.emitRunStart(context),
     emitTurnStart: ({ context }) => of(context).act.emitTurnStart(context),
     emitTurnEnd: ({ context }) => of(context).act.emitTurnEnd(context),
@@ -148,6 +247,8 @@ export const agentMachine = setup({
   id: 'agent',
   description: 'One run of a signalbox agent: call the model, run the tools it asks for, feed results back, repeat.',
   context: ({ input }) => createContext(input),
+  // The run's worker: does the work of every wait state (see worker.ts).
+  invoke: { id: 'worker', src: 'worker' },
   initial: 'idle',
   output: ({ context }) => runOutput(context),
   states: {
@@ -198,10 +299,10 @@ export const agentMachine = setup({
             runningBeforeTurn: {
               description: 'Hook point beforeTurn: waiting for the hooks.',
               tags: ['hook', 'wait'],
-              invoke: {
-                src: 'beforeTurnHook',
-                input: ({ context }) => ({ run: context.run, turn: context.turn, messages: context.messages }),
-                onDone: [
+              entry: work('runningBeforeTurn'),
+              exit: 'stopWork',
+              on: {
+                'work.done': [
                   {
                     guard: ({ event }) => event.output?.stop === true,
                     target: '#agent.cancelled',
@@ -211,7 +312,7 @@ export const agentMachine = setup({
                   { guard: 'hasBeforeProviderCall', target: 'runningBeforeProviderCall', actions: 'emitTurnStart' },
                   { target: 'callingModel', actions: ['emitTurnStart', 'resetModelCall'] },
                 ],
-                onError: {
+                'work.error': {
                   target: '#agent.failed',
                   actions: { type: 'failWithHookError', params: ({ event }) => ({ error: event.error }) },
                 },
@@ -228,11 +329,11 @@ export const agentMachine = setup({
             runningBeforeProviderCall: {
               description: 'Hook point beforeProviderCall: waiting for the hooks.',
               tags: ['hook', 'wait'],
-              invoke: {
-                src: 'beforeProviderCallHook',
-                input: ({ context }) => ({ run: context.run, turn: context.turn, messages: context.messages }),
-                onDone: { target: 'callingModel', actions: { type: 'sendRewritten', params: ({ event }) => event.output } },
-                onError: {
+              entry: work('runningBeforeProviderCall'),
+              exit: 'stopWork',
+              on: {
+                'work.done': { target: 'callingModel', actions: { type: 'sendRewritten', params: ({ event }) => event.output } },
+                'work.error': {
                   target: '#agent.failed',
                   actions: { type: 'failWithHookError', params: ({ event }) => ({ error: event.error }) },
                 },
@@ -241,19 +342,12 @@ export const agentMachine = setup({
             callingModel: {
               description: 'Waiting for the model (streaming). Transient errors are retried with backoff.',
               tags: ['wait', 'model'],
-              entry: ({ context }) => of(context).act.emitModelRequest(context),
-              invoke: {
-                src: 'callModel',
-                input: ({ context }) => ({
-                  turn: context.turn,
-                  messages: context.model.outgoing?.messages ?? context.messages,
-                  // Undefined: the agent's own tools (the actor looks them up; inputs stay data).
-                  tools: context.model.outgoing?.tools,
-                  base: eventFields(context.run),
-                }),
+              entry: [({ context }) => of(context).act.emitModelRequest(context), work('callingModel')],
+              exit: 'stopWork',
+              on: {
                 // Routed here rather than through a pass-through state: each microstep costs
                 // XState a snapshot, and this runs once per tool step (see BENCHMARKS.md).
-                onDone: [
+                'work.done': [
                   // Direct routes to where the reply's first call goes, opened with the reply.
                   {
                     guard: 'replyRunsAtOnce',
@@ -287,7 +381,7 @@ export const agentMachine = setup({
                     ],
                   },
                 ],
-                onError: [
+                'work.error': [
                   {
                     guard: ({ context, event }) =>
                       isRetryable(event.error) && context.model.attempt < of(context).runtime.retry.maxAttempts,
@@ -305,7 +399,8 @@ export const agentMachine = setup({
               description: 'Backing off before calling the model again.',
               tags: ['wait'],
               // A named actor on an absolute time, not `after`: a restored run re-arms it.
-              invoke: { src: 'deadline', input: ({ context }) => ({ at: context.model.retryAt }) },
+              entry: work('waitingToRetry'),
+              exit: 'stopWork',
               on: { 'deadline.reached': { target: 'callingModel', actions: 'nextAttempt' } },
             },
             toolCalls: {
@@ -348,10 +443,10 @@ export const agentMachine = setup({
                 runningBeforeToolExecution: {
                   description: 'Hook point beforeToolExecution: waiting for the hooks.',
                   tags: ['hook', 'wait'],
-                  invoke: {
-                    src: 'beforeToolExecutionHook',
-                    input: ({ context }) => ({ run: context.run, turn: context.turn, call: current(context) }),
-                    onDone: [
+                  entry: work('runningBeforeToolExecution'),
+                  exit: 'stopWork',
+                  on: {
+                    'work.done': [
                       {
                         guard: ({ event }) => event.output.action !== 'allow',
                         target: 'afterToolExecution',
@@ -360,7 +455,7 @@ export const agentMachine = setup({
                       { guard: 'callRunsAtOnce', target: 'executingTool' },
                       { target: 'approvalCheck' },
                     ],
-                    onError: {
+                    'work.error': {
                       target: '#agent.failed',
                       actions: { type: 'failWithHookError', params: ({ event }) => ({ error: event.error }) },
                     },
@@ -378,15 +473,15 @@ export const agentMachine = setup({
                 },
                 evaluatingApprovalRule: {
                   description: 'The tool\u2019s needsApproval predicate looks at the arguments.',
-                  invoke: {
-                    src: 'evaluateApprovalRule',
-                    input: ({ context }) => ({ call: current(context) }),
-                    onDone: [
+                  entry: work('evaluatingApprovalRule'),
+                  exit: 'stopWork',
+                  on: {
+                    'work.done': [
                       { guard: 'callSteered', target: 'steeringCheck' },
                       { guard: ({ event }) => event.output, target: 'awaitingApproval', actions: 'openApproval' },
                       { target: 'executingTool' },
                     ],
-                    onError: {
+                    'work.error': {
                       target: '#agent.failed',
                       actions: { type: 'failWithRuleError', params: ({ event }) => ({ error: event.error }) },
                     },
@@ -395,17 +490,9 @@ export const agentMachine = setup({
                 awaitingApproval: {
                   description: 'Waiting for a reviewer\u2019s decision on the exact call. No answer by the deadline: deny.',
                   tags: ['wait', 'human'],
-                  invoke: [
-                    {
-                      src: 'requestApproval',
-                      input: ({ context }) => ({ request: current(context).approval as ApprovalRequest, run: context.run }),
-                    },
-                    // The deadline is absolute: restored after a crash, it is re-armed (or fires at once).
-                    {
-                      src: 'deadline',
-                      input: ({ context }) => ({ at: (current(context).approval as ApprovalRequest).deadline }),
-                    },
-                  ],
+                  // The request, and its deadline: absolute, so a restored run re-arms it (or it fires at once).
+                  entry: work('awaitingApproval'),
+                  exit: 'stopWork',
                   on: {
                     'deadline.reached': { target: 'afterToolExecution', actions: 'approvalTimedOut' },
                     'approval.decision': [
@@ -438,11 +525,10 @@ export const agentMachine = setup({
                 executingTool: {
                   description: 'The tool runs (locally or on a remote host). A throw becomes an error result.',
                   tags: ['wait', 'tool'],
-                  entry: 'emitToolStart',
-                  invoke: {
-                    src: 'executeTool',
-                    input: ({ context }) => ({ run: context.run, call: current(context) }),
-                    onDone: [
+                  entry: ['emitToolStart', work('executingTool')],
+                  exit: 'stopWork',
+                  on: {
+                    'work.done': [
                       {
                         guard: 'hasAfterToolExecution',
                         target: 'runningAfterToolExecution',
@@ -457,7 +543,7 @@ export const agentMachine = setup({
                       // No hook: the result joins the transcript now (one microstep less per step).
                       { target: 'nextCall', actions: { type: 'finishCall', params: ({ event }) => event.output } },
                     ],
-                    onError: [
+                    'work.error': [
                       {
                         // A supervisor giving up on a child (or any fatal tool failure) ends the run.
                         guard: ({ event }) => event.error instanceof FatalToolError,
@@ -482,18 +568,10 @@ export const agentMachine = setup({
                 runningAfterToolExecution: {
                   description: 'Hook point afterToolExecution: waiting for the hooks.',
                   tags: ['hook', 'wait'],
-                  invoke: {
-                    src: 'afterToolExecutionHook',
-                    input: ({ context }) => {
-                      const call = current(context)
-                      return {
-                        run: context.run,
-                        turn: context.turn,
-                        call,
-                        result: call.result ?? { output: '', isError: false },
-                      }
-                    },
-                    onDone: [
+                  entry: work('runningAfterToolExecution'),
+                  exit: 'stopWork',
+                  on: {
+                    'work.done': [
                       {
                         guard: 'lastCallToAfterTurnHook',
                         target: '#agent.running.turn.runningAfterTurn',
@@ -501,7 +579,7 @@ export const agentMachine = setup({
                       },
                       { target: 'nextCall', actions: { type: 'finishRewritten', params: ({ event }) => event.output } },
                     ],
-                    onError: {
+                    'work.error': {
                       target: '#agent.failed',
                       actions: { type: 'failWithHookError', params: ({ event }) => ({ error: event.error }) },
                     },
@@ -517,16 +595,10 @@ export const agentMachine = setup({
             runningAfterTurn: {
               description: 'Hook point afterTurn: waiting for the hooks.',
               tags: ['hook', 'wait'],
-              invoke: {
-                src: 'afterTurnHook',
-                input: ({ context }) => ({
-                  run: context.run,
-                  turn: context.turn,
-                  reply: reply(context),
-                  toolResults: context.toolResults,
-                  messages: context.messages,
-                }),
-                onDone: [
+              entry: work('runningAfterTurn'),
+              exit: 'stopWork',
+              on: {
+                'work.done': [
                   // Straight into the next turn's first wait, unless a limit stops it (then through beforeTurn).
                   {
                     guard: 'nextTurnToBeforeTurnHook',
@@ -547,7 +619,7 @@ export const agentMachine = setup({
                   },
                   { target: 'turnEnd' },
                 ],
-                onError: {
+                'work.error': {
                   target: '#agent.failed',
                   actions: { type: 'failWithHookError', params: ({ event }) => ({ error: event.error }) },
                 },

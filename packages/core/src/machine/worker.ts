@@ -1,0 +1,118 @@
+import { type AnyActorRef, fromCallback } from 'xstate'
+import type { Work } from './actors.ts'
+import type { AgentMachineEvent } from './context.ts'
+
+type AnyActorSystem = AnyActorRef['system']
+
+/**
+ * The one long-lived actor of a run that does the work of its waits (issue 13: an invoked actor
+ * per wait cost XState a child's creation, start, stop and two snapshot copies each time).
+ *
+ * Each wait state's entry asks the worker to start that state's work (`start`), its exit stops it
+ * (`stop`): the work's `AbortSignal` aborts exactly when the state is left, as an invoked actor's
+ * did (cancellation, steering, deadlines). The work answers with events: `work.done` /
+ * `work.error` (the payloads an invoked actor's done and error events carried: `output`,
+ * `error`), or its own (`approval.decision`, `deadline.reached`, ...). An answer of work that was
+ * stopped is dropped.
+ */
+export class RunWorker {
+  readonly #send: (event: AgentMachineEvent) => void
+  readonly #system: AnyActorSystem
+  /** The work of the state the run is in (one, or two: an approval and its deadline). */
+  readonly #jobs: Job[] = []
+
+  constructor(send: (event: AgentMachineEvent) => void, system: AnyActorSystem) {
+    this.#send = send
+    this.#system = system
+  }
+
+  start(work: Work, input: unknown): void {
+    if (work.kind === 'callback') {
+      this.#jobs.push({
+        controller: undefined,
+        settled: false,
+        stop: work.run({ input, sendBack: this.#send, system: this.#system }),
+      })
+      return
+    }
+    const controller = new AbortController()
+    const { signal } = controller
+    const job: Job = { controller, settled: false, stop: undefined }
+    const send = this.#send
+    let pending: Promise<unknown>
+    try {
+      pending = work.run({ input, signal, system: this.#system })
+    } catch (error) {
+      pending = Promise.reject(error)
+    }
+    pending.then(
+      (output) => {
+        job.settled = true
+        if (!signal.aborted) send({ type: 'work.done', output })
+      },
+      (error: unknown) => {
+        job.settled = true
+        if (!signal.aborted) send({ type: 'work.error', error })
+      },
+    )
+    this.#jobs.push(job)
+  }
+
+  /**
+   * Stops the current work: the signal of work still running aborts and its answer, if one comes,
+   * is dropped. Work that has answered is not aborted (as an invoked actor that was done was not):
+   * an abort makes Node build a `DOMException`, the costliest part of a wait.
+   */
+  stop(): void {
+    const jobs = this.#jobs
+    for (let i = 0; i < jobs.length; i++) {
+      const job = jobs[i] as Job
+      if (job.stop) job.stop()
+      else if (!job.settled) job.controller?.abort()
+    }
+    jobs.length = 0
+  }
+}
+
+interface Job {
+  controller: AbortController | undefined
+  settled: boolean
+  /** Callback work: what stops it. */
+  stop: (() => void) | undefined
+}
+
+const workers = new WeakMap<AnyActorSystem, RunWorker>()
+
+/** The worker of the run whose actor system this is. */
+export function workerOf(system: AnyActorSystem): RunWorker | undefined {
+  return workers.get(system)
+}
+
+/**
+ * The worker as an actor invoked by the machine's root for the whole run: stopping the run (or
+ * its end) stops the work in hand. `onStart` restarts the work of a restored run's state.
+ */
+export function workerActor(onStart: (worker: RunWorker, parent: AnyActorRef) => void) {
+  return fromCallback<AgentMachineEvent>(({ sendBack, system, self }) => {
+    const worker = new RunWorker(sendBack, system)
+    workers.set(system, worker)
+    const parent = self._parent
+    if (parent) onStart(worker, parent)
+    return () => worker.stop()
+  })
+}
+
+/** The worker as `getPersistedSnapshot()` stores it among the run's children. */
+const PERSISTED_WORKER = { snapshot: { status: 'active' }, src: 'worker', syncSnapshot: false }
+
+/**
+ * A stored snapshot as the worker machine restores it. Checkpoints written before the worker hold
+ * one invoked child per wait (`callModel`, `requestApproval` and `deadline`, ...) with its input:
+ * those children are replaced by the worker, which restarts the work of the state the run was
+ * saved in from the restored context (the same inputs those children had).
+ */
+export function withRunWorker(snapshot: unknown): unknown {
+  const persisted = snapshot as { children?: Record<string, unknown> }
+  if (persisted.children?.worker !== undefined) return snapshot
+  return { ...persisted, children: { worker: PERSISTED_WORKER } }
+}
