@@ -216,10 +216,8 @@ describe('inspection across processes (real NATS, @statelyai/inspect server, Chr
       expect(actors.find((e) => e.sessionId === `${side.runtimeId}:tool:lookup_${side.agentId}`)).toMatchObject({
         name: `tool:lookup_${side.agentId}`,
       })
-      // The machine's own invoked actors, children of the run.
-      expect(actors.filter((e) => e.parentId === runOf(side)).map((e) => e.name)).toEqual(
-        expect.arrayContaining(['callModel', 'requestApproval', 'executeTool', 'afterToolExecutionHook']),
-      )
+      // The machine's own child: the run's worker, which does the work of every wait state.
+      expect(actors.filter((e) => e.parentId === runOf(side)).map((e) => e.name)).toEqual(['worker'])
     }
     expect(actors.find((e) => e.sessionId === `${REVIEWER_RUNTIME}:reviewer`)).toMatchObject({ name: 'approver' })
   })
@@ -281,8 +279,8 @@ describe('inspection across processes (real NATS, @statelyai/inspect server, Chr
     const [a, b] = sides as [Side, Side]
     const ownIds = (side: Side) => actors.filter((id) => id.startsWith(`${side.runtimeId}:`))
     const raw = (side: Side) => new Set(ownIds(side).map((id) => id.slice(side.runtimeId.length + 1)))
-    // Both processes numbered their actors x:1, x:2...: without the runtime prefix they would collide.
-    expect([...raw(a)].filter((id) => raw(b).has(id) && id.startsWith('x:')).length).toBeGreaterThan(3)
+    // Both processes numbered their actors x:0, x:1... (the run, its worker): without the runtime prefix they would collide.
+    expect([...raw(a)].filter((id) => raw(b).has(id) && id.startsWith('x:')).length).toBeGreaterThanOrEqual(1)
     for (const side of sides) {
       const others = sides.filter((s) => s !== side)
       for (const e of scoped(side)) {

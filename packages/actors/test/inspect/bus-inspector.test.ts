@@ -37,7 +37,8 @@ describe('bus inspector', () => {
     expect(inspector.subject).toBe(`${prefix}.inspect.worker-1`)
     const result = await privateAgent({ inspect: inspector.inspect }).run(`Find ${SECRETS.input}`)
     await tick()
-    expect(received.length).toBeGreaterThan(20)
+    // The run, its worker, their events and snapshots (the run's states).
+    expect(received.length).toBeGreaterThan(10)
     expect(received.every((r) => r.subject === `${prefix}.inspect.worker-1` && isInspectorWireEvent(r.event))).toBe(true)
     expect(inspector.published).toBe(received.length)
     expect(inspector.dropped).toBe(0)

@@ -49,12 +49,13 @@ describe('inspection converter', () => {
     expect(Object.keys(definition.states)).toEqual(['idle', 'running', 'done', 'failed', 'cancelled'])
     expect(definition.states.running.states.turn.states.toolCalls.states.awaitingApproval.tags).toEqual(['wait', 'human'])
     // Functions are replaced, as @statelyai/inspect does; data (context, inputs, params) is left out.
-    expect(definition.states.running.states.turn.states.callingModel.invoke).toEqual({
-      src: 'callModel',
-      onDone: expect.any(Object),
-      onError: expect.any(Array),
-    })
-    expect(definition.states.running.states.turn.states.callingModel.entry).toEqual({ type: 'entry' })
+    // Each wait's work is started by its entry and answered with `work.done` / `work.error` (the run's worker).
+    const callingModel = definition.states.running.states.turn.states.callingModel
+    expect(callingModel.invoke).toBeUndefined()
+    expect(Object.keys(callingModel.on)).toEqual(expect.arrayContaining(['work.done', 'work.error']))
+    expect(callingModel.entry).toEqual(['emitModelRequest', { type: 'startWork' }])
+    expect(callingModel.exit).toBe('stopWork')
+    expect(definition.invoke).toEqual({ id: 'worker', src: 'worker' })
     expect(definition.context).toBeUndefined()
 
     for (const event of events) {
@@ -77,14 +78,8 @@ describe('inspection converter', () => {
       if (event.type === '@xstate.event' && event.sourceId !== undefined) expect(announced.has(event.sourceId)).toBe(true)
     }
     const children = ofType(events, '@xstate.actor').slice(1)
-    expect(children.map((c) => c.name)).toEqual([
-      'callModel',
-      'requestApproval',
-      'deadline',
-      'executeTool',
-      'afterToolExecutionHook',
-      'callModel',
-    ])
+    // One child for the whole run: the worker that does every wait's work.
+    expect(children.map((c) => c.name)).toEqual(['worker'])
     for (const child of children) expect(child.parentId).toBe(run)
 
     const runStates = ofType(events, '@xstate.snapshot')
@@ -103,11 +98,11 @@ describe('inspection converter', () => {
       JSON.stringify(e.snapshot.value ?? null).includes('awaitingApproval'),
     )
     expect(waiting?.snapshot.tags).toEqual(['wait', 'human'])
-    expect(waiting?.event.type).toMatch(/^xstate\.done\.actor\./)
-    // The decision arrives from the invoked requestApproval actor.
+    expect(waiting?.event.type).toBe('work.done')
+    // The decision arrives from the worker (the approval wait's work).
     const decision = ofType(events, '@xstate.event').find((e) => e.event.type === 'approval.decision')
     expect(decision?.sessionId).toBe(run)
-    expect(decision?.sourceId).toBe(children[1]?.sessionId)
+    expect(decision?.sourceId).toBe(children[0]?.sessionId)
     // Microsteps, transitions and actions are not sent.
     expect(events.some((e) => (e.type as string).includes('microstep') || (e.type as string).includes('action'))).toBe(false)
   })

@@ -62,7 +62,8 @@ describe('statechartToMermaid', () => {
     expect(lines).toContain('  awaitingApproval --> executingTool : approval.decision [guard]')
     // The approval deadline is a named actor on an absolute time (durable runs re-arm it), not `after`.
     expect(lines).toContain('  awaitingApproval --> afterToolExecution : deadline.reached')
-    expect(lines).toContain('  callingModel --> toolCalls : done callModel [guard]')
+    // A wait's work answers with work.done (the run's worker does every wait's work).
+    expect(lines).toContain('  callingModel --> toolCalls : work.done [guard]')
     expect(lines).toContain('  beforeTurn --> runningBeforeTurn : [hasBeforeTurn]')
     expect(lines).toContain('  approvalCheck --> awaitingApproval : [approvalAlways]')
     expect(lines).toContain('  nextTurn --> turn')

@@ -180,6 +180,7 @@ export const agentMachine = setup({
     stopWork: ({ system }) => workerOf(system)?.stop(),
     emitRunStart: ({ context }) => of(context).act.emitRunStart(context),
     emitTurnStart: ({ context }) => of(context).act.emitTurnStart(context),
+    emitModelRequest: ({ context }) => of(context).act.emitModelRequest(context),
     emitTurnEnd: ({ context }) => of(context).act.emitTurnEnd(context),
     emitRunError: ({ context }) => of(context).act.emitRunError(context),
     emitRunEnd: ({ context }) => of(context).act.emitRunEnd(context),
@@ -342,7 +343,7 @@ export const agentMachine = setup({
             callingModel: {
               description: 'Waiting for the model (streaming). Transient errors are retried with backoff.',
               tags: ['wait', 'model'],
-              entry: [({ context }) => of(context).act.emitModelRequest(context), work('callingModel')],
+              entry: ['emitModelRequest', work('callingModel')],
               exit: 'stopWork',
               on: {
                 // Routed here rather than through a pass-through state: each microstep costs
