@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events'
 import { type Agent, createAgent, type RunHandle, type ToolContext, tool } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
@@ -113,5 +114,50 @@ describe('cancellation', () => {
     const error = await runFailure(handle.result)
     expect(error.result.messages.map((m) => m.role)).toEqual(['user', 'assistant'])
     expect(error.result.turns).toBe(1)
+  })
+})
+
+describe("a run's signal over many steps", () => {
+  it('holds one abort listener however many waits the run goes through (none left at the end); every hook and tool got a live signal', async () => {
+    const controller = new AbortController()
+    const counts: number[] = []
+    const seen: AbortSignal[] = []
+    const count = tool({
+      name: 'count',
+      description: 'Counts the listeners on the run signal.',
+      schema: z.object({}),
+      execute: (_args, context) => {
+        seen.push(context.signal)
+        counts.push(getEventListeners(controller.signal, 'abort').length)
+        return 'ok'
+      },
+    })
+    const steps = 40
+    const provider = new ScriptedProvider({
+      script: [...Array.from({ length: steps }, () => ({ toolCalls: [{ name: 'count', arguments: {} }] })), { content: 'done' }],
+    })
+    const hooked = (context: { signal: AbortSignal }) => {
+      seen.push(context.signal)
+    }
+    const agent = createAgent({
+      provider,
+      tools: [count],
+      maxTurns: steps + 5,
+      hooks: {
+        beforeTurn: hooked,
+        beforeProviderCall: hooked,
+        beforeToolExecution: hooked,
+        afterToolExecution: hooked,
+        afterTurn: hooked,
+      },
+    })
+    const result = await agent.run('go', { signal: controller.signal })
+    expect(result.status).toBe('done')
+    expect(counts).toEqual(Array.from({ length: steps }, () => 1))
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0)
+    // Each wait had its own signal, none aborted by the wait ending normally.
+    expect(seen.length).toBeGreaterThan(steps * 5)
+    expect(new Set(seen).size).toBe(seen.length)
+    expect(seen.every((signal) => !signal.aborted)).toBe(true)
   })
 })
