@@ -92,7 +92,7 @@ describe('resuming a checkpoint with one invoked child per wait (before the work
     expect(shown.map((r) => [r.requestId, r.deadline])).toEqual([[storedRequest.requestId, storedRequest.deadline]])
     expect(paid).toEqual([{ to: 'bob', amount: 5 }])
     expect(result).toMatchObject({ status: 'done', output: 'paid bob' })
-    const children = (handle.actor.getPersistedSnapshot() as { children: Record<string, { src: string }> }).children
+    const children = (handle.actor.getPersistedSnapshot() as unknown as { children: Record<string, { src: string }> }).children
     expect(Object.values(children).map((c) => c.src)).toEqual(['worker'])
   })
 
