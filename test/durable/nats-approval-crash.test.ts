@@ -118,6 +118,123 @@ describe('durable runs over NATS: killed while awaiting approval', { timeout: 12
     server.assertDone()
   })
 
+  it('a decision stored in time while the agent is down, found only after the deadline, is applied once', async () => {
+    dir = await durableDir()
+    const prefix = uniquePrefix()
+    server = await startScriptedModelServer({
+      scripts: {
+        claw: [
+          { toolCalls: [{ id: 'call_drop', name: 'drop_claw', arguments: { prize: 'seal' } }] },
+          {
+            content: 'Dropped.',
+            expect: (request) =>
+              request.messages.some((m) => m.role === 'tool' && m.content === 'drop_claw did: drop_claw seal') ||
+              'the model should read the tool result',
+          },
+        ],
+      },
+    })
+    bus = await connectNatsBus({ servers: NATS_URL, name: 'reviewer', prefix, durable: { storage: 'memory' } })
+    const nats = { url: NATS_URL, prefix }
+    const first = await startDurableChild(dir, {
+      modelUrl: server.url,
+      model: 'claw',
+      mode: 'start',
+      runIds: ['run-n3'],
+      reviewer: 'never',
+      nats,
+      approvalTimeoutMs: 5_000, // room to kill and decide before it passes, on a loaded machine
+    })
+    const asked = (await first.next('approval.requested')).request as ApprovalRequest
+    await first.child.kill()
+    // In time, while no agent process runs: the stream stores it before the deadline.
+    const decision = decideApproval(asked, true, 'alice', Date.now())
+    const stored = await bus.durablePublish(
+      createSubjects(prefix).approvalDecisions('claw'),
+      encodeMessage({ v: PROTOCOL_VERSION, type: 'approval.decision', ...decision }),
+      { msgId: `decision-${asked.requestId}` },
+    )
+    expect(stored.duplicate).toBe(false)
+    expect(Date.now()).toBeLessThan(asked.deadline) // else this run proves nothing: the machine was too slow
+    // The deadline passes while the agent is still down.
+    while (Date.now() <= asked.deadline + 100) await new Promise((resolve) => setTimeout(resolve, 50))
+
+    const second = await startDurableChild(dir, {
+      modelUrl: server.url,
+      model: 'claw',
+      mode: 'resume',
+      runIds: ['run-n3'],
+      reviewer: 'never',
+      nats,
+    })
+    const result = await second.next('result')
+    expect(result).toMatchObject({ status: 'done', output: 'Dropped.' })
+    await second.child.exited
+
+    expect(dir.effectLines()).toEqual(['drop_claw seal'])
+    const audit = dir.auditEntries()
+    expect(audit.map((e) => [e.kind, e.actor])).toEqual([['approval.granted', 'alice']])
+    expect(audit[0]).toMatchObject({ runId: 'run-n3', callId: asked.callId, digest: asked.digest, decision: 'approved' })
+    server.assertDone()
+  })
+
+  it('a decision stored after the deadline does not count, even when it claims an earlier time: timeout by system', async () => {
+    dir = await durableDir()
+    const prefix = uniquePrefix()
+    server = await startScriptedModelServer({
+      scripts: {
+        claw: [
+          { toolCalls: [{ id: 'call_drop', name: 'drop_claw', arguments: { prize: 'orca' } }] },
+          {
+            content: 'Nobody approved in time.',
+            expect: (request) =>
+              request.messages.some(
+                (m) => m.role === 'tool' && typeof m.content === 'string' && m.content.includes('denied by default'),
+              ) || 'the model should be told the call timed out',
+          },
+        ],
+      },
+    })
+    bus = await connectNatsBus({ servers: NATS_URL, name: 'reviewer', prefix, durable: { storage: 'memory' } })
+    const nats = { url: NATS_URL, prefix }
+    const first = await startDurableChild(dir, {
+      modelUrl: server.url,
+      model: 'claw',
+      mode: 'start',
+      runIds: ['run-n4'],
+      reviewer: 'never',
+      nats,
+      approvalTimeoutMs: 3_000,
+    })
+    const asked = (await first.next('approval.requested')).request as ApprovalRequest
+    await first.child.kill()
+    while (Date.now() <= asked.deadline + 100) await new Promise((resolve) => setTimeout(resolve, 50))
+    // Too late, backdated to look in time: the stream's own timestamp says otherwise.
+    const backdated = decideApproval(asked, true, 'mallory', asked.requestedAt + 1)
+    await bus.durablePublish(
+      createSubjects(prefix).approvalDecisions('claw'),
+      encodeMessage({ v: PROTOCOL_VERSION, type: 'approval.decision', ...backdated }),
+      { msgId: `decision-${asked.requestId}` },
+    )
+
+    const second = await startDurableChild(dir, {
+      modelUrl: server.url,
+      model: 'claw',
+      mode: 'resume',
+      runIds: ['run-n4'],
+      reviewer: 'never',
+      nats,
+    })
+    const result = await second.next('result')
+    expect(result).toMatchObject({ status: 'done', output: 'Nobody approved in time.' })
+    await second.child.exited
+
+    expect(dir.effectLines()).toEqual([])
+    const audit = dir.auditEntries()
+    expect(audit.map((e) => [e.kind, e.actor, e.decision])).toEqual([['approval.timeout', 'system', 'timeout']])
+    server.assertDone()
+  })
+
   it('a correction published while the agent is down is applied after resume: the pending call is cancelled', async () => {
     dir = await durableDir()
     const prefix = uniquePrefix()

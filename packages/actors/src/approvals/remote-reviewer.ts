@@ -139,6 +139,15 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       : (options.heartbeatMs ?? DEFAULT_APPROVAL_HEARTBEAT_MS)
   const heartbeats = heartbeatMs === undefined ? undefined : new ApprovalHeartbeats(bus, subjects, clock, heartbeatMs)
 
+  /** The decision as the agent applies it (the signer's name from the policy, the evidence kept). */
+  const applied = (request: ApprovalRequest, answer: ApprovalDecisionMessage): ApprovalDecision => {
+    const { v: _v, type: _type, signer: signedBy, signature: _signature, ...decision } = answer
+    if (trust === undefined || signedBy === undefined) return decision
+    options.evidence?.remember(`decision:${request.callId}:${request.digest}`, answer)
+    // The name shown and audited is the policy's name for the key, never the string the message carries.
+    return { ...decision, reviewer: trust.nameOf(signedBy) ?? decision.reviewer }
+  }
+
   /** Requests stored by `open`, waiting for `review` to take their decision. */
   const opened = new Map<string, Promise<ApprovalDecision>>()
   const send = async (request: ApprovalRequest, signal: AbortSignal): Promise<{ decided: Promise<ApprovalDecision> }> => {
@@ -157,13 +166,7 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       check: (decision) => check(request, decision),
       signal,
     })
-    const decided = reply.then((answer): ApprovalDecision => {
-      const { v: _v, type: _type, signer: signedBy, signature: _signature, ...decision } = answer
-      if (trust === undefined || signedBy === undefined) return decision
-      options.evidence?.remember(`decision:${request.callId}:${request.digest}`, answer)
-      // The name shown and audited is the policy's name for the key, never the string the message carries.
-      return { ...decision, reviewer: trust.nameOf(signedBy) ?? decision.reviewer }
-    })
+    const decided = reply.then((answer) => applied(request, answer))
     decided.catch(() => {})
     if (heartbeats) {
       heartbeats.add(request)
@@ -184,6 +187,18 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       const decided = opened.get(request.requestId)
       opened.delete(request.requestId)
       return decided ?? (await send(request, signal)).decided
+    },
+    /**
+     * A decision the stream stored by the request's deadline (the server's timestamp, which the
+     * reviewer cannot backdate), read once every decision stored before this process listened is
+     * in: with `replayDecisions`, one made while no agent process ran.
+     */
+    async recover(request, { signal }): Promise<ApprovalDecision | undefined> {
+      signal.throwIfAborted()
+      const stored = await requester.stored(request.requestId, request)
+      if (stored === undefined || stored.storedAt === undefined || stored.storedAt > request.deadline) return undefined
+      if (check(request, stored.reply) !== undefined) return undefined
+      return applied(request, stored.reply)
     },
     close() {
       heartbeats?.close()

@@ -55,6 +55,13 @@ export interface Reviewer {
   open?(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<void>
   /** Resolves with the reviewer's decision. Must stop waiting when `signal` aborts. */
   review(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<ApprovalDecision>
+  /**
+   * Asked at the deadline of a stored run's request (an agent with a store): the decision that was
+   * stored for it by its deadline, by the store's clock (not the time the reviewer wrote), which no
+   * process received in time (it was down). The agent applies it instead of denying as a timeout.
+   * `undefined` when there is none. Must stop waiting when `signal` aborts.
+   */
+  recover?(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<ApprovalDecision | undefined>
 }
 
 export interface Question {

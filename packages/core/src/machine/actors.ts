@@ -115,13 +115,26 @@ export function createAgentActors(runtime: AgentRuntime) {
       return () => controller.abort()
     }),
 
-    /** Sends `deadline.reached` at the absolute time `at` (re-armed from it when a stored run is restored). */
-    deadline: fromCallback<AgentMachineEvent, { at: number }>(({ input, sendBack }) => {
-      const timer = runtime.clock.setTimeout(
-        () => sendBack({ type: 'deadline.reached' }),
-        Math.max(0, input.at - runtime.clock.now()),
-      )
-      return () => runtime.clock.clearTimeout(timer)
+    /**
+     * Sends `deadline.reached` at the absolute time `at` (re-armed from it when a stored run is
+     * restored). For an approval of a stored run, the reviewer is first asked for a decision stored
+     * by the deadline that no process received (it was down): that one is applied instead.
+     */
+    deadline: fromCallback<AgentMachineEvent, { at: number; approval?: ApprovalRequest }>(({ input, sendBack }) => {
+      const controller = new AbortController()
+      const reached = () => {
+        const recover = input.approval && runtime.journals ? runtime.reviewer?.recover : undefined
+        if (recover === undefined || input.approval === undefined) return sendBack({ type: 'deadline.reached' })
+        recoverDecision(runtime, input.approval, controller.signal).then((decision) => {
+          if (controller.signal.aborted) return
+          sendBack(decision ? { type: 'approval.decision', decision } : { type: 'deadline.reached' })
+        })
+      }
+      const timer = runtime.clock.setTimeout(reached, Math.max(0, input.at - runtime.clock.now()))
+      return () => {
+        controller.abort()
+        runtime.clock.clearTimeout(timer)
+      }
     }),
 
     executeTool: fromPromise(async ({ input, signal }: { input: ToolRunInput; signal: AbortSignal }): Promise<ToolRunOutput> => {
@@ -234,6 +247,24 @@ async function runTool(
     throw error
   } finally {
     if (timer !== undefined) runtime.clock.clearTimeout(timer)
+  }
+}
+
+/** How long the deadline waits for `Reviewer.recover` before it denies as a timeout anyway. */
+const RECOVER_LIMIT_MS = 10_000
+
+/** `Reviewer.recover`, bounded: a reviewer that fails or does not answer in time finds nothing. */
+async function recoverDecision(runtime: AgentRuntime, request: ApprovalRequest, signal: AbortSignal) {
+  const limit = new AbortController()
+  const timer = runtime.clock.setTimeout(() => limit.abort(), RECOVER_LIMIT_MS)
+  const both = AbortSignal.any([signal, limit.signal])
+  try {
+    const found = runtime.reviewer?.recover?.(request, { signal: both })
+    return found ? await untilAborted(found, both) : undefined
+  } catch {
+    return undefined
+  } finally {
+    runtime.clock.clearTimeout(timer)
   }
 }
 

@@ -334,7 +334,10 @@ export function createAgentMachine(runtime: AgentRuntime) {
                       // The deadline is absolute: restored after a crash, it is re-armed (or fires at once).
                       {
                         src: 'deadline',
-                        input: ({ context }) => ({ at: (current(context).approval as ApprovalRequest).deadline }),
+                        input: ({ context }) => {
+                          const approval = current(context).approval as ApprovalRequest
+                          return { at: approval.deadline, approval }
+                        },
                       },
                     ],
                     on: {
