@@ -115,10 +115,14 @@ describe('host takeover of a real run', { timeout: 60_000 }, () => {
     await service.ready
 
     const a = await start('host-a', 'run-seal')
-    onTestFinished(() => a.kill().catch(() => {}))
+    onTestFinished(async () => {
+      await a.kill().catch(() => {})
+    })
     const asked = (await next(a, 'approval.requested')).request as ApprovalRequest
     const b = await start('host-b')
-    onTestFinished(() => b.kill().catch(() => {}))
+    onTestFinished(async () => {
+      await b.kill().catch(() => {})
+    })
     await a.kill()
 
     const claimed = await next(b, 'takeover', (line) => line.event === 'claimed' && line.runId === 'run-seal')

@@ -17,6 +17,11 @@ export interface RemoteAnswererOptions {
   /** Accepted signed answers are kept here for the audit entry that records them (`signedAuditLog`). */
   evidence?: EvidenceBook
   clock?: Clock
+  /**
+   * Read the answers subject from the start of the stream, so a run resumed after a restart gets
+   * an answer given while no process was running. For agents with a run store. Default false.
+   */
+  replayAnswers?: boolean
 }
 
 export interface RemoteAnswerer extends Answerer {
@@ -40,6 +45,7 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
     replyName: 'Answer',
     purpose: 'answers',
     report,
+    ...(options.replayAnswers ? { replay: true } : {}),
   })
   const check = (question: Question, answer: AnswerMessage): string | undefined => {
     if (trust === undefined) return undefined
@@ -50,7 +56,21 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
     }
     return undefined
   }
+  const applied = (question: Question, reply: AnswerMessage): Answer => {
+    const { v: _v, type: _type, signer: signedBy, signature: _signature, ...answer } = reply
+    if (trust === undefined || signedBy === undefined) return answer
+    options.evidence?.remember(`answer:${question.callId}`, reply)
+    return { ...answer, answeredBy: trust.nameOf(signedBy) ?? answer.answeredBy }
+  }
   return {
+    /** An answer the stream stored by the question's deadline (the server's timestamp), read once caught up. */
+    async recover(question, { signal }): Promise<Answer | undefined> {
+      signal.throwIfAborted()
+      const stored = await requester.stored(question.questionId, question)
+      if (stored === undefined || stored.storedAt === undefined || stored.storedAt > question.deadline) return undefined
+      if (check(question, stored.reply) !== undefined) return undefined
+      return applied(question, stored.reply)
+    },
     async answer(question, { signal }): Promise<Answer> {
       const message: QuestionMessage = { v: PROTOCOL_VERSION, type: 'question', ...question }
       const reply = await requester.request({
@@ -61,10 +81,7 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
         check: (answer) => check(question, answer),
         signal,
       })
-      const { v: _v, type: _type, signer: signedBy, signature: _signature, ...answer } = reply
-      if (trust === undefined || signedBy === undefined) return answer
-      options.evidence?.remember(`answer:${question.callId}`, reply)
-      return { ...answer, answeredBy: trust.nameOf(signedBy) ?? answer.answeredBy }
+      return applied(question, reply)
     },
     close() {
       requester.close(new BusClosedError('the bus answerer was closed'))

@@ -87,6 +87,12 @@ export interface Answer {
 
 export interface Answerer {
   answer(question: Question, options: { signal: AbortSignal }): Promise<Answer>
+  /**
+   * Asked when a stored run resumes after its question's deadline: the answer that was stored for
+   * it by the deadline, by the store's clock (not the time the answerer wrote), which no process
+   * received (it was down). `undefined` when there is none: the question timed out.
+   */
+  recover?(question: Question, options: { signal: AbortSignal }): Promise<Answer | undefined>
 }
 
 /** Every kind of audit entry signalbox writes. */

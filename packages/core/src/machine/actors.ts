@@ -6,7 +6,8 @@ import type { ApprovalRequest, Reviewer } from '../hitl/types.ts'
 import type { AssistantMessage, Message, ToolMessage } from '../messages.ts'
 import type { ProviderResponse, ToolSpec } from '../provider/provider.ts'
 import { type LedgerToolResult, OUTCOME_UNKNOWN, resumeToolCall } from '../store/ledger.ts'
-import { stringifyToolOutput, type Tool, type ToolEmittedEvent } from '../tool.ts'
+import type { RunJournal } from '../store/run-journal.ts'
+import { type DurableQuestion, stringifyToolOutput, type Tool, type ToolEmittedEvent } from '../tool.ts'
 import type { AgentMachineEvent, CurrentCall, RunInfo } from './context.ts'
 import type { AgentRuntime } from './runtime.ts'
 import { failedToolResult, transferredText } from './tool-result-texts.ts'
@@ -125,7 +126,7 @@ export function createAgentActors(runtime: AgentRuntime) {
       const reached = () => {
         const recover = input.approval && runtime.journals ? runtime.reviewer?.recover : undefined
         if (recover === undefined || input.approval === undefined) return sendBack({ type: 'deadline.reached' })
-        recoverDecision(runtime, input.approval, controller.signal).then((decision) => {
+        void recoverDecision(runtime, input.approval, controller.signal).then((decision) => {
           if (controller.signal.aborted) return
           sendBack(decision ? { type: 'approval.decision', decision } : { type: 'deadline.reached' })
         })
@@ -144,17 +145,23 @@ export function createAgentActors(runtime: AgentRuntime) {
       const base = eventFields(run)
       const journal = runtime.journals?.get(run.runId)
       if (journal) {
-        // The ledger decides what a call restored after a crash does; a new call just runs.
-        const resumed = resumeToolCall(journal.ledgerEntry(call.callId), tool)
+        // The ledger decides what a call restored after a crash does; a new call just runs. A call
+        // cut off while its question waited for a person runs again: it re-attaches to that question.
+        // (Such a call is already `started`, durably: it only waits for the same question again.)
+        const resumed = journal.pendingQuestion(call.callId)
+          ? ({ action: 'reattach' } as const)
+          : resumeToolCall(journal.ledgerEntry(call.callId), tool)
         if (resumed.action === 'use_recorded') return { output: resumed.result.output, recorded: resumed.result }
         if (resumed.action === 'report_unknown') {
           reportOutcomeUnknown(runtime, run, call, resumed.result.output)
           journal.finishCall(call.callId, resumed.result)
           return { output: resumed.result.output, recorded: resumed.result }
         }
-        // Durable first, then the side effect.
-        await journal.startCall({ callId: call.callId, toolName: call.toolName })
-        signal.throwIfAborted()
+        if (resumed.action === 'run') {
+          // Durable first, then the side effect.
+          await journal.startCall({ callId: call.callId, toolName: call.toolName })
+          signal.throwIfAborted()
+        }
       }
       try {
         const output = await runTool(runtime, tool, input, base, signal)
@@ -205,6 +212,7 @@ async function runTool(
   signal: AbortSignal,
 ): Promise<ToolRunOutput> {
   const timeoutMs = tool.timeoutMs
+  const journal = runtime.journals?.get(run.runId)
   let toolSignal = signal
   let timer: unknown
   let timedOut = false
@@ -230,6 +238,7 @@ async function runTool(
         audit: { record: (entry) => runtime.recordAudit(entry) },
         emit: (event: ToolEmittedEvent) =>
           runtime.events.emit({ ...base, at: runtime.clock.now(), ...event } as Parameters<typeof runtime.events.emit>[0]),
+        ...(journal ? { durableQuestion: durableQuestion(journal, call.callId) } : {}),
       }),
     )
     // A tool that ignores its signal must not hold the run: the timeout wins the race.
@@ -247,6 +256,14 @@ async function runTool(
     throw error
   } finally {
     if (timer !== undefined) runtime.clock.clearTimeout(timer)
+  }
+}
+
+/** A stored run's questions: kept with the run until answered, found again by the resumed call. */
+function durableQuestion(journal: RunJournal, callId: string): DurableQuestion {
+  return {
+    question: journal.pendingQuestion(callId),
+    asking: (question) => journal.askQuestion(question),
   }
 }
 

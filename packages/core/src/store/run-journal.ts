@@ -1,7 +1,14 @@
 import type { Clock } from '../clock.ts'
 import type { ApprovalDecision } from '../hitl/types.ts'
 import type { Message } from '../messages.ts'
-import type { AppliedDecision, Checkpoint, LedgerEntry, LedgerToolResult, StoredRunStatus } from './checkpoint.ts'
+import type {
+  AppliedDecision,
+  Checkpoint,
+  LedgerEntry,
+  LedgerToolResult,
+  PendingQuestion,
+  StoredRunStatus,
+} from './checkpoint.ts'
 import { CHECKPOINT_VERSION } from './checkpoint.ts'
 import { findCall, finishCall, startCall } from './ledger.ts'
 import type { RunStore } from './run-store.ts'
@@ -61,6 +68,8 @@ export class RunJournal {
   #createdAt: number
   #ledger: LedgerEntry[]
   #applied: AppliedDecision[]
+  /** The question the call in hand waits on (`ask_human`), kept until it is answered or timed out. */
+  #questions: PendingQuestion[]
   #steeringCursor: number | undefined
   /** A save that waits for its turn (not started): later requests join it. */
   #queued: Promise<void> | undefined
@@ -87,6 +96,7 @@ export class RunJournal {
     this.#createdAt = stored?.checkpoint.createdAt ?? options.clock.now()
     this.#ledger = stored ? [...stored.checkpoint.ledger] : []
     this.#applied = stored ? [...stored.checkpoint.appliedDecisions] : []
+    this.#questions = stored ? [...stored.checkpoint.pending.questions] : []
     this.#steeringCursor = stored ? stored.checkpoint.steeringCursor : options.steeringCursor
     this.onLost = options.onLost ?? (() => {})
   }
@@ -143,7 +153,23 @@ export class RunJournal {
   finishCall(callId: string, result: LedgerToolResult): void {
     if (findCall(this.#ledger, callId) === undefined) return
     this.#ledger = finishCall(this.#ledger, callId, result, this.#options.clock.now())
+    // Its question (if it asked one) is answered or timed out: no longer pending.
+    this.#questions = this.#questions.filter((q) => q.callId !== callId)
     this.save().catch(() => {})
+  }
+
+  /**
+   * Stores the question a call asks and waits until that is durable: only then may it be shown,
+   * so an answer can never come for a question no process would resume.
+   */
+  askQuestion(question: PendingQuestion): Promise<void> {
+    this.#questions = [...this.#questions.filter((q) => q.callId !== question.callId), question]
+    return this.save()
+  }
+
+  /** The question a call had asked when the run was stored, if it is still unanswered. */
+  pendingQuestion(callId: string): PendingQuestion | undefined {
+    return this.#questions.find((q) => q.callId === callId)
   }
 
   ledgerEntry(callId: string): LedgerEntry | undefined {
@@ -197,6 +223,7 @@ export class RunJournal {
       persisted: actor.getPersistedSnapshot() as PersistedSnapshot,
       ledger: this.#ledger,
       applied: this.#applied,
+      questions: this.#questions,
     }
     try {
       // The log belongs to a stored run, so a new run is created first, then its first messages
@@ -228,7 +255,7 @@ export class RunJournal {
   }
 
   /** The run as it stands, the transcript by reference (`length` messages of the log). */
-  #checkpoint({ snapshot, persisted, ledger, applied }: CapturedState, length: number): Checkpoint {
+  #checkpoint({ snapshot, persisted, ledger, applied, questions }: CapturedState, length: number): Checkpoint {
     const { context } = snapshot
     const finished = snapshot.status !== 'active'
     const now = this.#options.clock.now()
@@ -242,7 +269,7 @@ export class RunJournal {
       runId,
       agentId: this.#options.agentId,
       runPath: this.#options.runPath,
-      status: storedStatus(snapshot, approval !== undefined),
+      status: storedStatus(snapshot, approval !== undefined || questions.length > 0),
       snapshot: leanSnapshot(persisted, context.messages),
       transcript: { length },
       usage: {
@@ -250,7 +277,7 @@ export class RunJournal {
         completionTokens: context.usage.completionTokens,
         totalTokens: context.usage.totalTokens,
       },
-      pending: { approvals: approval ? [approval] : [], questions: [] },
+      pending: { approvals: approval ? [approval] : [], questions: finishedRun(snapshot) ? [] : questions },
       appliedDecisions: applied,
       steering: context.steering,
       ...(this.#steeringCursor === undefined ? {} : { steeringCursor: this.#steeringCursor }),
@@ -284,6 +311,11 @@ interface CapturedState {
   persisted: PersistedSnapshot
   ledger: LedgerEntry[]
   applied: AppliedDecision[]
+  questions: PendingQuestion[]
+}
+
+function finishedRun(snapshot: JournaledSnapshot): boolean {
+  return snapshot.status !== 'active'
 }
 
 interface PersistedSnapshot {
