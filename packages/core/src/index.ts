@@ -50,6 +50,7 @@ export type {
   AuditLog,
   Question,
   Reviewer,
+  ReviewOptions,
 } from './hitl/types.ts'
 export { AUDIT_KINDS } from './hitl/types.ts'
 export {

@@ -5,6 +5,7 @@ import {
   type AuditLog,
   type Clock,
   type Reviewer,
+  type ReviewOptions,
   systemClock,
 } from '@signalbox/core'
 import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
@@ -49,13 +50,15 @@ export interface RemoteReviewerOptions {
   clock?: Clock
   /**
    * Read the decisions subject from the start of the stream, so a run resumed after a restart
-   * gets a decision made while no process was running. For agents with a run store. Default false.
+   * gets a decision made while no process was running. Default: on for the requests of stored
+   * runs (the agent has a store and says so with `ReviewOptions.durable`), off otherwise.
    */
   replayDecisions?: boolean
   /**
    * While a request waits, publish `approval.alive` for it at this interval, so that reviewer
-   * services withdraw it (as orphaned) once this process is gone. Default 2 s, and off with
-   * `replayDecisions` (an agent with a run store: its runs resume elsewhere, their requests stay open).
+   * services withdraw it (as orphaned) once this process is gone. Default 2 s, off with
+   * `replayDecisions`. Never for the requests of stored runs (`ReviewOptions.durable`): they
+   * resume elsewhere, so their requests stay open.
    */
   heartbeatMs?: number | false
 }
@@ -150,12 +153,17 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
 
   /** Requests stored by `open`, waiting for `review` to take their decision. */
   const opened = new Map<string, Promise<ApprovalDecision>>()
-  const send = async (request: ApprovalRequest, signal: AbortSignal): Promise<{ decided: Promise<ApprovalDecision> }> => {
+  const send = async (
+    request: ApprovalRequest,
+    { signal, durable = false }: ReviewOptions,
+  ): Promise<{ decided: Promise<ApprovalDecision> }> => {
+    // A stored run's request outlives this process (it resumes elsewhere): never marked for orphaning.
+    const beating = heartbeats !== undefined && !durable
     const unsigned: ApprovalRequestMessage = {
       v: PROTOCOL_VERSION,
       type: 'approval.request',
       ...request,
-      ...(heartbeatMs !== undefined ? { heartbeatMs } : {}),
+      ...(beating ? { heartbeatMs } : {}),
     }
     const message = signer ? signer.sign(unsigned) : unsigned
     const { reply } = await requester.send({
@@ -164,11 +172,13 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       subject: subjects.approvals(request.agentId),
       message,
       check: (decision) => check(request, decision),
+      // A stored run may have been decided while no process ran: read the decisions from the start.
+      ...(durable ? { replay: true } : {}),
       signal,
     })
     const decided = reply.then((answer) => applied(request, answer))
     decided.catch(() => {})
-    if (heartbeats) {
+    if (heartbeats && beating) {
       heartbeats.add(request)
       const stop = () => heartbeats.remove(request)
       decided.then(stop, stop)
@@ -177,16 +187,17 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
   }
 
   return {
-    async open(request, { signal }): Promise<void> {
-      const { decided } = await send(request, signal)
+    async open(request, options): Promise<void> {
+      const { signal } = options
+      const { decided } = await send(request, options)
       opened.set(request.requestId, decided)
       // Kept until `review` takes it (a decision may already be in), or the wait is dropped.
       signal.addEventListener('abort', () => opened.delete(request.requestId), { once: true })
     },
-    async review(request, { signal }): Promise<ApprovalDecision> {
+    async review(request, options): Promise<ApprovalDecision> {
       const decided = opened.get(request.requestId)
       opened.delete(request.requestId)
-      return decided ?? (await send(request, signal)).decided
+      return decided ?? (await send(request, options)).decided
     },
     /**
      * A decision the stream stored by the request's deadline (the server's timestamp, which the

@@ -48,7 +48,7 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
   readonly #unclaimed = new Map<string, StoredReply<z.output<S>>>()
   /** Recently applied replies (bounded): what `stored` finds for a request already answered. */
   readonly #applied = new Map<string, StoredReply<z.output<S>>>()
-  readonly #replay: boolean
+  #replay: boolean
   readonly #purpose: string | undefined
 
   constructor(options: {
@@ -71,10 +71,15 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
     this.#reportInvalid = options.reportInvalid
   }
 
-  /** Starts (once) the consumer of `subject` and resolves when it is live. */
-  listen(subject: string): Promise<void> {
+  /**
+   * Starts (once) the consumer of `subject` and resolves when it is live. `replay`: this wait
+   * belongs to a stored run, so read the replies from the start of the log (when the consumer is
+   * made here; later waits share it).
+   */
+  listen(subject: string, replay = false): Promise<void> {
     let consumer = this.#consumers.get(subject)
     if (!consumer) {
+      if (replay) this.#replay = true
       consumer = this.#bus.durableConsume(
         subject,
         (message) => {
@@ -100,8 +105,8 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
    * Resolves once the consumer of `subject` has handed over every reply the log held when it was
    * made (with `replay`: every reply given while no process listened).
    */
-  async caughtUp(subject: string): Promise<void> {
-    await this.listen(subject)
+  async caughtUp(subject: string, replay = false): Promise<void> {
+    await this.listen(subject, replay)
     const consumer = this.#consumers.get(subject)
     await (consumer?.caughtUp ?? consumer?.ready)
   }

@@ -46,15 +46,27 @@ export interface ApprovalDecision {
   decidedAt: number
 }
 
+/** What the agent tells a reviewer with each request. */
+export interface ReviewOptions {
+  signal: AbortSignal
+  /**
+   * The run is stored (an agent with a store): after a crash it resumes, possibly in another
+   * process, and waits on this same request. A remote reviewer then keeps the request open (no
+   * `approval.alive` heartbeats, so it is not withdrawn as orphaned) and reads decisions made
+   * while no process ran.
+   */
+  durable?: boolean
+}
+
 export interface Reviewer {
   /**
    * Makes the request answerable before anyone is told of it: a remote reviewer stores it and
    * starts listening for the decision here. The agent emits `approval.requested` only once this
    * resolves (at once when absent), then calls `review`. Rejecting makes the approval unavailable.
    */
-  open?(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<void>
+  open?(request: ApprovalRequest, options: ReviewOptions): Promise<void>
   /** Resolves with the reviewer's decision. Must stop waiting when `signal` aborts. */
-  review(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<ApprovalDecision>
+  review(request: ApprovalRequest, options: ReviewOptions): Promise<ApprovalDecision>
   /**
    * Asked at the deadline of a stored run's request (an agent with a store): the decision that was
    * stored for it by its deadline, by the store's clock (not the time the reviewer wrote), which no

@@ -90,9 +90,12 @@ export function createAgentActors(runtime: AgentRuntime) {
       const unavailable = (error: unknown) => {
         if (!signal.aborted) sendBack({ type: 'approval.unavailable', reason: describeError(error) })
       }
+      const journal = runtime.journals?.get(request.runId)
+      // Told to the reviewer: a stored run's request must stay open while no process runs it.
+      const durable = journal ? { durable: true } : {}
       const review = (reviewer: Reviewer) => {
         runtime.events.emit({ ...eventFields(input.run), at: runtime.clock.now(), type: 'approval.requested', request })
-        reviewer.review(request, { signal }).then((decision) => {
+        reviewer.review(request, { signal, ...durable }).then((decision) => {
           if (!signal.aborted) sendBack({ type: 'approval.decision', decision })
         }, unavailable)
       }
@@ -105,11 +108,10 @@ export function createAgentActors(runtime: AgentRuntime) {
         }
         if (reviewer.open === undefined) review(reviewer)
         else
-          reviewer.open(request, { signal }).then(() => {
+          reviewer.open(request, { signal, ...durable }).then(() => {
             if (!signal.aborted) review(reviewer)
           }, unavailable)
       }
-      const journal = runtime.journals?.get(request.runId)
       // A failed save stops the run (the journal reports it); nothing is shown then.
       if (journal) journal.save().then(publish, () => {})
       else publish()
