@@ -73,6 +73,8 @@ export class RunJournal {
   #steeringCursor: number | undefined
   /** A save that waits for its turn (not started): later requests join it. */
   #queued: Promise<void> | undefined
+  /** Whether the queued save must be synced (one request that needs it is enough). */
+  #queuedSync = false
   #tail: Promise<void> = Promise.resolve()
   #failure: unknown
   #finished = false
@@ -123,16 +125,25 @@ export class RunJournal {
       return
     }
     this.#seen = { messages: context.messages, steering: context.steering, approval }
-    this.save().catch(() => {})
+    // Synced only when the run ends (its result resolves once stored); the rest can wait for the next sync.
+    this.save({ sync: snapshot.status !== 'active' }).catch(() => {})
   }
 
-  /** Saves the run as it stands when the write starts; resolves once it is durable. */
-  save(): Promise<void> {
+  /**
+   * Saves the run as it stands when the write starts; resolves once it is written. `sync` (the
+   * default): durable against a power loss before this resolves, used before a side effect or a
+   * wait for a person. `sync: false` (a model reply, a tool's result, steering, a lease renewal):
+   * atomic and safe against the death of the process; the next synced save covers it.
+   */
+  save(options: { sync?: boolean } = {}): Promise<void> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure)
+    if (options.sync !== false) this.#queuedSync = true
     if (this.#queued) return this.#queued
     const queued = this.#tail.then(() => {
       this.#queued = undefined
-      return this.#write()
+      const sync = this.#queuedSync
+      this.#queuedSync = false
+      return this.#write(sync)
     })
     this.#queued = queued
     this.#tail = queued.catch(() => {})
@@ -155,7 +166,7 @@ export class RunJournal {
     this.#ledger = finishCall(this.#ledger, callId, result, this.#options.clock.now())
     // Its question (if it asked one) is answered or timed out: no longer pending.
     this.#questions = this.#questions.filter((q) => q.callId !== callId)
-    this.save().catch(() => {})
+    this.save({ sync: false }).catch(() => {})
   }
 
   /**
@@ -206,7 +217,7 @@ export class RunJournal {
     this.#abort.abort()
   }
 
-  async #write(): Promise<void> {
+  async #write(sync: boolean): Promise<void> {
     if (this.#failure !== undefined) throw this.#failure
     const actor = this.#actor
     if (actor === undefined || this.#abort.signal.aborted) return
@@ -235,13 +246,14 @@ export class RunJournal {
           from: this.#persistedLength,
           epoch: this.#epoch,
           messages: messages.slice(this.#persistedLength),
+          sync,
           signal,
         })
       }
       const finished = snapshot.status !== 'active'
       if (!created) {
         const checkpoint = this.#checkpoint(state, length)
-        this.#revision = await store.save(checkpoint, { revision: this.#revision as number, signal })
+        this.#revision = await store.save(checkpoint, { revision: this.#revision as number, sync, signal })
       }
       this.#persistedLength = length
       if (finished) this.close()
@@ -296,7 +308,7 @@ export class RunJournal {
       () => {
         this.#renewTimer = undefined
         if (this.#finished) return
-        this.save().then(
+        this.save({ sync: false }).then(
           () => this.#renew(),
           () => {},
         )
