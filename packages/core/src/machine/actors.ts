@@ -113,7 +113,7 @@ export function createAgentActors(runtime: AgentRuntime) {
           }, unavailable)
       }
       // A failed save stops the run (the journal reports it); nothing is shown then.
-      if (journal) journal.save().then(publish, () => {})
+      if (journal) journal.saveWait(request.requestId).then(publish, () => {})
       else publish()
       return () => controller.abort()
     }),
@@ -153,7 +153,10 @@ export function createAgentActors(runtime: AgentRuntime) {
         const resumed = journal.pendingQuestion(call.callId)
           ? ({ action: 'reattach' } as const)
           : resumeToolCall(journal.ledgerEntry(call.callId), tool)
-        if (resumed.action === 'use_recorded') return { output: resumed.result.output, recorded: resumed.result }
+        if (resumed.action === 'use_recorded') {
+          const { handoff, ...recorded } = resumed.result
+          return { output: recorded.output, recorded, ...(handoff ? { handoff } : {}) }
+        }
         if (resumed.action === 'report_unknown') {
           reportOutcomeUnknown(runtime, run, call, resumed.result.output)
           journal.finishCall(call.callId, resumed.result)
@@ -167,7 +170,12 @@ export function createAgentActors(runtime: AgentRuntime) {
       }
       try {
         const output = await runTool(runtime, tool, input, base, signal)
-        journal?.finishCall(call.callId, { output: output.output, isError: false, outcome: 'executed' })
+        journal?.finishCall(call.callId, {
+          output: output.output,
+          isError: false,
+          outcome: 'executed',
+          ...(output.handoff ? { handoff: output.handoff } : {}),
+        })
         return output
       } catch (error) {
         if (journal && !signal.aborted) journal.finishCall(call.callId, failedToolResult(error))

@@ -68,6 +68,8 @@ export class RunJournal {
   #createdAt: number
   #ledger: LedgerEntry[]
   #applied: AppliedDecision[]
+  /** The approval wait the stored run was resumed in: already durable, so re-entering it writes nothing. */
+  #resumedWait: string | undefined
   /** The question the call in hand waits on (`ask_human`), kept until it is answered or timed out. */
   #questions: PendingQuestion[]
   #steeringCursor: number | undefined
@@ -99,6 +101,7 @@ export class RunJournal {
     this.#ledger = stored ? [...stored.checkpoint.ledger] : []
     this.#applied = stored ? [...stored.checkpoint.appliedDecisions] : []
     this.#questions = stored ? [...stored.checkpoint.pending.questions] : []
+    this.#resumedWait = stored?.checkpoint.pending.approvals[0]?.requestId
     this.#steeringCursor = stored ? stored.checkpoint.steeringCursor : options.steeringCursor
     this.onLost = options.onLost ?? (() => {})
   }
@@ -148,6 +151,17 @@ export class RunJournal {
     this.#queued = queued
     this.#tail = queued.catch(() => {})
     return queued
+  }
+
+  /**
+   * Makes the wait for approval `requestId` durable (a synced save) before the request is shown.
+   * A run resumed in that very wait has it stored already: nothing is written (resuming 1,000
+   * parked runs does not rewrite 1,000 checkpoints).
+   */
+  saveWait(requestId: string): Promise<void> {
+    if (this.#resumedWait === requestId) return Promise.resolve()
+    this.#resumedWait = undefined
+    return this.save()
   }
 
   /**

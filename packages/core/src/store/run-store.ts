@@ -95,7 +95,9 @@ export async function claimRun(store: RunStore, runId: string, options: ClaimOpt
     lease: { owner: options.owner, epoch, expiresAt: now + options.leaseMs },
     savedAt: now,
   }
-  const revision = await store.save(checkpoint, { revision: current.revision, signal: options.signal })
+  // Unsynced: a claim lost to a power loss only means the run is claimed again (nothing ran on it
+  // yet; its first side effect or wait is a synced write, which makes the claim durable too).
+  const revision = await store.save(checkpoint, { revision: current.revision, sync: false, signal: options.signal })
   return { checkpoint, revision }
 }
 
