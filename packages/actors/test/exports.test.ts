@@ -124,6 +124,7 @@ const TRUST_NAMES = [
   'evidenceKey',
   'isValidPublicKey',
   'newUserSeed',
+  'parseTrustPolicy',
   'permissionsTable',
   'rolePermissions',
   'signAuditEntry',

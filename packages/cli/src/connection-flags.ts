@@ -3,6 +3,7 @@
  * Runtime-free (help and usage errors answer without loading NATS); `bus.ts` turns them into
  * credentials, with the `nats` CLI's environment variables for what the flags leave out.
  */
+import type { NatsCredentialOptions } from '@signalbox/actors/nats'
 import type { OptionSpec } from './cli.ts'
 
 export const CONNECTION_OPTIONS: Record<string, OptionSpec> = {
@@ -63,18 +64,11 @@ export function privilegeFlags(values: Record<string, string | boolean | undefin
   return Object.fromEntries(Object.entries(found).filter(([, value]) => value !== undefined))
 }
 
+/** The credentials the flags can name: the library's, less the servers (`--nats` / `--server` name those). */
+export type CredentialFlags = Omit<NatsCredentialOptions, 'servers'>
+
 /** Credentials named by the flags (undefined where a flag was not given). */
-export function credentialFlags(values: Record<string, string | boolean | undefined>): {
-  creds?: string
-  nkey?: string
-  user?: string
-  password?: string
-  token?: string
-  tlsCert?: string
-  tlsKey?: string
-  tlsCa?: string
-  tlsFirst?: boolean
-} {
+export function credentialFlags(values: Record<string, string | boolean | undefined>): CredentialFlags {
   const text = (name: string) => (typeof values[name] === 'string' ? (values[name] as string) : undefined)
   const found = {
     creds: text('creds'),
@@ -86,6 +80,6 @@ export function credentialFlags(values: Record<string, string | boolean | undefi
     tlsKey: text('tlskey'),
     tlsCa: text('tlsca'),
     tlsFirst: values.tlsfirst === true ? true : undefined,
-  }
+  } satisfies Record<keyof CredentialFlags, unknown>
   return Object.fromEntries(Object.entries(found).filter(([, value]) => value !== undefined))
 }

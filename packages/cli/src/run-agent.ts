@@ -9,10 +9,12 @@ import {
   remoteAnswerer,
   remoteReviewer,
 } from '@signalbox/actors'
+import { createEvidenceBook, signedAuditLog } from '@signalbox/actors/trust'
 import {
   type AgentEvent,
   type Answerer,
   type AuditEntry,
+  type AuditLog,
   askHumanTool,
   ConfigError,
   createAgent,
@@ -45,6 +47,7 @@ import { type Colors, eventLine, formatDuration, quote } from './output.ts'
 import { createPrompter, type Prompter } from './prompter.ts'
 import { type AutoVerdict, createReviewConsole } from './review-console.ts'
 import { commandTracing } from './tracing.ts'
+import { agentTrustFrom, trustLine } from './trust-flags.ts'
 
 const NO_REVIEWER_REASON =
   'Denied: nobody can review this call (signalbox run has no terminal and no --nats bus with reviewers). Do not retry it; say what you wanted to do.'
@@ -72,6 +75,8 @@ export async function runAgent(context: CommandContext): Promise<number> {
   if (mode === 'embedded' && def.remoteTools && def.remoteTools.length > 0) {
     throw new CliError('NO_BUS', `${spec} uses remote tools (${def.remoteTools.join(', ')}): ${NO_BUS_MESSAGE}`)
   }
+  // Read (and refused when bad) before anything connects.
+  const { trust, signer, trustFile } = await agentTrustFrom(context)
   const approvalTimeoutMs = parseMs(context.values['approval-timeout'], def.approvalTimeoutMs ?? 5 * 60_000)
   const waitToolsMs = parseMs(context.values['wait-tools'], 10_000)
 
@@ -136,7 +141,8 @@ export async function runAgent(context: CommandContext): Promise<number> {
     let where: string
     let reviewer: Reviewer
     let answerer: Answerer
-    let audit: MemoryAuditLog | ReturnType<typeof busAuditLog>
+    let audit: MemoryAuditLog | AuditLog
+    const evidence = createEvidenceBook()
     let prompter: Prompter | undefined
     let remote: Tool<unknown>[] = []
     const interrupt = () => process.kill(process.pid, 'SIGINT')
@@ -149,9 +155,11 @@ export async function runAgent(context: CommandContext): Promise<number> {
       subjects = opened.subjects
       cleanups.push(() => opened.bus.close())
       where = `${opened.url} · prefix ${subjects.prefix}`
-      audit = busAuditLog({ bus, subjects })
-      const busReviewer: RemoteReviewer = remoteReviewer({ bus, subjects, audit })
-      const busAnswerer: RemoteAnswerer = remoteAnswerer({ bus, subjects })
+      // With a signing key the audit is signed and carries the signed decisions it records.
+      audit = signer ? signedAuditLog({ log: busAuditLog({ bus, subjects }), signer, evidence }) : busAuditLog({ bus, subjects })
+      const signed = { ...(trust ? { trust } : {}), ...(signer ? { signer } : {}), evidence }
+      const busReviewer: RemoteReviewer = remoteReviewer({ bus, subjects, audit, ...signed })
+      const busAnswerer: RemoteAnswerer = remoteAnswerer({ bus, subjects, ...signed })
       cleanups.push(
         () => busReviewer.close(),
         () => busAnswerer.close(),
@@ -218,7 +226,8 @@ export async function runAgent(context: CommandContext): Promise<number> {
         context.err(`${c.yellow('warning')}: ${at}: ${error instanceof Error ? error.message : String(error)}`),
     })
     tracing?.agent(agent)
-    const connection = connectAgent(agent, { bus, subjects })
+    // Steering and cancels: only signed by the policy's `steerers` / `controllers`, when it has one.
+    const connection = connectAgent(agent, { bus, subjects, ...(trust ? { trust, evidence } : {}) })
     cleanups.push(() => connection.close())
     await connection.ready
 
@@ -235,6 +244,7 @@ export async function runAgent(context: CommandContext): Promise<number> {
       print(`${c.dim('model ')} ${provider.model} at ${provider.baseURL}${server ? c.dim(' (scripted, offline)') : ''}`)
       print(`${c.dim('bus   ')} ${where}`)
       print(`${c.dim('tools ')} ${toolList || 'none'}`)
+      if (trust || signer) print(`${c.dim('trust ')} ${trustLine(trust, trustFile, signer)}`)
       print(`${c.dim('input ')} ${quote(input, 200)}`)
       print('')
     }

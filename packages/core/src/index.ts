@@ -43,6 +43,7 @@ export { type TerminalOptions, terminalAnswerer, terminalReviewer } from './hitl
 export type {
   Answer,
   Answerer,
+  AnswerOptions,
   ApprovalDecision,
   ApprovalRequest,
   AuditEntry,

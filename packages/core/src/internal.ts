@@ -21,7 +21,7 @@ export {
 export { sleep } from './clock.ts'
 export { formatDuration } from './duration.ts'
 export { describeError, deserializeError, serializeError } from './errors.ts'
-export { decisionMismatch, rejectedDecisionAudit } from './hitl/decision.ts'
+export { decisionMismatch, rejectedAnswerAudit, rejectedDecisionAudit } from './hitl/decision.ts'
 export { HookChain } from './hooks.ts'
 export { type AgentMachine, createAgentMachine } from './machine/agent-machine.ts'
 export { statePath } from './machine/state-path.ts'

@@ -9,33 +9,22 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api'
-import type { AgentEvent, AgentEventOf, ApprovalRequest, SerializedError, ToolOutcome } from '@signalbox/core'
+import {
+  AGENT_EVENT_TYPES,
+  type AgentEvent,
+  type AgentEventOf,
+  type AgentEventType,
+  type ApprovalRequest,
+  type SerializedError,
+  type ToolOutcome,
+} from '@signalbox/core'
 import { ERROR_TYPE, GenAI, Operation, Signalbox } from './attributes.ts'
 import { openRuns, RunSpans } from './run-spans.ts'
 
-/** The events that open, change or close a span (`text.delta` is left out: it is per token). */
-export const TRACED_EVENT_TYPES = [
-  'run.start',
-  'run.end',
-  'run.error',
-  'turn.start',
-  'turn.end',
-  'model.request',
-  'model.response',
-  'model.retry',
-  'tool.start',
-  'tool.end',
-  'approval.requested',
-  'approval.decided',
-  'approval.timeout',
-  'approval.unavailable',
-  'approval.rejected',
-  'steering.queued',
-  'steering.applied',
-  'question.asked',
-  'question.answered',
-  'question.timeout',
-] as const satisfies readonly AgentEvent['type'][]
+/** The events that open, change or close a span: all of them but `text.delta`, which is per token. */
+export const TRACED_EVENT_TYPES: readonly Exclude<AgentEventType, 'text.delta'>[] = AGENT_EVENT_TYPES.filter(
+  (type): type is Exclude<AgentEventType, 'text.delta'> => type !== 'text.delta',
+)
 
 /** Tool outcomes that are failures (a denial or a steered call is an expected outcome, not an error). */
 const FAILED_OUTCOMES: ReadonlySet<ToolOutcome> = new Set(['failed', 'timeout', 'invalid_arguments', 'unknown_tool'])

@@ -20,6 +20,7 @@ import {
 import { publishEvent } from '../agents/agent-connection.ts'
 import { busAuditLog } from '../audit/bus-audit.ts'
 import { DurableRequester } from '../requests/durable-request.ts'
+import { RejectedReplies } from '../requests/rejected-replies.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
 import type { Signer } from '../trust/sign.ts'
@@ -30,7 +31,9 @@ export interface RemoteReviewerOptions {
   subjects?: Subjects
   /**
    * Where rejected (late, duplicate, mismatched, forged) decisions are recorded as
-   * `approval.rejected`. Default: the audit trail on the bus (`busAuditLog`); `false` records none.
+   * `approval.rejected` when the caller is not an agent. An agent records them itself (in its own
+   * audit log, with one `approval.rejected` event: `ReviewOptions.rejected`), so this is only for
+   * a reviewer used on its own. Default: the audit trail on the bus (`busAuditLog`); `false` records none.
    */
   audit?: AuditLog | false
   /**
@@ -43,8 +46,9 @@ export interface RemoteReviewerOptions {
   /** Accepted signed decisions are kept here for the audit entry that records them (`signedAuditLog`). */
   evidence?: EvidenceBook
   /**
-   * Also told of every rejected decision (the `approval.rejected` event, which is published on
-   * `agents.<agent>.events.approval.rejected` in any case).
+   * Also told of every rejected decision (the `approval.rejected` event: the agent emits it, so
+   * `agent.on` and the bus see it once; without an agent, this reviewer publishes it on
+   * `agents.<agent>.events.approval.rejected`).
    */
   onRejected?(event: Extract<AgentEvent, { type: 'approval.rejected' }>): void
   clock?: Clock
@@ -82,7 +86,12 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
   const { bus, trust, signer } = options
   const subjects = options.subjects ?? createSubjects()
   const clock = options.clock ?? systemClock
-  const audit = options.audit === false ? undefined : (options.audit ?? defaultAudit(bus, subjects, signer))
+  let audit: AuditLog | undefined
+  const rejections = new RejectedReplies(() => {
+    if (options.audit === false) return undefined
+    audit ??= options.audit ?? defaultAudit(bus, subjects, signer)
+    return audit
+  })
   const report = createRejectionReporter({ bus, subjects, component: 'agent-approvals', clock })
   const requester = new DurableRequester<typeof ApprovalDecisionMessage, ApprovalRequest>({
     bus,
@@ -95,14 +104,9 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
     report,
     onRejected: ({ reply, reason, context: request }) => {
       const at = clock.now()
-      const entry = rejectedDecisionAudit({ run: request, request, decision: reply, reason, at })
-      // The signed message is kept as evidence: who tried to decide, provably (or that nobody signed).
-      const evidence = reply.signer !== undefined ? { evidence: { ...reply } } : {}
-      try {
-        Promise.resolve(audit?.record({ ...entry, ...evidence })).catch(() => {})
-      } catch {
-        // Recording is best effort: a failing audit log must not stop the review.
-      }
+      const byAgent = rejections.record(request.requestId, reply, reason, () =>
+        rejectedDecisionAudit({ run: request, request, decision: reply, reason, at }),
+      )
       const event = {
         type: 'approval.rejected' as const,
         agentId: request.agentId,
@@ -114,7 +118,8 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
         decision: reply,
         reason,
       }
-      publishEvent(bus, subjects, event)
+      // The agent emitted it (agent.on, and the bus through connectAgent); else it is said here.
+      if (!byAgent) publishEvent(bus, subjects, event)
       try {
         options.onRejected?.(event)
       } catch {
@@ -187,17 +192,19 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
   }
 
   return {
-    async open(request, options): Promise<void> {
-      const { signal } = options
-      const { decided } = await send(request, options)
+    async open(request, reviewOptions): Promise<void> {
+      const { signal } = reviewOptions
+      rejections.keep(request.requestId, reviewOptions.rejected)
+      const { decided } = await send(request, reviewOptions)
       opened.set(request.requestId, decided)
       // Kept until `review` takes it (a decision may already be in), or the wait is dropped.
       signal.addEventListener('abort', () => opened.delete(request.requestId), { once: true })
     },
-    async review(request, options): Promise<ApprovalDecision> {
+    async review(request, reviewOptions): Promise<ApprovalDecision> {
+      rejections.keep(request.requestId, reviewOptions.rejected)
       const decided = opened.get(request.requestId)
       opened.delete(request.requestId)
-      return decided ?? (await send(request, options)).decided
+      return decided ?? (await send(request, reviewOptions)).decided
     },
     /**
      * A decision the stream stored by the request's deadline (the server's timestamp, which the

@@ -14,6 +14,7 @@ import {
 } from '@signalbox/core/protocol'
 import { createRejectionReporter, msgIdPart } from '../requests/rejections.ts'
 import { type RequestService, type ServiceMode, serveDurableRequests } from '../requests/request-service.ts'
+import { watchSilence } from '../silence.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
 import type { Signer } from '../trust/sign.ts'
 import { checkApprovalRequest, type RequestOrigin } from './request-check.ts'
@@ -231,17 +232,17 @@ function watchOrphans(options: { bus: Bus; subjects: Subjects; agentToken: strin
     watch(request: ApprovalRequestMessage, onOrphaned: (silentMs: number) => void): () => void {
       const { heartbeatMs } = request
       if (heartbeatMs === undefined) return () => {}
-      const since = clock.now()
-      const limit = MISSED_HEARTBEATS * heartbeatMs
-      let timer: unknown
-      const check = () => {
-        const silentMs = clock.now() - Math.max(since, lastSeen.get(request.requestId) ?? 0)
-        if (silentMs >= limit) onOrphaned(silentMs)
-        else timer = clock.setTimeout(check, limit - silentMs)
-      }
-      timer = clock.setTimeout(check, limit)
+      const watch = watchSilence(
+        clock,
+        {
+          limitMs: MISSED_HEARTBEATS * heartbeatMs,
+          recheckMs: heartbeatMs,
+          lastHeard: () => lastSeen.get(request.requestId) ?? 0,
+        },
+        onOrphaned,
+      )
       return () => {
-        clock.clearTimeout(timer)
+        watch.stop()
         lastSeen.delete(request.requestId)
       }
     },

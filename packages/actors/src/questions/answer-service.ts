@@ -5,6 +5,7 @@ import { AnswerMessage, encodeMessage, PROTOCOL_VERSION, QuestionMessage } from 
 import { DecisionNotStoredError } from '../approvals/reviewer-service.ts'
 import { createRejectionReporter, msgIdPart } from '../requests/rejections.ts'
 import { type RequestService, type ServiceMode, serveDurableRequests } from '../requests/request-service.ts'
+import type { TrustPolicy } from '../trust/policy.ts'
 import type { Signer } from '../trust/sign.ts'
 
 export interface AnswerServiceOptions {
@@ -18,6 +19,13 @@ export interface AnswerServiceOptions {
   group?: string
   /** The answerer's key: every answer is signed with it (agents with a trust policy accept nothing else). */
   signer?: Signer
+  /**
+   * Whose answers (`answerers`) count as answering a question elsewhere: anyone can publish an
+   * answer quoting a question they read, and without this an unsigned one would make this service
+   * drop the question (the agent then refuses that answer and nobody answers). Without one, any
+   * answer counts.
+   */
+  trust?: TrustPolicy
   clock?: Clock
   onQuestion?(question: Question): void
   onAnswer?(question: Question, answer: Answer): void
@@ -46,6 +54,8 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
       schema: AnswerMessage,
       idOf: (answer) => answer.questionId,
       purpose: 'answered',
+      matches: (question, answer) =>
+        options.trust === undefined || options.trust.check(answer, { agentId: (question as QuestionMessage).agentId }).ok,
       onSettled: (id, { v: _v, type: _type, ...answer }) => options.onSettled?.(id, answer),
     },
     ...(options.clock ? { clock: options.clock } : {}),

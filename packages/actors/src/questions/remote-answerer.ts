@@ -1,7 +1,10 @@
-import type { Answer, Answerer, Clock, Question } from '@signalbox/core'
+import { type Answer, type Answerer, type AuditLog, type Clock, type Question, systemClock } from '@signalbox/core'
 import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { rejectedAnswerAudit } from '@signalbox/core/internal'
 import { AnswerMessage, PROTOCOL_VERSION, type QuestionMessage } from '@signalbox/core/protocol'
+import { defaultAudit } from '../approvals/remote-reviewer.ts'
 import { DurableRequester } from '../requests/durable-request.ts'
+import { RejectedReplies } from '../requests/rejected-replies.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
 import type { Signer } from '../trust/sign.ts'
@@ -16,6 +19,12 @@ export interface RemoteAnswererOptions {
   signer?: Signer
   /** Accepted signed answers are kept here for the audit entry that records them (`signedAuditLog`). */
   evidence?: EvidenceBook
+  /**
+   * Where refused (forged, mismatched, late) answers are recorded as `question.rejected` when the
+   * caller is not an agent's ask-a-human tool (which records them in the agent's audit log:
+   * `AnswerOptions.rejected`). Default: the audit trail on the bus; `false` records none.
+   */
+  audit?: AuditLog | false
   clock?: Clock
   /**
    * Read the answers subject from the start of the stream, so a run resumed after a restart gets
@@ -36,7 +45,14 @@ export interface RemoteAnswerer extends Answerer {
 export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
   const { bus, trust, signer } = options
   const subjects = options.subjects ?? createSubjects()
-  const report = createRejectionReporter({ bus, subjects, component: 'agent-questions', clock: options.clock })
+  const clock = options.clock ?? systemClock
+  const report = createRejectionReporter({ bus, subjects, component: 'agent-questions', clock })
+  let audit: AuditLog | undefined
+  const rejections = new RejectedReplies(() => {
+    if (options.audit === false) return undefined
+    audit ??= options.audit ?? defaultAudit(bus, subjects, signer)
+    return audit
+  })
   const requester = new DurableRequester<typeof AnswerMessage, Question>({
     bus,
     schema: AnswerMessage,
@@ -46,6 +62,12 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
     purpose: 'answers',
     report,
     ...(options.replayAnswers ? { replay: true } : {}),
+    // Recorded like refused decisions: by the asking agent when it gave a sink, else here.
+    onRejected: ({ reply, reason, context: question }) => {
+      rejections.record(question.questionId, reply, reason, () =>
+        rejectedAnswerAudit({ question, answer: reply, reason, at: clock.now() }),
+      )
+    },
   })
   const check = (question: Question, answer: AnswerMessage): string | undefined => {
     if (trust === undefined) return undefined
@@ -71,7 +93,8 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
       if (check(question, stored.reply) !== undefined) return undefined
       return applied(question, stored.reply)
     },
-    async answer(question, { signal }): Promise<Answer> {
+    async answer(question, { signal, rejected }): Promise<Answer> {
+      rejections.keep(question.questionId, rejected)
       const message: QuestionMessage = { v: PROTOCOL_VERSION, type: 'question', ...question }
       const reply = await requester.request({
         id: question.questionId,

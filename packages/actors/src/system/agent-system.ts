@@ -14,7 +14,9 @@ import { type Bus, createSubjects, type Subjects, type Subscription } from '@sig
 import type { RunStore } from '@signalbox/core/store'
 import { type AgentConnection, connectAgent } from '../agents/agent-connection.ts'
 import { sendSteering } from '../agents/clients.ts'
+import type { TrustPolicy } from '../trust/policy.ts'
 import type { Signer } from '../trust/sign.ts'
+import type { EvidenceBook } from '../trust/signed-audit.ts'
 import { ChildRunError } from './child-run-error.ts'
 import { ChildSlots } from './child-slots.ts'
 import type { Directory } from './directory.ts'
@@ -48,6 +50,14 @@ export interface AgentSystemOptions {
    * the end of its lease).
    */
   signer?: Signer
+  /**
+   * Who may steer and cancel the agents this system serves (`steerers`, `controllers`: operators,
+   * and the keys of the parent hosts that delegate to them): steering and cancels must be signed
+   * by a listed key (`connectAgent({ trust })`). Without one they are not checked.
+   */
+  trust?: TrustPolicy
+  /** Accepted signed steering is kept here for the audit entry that records it (`signedAuditLog`). */
+  evidence?: EvidenceBook
 }
 
 export interface SystemRunOptions {
@@ -82,6 +92,8 @@ const DIRECTORY_REFRESH_MS = 10_000
  */
 export class AgentSystem {
   readonly #signer: Signer | undefined
+  readonly #trust: TrustPolicy | undefined
+  readonly #evidence: EvidenceBook | undefined
   readonly hostId: string
   readonly subjects: Subjects
   readonly #bus: Bus | undefined
@@ -106,6 +118,8 @@ export class AgentSystem {
     const busPrefix = (options.bus as { prefix?: unknown } | undefined)?.prefix
     this.subjects = options.subjects ?? createSubjects(typeof busPrefix === 'string' ? busPrefix : undefined)
     this.#signer = options.signer
+    this.#trust = options.trust
+    this.#evidence = options.evidence
     this.hostId = options.hostId ?? `${hostname()}-${process.pid}`
     this.#directory = options.directory
     this.#ledger = new RunTreeLedger(options.limits)
@@ -156,7 +170,13 @@ export class AgentSystem {
     const host = this.#host as RunHost
     const pending: Promise<void>[] = []
     for (const agent of this.#agents.values()) {
-      const connection = connectAgent(agent, { bus, subjects: this.subjects, clock: this.#clock })
+      const connection = connectAgent(agent, {
+        bus,
+        subjects: this.subjects,
+        clock: this.#clock,
+        ...(this.#trust ? { trust: this.#trust } : {}),
+        ...(this.#evidence ? { evidence: this.#evidence } : {}),
+      })
       this.#served.push(connection)
       pending.push(connection.ready)
       const subscription = bus.subscribe(this.subjects.agentRun(agent.id), (message) => host.accept(agent, message), {

@@ -18,7 +18,7 @@ import { repeat } from './repeat.ts'
 import type { RunBudget, RunTreeLedger } from './tree-budget.ts'
 
 /** The lease is renewed this many times per period, so a lost beat or two does not end it. */
-const HEARTBEATS_PER_LEASE = 3
+export const HEARTBEATS_PER_LEASE = 3
 
 const RunReply = z.discriminatedUnion('type', [RunAcceptedMessage, ErrorMessage])
 

@@ -19,6 +19,8 @@ import {
   RunRequestMessage,
   type RunResultMessage,
 } from '@signalbox/core/protocol'
+import { watchSilence } from '../silence.ts'
+import { HEARTBEATS_PER_LEASE } from './remote-run.ts'
 import type { RunTreeLedger } from './tree-budget.ts'
 
 /** How long `drain()` waits for the runs it hosts to publish their (cancelled) results. */
@@ -169,22 +171,15 @@ export class RunHost {
   }
 }
 
-/** A lease of `ms` on `clock` (none when `ms` is absent or 0): `onExpire` runs unless renewed in time. */
+/**
+ * A lease of `ms` on `clock` (none when `ms` is absent or 0): `onExpire` runs unless renewed in
+ * time. The parent renews it HEARTBEATS_PER_LEASE times per lease; a stalled host looks again a
+ * heartbeat later rather than cancel a child whose parent is alive (`watchSilence`).
+ */
 function startLease(clock: Clock, ms: number | undefined, onExpire: () => void): { renew(): void; stop(): void } {
-  let timer: unknown
-  let armed = false
-  const stop = () => {
-    if (armed) clock.clearTimeout(timer)
-    armed = false
-  }
-  const renew = () => {
-    stop()
-    if (!ms) return
-    timer = clock.setTimeout(onExpire, ms)
-    armed = true
-  }
-  renew()
-  return { renew, stop }
+  if (!ms) return { renew() {}, stop() {} }
+  const watch = watchSilence(clock, { limitMs: ms, recheckMs: ms / HEARTBEATS_PER_LEASE }, onExpire)
+  return { renew: watch.heard, stop: watch.stop }
 }
 
 function emptyResult(runId: string, status: 'failed' | 'cancelled'): RunResult {

@@ -36,6 +36,7 @@ export {
   type TrustVerdict,
   whyNotAcceptable,
 } from './policy.ts'
+export { parseTrustPolicy } from './policy-file.ts'
 export { createSigner, type SignatureCheck, type Signer, SigningKeyError, verifySignature } from './sign.ts'
 export {
   createEvidenceBook,

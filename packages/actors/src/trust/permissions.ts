@@ -98,12 +98,19 @@ export function rolePermissions(role: Role, scope: PermissionScope = {}): RolePe
       { name: `${name}_decided`, filter: decisions, why: 'decisions already made (skip what others decided)' },
     )
   }
+  // Answerers watch every question by default (broadcast: a room of people, the first answer
+  // counts), on a private consumer; with a group they may also split them (shared mode).
   const answersQuestions = (group: string | undefined) => {
     publish.push({ subject: answers, why: 'answers (durable publish)' })
     consumers.push(
-      group !== undefined
-        ? { name: group, filter: ask, why: 'questions, shared by the answerer group', shared: true }
-        : { name: `${name}_questions`, filter: ask, why: 'every question' },
+      {
+        name: `${name}_questions`,
+        filter: ask,
+        why: group !== undefined ? 'every question (broadcast mode, the default)' : 'every question',
+      },
+      ...(group !== undefined
+        ? [{ name: group, filter: ask, why: 'questions, shared by the answerer group (shared mode)', shared: true }]
+        : []),
       { name: `${name}_answered`, filter: answers, why: 'questions already answered' },
     )
   }

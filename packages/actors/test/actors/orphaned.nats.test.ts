@@ -9,8 +9,9 @@ import { createSubjects } from '@signalbox/core/bus'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { startCrashChild } from '../../../../test/support/crash-harness.ts'
 import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
-import { serveReviewer } from '../../src/index.ts'
+import { remoteReviewer, serveReviewer } from '../../src/index.ts'
 import { connectNatsBus, type NatsBus } from '../../src/nats/index.ts'
+import { payingAgent } from './fixtures/paying-agent.ts'
 import { eventually, sleep, trackedAudit } from './harness.ts'
 
 const HEARTBEAT_MS = 300
@@ -33,24 +34,30 @@ function lookingPerson() {
   return { reviewer, shown, withdrawn }
 }
 
+/** A private prefix on the shared server; connections and closers are undone when the test ends. */
+function deployment() {
+  const prefix = uniquePrefix()
+  const subjects = createSubjects(prefix)
+  const buses: NatsBus[] = []
+  const closers: (() => void)[] = []
+  onTestFinished(async () => {
+    for (const close of closers) close()
+    await Promise.allSettled(buses.map((bus) => bus.close()))
+    const admin = await connectNatsBus({ servers: NATS_URL, prefix, name: 'orphan-cleanup' })
+    await (await admin.manager()).streams.delete(admin.streamName).catch(() => {})
+    await admin.close()
+  })
+  const open = async (name: string) => {
+    const bus = await connectNatsBus({ servers: NATS_URL, prefix, name: `${name}-${prefix}` })
+    buses.push(bus)
+    return bus
+  }
+  return { prefix, subjects, open, closers }
+}
+
 describe('orphaned approval requests (agent without a store, killed)', () => {
   it('withdrawn from the reviewer, marked orphaned for all, audited; a live agent’s request is kept', async () => {
-    const prefix = uniquePrefix()
-    const subjects = createSubjects(prefix)
-    const buses: NatsBus[] = []
-    const closers: (() => void)[] = []
-    onTestFinished(async () => {
-      for (const close of closers) close()
-      await Promise.allSettled(buses.map((bus) => bus.close()))
-      const admin = await connectNatsBus({ servers: NATS_URL, prefix, name: 'orphan-cleanup' })
-      await (await admin.manager()).streams.delete(admin.streamName).catch(() => {})
-      await admin.close()
-    })
-    const open = async (name: string) => {
-      const bus = await connectNatsBus({ servers: NATS_URL, prefix, name: `${name}-${prefix}` })
-      buses.push(bus)
-      return bus
-    }
+    const { prefix, subjects, open, closers } = deployment()
     const reviewerBus = await open('reviewer')
     const audit = trackedAudit()
     const person = lookingPerson()
@@ -116,4 +123,39 @@ describe('orphaned approval requests (agent without a store, killed)', () => {
       reason: expect.stringMatching(/^orphaned: /),
     })
   }, 60_000)
+
+  it('a reviewer service stalled past the orphan limit does not withdraw a live agent’s request', async () => {
+    // Seen under a loaded CI: the event loop of the process holding both the agent and the reviewer
+    // stalls for seconds; when it wakes, the orphan check and the heartbeat timer fire together and
+    // the heartbeat is still in flight. The check must look again before calling the agent gone.
+    const { subjects, open, closers } = deployment()
+    const person = lookingPerson()
+    const orphaned: ApprovalRequest[] = []
+    const service = serveReviewer({
+      bus: await open('reviewer'),
+      subjects,
+      reviewer: person.reviewer,
+      onOrphaned: (request) => orphaned.push(request),
+    })
+    closers.push(() => service.close())
+    await service.ready
+    const reviewer = remoteReviewer({ bus: await open('agent'), subjects, heartbeatMs: HEARTBEAT_MS })
+    closers.push(() => reviewer.close())
+    const agent = payingAgent(reviewer)
+    const handle = agent.start('pay bob 42')
+    const outcome = handle.result.catch((error: unknown) => error)
+    closers.push(() => handle.cancel('test over'))
+    await eventually(() => person.shown.length === 1, 10_000, 'the person to be shown the request')
+
+    // Both timers overdue at once: the check fires before the heartbeat published in the same turn is back.
+    const stalledUntil = Date.now() + HEARTBEAT_MS * 8
+    while (Date.now() < stalledUntil) {
+      // a stalled event loop
+    }
+    await sleep(HEARTBEAT_MS * 6)
+    expect(person.withdrawn).toEqual([])
+    expect(orphaned).toEqual([])
+    handle.cancel('test over')
+    expect(await outcome).toBeInstanceOf(Error)
+  }, 30_000)
 })

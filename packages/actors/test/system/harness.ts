@@ -12,6 +12,7 @@
  */
 
 import { type AgentSystem, createAgentSystem, type TreeLimits } from '@signalbox/actors/system'
+import type { Signer, TrustPolicy } from '@signalbox/actors/trust'
 import {
   type Agent,
   type AgentEvent,
@@ -57,6 +58,10 @@ export interface TopologyOptions {
   limits?: TreeLimits
   childLimits?: TreeLimits
   leaseMs?: number
+  /** The parent system's key (its cancels of remote children are signed with it). */
+  parentSigner?: Signer
+  /** The child system's trust policy (who may cancel and steer its agents). */
+  childTrust?: TrustPolicy
 }
 
 export async function topology(name: TopologyName, options: TopologyOptions = {}): Promise<Topology> {
@@ -84,6 +89,7 @@ export async function topology(name: TopologyName, options: TopologyOptions = {}
     subjects,
     hostId: 'parent-host',
     ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.parentSigner ? { signer: options.parentSigner } : {}),
     leaseMs,
   })
   const childLimits = options.childLimits ?? options.limits
@@ -92,6 +98,7 @@ export async function topology(name: TopologyName, options: TopologyOptions = {}
     subjects,
     hostId: 'child-host',
     ...(childLimits ? { limits: childLimits } : {}),
+    ...(options.childTrust ? { trust: options.childTrust } : {}),
     leaseMs,
   })
   deployment.defer(() => parent.close())

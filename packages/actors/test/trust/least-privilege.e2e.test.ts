@@ -1,11 +1,20 @@
 /**
  * The claw scenario under least privilege: a private nats-server whose authorization block is the
  * generator's, every actor on its own user (its inbox prefix, its named consumers, the stream only
- * checked by the roles that may not create it), decisions, steering and cancels signed and
- * checked, the audit signed by the agent. The actors do their jobs; the section-5 attacks fail.
+ * checked by the roles that may not create it), decisions, answers, steering and cancels signed and
+ * checked, the audit signed by the agent. The actors do their jobs (the answerer in its default,
+ * broadcast mode); the section-5 attacks fail.
  */
 import { connect, errors, type NatsConnection } from '@nats-io/transport-node'
-import { type AgentEvent, type ApprovalRequest, createAgent, policyReviewer, tool } from '@signalbox/core'
+import {
+  type AgentEvent,
+  type ApprovalRequest,
+  askHumanTool,
+  createAgent,
+  functionAnswerer,
+  policyReviewer,
+  tool,
+} from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
 import { type ApprovalRequestMessage, encodeMessage } from '@signalbox/core/protocol'
 import { ScriptedProvider } from '@signalbox/core/testing'
@@ -16,10 +25,12 @@ import {
   busAuditLog,
   connectAgent,
   readAudit,
+  remoteAnswerer,
   remoteReviewer,
   remoteTool,
   sendControl,
   sendSteering,
+  serveAnswerer,
   serveReviewer,
   serveTools,
   watchEvents,
@@ -37,7 +48,7 @@ import {
   signedAuditLog,
   verifyAuditTrail,
 } from '../../src/trust/index.ts'
-import { deferred, eventually } from '../actors/harness.ts'
+import { deferred, eventually, readByModel, trackedAudit, within } from '../actors/harness.ts'
 
 const prefix = 'lp.v1'
 const S = defaultStreamName(prefix)
@@ -46,6 +57,7 @@ const users: Record<string, { role: Role; permissions: RolePermissions }> = {
   claw: { role: 'agent', permissions: rolePermissions('agent', { prefix, agent: 'claw' }) },
   tina: { role: 'reviewer', permissions: rolePermissions('reviewer', { prefix, name: 'tina' }) },
   mallory: { role: 'reviewer', permissions: rolePermissions('reviewer', { prefix, name: 'mallory' }) },
+  ann: { role: 'answerer', permissions: rolePermissions('answerer', { prefix, name: 'ann' }) },
   toolhost: { role: 'tool-host', permissions: rolePermissions('tool-host', { prefix }) },
   operator: { role: 'steering', permissions: rolePermissions('steering', { prefix, name: 'operator' }) },
   observer: { role: 'observer', permissions: rolePermissions('observer', { prefix }) },
@@ -56,6 +68,7 @@ const keys = {
   tina: createSigner(newUserSeed()),
   mallory: createSigner(newUserSeed()),
   operator: createSigner(newUserSeed()),
+  ann: createSigner(newUserSeed()),
 }
 const policy = createTrustPolicy({
   keys: {
@@ -63,7 +76,9 @@ const policy = createTrustPolicy({
     [keys.mallory.publicKey]: 'mallory',
     [keys.operator.publicKey]: 'operator',
     [keys.claw.publicKey]: 'claw agent',
+    [keys.ann.publicKey]: 'ann',
   },
+  answerers: [keys.ann.publicKey],
   reviewers: { drop_claw: [keys.tina.publicKey] },
   steerers: [keys.operator.publicKey],
   controllers: [keys.operator.publicKey],
@@ -367,6 +382,41 @@ describe('the claw scenario under least privilege', () => {
     host.close()
     watch.unsubscribe()
   }, 90_000)
+
+  it('an answerer in the default (broadcast) mode answers under its own user; the answer is signed, checked and audited', async () => {
+    const agentBus = await busOf('claw')
+    const annBus = await busOf('ann')
+    const audit = trackedAudit()
+    const answerer = remoteAnswerer({ bus: agentBus, subjects, trust: policy, signer: keys.claw })
+    const provider = new ScriptedProvider({
+      script: [
+        { toolCalls: [{ id: 'call_ask', name: 'ask_human', arguments: { question: 'Which bin is the penguin in?' } }] },
+        { content: 'bin 3 it is' },
+      ],
+    })
+    const agent = createAgent({
+      id: 'claw',
+      provider,
+      tools: [askHumanTool({ answerer, timeoutMs: 60_000 })],
+      audit: audit.log,
+    })
+    // No `mode`: the default, every answerer sees every question on its own consumer (ann_questions).
+    const service = serveAnswerer({
+      bus: annBus,
+      subjects,
+      signer: keys.ann,
+      trust: policy,
+      answerer: functionAnswerer(() => 'Bin 3.', { name: 'whatever-ann-types' }),
+    })
+    // Without the role's grant for ann_questions, the consumer is refused and this never settles.
+    await within(service.ready, 15_000, "the answerer's consumers")
+    const result = await agent.run('which bin?')
+    expect(result.output).toBe('bin 3 it is')
+    expect(readByModel(provider, 'call_ask')).toBe('Bin 3.')
+    expect(audit.of('question.answered')).toMatchObject([{ actor: 'ann', decision: 'Bin 3.' }])
+    service.close()
+    answerer.close()
+  }, 30_000)
 
   it("no role reads another's inbox or deletes the reviewers' consumer", async () => {
     const claw = await rawOf('claw')

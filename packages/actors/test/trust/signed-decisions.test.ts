@@ -10,7 +10,7 @@ import type { Bus } from '@signalbox/core/bus'
 import { type ApprovalDecisionMessage, ApprovalRequestMessage, decodeMessage } from '@signalbox/core/protocol'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
-import { remoteReviewer, serveReviewer, watchEvents } from '../../src/index.ts'
+import { connectAgent, remoteReviewer, serveReviewer, watchEvents } from '../../src/index.ts'
 import {
   createEvidenceBook,
   createSigner,
@@ -19,7 +19,7 @@ import {
   signedAuditLog,
   verifyAuditTrail,
 } from '../../src/trust/index.ts'
-import { type Deployment, deploy, eventually, nats, payTool, readByModel, trackedAudit } from '../actors/harness.ts'
+import { type Deployment, deploy, eventually, nats, payTool, readByModel, recordEvents, trackedAudit } from '../actors/harness.ts'
 
 const ARGS = { to: 'bob', amount: 42 }
 
@@ -74,6 +74,12 @@ describe('signed decisions, checked by the agent (nats)', () => {
       audit: signedAudit,
       approvalTimeoutMs: 30_000,
     })
+
+    // The agent's events go out on the bus: the rejections among them, emitted once by the agent.
+    const onAgent = recordEvents(agent)
+    const connection = connectAgent(agent, { bus: agentBus, subjects: d.subjects })
+    d.defer(() => connection.close())
+    await connection.ready
 
     const forger = await d.bus('forger')
     const rejectedEvents: AgentEvent[] = []
@@ -133,6 +139,7 @@ describe('signed decisions, checked by the agent (nats)', () => {
     // Recorded as events too, on the bus, with the same reasons.
     await eventually(() => rejectedEvents.length >= 5 || undefined, 5_000, 'five approval.rejected events')
     expect(rejectedEvents.map((e) => (e as { reason: string }).reason)).toEqual(rejected.map((e) => e.reason))
+    expect(onAgent.of('approval.rejected').map((e) => e.reason)).toEqual(rejected.map((e) => e.reason))
     // Never applied: the call has not run and the request is still pending.
     expect(pay.paid).toEqual([])
     expect(agent.runs.get(handle.runId)?.actor.getSnapshot().value).toMatchObject({

@@ -12,6 +12,7 @@ export const AUDIT_KINDS = [
   'steering.applied',
   'question.answered',
   'question.timeout',
+  'question.rejected',
 ] as const satisfies readonly AuditKind[]
 
 interface Column {

@@ -10,6 +10,7 @@ import { openBus, untilSignal } from '../bus.ts'
 import { CliError, type Command, type CommandContext, EXIT, UsageError } from '../cli.ts'
 import { clockTime, shortId } from '../output.ts'
 import { commandTracing, OTLP_OPTIONS } from '../tracing.ts'
+import { agentTrustFrom, TRUST_OPTIONS, trustLine } from '../trust-flags.ts'
 
 /** What a host module's factory receives: `export default (host) => [createHotelAgent({ reviewer: ... })]`. */
 export interface HostContext {
@@ -25,6 +26,15 @@ export interface HostContext {
   onClose(cleanup: () => unknown): void
   /** The run store of `--store` / `--run-bucket`, for `createAgent({ store })`; undefined without one. */
   store: import('@signalbox/core/store').RunStore | undefined
+  /**
+   * The policy of `--trust` (for `remoteReviewer({ trust })`, `remoteAnswerer({ trust })`); the
+   * host already checks steering and cancels of every agent it serves against it. Undefined without one.
+   */
+  trust: import('@signalbox/actors/trust').TrustPolicy | undefined
+  /** The key of `--signing-key` (for `remoteReviewer({ signer })`, `signedAuditLog`); undefined without one. */
+  signer: import('@signalbox/actors/trust').Signer | undefined
+  /** Where accepted signed messages wait for their audit entry (`signedAuditLog({ evidence })`). */
+  evidence: import('@signalbox/actors/trust').EvidenceBook
 }
 
 type Exported = Agent | AgentModule
@@ -47,6 +57,12 @@ export const host: Command = {
     'withdraws the directory entries and drains the connection. With a run store (--store or',
     '--run-bucket) the host resumes the stored runs of its agents on start and, every half lease,',
     'takes over the runs whose host stopped renewing its lease (one host wins each run).',
+    'With --trust FILE (a JSON trust policy, docs/security.md) steering and cancels of every agent',
+    'served, and decisions and answers of agent modules, count only when signed by a key the policy',
+    'allows (parent hosts that delegate here sign their cancels: list their keys in "controllers");',
+    'anything else is rejected and audited. With --signing-key FILE the agent modules sign their',
+    'approval requests and audit entries, and this host signs the cancels of children it started.',
+    'A factory gets both as { trust, signer, evidence } to wire its own agents.',
   ].join('\n'),
   args: [['<module>', 'path to the agents module (.ts or .js)']],
   options: {
@@ -64,6 +80,7 @@ export const host: Command = {
       description: 'NATS KV run store (instead of --store), shared by every host',
     },
     lease: { type: 'string', valueName: '<ms>', description: 'lease a host takes on a run it takes over', default: '30000' },
+    ...TRUST_OPTIONS,
     ...OTLP_OPTIONS,
   },
   bus: 'required',
@@ -72,6 +89,10 @@ export const host: Command = {
   examples: [
     ['signalbox host examples/travel/hotel-host.ts --scripted', 'the travel example’s hotel agent, offline'],
     ['signalbox host ./agents.ts --host-id gpu-box-1 --nats nats://10.0.0.5:4222', 'a second host of the same agents'],
+    [
+      'signalbox host ./agents.ts --trust trust.json --signing-key host.nk --nats nats://10.0.0.5:4222',
+      'only the keys in trust.json may approve, steer and cancel',
+    ],
   ],
   async run(context) {
     const { c } = context
@@ -83,6 +104,8 @@ export const host: Command = {
       ...optionalInt(context, 'max-total-tokens', 'maxTotalTokens'),
     }
     const scripted = context.values.scripted === true
+    // Read (and refused when bad) before anything is loaded or connected.
+    const { trust, signer, trustFile } = await agentTrustFrom(context)
     const { importUserModule } = await import('../load-module.ts')
     const { exports } = await importUserModule(spec, context.io.cwd)
     const exported = (exports.agents ?? exports.default) as HostExport | undefined
@@ -92,10 +115,12 @@ export const host: Command = {
         `${spec} exports no agents: use \`export default [agent, ...]\`, \`export const agents = ...\` or \`export default (host) => [...]\``,
       )
     }
-    const [{ createAgentSystem, KvDirectory }, { hostname }] = await Promise.all([
+    const [{ createAgentSystem, KvDirectory }, { hostname }, { createEvidenceBook }] = await Promise.all([
       import('@signalbox/actors/system'),
       import('node:os'),
+      import('@signalbox/actors/trust'),
     ])
+    const evidence = createEvidenceBook()
     const tracing = await commandTracing(context, 'signalbox-host')
     const opened = await openBus(context, 'host')
     const { subjects, url } = opened
@@ -112,6 +137,8 @@ export const host: Command = {
       hostId,
       limits,
       ...(directory ? { directory } : {}),
+      ...(trust ? { trust, evidence } : {}),
+      ...(signer ? { signer } : {}),
       ...(store
         ? { runs: { store, leaseMs: positiveInt(context, 'lease', 30_000), onEvent: (event) => logTakeover(event) } }
         : {}),
@@ -134,11 +161,21 @@ export const host: Command = {
         cleanups.push(cleanup)
       }
       const candidates =
-        typeof exported === 'function' ? await exported({ bus, subjects, system, scripted, hostId, onClose, store }) : exported
+        typeof exported === 'function'
+          ? await exported({ bus, subjects, system, scripted, hostId, onClose, store, trust, signer, evidence })
+          : exported
       const list = Array.isArray(candidates) ? candidates : [candidates]
       if (list.length === 0) throw new CliError('MODULE_INVALID', `${spec}: the agents list is empty`)
       for (const [index, candidate] of list.entries()) {
-        const agent = await toAgent(candidate, `${spec} agents[${index}]`, { bus, subjects, scripted, cleanups })
+        const agent = await toAgent(candidate, `${spec} agents[${index}]`, {
+          bus,
+          subjects,
+          scripted,
+          cleanups,
+          trust,
+          signer,
+          evidence,
+        })
         system.add(agent)
         tracing?.agent(agent)
         // One line per run this host starts and ends (runs started here by parents elsewhere, or locally).
@@ -183,7 +220,8 @@ export const host: Command = {
           return `${c.bold(id)}${c.dim(` (${tools.length > 0 ? tools.join(', ') : 'no tools'})`)}`
         })
         .join(', ')
-      const ready = `hosting ${served} agent${served === 1 ? '' : 's'}: ${described} on ${subjects.prefix}.agents.<id>.run at ${url} as ${hostId}${directory ? '' : ' (no directory)'} (Ctrl-C to stop)`
+      const trusted = trust || signer ? `; trust: ${trustLine(trust, trustFile, signer)}` : ''
+      const ready = `hosting ${served} agent${served === 1 ? '' : 's'}: ${described} on ${subjects.prefix}.agents.<id>.run at ${url} as ${hostId}${directory ? '' : ' (no directory)'}${trusted} (Ctrl-C to stop)`
       if (context.global.json) context.err(ready)
       else context.out(ready)
       const signal = await stop.promise
@@ -245,7 +283,15 @@ function isAgent(value: unknown): value is Agent {
 async function toAgent(
   candidate: unknown,
   where: string,
-  options: { bus: import('@signalbox/actors/nats').NatsBus; subjects: Subjects; scripted: boolean; cleanups: (() => unknown)[] },
+  options: {
+    bus: import('@signalbox/actors/nats').NatsBus
+    subjects: Subjects
+    scripted: boolean
+    cleanups: (() => unknown)[]
+    trust: import('@signalbox/actors/trust').TrustPolicy | undefined
+    signer: import('@signalbox/actors/trust').Signer | undefined
+    evidence: import('@signalbox/actors/trust').EvidenceBook
+  },
 ): Promise<Agent> {
   if (isAgent(candidate)) return candidate
   const { agentModuleProblems } = await import('../agent-module.ts')
@@ -257,8 +303,9 @@ async function toAgent(
     )
   }
   const def = candidate as AgentModule
-  const [{ busAuditLog, remoteAnswerer, remoteReviewer, discoverTools }, core, testing] = await Promise.all([
+  const [{ busAuditLog, remoteAnswerer, remoteReviewer, discoverTools }, { signedAuditLog }, core, testing] = await Promise.all([
     import('@signalbox/actors'),
+    import('@signalbox/actors/trust'),
     import('@signalbox/core'),
     import('@signalbox/core/testing'),
   ])
@@ -280,9 +327,14 @@ async function toAgent(
       throw error
     }
   }
-  const audit = busAuditLog({ bus, subjects })
-  const reviewer = remoteReviewer({ bus, subjects, audit })
-  const answerer = remoteAnswerer({ bus, subjects })
+  const { trust, signer, evidence } = options
+  // As `signalbox run`: with a signing key the audit is signed and carries the signed decisions.
+  const audit = signer
+    ? signedAuditLog({ log: busAuditLog({ bus, subjects }), signer, evidence })
+    : busAuditLog({ bus, subjects })
+  const signed = { ...(trust ? { trust } : {}), ...(signer ? { signer } : {}), evidence }
+  const reviewer = remoteReviewer({ bus, subjects, audit, ...signed })
+  const answerer = remoteAnswerer({ bus, subjects, ...signed })
   options.cleanups.push(
     () => reviewer.close(),
     () => answerer.close(),

@@ -1,5 +1,6 @@
 import type { Command } from '../cli.ts'
 import { OTLP_OPTIONS } from '../tracing.ts'
+import { TRUST_OPTIONS } from '../trust-flags.ts'
 import { RUN_INSPECT_OPTIONS } from './inspect.ts'
 
 export const run: Command = {
@@ -15,6 +16,11 @@ export const run: Command = {
     'With --nats: approvals and questions go to reviewers on the bus (signalbox review), remote',
     'tools to tool hosts (signalbox tools serve), events and steering over the bus (signalbox watch,',
     'signalbox steer), decisions to the audit stream (signalbox audit).',
+    'With --trust FILE (a JSON trust policy, docs/security.md) a decision, answer, correction or cancel',
+    'is applied only when signed by a key the policy allows (per tool for decisions); anything else is',
+    'rejected, audited (approval.rejected, question.rejected) and the request stays pending. With',
+    '--signing-key FILE (an nkey seed) the approval requests and audit entries are signed, and that key',
+    'may never approve its own calls (check the trail with signalbox audit --verify).',
     "--scripted plays the module's scripted conversation on a local scripted model server (offline).",
     'Exit code: 0 done, 1 failed, 130 cancelled (Ctrl-C or signalbox cancel).',
   ].join('\n'),
@@ -63,6 +69,7 @@ export const run: Command = {
       description: 'how long to wait for tool hosts of remote tools',
       default: '10000',
     },
+    ...TRUST_OPTIONS,
     ...OTLP_OPTIONS,
     'run-id': {
       type: 'string',
@@ -81,6 +88,10 @@ export const run: Command = {
     [
       'signalbox run ./agent.ts "Refund order 42" --nats nats://127.0.0.1:4222 --model llama3.1 --base-url http://localhost:11434/v1',
       'a real model; reviewers and tools on NATS',
+    ],
+    [
+      'signalbox run ./agent.ts --nats nats://127.0.0.1:4222 --trust trust.json --signing-key agent.nk',
+      'only the keys in trust.json may approve; requests and audit signed by the agent',
     ],
   ],
   run: async (context) => (await import('../run-agent.ts')).runAgent(context),

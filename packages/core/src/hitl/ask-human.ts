@@ -4,6 +4,7 @@ import { type Clock, systemClock } from '../clock.ts'
 import { formatDuration } from '../duration.ts'
 import { describeError, isAbortError, QuestionTimeoutError, ToolError } from '../errors.ts'
 import { type Tool, tool } from '../tool.ts'
+import { rejectedAnswerAudit } from './decision.ts'
 import type { Answer, Answerer, AuditKind, Question } from './types.ts'
 
 export interface AskHumanOptions {
@@ -70,6 +71,21 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
           decidedAt,
           latencyMs: decidedAt - askedAt,
         })
+      // An answer the answerer refused (forged, for another question, late): audited, never read by the model.
+      const rejected = (answer: unknown, reason: string) => {
+        const entry = rejectedAnswerAudit({
+          question: asked,
+          answer,
+          reason,
+          at: clock.now(),
+          toolName: options.name ?? 'ask_human',
+        })
+        try {
+          Promise.resolve(context.audit.record(entry)).catch(() => {})
+        } catch {
+          // A failing audit log must not reach the answerer.
+        }
+      }
       const answered = async (answer: Answer) => {
         const latencyMs = answer.answeredAt - askedAt
         context.emit({
@@ -89,7 +105,7 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
       }
       if (resumed !== undefined && asked.deadline <= clock.now()) {
         // Resumed after the deadline: only an answer stored in time (by the store's clock) counts.
-        const recovered = await options.answerer.recover?.(asked, { signal: context.signal }).catch(() => undefined)
+        const recovered = await options.answerer.recover?.(asked, { signal: context.signal, rejected }).catch(() => undefined)
         return recovered ? answered(recovered) : timeout()
       }
       context.emit({ type: 'question.asked', question: asked })
@@ -104,7 +120,7 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
       try {
         // The deadline holds even for an answerer that ignores its signal.
         const answer = await untilAborted(
-          options.answerer.answer(asked, { signal: controller.signal }),
+          options.answerer.answer(asked, { signal: controller.signal, rejected }),
           controller.signal,
           'The question',
         )

@@ -3,7 +3,7 @@
  * its reviewer was shown (request id, call id, argument digest) and says who decided. The agent
  * machine, the remote reviewer and the reviewer service all check decisions with this module.
  */
-import type { ApprovalDecision, ApprovalRequest, AuditEntry } from './types.ts'
+import type { ApprovalDecision, ApprovalRequest, AuditEntry, Question } from './types.ts'
 
 /** A reviewer's answer: a plain yes/no, or a yes/no with the reason the model will read. */
 export type Verdict = boolean | { approved: boolean; reason?: string | undefined }
@@ -74,5 +74,46 @@ export function rejectedDecisionAudit(options: {
     actor: typeof d.reviewer === 'string' ? d.reviewer : 'unknown',
     ...(request ? { requestedAt: request.requestedAt } : {}),
     decidedAt: options.at,
+    ...signedEvidence(options.decision),
   }
+}
+
+/**
+ * The audit entry for an answer that was not given to the model (forged, for another question,
+ * late). `actor` is the name the answer claims: the entry records who tried, not who answered.
+ */
+export function rejectedAnswerAudit(options: {
+  question: Question
+  answer: unknown
+  reason: string
+  at: number
+  toolName?: string
+}): AuditEntry {
+  const { question } = options
+  const a = (options.answer && typeof options.answer === 'object' ? options.answer : {}) as {
+    answer?: unknown
+    answeredBy?: unknown
+  }
+  return {
+    kind: 'question.rejected',
+    agentId: question.agentId,
+    runId: question.runId,
+    runPath: question.runPath,
+    callId: question.callId,
+    ...(options.toolName !== undefined ? { toolName: options.toolName } : {}),
+    shown: question.question,
+    decision: typeof a.answer === 'string' ? a.answer : 'malformed',
+    reason: options.reason,
+    actor: typeof a.answeredBy === 'string' ? a.answeredBy : 'unknown',
+    requestedAt: question.askedAt,
+    decidedAt: options.at,
+    ...signedEvidence(options.answer),
+  }
+}
+
+/** A signed message (one carrying `signer` and `signature`) is kept whole: who tried, provably. */
+function signedEvidence(message: unknown): { evidence?: Record<string, unknown> } {
+  if (!message || typeof message !== 'object') return {}
+  const m = message as { signer?: unknown; signature?: unknown }
+  return typeof m.signer === 'string' && typeof m.signature === 'string' ? { evidence: { ...m } } : {}
 }

@@ -46,18 +46,6 @@ export interface ApprovalDecision {
   decidedAt: number
 }
 
-/** What the agent tells a reviewer with each request. */
-export interface ReviewOptions {
-  signal: AbortSignal
-  /**
-   * The run is stored (an agent with a store): after a crash it resumes, possibly in another
-   * process, and waits on this same request. A remote reviewer then keeps the request open (no
-   * `approval.alive` heartbeats, so it is not withdrawn as orphaned) and reads decisions made
-   * while no process ran.
-   */
-  durable?: boolean
-}
-
 export interface Reviewer {
   /**
    * Makes the request answerable before anyone is told of it: a remote reviewer stores it and
@@ -74,6 +62,25 @@ export interface Reviewer {
    * `undefined` when there is none. Must stop waiting when `signal` aborts.
    */
   recover?(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<ApprovalDecision | undefined>
+}
+
+/** What the agent gives its reviewer with each request (`open` and `review`). */
+export interface ReviewOptions {
+  signal: AbortSignal
+  /**
+   * Tell the agent of a decision the reviewer received for this request and refused to apply
+   * (forged, mismatched, late): the agent emits `approval.rejected` and writes its audit entry,
+   * once. Kept valid after the review ended, for late decisions. Absent for callers that are not
+   * an agent: the reviewer then records the rejection itself.
+   */
+  rejected?(decision: unknown, reason: string): void
+  /**
+   * The run is stored (an agent with a store): after a crash it resumes, possibly in another
+   * process, and waits on this same request. A remote reviewer then keeps the request open (no
+   * `approval.alive` heartbeats, so it is not withdrawn as orphaned) and reads decisions made
+   * while no process ran.
+   */
+  durable?: boolean
 }
 
 export interface Question {
@@ -98,13 +105,24 @@ export interface Answer {
 }
 
 export interface Answerer {
-  answer(question: Question, options: { signal: AbortSignal }): Promise<Answer>
+  answer(question: Question, options: AnswerOptions): Promise<Answer>
   /**
    * Asked when a stored run resumes after its question's deadline: the answer that was stored for
    * it by the deadline, by the store's clock (not the time the answerer wrote), which no process
    * received (it was down). `undefined` when there is none: the question timed out.
    */
-  recover?(question: Question, options: { signal: AbortSignal }): Promise<Answer | undefined>
+  recover?(question: Question, options: AnswerOptions): Promise<Answer | undefined>
+}
+
+/** What the asking tool gives its answerer with each question. */
+export interface AnswerOptions {
+  signal: AbortSignal
+  /**
+   * Tell the agent of an answer the answerer received for this question and refused (forged, for
+   * another question, late): the agent writes a `question.rejected` audit entry, once. Kept valid
+   * after the question was answered, for late answers.
+   */
+  rejected?(answer: unknown, reason: string): void
 }
 
 /** Every kind of audit entry signalbox writes. */
@@ -123,6 +141,8 @@ export const AUDIT_KINDS = [
   'steering.applied',
   'question.answered',
   'question.timeout',
+  /** An answer that was refused (forged, for another question, late): recorded, never given to the model. */
+  'question.rejected',
 ] as const
 export type AuditKind = (typeof AUDIT_KINDS)[number]
 

@@ -2,6 +2,7 @@ import { fromCallback, fromPromise } from 'xstate'
 import { untilAborted } from '../abort.ts'
 import { describeError, ProviderError, TimeoutError } from '../errors.ts'
 import { Handoff } from '../handoff.ts'
+import { rejectedDecisionAudit } from '../hitl/decision.ts'
 import type { ApprovalRequest, Reviewer } from '../hitl/types.ts'
 import type { AssistantMessage, Message, ToolMessage } from '../messages.ts'
 import type { ProviderResponse, ToolSpec } from '../provider/provider.ts'
@@ -90,12 +91,19 @@ export function createAgentActors(runtime: AgentRuntime) {
       const unavailable = (error: unknown) => {
         if (!signal.aborted) sendBack({ type: 'approval.unavailable', reason: describeError(error) })
       }
+      // A decision the reviewer refused (forged, mismatched, late) is recorded here, where every
+      // other outcome of the request is: one `approval.rejected` event, one audit entry.
+      const rejected = (decision: unknown, reason: string) => {
+        const at = runtime.clock.now()
+        runtime.events.emit({ ...eventFields(input.run), at, type: 'approval.rejected', request, decision, reason })
+        runtime.recordAudit(rejectedDecisionAudit({ run: input.run, request, decision, reason, at }))
+      }
       const journal = runtime.journals?.get(request.runId)
       // Told to the reviewer: a stored run's request must stay open while no process runs it.
-      const durable = journal ? { durable: true } : {}
+      const options = journal ? { signal, rejected, durable: true } : { signal, rejected }
       const review = (reviewer: Reviewer) => {
         runtime.events.emit({ ...eventFields(input.run), at: runtime.clock.now(), type: 'approval.requested', request })
-        reviewer.review(request, { signal, ...durable }).then((decision) => {
+        reviewer.review(request, options).then((decision) => {
           if (!signal.aborted) sendBack({ type: 'approval.decision', decision })
         }, unavailable)
       }
@@ -108,7 +116,7 @@ export function createAgentActors(runtime: AgentRuntime) {
         }
         if (reviewer.open === undefined) review(reviewer)
         else
-          reviewer.open(request, { signal, ...durable }).then(() => {
+          reviewer.open(request, options).then(() => {
             if (!signal.aborted) review(reviewer)
           }, unavailable)
       }

@@ -1,0 +1,51 @@
+import type { AuditEntry, AuditLog } from '@signalbox/core'
+
+/** Requests whose agent sink is kept for late replies (oldest dropped first). */
+const MAX_SINKS = 10_000
+
+/** The agent's sink for one request's refused replies (`ReviewOptions.rejected`, `AnswerOptions.rejected`). */
+export type RejectedSink = (reply: unknown, reason: string) => void
+
+/**
+ * Where a refused reply (a forged, mismatched or late decision or answer) is recorded, for the
+ * remote reviewer and the remote answerer alike: by the agent that asked, through the sink it
+ * gave with the request (its events and its audit log, as every other outcome of the request), or,
+ * when the caller gave none (not an agent), in the caller's audit log. Either way once: the
+ * requester calls `record` only for rejections reported one by one (a flood is only counted).
+ */
+export class RejectedReplies {
+  readonly #sinks = new Map<string, RejectedSink>()
+  readonly #fallback: () => AuditLog | undefined
+
+  /** `fallback`: the audit log used when no agent sink is known for a request (created on first use). */
+  constructor(fallback: () => AuditLog | undefined) {
+    this.#fallback = fallback
+  }
+
+  /** Remembers the agent's sink for `id` (kept after the request settles: a late reply is still the agent's to record). */
+  keep(id: string, sink: RejectedSink | undefined): void {
+    if (sink === undefined) return
+    this.#sinks.delete(id)
+    this.#sinks.set(id, sink)
+    if (this.#sinks.size > MAX_SINKS) this.#sinks.delete(this.#sinks.keys().next().value as string)
+  }
+
+  /**
+   * Records one refused reply; `entry` builds the audit entry when this side must write it.
+   * Returns whether the agent recorded it (then the agent also emitted its event). Never throws.
+   */
+  record(id: string, reply: unknown, reason: string, entry: () => AuditEntry): boolean {
+    const sink = this.#sinks.get(id)
+    try {
+      if (sink !== undefined) {
+        sink(reply, reason)
+        return true
+      }
+      const log = this.#fallback()
+      if (log !== undefined) Promise.resolve(log.record(entry())).catch(() => {})
+    } catch {
+      // Recording is best effort: a failing audit log or sink must not stop the wait for a valid reply.
+    }
+    return sink !== undefined
+  }
+}
