@@ -210,11 +210,10 @@ export class FileRunStore implements RunStore {
       throw conflict(runId, expected, current)
     }
     const next = expected + 1
-    // The messages this checkpoint counts are durable before it is.
-    if (sync && this.#unsyncedLogs.has(dir)) {
-      await syncFile(path.join(dir, MESSAGES_FILE))
-      this.#unsyncedLogs.delete(dir)
-    }
+    // The messages this checkpoint counts are durable before it is published. Both fsyncs run at
+    // once: the file system can commit them together (one journal commit instead of two).
+    const logSynced = sync && this.#unsyncedLogs.has(dir) ? syncFile(path.join(dir, MESSAGES_FILE)) : undefined
+    logSynced?.catch(() => {})
     const temp = path.join(dir, `.tmp-${randomBytes(8).toString('hex')}`)
     const fd = openSync(temp, 'wx')
     try {
@@ -222,6 +221,10 @@ export class FileRunStore implements RunStore {
       if (sync) await fsyncFd(fd)
     } finally {
       closeSync(fd)
+    }
+    if (logSynced) {
+      await logSynced
+      this.#unsyncedLogs.delete(dir)
     }
     try {
       signal.throwIfAborted()
