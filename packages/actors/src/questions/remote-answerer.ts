@@ -28,7 +28,8 @@ export interface RemoteAnswererOptions {
   clock?: Clock
   /**
    * Read the answers subject from the start of the stream, so a run resumed after a restart gets
-   * an answer given while no process was running. For agents with a run store. Default false.
+   * an answer given while no process was running. Default: on for the questions of stored runs
+   * (`AnswerOptions.durable`), off otherwise.
    */
   replayAnswers?: boolean
 }
@@ -93,7 +94,7 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
       if (check(question, stored.reply) !== undefined) return undefined
       return applied(question, stored.reply)
     },
-    async answer(question, { signal, rejected }): Promise<Answer> {
+    async answer(question, { signal, rejected, durable }): Promise<Answer> {
       rejections.keep(question.questionId, rejected)
       const message: QuestionMessage = { v: PROTOCOL_VERSION, type: 'question', ...question }
       const reply = await requester.request({
@@ -102,6 +103,8 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
         subject: subjects.ask(question.agentId),
         message,
         check: (answer) => check(question, answer),
+        // A stored run's question may have been answered while no process ran: read from the start.
+        ...(durable ? { replay: true } : {}),
         signal,
       })
       return applied(question, reply)

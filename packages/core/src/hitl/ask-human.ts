@@ -105,7 +105,9 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
       }
       if (resumed !== undefined && asked.deadline <= clock.now()) {
         // Resumed after the deadline: only an answer stored in time (by the store's clock) counts.
-        const recovered = await options.answerer.recover?.(asked, { signal: context.signal, rejected }).catch(() => undefined)
+        const recovered = await options.answerer
+          .recover?.(asked, { signal: context.signal, rejected, durable: true })
+          .catch(() => undefined)
         return recovered ? answered(recovered) : timeout()
       }
       context.emit({ type: 'question.asked', question: asked })
@@ -120,7 +122,7 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
       try {
         // The deadline holds even for an answerer that ignores its signal.
         const answer = await untilAborted(
-          options.answerer.answer(asked, { signal: controller.signal, rejected }),
+          options.answerer.answer(asked, { signal: controller.signal, rejected, ...(durable ? { durable: true } : {}) }),
           controller.signal,
           'The question',
         )

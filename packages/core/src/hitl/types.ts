@@ -123,6 +123,11 @@ export interface AnswerOptions {
    * after the question was answered, for late answers.
    */
   rejected?(answer: unknown, reason: string): void
+  /**
+   * The run is stored (an agent with a store): after a crash it resumes and waits on this same
+   * question. A remote answerer then reads the answers given while no process ran.
+   */
+  durable?: boolean
 }
 
 /** Every kind of audit entry signalbox writes. */
