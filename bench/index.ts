@@ -213,7 +213,7 @@ if (only.has('scale')) {
 }
 
 // Issue 9: checkpointing per tool step by store (over HTTP), and resuming runs parked on approvals.
-let resume: Awaited<ReturnType<typeof resumeScenario>> | undefined
+let resume: Awaited<ReturnType<typeof resumeScenario>>[] | undefined
 if (only.has('durable')) {
   const server = await startBenchServer(serverWhere)
   try {
@@ -224,7 +224,13 @@ if (only.has('durable')) {
     await server.close()
   }
   const count = quick ? 100 : 1_000
-  resume = await resumeScenario(count)
+  resume = [await resumeScenario(count, 'file')]
+  // The KV store when a local NATS server answers (as the KV row of the checkpoint table).
+  try {
+    resume.push(await resumeScenario(count, 'kv'))
+  } catch (error) {
+    console.log(`(KV resume skipped: ${String(error)})`)
+  }
   console.log(`\n## Resuming ${count} runs parked on approvals (issue 9)\n`)
   console.log(renderResume(resume))
 }

@@ -1,15 +1,16 @@
 /**
- * `node --import tsx bench/lib/parked-runs-child.ts <storeDir> <count>`: starts `count` runs on a
- * FileRunStore, each parked on an approval nobody answers, prints `parked` once every run's wait
- * is stored, and waits to be killed (SIGKILL, by the resume bench).
+ * `node --import tsx bench/lib/parked-runs-child.ts <storeDir | kv:<bucket>> <count> [natsUrl]`:
+ * starts `count` runs on a FileRunStore (or a KvRunStore), each parked on an approval nobody
+ * answers, prints `parked` once every run's wait is stored, and waits to be killed (SIGKILL, by
+ * the resume bench).
  */
 import { createAgent, type Reviewer } from '@signalbox/core'
-import { FileRunStore } from '@signalbox/core/store'
 import { ScriptedProvider } from '@signalbox/core/testing'
-import { PARKED_AGENT, PARKED_HOST, payTool } from './parked-runs.ts'
+import { PARKED_AGENT, PARKED_HOST, payTool, storeAt } from './parked-runs.ts'
 
-const [directory, countText] = process.argv.slice(2) as [string, string]
+const [where, countText, natsUrl] = process.argv.slice(2) as [string, string, string | undefined]
 const count = Number(countText)
+const { store } = await storeAt(where, natsUrl)
 const never: Reviewer = {
   review: (_request, { signal }) =>
     new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
@@ -22,7 +23,7 @@ const agent = createAgent({
   }),
   tools: [payTool],
   reviewer: never,
-  store: new FileRunStore({ directory }),
+  store,
   hostId: PARKED_HOST,
   leaseMs: 600_000,
   approvalTimeoutMs: 3_600_000,

@@ -19,7 +19,7 @@ import { ScriptedProvider } from '@signalbox/core/testing'
 import { startCrashChild } from '../../test/support/crash-harness.ts'
 import { NATS_URL } from '../../test/support/env.ts'
 import { measureInterleaved, type Variant } from '../lib/measure.ts'
-import { PARKED_AGENT, PARKED_HOST, payTool } from '../lib/parked-runs.ts'
+import { PARKED_AGENT, PARKED_HOST, payTool, storeAt } from '../lib/parked-runs.ts'
 import { buildRows, type Check, rowById, type Table } from '../lib/report.ts'
 import { runAgent } from '../lib/signalbox.ts'
 import { modelFor, noopTool } from '../lib/workload.ts'
@@ -121,6 +121,7 @@ export async function checkpointScenario(url: string, steps: number, options: Sc
 }
 
 export interface ResumeFigures {
+  store: string
   runs: number
   /** `resumeAll()`: listed, claimed, transcripts read, snapshots restored. */
   resumeAllMs: number
@@ -130,11 +131,17 @@ export interface ResumeFigures {
   pass: boolean
 }
 
-export async function resumeScenario(count: number): Promise<ResumeFigures> {
+/** `kv`: the runs are kept in a JetStream KV bucket on the local NATS server (deleted after). */
+export async function resumeScenario(count: number, kind: 'file' | 'kv' = 'file'): Promise<ResumeFigures> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-resume-'))
+  const bucket = `bench_resume_${process.pid}`
+  const where = kind === 'kv' ? `kv:${bucket}` : dir
+  let opened: Awaited<ReturnType<typeof storeAt>> | undefined
   try {
+    opened = await storeAt(where, NATS_URL)
+    const { store } = opened
     const child = await startCrashChild('bench/lib/parked-runs-child.ts', {
-      args: [dir, String(count)],
+      args: [where, String(count), NATS_URL],
       ready: 'parked',
       readyTimeoutMs: 300_000,
     })
@@ -155,7 +162,7 @@ export async function resumeScenario(count: number): Promise<ResumeFigures> {
       provider: new ScriptedProvider({ script: [], record: false }),
       tools: [payTool],
       reviewer,
-      store: new FileRunStore({ directory: dir }),
+      store,
       hostId: PARKED_HOST,
       leaseMs: 600_000,
       approvalTimeoutMs: 3_600_000,
@@ -171,6 +178,7 @@ export async function resumeScenario(count: number): Promise<ResumeFigures> {
     for (const handle of result.runs) handle.cancel('bench over')
     await Promise.allSettled(result.runs.map((handle) => handle.result))
     return {
+      store: kind === 'kv' ? 'KvRunStore (local NATS)' : 'FileRunStore',
       runs: count,
       resumeAllMs,
       reattachedMs,
@@ -179,13 +187,17 @@ export async function resumeScenario(count: number): Promise<ResumeFigures> {
     }
   } finally {
     rmSync(dir, { recursive: true, force: true })
+    await opened?.close()
   }
 }
 
-export function renderResume(figures: ResumeFigures): string {
+export function renderResume(rows: ResumeFigures[]): string {
   return [
-    '| runs parked on approvals (FileRunStore) | resumeAll() | until every request is shown again | target |',
-    '|---|---|---|---|',
-    `| ${figures.runs} | ${(figures.resumeAllMs / 1000).toFixed(2)} s | ${(figures.reattachedMs / 1000).toFixed(2)} s | ${figures.target} ${figures.pass ? 'PASS' : 'MISS'} |`,
+    '| store | runs parked on approvals | resumeAll() | until every request is shown again | target |',
+    '|---|---|---|---|---|',
+    ...rows.map(
+      (figures) =>
+        `| ${figures.store} | ${figures.runs} | ${(figures.resumeAllMs / 1000).toFixed(2)} s | ${(figures.reattachedMs / 1000).toFixed(2)} s | ${figures.target} ${figures.pass ? 'PASS' : 'MISS'} |`,
+    ),
   ].join('\n')
 }
