@@ -2,13 +2,23 @@
  * `signalbox review` as a trusted reviewer, over real NATS: with `--nkey` it signs its decisions,
  * with `--agent-key` it shows only requests the agent signed (marked verified), and even with
  * `--auto approve` it refuses (denies, saying why) a request whose digest does not match its
- * arguments, and a request with arguments nested 100,000 deep, once, instead of looping.
+ * arguments, and a request with arguments nested 100,000 deep, once, instead of looping. With
+ * `--trust FILE` (the agents' policy format), a forged answer or decision does not make it drop
+ * the question or request it is showing: only the policy's answerers and reviewers settle one
+ * elsewhere.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { createSubjects } from '@signalbox/core/bus'
-import { ApprovalDecisionMessage, type ApprovalRequestMessage, callDigest, decodeMessage } from '@signalbox/core/protocol'
+import {
+  AnswerMessage,
+  ApprovalDecisionMessage,
+  type ApprovalRequestMessage,
+  callDigest,
+  decodeMessage,
+  type QuestionMessage,
+} from '@signalbox/core/protocol'
 import { afterEach, describe, expect, it } from 'vitest'
 import { connectNatsBus } from '../../packages/actors/src/nats/index.ts'
 import { createSigner, createTrustPolicy, newUserSeed } from '../../packages/actors/src/trust/index.ts'
@@ -114,6 +124,140 @@ describe('signalbox review with keys', () => {
       expect(reviewer.stderr.match(/refused drop_claw \(call_3/g)).toHaveLength(1)
       expect(reviewer.stderr).not.toContain('Maximum call stack size exceeded\n'.repeat(2))
       expect(await reviewer.stop('SIGTERM')).toBe(0)
+    } finally {
+      await bus.close()
+    }
+  }, 60_000)
+})
+
+describe('signalbox review --trust', () => {
+  it('keeps showing a question and a request after a forged answer and decision; the policy’s answerer and reviewer settle others', async () => {
+    prefix = uniquePrefix()
+    tmp = await mkdtemp(path.join(os.tmpdir(), 'signalbox-review-trust-'))
+    const tinaSeed = newUserSeed()
+    const tina = createSigner(tinaSeed)
+    const bob = createSigner(newUserSeed())
+    const mallory = createSigner(newUserSeed())
+    const seedFile = path.join(tmp, 'tina.nk')
+    const trustFile = path.join(tmp, 'trust.json')
+    await writeFile(seedFile, tinaSeed)
+    // The agents' own policy file: who may answer and approve. No "agents": requests are not checked.
+    const both = [tina.publicKey, bob.publicKey]
+    await writeFile(
+      trustFile,
+      JSON.stringify({ keys: { [tina.publicKey]: 'tina', [bob.publicKey]: 'bob' }, reviewers: both, answerers: both }),
+    )
+    const subjects = createSubjects(prefix)
+    const bus = await connectNatsBus({ servers: NATS_URL, prefix })
+    try {
+      const answers: AnswerMessage[] = []
+      const decisions: ApprovalDecisionMessage[] = []
+      const watches = [
+        bus.durableConsume(subjects.answers('claw'), (message) => {
+          message.ack()
+          const decoded = decodeMessage(message.data, AnswerMessage)
+          if (decoded.ok) answers.push(decoded.value)
+        }),
+        bus.durableConsume(subjects.approvalDecisions('claw'), (message) => {
+          message.ack()
+          const decoded = decodeMessage(message.data, ApprovalDecisionMessage)
+          if (decoded.ok) decisions.push(decoded.value)
+        }),
+      ]
+      await Promise.all(watches.map((watch) => watch.ready))
+
+      const reviewer = startProcess(['review', '--name', 'tina', '--nkey', seedFile, '--trust', trustFile, ...busArgs(prefix)], {
+        name: 'review',
+        stdin: 'pipe',
+      })
+      await reviewer.waitFor('reviewing approval requests')
+      expect(reviewer.output).toContain(`trust policy ${trustFile}: requests not checked; only its reviewers settle`)
+
+      const now = Date.now()
+      const question = (n: number): QuestionMessage => ({
+        v: 1,
+        type: 'question',
+        questionId: `question_${n}`,
+        agentId: 'claw',
+        runId: 'run_1',
+        runPath: [],
+        callId: `ask_${n}`,
+        question: `Which bin, ${n}?`,
+        deadline: now + 60_000,
+        askedAt: now,
+      })
+      const request = (n: number): ApprovalRequestMessage => ({
+        v: 1,
+        type: 'approval.request',
+        requestId: `request_${n}`,
+        agentId: 'claw',
+        runId: 'run_1',
+        runPath: [],
+        callId: `call_${n}`,
+        toolName: 'drop_claw',
+        arguments: { bin: n },
+        digest: callDigest('drop_claw', { bin: n }),
+        deadline: now + 60_000,
+        requestedAt: now,
+      })
+      const answer = (n: number, by: string): AnswerMessage => ({
+        v: 1,
+        type: 'answer',
+        questionId: `question_${n}`,
+        answer: `bin ${n}`,
+        answeredBy: by,
+        answeredAt: Date.now(),
+      })
+      const decision = (n: number, by: string): ApprovalDecisionMessage => ({
+        v: 1,
+        type: 'approval.decision',
+        requestId: `request_${n}`,
+        callId: `call_${n}`,
+        digest: callDigest('drop_claw', { bin: n }),
+        approved: true,
+        reviewer: by,
+        decidedAt: Date.now(),
+      })
+      const publish = (subject: string, message: object, id: string) =>
+        bus.durablePublish(subject, JSON.stringify(message), { msgId: id })
+
+      await publish(subjects.ask('claw'), question(1), 'q1')
+      await reviewer.waitFor('Which bin, 1?')
+      // Queued behind the question being asked.
+      await publish(subjects.approvals('claw'), request(1), 'r1')
+      await publish(subjects.ask('claw'), question(2), 'q2')
+      await publish(subjects.approvals('claw'), request(2), 'r2')
+      // Anyone on the bus: an unsigned answer "by tina", a decision signed by a key the policy does not know.
+      await publish(subjects.answers('claw'), answer(1, 'tina'), 'forged-a1')
+      await publish(subjects.approvalDecisions('claw'), mallory.sign(decision(1, 'tina')), 'forged-d1')
+      // Then bob, whom the policy allows, settles the others elsewhere (each after the forgery on its
+      // subject), shown under the policy's name for his key, whatever name he writes.
+      await publish(subjects.answers('claw'), bob.sign(answer(2, 'tina')), 'a2')
+      await publish(subjects.approvalDecisions('claw'), bob.sign(decision(2, 'tina')), 'd2')
+      await reviewer.waitFor('by bob (someone else)')
+      await reviewer.waitFor('by bob (another reviewer)')
+      // The forgeries settled nothing: question 1 is still asked here, request 1 still waits its turn.
+      expect(reviewer.output).not.toContain('Which bin, 1?" by')
+      expect(reviewer.output).not.toMatch(/call_1[^\n]*another reviewer/)
+
+      reviewer.child.stdin?.write('bin 7\n')
+      await reviewer.waitFor('Approve drop_claw?')
+      reviewer.child.stdin?.write('y\n')
+      await until(
+        () => decisions.some((d) => d.requestId === 'request_1' && d.signer === tina.publicKey),
+        15_000,
+        'tina’s decision',
+      )
+      expect(answers.filter((a) => a.questionId === 'question_1' && a.signer === tina.publicKey)).toMatchObject([
+        { answer: 'bin 7', answeredBy: 'tina' },
+      ])
+      expect(decisions.filter((d) => d.requestId === 'request_1' && d.signer === tina.publicKey)).toMatchObject([
+        { approved: true, reviewer: 'tina' },
+      ])
+      // tina's key is the policy's: no warning about it.
+      expect(reviewer.stderr).not.toContain('warning')
+      expect(await reviewer.stop('SIGTERM')).toBe(0)
+      for (const watch of watches) watch.unsubscribe()
     } finally {
       await bus.close()
     }

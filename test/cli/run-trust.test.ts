@@ -106,13 +106,22 @@ describe('signalbox run|host --trust --signing-key', () => {
     const bus = ['--nats', NATS_URL, '--prefix', uniquePrefix()]
     const run = (...flags: string[]) => runCli(['run', MODULE, '--scripted', ...flags, ...bus])
     // Each kind of failure once (the policy checks themselves: trust/policy-file.test.ts).
-    const [missing, typo, garbage, embedded, host] = await Promise.all([
+    const [missing, typo, garbage, embedded, host, embeddedEnv] = await Promise.all([
       run('--trust', file('missing.json')),
       run('--trust', file('typo.json')),
       run('--signing-key', file('garbage.nk')),
       runCli(['run', MODULE, '--scripted', '--trust', file('trust.json')]),
       runCli(['host', MODULE, '--scripted', '--trust', file('bad-key.json'), ...bus]),
+      // Set for the operator's other commands: an embedded run goes on, but says it checks nothing.
+      runCli(['run', MODULE, '--scripted', '--auto', 'approve'], {
+        env: { SIGNALBOX_TRUST: file('trust.json'), SIGNALBOX_SIGNING_KEY: file('agent.nk') },
+      }),
     ])
+    expect(embeddedEnv.code).toBe(0)
+    expect(embeddedEnv.stdout).toContain(FINAL)
+    expect(embeddedEnv.stderr).toContain(
+      'warning: $SIGNALBOX_TRUST and $SIGNALBOX_SIGNING_KEY are set but not used: trust policies and signing keys are for agents on a bus (--nats)',
+    )
     expect(missing.stderr).toContain(`cannot read the trust policy file ${file('missing.json')}: no such file`)
     expect(typo.stderr).toContain(`the trust policy ${file('typo.json')} is not valid: the document: unknown field "reviewer"`)
     expect(garbage.stderr).toContain(`the signing key file ${file('garbage.nk')} is not a valid nkey seed`)

@@ -2,7 +2,11 @@
  * `signalbox console` as a person starts it: a real process on the bus, a page served entirely
  * from this machine, actions refused without the page's token, Ctrl-C stops it.
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import http from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
+import { createSigner, newUserSeed } from '@signalbox/actors/trust'
 import { afterEach, describe, expect, it } from 'vitest'
 import { busArgs, cleanupAll, deleteStream, runCli, startProcess } from '../cli/support.ts'
 import { uniquePrefix } from '../support/env.ts'
@@ -77,5 +81,36 @@ describe('signalbox console', () => {
     expect(result.code).not.toBe(0)
     expect(result.stderr).toContain('"UNOTAKEY" is not a public nkey')
     await deleteStream(prefix)
+  })
+
+  it('signs with --nkey and checks against a --trust policy file, saying so; an unreadable policy is refused', async () => {
+    const tmp = await mkdtemp(path.join(os.tmpdir(), 'signalbox-console-trust-'))
+    try {
+      const seed = newUserSeed()
+      const tina = createSigner(seed)
+      await writeFile(path.join(tmp, 'tina.nk'), seed)
+      const ops = createSigner(newUserSeed()).publicKey
+      const policy = { keys: { [tina.publicKey]: 'tina', [ops]: 'ops' }, answerers: [tina.publicKey], reviewers: [ops] }
+      await writeFile(path.join(tmp, 'trust.json'), JSON.stringify(policy))
+      const prefix = uniquePrefix()
+      const missing = await runCli(['console', '--as', 'tina', '--trust', path.join(tmp, 'nope.json'), ...busArgs(prefix)])
+      expect(missing.code).toBe(1)
+      expect(missing.stderr).toContain(`cannot read the trust policy file ${path.join(tmp, 'nope.json')}: no such file`)
+      const args = ['--nkey', path.join(tmp, 'tina.nk'), '--trust', path.join(tmp, 'trust.json')]
+      const proc = startProcess(['console', '--as', 'tina', '--port', '0', ...args, ...busArgs(prefix)])
+      const output = await proc.waitFor(/http:\/\/localhost:\d+/)
+      expect(output).toContain(`signing as ${tina.publicKey}`)
+      expect(output).toContain(
+        `trust policy ${path.join(tmp, 'trust.json')}: requests not checked; only its reviewers settle requests elsewhere; only its answerers settle questions elsewhere`,
+      )
+      // tina may answer but the policy lists other reviewers: her decisions would be refused, and she is told.
+      await proc.waitFor('warning: your key')
+      expect(proc.stderr).toContain(`your key ${tina.publicKey} is not among the policy's reviewers`)
+      expect(proc.stderr).not.toContain("policy's answerers")
+      expect(await proc.stop('SIGINT')).toBe(0)
+      await deleteStream(prefix)
+    } finally {
+      await rm(tmp, { recursive: true, force: true })
+    }
   })
 })

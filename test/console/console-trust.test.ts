@@ -1,11 +1,13 @@
 /**
  * The console with the agents' keys, in real headless Chromium over NATS: a request the agent
  * signed is shown marked verified (the policy's name for the key); a request nobody trusted signed
- * is never shown there. A console without keys shows requests marked NOT verified.
+ * is never shown there. A console without keys shows requests marked NOT verified. With a trust
+ * policy, a forged answer does not take a question out of the inbox; the console's signed answer
+ * is the one the agent accepts.
  */
-import { remoteReviewer } from '@signalbox/actors'
-import { createSigner, newUserSeed } from '@signalbox/actors/trust'
-import type { ApprovalRequest } from '@signalbox/core'
+import { remoteAnswerer, remoteReviewer } from '@signalbox/actors'
+import { createSigner, createTrustPolicy, newUserSeed } from '@signalbox/actors/trust'
+import type { ApprovalRequest, Question } from '@signalbox/core'
 import { callDigest } from '@signalbox/core/protocol'
 import type { Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -82,6 +84,63 @@ describe('signalbox console with agent keys', () => {
       stop.abort()
       signed.close()
       unsigned.close()
+    }
+  })
+
+  it('keeps a question after a forged answer; the policy’s answerer settles others; its signed answer is accepted', async () => {
+    const tina = createSigner(newUserSeed())
+    const bob = createSigner(newUserSeed())
+    // The agents' policy, given to the console as it is (no "agents": requests are not checked).
+    const policy = createTrustPolicy({
+      keys: { [tina.publicKey]: 'tina', [bob.publicKey]: 'bob' },
+      answerers: [tina.publicKey, bob.publicKey],
+    })
+    const opened = await deployment.openConsole('tina', { trust: policy, signer: tina })
+    const page = await openPage(await browser.newPage({ viewport: { width: 1500, height: 1000 } }), opened.url)
+    const { bus, subjects } = deployment
+    const agent = remoteAnswerer({ bus, subjects, trust: policy, audit: false })
+    const stop = new AbortController()
+    try {
+      const now = Date.now()
+      const question = (n: number): Question => ({
+        questionId: `question_${n}_${now}`,
+        agentId: 'claw',
+        runId: 'run_q',
+        runPath: [],
+        callId: `ask_${n}`,
+        question: `Which bin, ${n}?`,
+        deadline: now + 60_000,
+        askedAt: now,
+      })
+      const [first, second] = [question(1), question(2)]
+      const answered = agent.answer(first, { signal: stop.signal })
+      void agent.answer(second, { signal: stop.signal }).catch(() => {})
+      const card = (q: Question) => page.locator(`.item.question[data-id="${q.questionId}"]`)
+      await card(first).waitFor()
+      await card(second).waitFor()
+      const reply = (q: Question, by: string) => ({
+        v: 1,
+        type: 'answer' as const,
+        questionId: q.questionId,
+        answer: 'bin 1',
+        answeredBy: by,
+        answeredAt: Date.now(),
+      })
+      // Anyone on the bus answers the first "as tina", unsigned; then bob, whom the policy allows, the second.
+      const publish = (message: object, id: string) =>
+        bus.durablePublish(subjects.answers('claw'), JSON.stringify(message), { msgId: `${id}-${now}` })
+      await publish(reply(first, 'tina'), 'forged')
+      await publish(bob.sign(reply(second, 'bob')), 'bob')
+      await card(second).waitFor({ state: 'detached' })
+      // Settled after the forgery was read: the first question is still in the inbox.
+      expect(await card(first).count()).toBe(1)
+
+      await card(first).locator('input.answer-text').fill('bin 7')
+      await card(first).locator('button.answer').click()
+      await expect(answered).resolves.toMatchObject({ answer: 'bin 7', answeredBy: 'tina' })
+    } finally {
+      stop.abort()
+      agent.close()
     }
   })
 })

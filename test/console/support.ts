@@ -22,7 +22,10 @@ export interface Deployment {
   subjects: Subjects
   /** The agent's connection. */
   bus: NatsBus
-  openConsole(reviewer: string, options?: Pick<ConsoleOptions, 'includeContents' | 'agentKeys' | 'onRefused'>): Promise<Console>
+  openConsole(
+    reviewer: string,
+    options?: Pick<ConsoleOptions, 'includeContents' | 'agentKeys' | 'onRefused' | 'trust' | 'signer'>,
+  ): Promise<Console>
   /** The claw agent on the bus, playing `model`'s script on its own scripted model server. */
   claw(
     model: string,

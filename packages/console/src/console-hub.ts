@@ -2,7 +2,8 @@
  * The console's view of the bus: pending approvals and questions (through the project's reviewer
  * and answer services, in broadcast mode so every console sees every request), runs and their
  * recent events, each run's machine state from inspection, and the audit trail. Decisions made
- * here go out exactly as any reviewer's do, signed with the console's reviewer name.
+ * here go out exactly as any reviewer's do, under the console's reviewer name and, with a signer,
+ * signed with its key.
  */
 import { randomUUID } from 'node:crypto'
 import {
@@ -16,7 +17,7 @@ import {
   watchEvents,
 } from '@signalbox/actors'
 import { isInspectorWireEvent } from '@signalbox/actors/inspect'
-import { agentKeysPolicy } from '@signalbox/actors/trust'
+import { agentKeysPolicy, type Signer, type TrustPolicy } from '@signalbox/actors/trust'
 import { AbortedError, type Answer, type ApprovalDecision, type AuditEntry, type Clock, systemClock } from '@signalbox/core'
 import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { eventView, ObservedEvent } from './event-view.ts'
@@ -36,6 +37,16 @@ export interface ConsoleHubOptions {
    * others are marked verified. Without keys, requests are shown marked unverified.
    */
   agentKeys?: readonly string[]
+  /**
+   * A trust policy (the agents' own, or one with an `agents` section): its `agents` check requests
+   * (as `agentKeys`, which are added to it), and only decisions and answers signed by its
+   * `reviewers` and `answerers` settle an item elsewhere, so a forged one cannot drop it from the
+   * inbox (without those sections, nothing made elsewhere does). Without `agents` or `agentKeys`,
+   * requests are not checked.
+   */
+  trust?: TrustPolicy
+  /** The console's key: its decisions, answers, steering and cancels are signed with it. */
+  signer?: Signer
   clock?: Clock
   /** An approval request refused without being shown (not signed by an agent key, digest mismatch). */
   onRefused?(requestId: string, reason: string): void
@@ -156,7 +167,8 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
   const services: RequestService[] = []
   const scope = options.agentId ? { agentId: options.agentId } : {}
   const group = `console-${randomUUID()}`
-  const trust = options.agentKeys?.length ? agentKeysPolicy(options.agentKeys, options.agentId) : undefined
+  const trust = options.agentKeys?.length ? agentKeysPolicy(options.agentKeys, options.agentId, options.trust) : options.trust
+  const signer = options.signer ? { signer: options.signer } : {}
   const origins = new Map<string, RequestOrigin>()
   services.push(
     serveReviewer({
@@ -167,6 +179,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       group,
       clock,
       ...(trust ? { trust } : {}),
+      ...signer,
       onRequest: (request, origin) => origins.set(request.requestId, origin),
       ...(options.onRefused ? { onRefused: (request, reason) => options.onRefused?.(request.requestId, reason) } : {}),
       reviewer: {
@@ -205,6 +218,9 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       mode: 'broadcast',
       group,
       clock,
+      // Only the policy's answerers answer elsewhere: a forged answer must not drop the question.
+      ...(trust ? { trust } : {}),
+      ...signer,
       answerer: {
         answer: (question, { signal }) =>
           waitForPerson<Answer>(
@@ -370,6 +386,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
         text,
         from: reviewer,
         clock,
+        ...signer,
         ...(signal ? { signal } : {}),
       })
     },
@@ -380,6 +397,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
         subjects,
         agentId: run.agentId,
         request: { type: 'control.cancel', runId, from: reviewer, ...(reason ? { reason } : {}) },
+        ...signer,
         ...(signal ? { signal } : {}),
       })
       return reply.cancelled ?? []

@@ -1,3 +1,4 @@
+import type { Signer, TrustPolicy } from '@signalbox/actors/trust'
 import { type Clock, ConfigError, createAgent, type Provider, systemClock } from '@signalbox/core'
 import type { Bus, Subjects } from '@signalbox/core/bus'
 import { type ConsoleHub, createConsoleHub } from './console-hub.ts'
@@ -21,6 +22,15 @@ export interface ConsoleOptions {
   includeContents?: boolean
   /** The agents' public keys: only requests signed by one are shown, marked verified. Default: none (unchecked). */
   agentKeys?: readonly string[]
+  /**
+   * A trust policy (the agents' own file works): its `agents` check requests as `agentKeys` do, and
+   * only decisions and answers signed by its `reviewers` and `answerers` settle an item elsewhere
+   * (a forged one cannot drop it from the inbox; without those sections nothing made elsewhere
+   * does). Without `agents` or `agentKeys`, requests are not checked.
+   */
+  trust?: TrustPolicy
+  /** The console's nkey: its decisions, answers, steering and cancels are signed (agents with a trust policy accept nothing else). */
+  signer?: Signer
   clock?: Clock
   /** An approval request refused without being shown (not signed by an agent key, digest mismatch). */
   onRefused?(requestId: string, reason: string): void
@@ -56,6 +66,8 @@ export async function startConsole(options: ConsoleOptions): Promise<Console> {
     ...(options.agentId ? { agentId: options.agentId } : {}),
     ...(options.includeContents ? { includeContents: true } : {}),
     ...(options.agentKeys?.length ? { agentKeys: options.agentKeys } : {}),
+    ...(options.trust ? { trust: options.trust } : {}),
+    ...(options.signer ? { signer: options.signer } : {}),
     ...(options.onRefused ? { onRefused: options.onRefused } : {}),
     ...(options.onError ? { onError: options.onError } : {}),
   })

@@ -1,8 +1,10 @@
 /**
  * What a reviewer checks about a request before anyone is asked: that the digest matches the
  * arguments shown (else it refuses, by denying: approving arguments other than those that will run
- * is the one thing review must never do), and, with a trust policy, that an agent the policy knows
- * signed it (else it is not shown at all: anyone with publish rights can fake requests).
+ * is the one thing review must never do), and, with a trust policy that has an `agents` section,
+ * that an agent the policy knows signed it (else it is not shown at all: anyone with publish rights
+ * can fake requests). A policy without `agents` (say, the agents' own policy, shared with reviewers
+ * for its `reviewers` and `answerers`) leaves requests unchecked.
  */
 import { describeError } from '@signalbox/core/internal'
 import { type ApprovalRequestMessage, callDigest } from '@signalbox/core/protocol'
@@ -19,8 +21,14 @@ export type RequestCheck =
   | { ok: false; action: 'ignore'; reason: string; origin: RequestOrigin }
 
 export function checkApprovalRequest(request: ApprovalRequestMessage, trust: TrustPolicy | undefined): RequestCheck {
-  let origin: RequestOrigin = { verified: false, reason: 'no trust policy: requests are not checked' }
-  if (trust !== undefined) {
+  let origin: RequestOrigin = {
+    verified: false,
+    reason:
+      trust === undefined
+        ? 'no trust policy: requests are not checked'
+        : 'the trust policy names no agents: requests are not checked',
+  }
+  if (trust !== undefined && trust.options.agents !== undefined) {
     const verdict = trust.check(request, { agentId: request.agentId })
     if (!verdict.ok) {
       const reason = `${verdict.code}: ${verdict.reason}`

@@ -34,8 +34,10 @@ export interface ReviewerServiceOptions {
   /**
    * Which agents' keys may send approval requests (`agents`), and (`reviewers`) whose decisions
    * count as settling a request elsewhere (without `reviewers`, none does: each request is decided
-   * here). Requests not signed by a listed agent key are never shown.
-   * Without one, requests are not checked (their origin is reported as unverified).
+   * here; other decisions are not reported through `onSettled` either). Requests not signed by a
+   * listed agent key are never shown; without `agents`, requests are not checked (their origin is
+   * reported as unverified), so the agents' own policy can be given to their reviewers as it is.
+   * Without a policy, nothing is checked.
    */
   trust?: TrustPolicy
   clock?: Clock
@@ -149,15 +151,26 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
       schema: ApprovalDecisionMessage,
       idOf: (decision) => decision.requestId,
       purpose: 'decided',
-      // A forged decision (another call, other arguments, an untrusted key) must not stop people from reviewing.
+      // A forged decision (another call, other arguments, an untrusted key) must not stop people from
+      // reviewing. With a policy that names `reviewers`, only their decisions settle a request
+      // elsewhere: anyone can publish a decision quoting a request they read.
+      trusted: (decision) => {
+        if (trust === undefined) return true
+        // Without the request its tool is unknown: a key allowed for some tool passes here, `matches` checks which.
+        const reviewers = trust.options.reviewers
+        const tools = reviewers === undefined ? [] : Array.isArray(reviewers) ? [undefined] : Object.keys(reviewers)
+        return tools.some((toolName) => trust.check(decision, toolName === undefined ? {} : { toolName }).ok)
+      },
       matches: (request, decision) => {
         const message = request as ApprovalRequestMessage
         if (decisionMismatch(message, decision) !== undefined) return false
-        // With a trust policy, only decisions by its `reviewers` settle a request elsewhere: anyone
-        // can publish a decision quoting a request they read, and it must not silence review.
         return trust === undefined || trust.check(decision, { toolName: message.toolName }).ok
       },
-      onSettled: (id, { v: _v, type: _type, signer: _s, signature: _sig, ...decision }) => options.onSettled?.(id, decision),
+      onSettled: (id, { v: _v, type: _type, signer, signature: _sig, ...decision }) => {
+        // Shown under the policy's name for the key that signed, never the name the message claims.
+        const named = signer !== undefined ? trust?.nameOf(signer) : undefined
+        options.onSettled?.(id, named === undefined ? decision : { ...decision, reviewer: named })
+      },
     },
     clock,
     ...(options.onError ? { onError: options.onError } : {}),

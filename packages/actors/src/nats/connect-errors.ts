@@ -125,7 +125,7 @@ const DIAGNOSE_AFTER_MS = 1_000
  * `waitOnFirstConnect` nats.js would retry those forever. One plain attempt first; if the servers
  * only are not up yet, the waiting connect takes over. Some refusals come after the handshake (a
  * server that rejects the client certificate) and make even the plain attempt retry silently, so
- * a connection still missing after a second is diagnosed by one attempt without retries.
+ * a connection still missing after a second is diagnosed by attempts without retries, one a second.
  */
 export async function dialNats(options: ConnectionOptions): Promise<NatsConnection> {
   if (!options.waitOnFirstConnect) return connect(options)
@@ -138,16 +138,23 @@ export async function dialNats(options: ConnectionOptions): Promise<NatsConnecti
     return connect(options)
   })()
   let timer: ReturnType<typeof setTimeout> | undefined
+  let settled = false
   const diagnosis = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      connect({ ...options, waitOnFirstConnect: false, reconnect: false, timeout: 2_000 }).then(
-        (probe) => void probe.close(),
-        (error: unknown) => {
-          if (isFatal(error)) reject(error)
-        },
-      )
-    }, DIAGNOSE_AFTER_MS)
-    timer.unref?.()
+    // Probes again after an inconclusive one (a slow or busy machine can time a probe out), so a
+    // refusal is still reported rather than left to the caller's deadline.
+    const probe = () => {
+      timer = setTimeout(() => {
+        connect({ ...options, waitOnFirstConnect: false, reconnect: false, timeout: 2_000 }).then(
+          (connection) => void connection.close(),
+          (error: unknown) => {
+            if (isFatal(error)) reject(error)
+            else if (!settled) probe()
+          },
+        )
+      }, DIAGNOSE_AFTER_MS)
+      timer.unref?.()
+    }
+    probe()
   })
   try {
     return await Promise.race([main, diagnosis])
@@ -156,6 +163,7 @@ export async function dialNats(options: ConnectionOptions): Promise<NatsConnecti
     main.then((late) => late.close()).catch(() => {})
     throw error
   } finally {
+    settled = true
     clearTimeout(timer)
   }
 }

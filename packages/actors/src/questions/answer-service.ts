@@ -22,8 +22,8 @@ export interface AnswerServiceOptions {
   /**
    * Whose answers (`answerers`) count as answering a question elsewhere: anyone can publish an
    * answer quoting a question they read, and without this an unsigned one would make this service
-   * drop the question (the agent then refuses that answer and nobody answers). Without one, any
-   * answer counts.
+   * drop the question (the agent then refuses that answer and nobody answers). A policy without
+   * `answerers` lets no answer count: each question is answered here. Without one, any answer counts.
    */
   trust?: TrustPolicy
   clock?: Clock
@@ -54,9 +54,13 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
       schema: AnswerMessage,
       idOf: (answer) => answer.questionId,
       purpose: 'answered',
-      matches: (question, answer) =>
-        options.trust === undefined || options.trust.check(answer, { agentId: (question as QuestionMessage).agentId }).ok,
-      onSettled: (id, { v: _v, type: _type, ...answer }) => options.onSettled?.(id, answer),
+      // Answers name no agent or call: who signed is all there is to check, request or not.
+      trusted: (answer) => options.trust === undefined || options.trust.check(answer).ok,
+      onSettled: (id, { v: _v, type: _type, signer, signature: _sig, ...answer }) => {
+        // Shown under the policy's name for the key that signed, never the name the message claims.
+        const named = signer !== undefined ? options.trust?.nameOf(signer) : undefined
+        options.onSettled?.(id, named === undefined ? answer : { ...answer, answeredBy: named })
+      },
     },
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.onError ? { onError: options.onError } : {}),

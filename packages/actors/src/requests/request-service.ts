@@ -17,6 +17,14 @@ export interface Settlements<R extends z.ZodType> {
    * A reply that does not match (forged, for another call) must not silence review. Default: yes.
    */
   matches?(request: unknown, reply: z.output<R>): boolean
+  /**
+   * Whether `reply` may settle anything at all, judged without the request (its signature and
+   * signer, under a trust policy). One that fails is ignored: not kept, not reported through
+   * `onSettled`, so a forged reply can neither be shown as a settlement nor displace a real one.
+   * Default: every reply.
+   */
+  trusted?(reply: z.output<R>): boolean
+  /** A reply that settles a request: the one in flight here (when it matches it), or one this instance does not hold. */
   onSettled?(id: string, reply: z.output<R>): void
   /** The watcher consumer's purpose (`decided`, `answered`): its name under least privilege. */
   purpose?: string
@@ -185,11 +193,14 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
           armCatchUp()
           const decoded = decodeMessage(message.data, settledIn.schema, { maxBytes: bus.maxPayload })
           if (!decoded.ok) return
+          if (settledIn.trusted && !settledIn.trusted(decoded.value)) return
           const id = settledIn.idOf(decoded.value)
+          const running = inFlight.get(id)
+          // A reply that does not match what is being asked here settles nothing, and is not reported as if it did.
+          if (running && settledIn.matches && !settledIn.matches(running.request, decoded.value)) return
           settlements.set(id, decoded.value)
           if (settlements.size > 10_000) settlements.delete(settlements.keys().next().value as string)
-          const running = inFlight.get(id)
-          if (running && settledBy(id, running.request)) running.controller.abort(new AbortedError('settled elsewhere'))
+          if (running) running.controller.abort(new AbortedError('settled elsewhere'))
           settledIn.onSettled?.(id, decoded.value)
         },
         { deliverAll: true, signal: stop.signal, ...(settledIn.purpose ? { purpose: settledIn.purpose } : {}) },

@@ -187,11 +187,18 @@ export function whyNotAcceptable(
 
 /**
  * Reviewer side, from a list of agent public keys (`--agent-key`, `agentKeys`): requests signed by
- * one of them (for `agentId`, or any agent) are verified; each key is shown as `agent key <n>`.
+ * one of them (for `agentId`, or any agent) are verified; each key is shown as `agent key <n>`
+ * unless `base` names it. With `base` (a policy file's, `--trust`), the keys are added to its
+ * `agents` for that scope and everything else in it is kept.
  */
-export function agentKeysPolicy(agentKeys: readonly string[], agentId?: string): TrustPolicy {
-  return createTrustPolicy({
-    keys: Object.fromEntries(agentKeys.map((key, i) => [key, `agent key ${i + 1}`])),
-    agents: { [agentId ?? '*']: [...agentKeys] },
+export function agentKeysPolicy(agentKeys: readonly string[], agentId?: string, base?: TrustPolicy): TrustPolicy {
+  const options = base?.options ?? { keys: {} }
+  const scope = agentId ?? '*'
+  const keys = { ...options.keys }
+  agentKeys.forEach((key, i) => {
+    if (!Object.hasOwn(keys, key)) keys[key] = `agent key ${i + 1}`
   })
+  const agents = { ...options.agents }
+  agents[scope] = [...new Set([...(Object.hasOwn(agents, scope) ? (agents[scope] ?? []) : []), ...agentKeys])]
+  return createTrustPolicy({ ...options, keys, agents })
 }

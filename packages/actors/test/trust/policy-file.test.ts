@@ -1,7 +1,10 @@
-/** The trust policy file format (`signalbox run|host --trust`): what it accepts, and how it says what is wrong. */
+/**
+ * The trust policy file format (`signalbox run|host|review|console --trust`): what it accepts, how
+ * it says what is wrong, and how `--agent-key` adds to a reviewer's policy file.
+ */
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { createSigner, newUserSeed, parseTrustPolicy, TrustPolicyError } from '../../src/trust/index.ts'
+import { agentKeysPolicy, createSigner, newUserSeed, parseTrustPolicy, TrustPolicyError } from '../../src/trust/index.ts'
 
 const tina = createSigner(newUserSeed())
 const agent = createSigner(newUserSeed())
@@ -56,6 +59,41 @@ describe('parseTrustPolicy', () => {
     expect(error).toBeInstanceOf(TrustPolicyError)
     expect((error as TrustPolicyError).code).toBe('TRUST_POLICY_INVALID')
     expect((error as Error).message).toMatch(message)
+  })
+})
+
+describe('agentKeysPolicy with a policy file (review --trust FILE --agent-key UA...)', () => {
+  it('adds the keys to the file’s agents for that scope and keeps everything else', () => {
+    const other = createSigner(newUserSeed())
+    const file = parseTrustPolicy(
+      JSON.stringify({
+        keys: { [tina.publicKey]: 'tina', [agent.publicKey]: 'claw' },
+        answerers: [tina.publicKey],
+        agents: { claw: [agent.publicKey] },
+      }),
+    )
+    const merged = agentKeysPolicy([agent.publicKey, other.publicKey], 'claw', file)
+    expect(merged.options).toEqual({
+      keys: { [tina.publicKey]: 'tina', [agent.publicKey]: 'claw', [other.publicKey]: 'agent key 2' },
+      answerers: [tina.publicKey],
+      agents: { claw: [agent.publicKey, other.publicKey] },
+    })
+    const request = {
+      v: 1,
+      type: 'approval.request',
+      agentId: 'claw',
+      requestId: 'request_1',
+      callId: 'call_1',
+      toolName: 'pay',
+      digest: `sha256:${'0'.repeat(64)}`,
+      requestedAt: 1,
+    }
+    expect(merged.check(other.sign(request), { agentId: 'claw' })).toMatchObject({ ok: true, name: 'agent key 2' })
+    // Without a file: the keys alone, for every agent.
+    expect(agentKeysPolicy([other.publicKey]).options).toEqual({
+      keys: { [other.publicKey]: 'agent key 1' },
+      agents: { '*': [other.publicKey] },
+    })
   })
 })
 

@@ -1,5 +1,6 @@
-import { openBus, untilSignal } from '../bus.ts'
+import { openBus, signerFrom, untilSignal } from '../bus.ts'
 import { type Command, EXIT, UsageError } from '../cli.ts'
+import { REVIEWER_TRUST_OPTIONS, reviewerKeyWarnings, reviewerTrustFrom, reviewerTrustLine } from '../trust-flags.ts'
 
 export const DEFAULT_CONSOLE_PORT = 4300
 
@@ -17,6 +18,10 @@ export const consoleCommand: Command = {
     'Message contents and tool outputs stay hidden unless --contents is passed; the arguments of a',
     'call waiting for approval are always shown (that is what you decide on).',
     'Every console sees every request; the agent applies the first decision.',
+    'With --nkey (or NATS_NKEY) every decision, answer, correction and cancel is signed with that',
+    'seed. With --agent-key or a --trust policy with an "agents" section, only requests the agents',
+    'signed are shown, marked verified; with --trust, a decision or answer settles an item elsewhere',
+    'only if signed by one of its reviewers or answerers (a forged one cannot empty the inbox).',
   ].join('\n'),
   options: {
     as: { type: 'string', valueName: '<name>', description: 'who decides here (required; goes into every decision)' },
@@ -24,12 +29,7 @@ export const consoleCommand: Command = {
     host: { type: 'string', valueName: '<host>', description: 'address to listen on', default: '127.0.0.1' },
     agent: { type: 'string', valueName: '<id>', description: "only this agent's requests and runs", default: 'every agent' },
     contents: { type: 'boolean', description: 'show message contents, tool arguments and outputs in the run view' },
-    'agent-key': {
-      type: 'string',
-      valueName: '<UA...[,UA...]>',
-      description: "agents' public nkeys: show only requests they signed, marked verified",
-      default: 'requests are not checked',
-    },
+    ...REVIEWER_TRUST_OPTIONS,
   },
   bus: 'required',
   maxArgs: 0,
@@ -44,10 +44,8 @@ export const consoleCommand: Command = {
     if (!Number.isInteger(port) || port < 0 || port > 65_535)
       throw new UsageError(`--port must be a port number (got "${String(context.values.port)}")`, context.command)
     const agentId = context.values.agent as string | undefined
-    const agentKeys = ((context.values['agent-key'] as string | undefined) ?? '')
-      .split(',')
-      .map((key) => key.trim())
-      .filter(Boolean)
+    const reviewerTrust = await reviewerTrustFrom(context, agentId)
+    const signer = await signerFrom(context)
     const { bus, subjects, url } = await openBus(context, 'console')
     const stop = untilSignal(context.io.signal)
     const { startConsole } = await import('@signalbox/console')
@@ -60,15 +58,19 @@ export const consoleCommand: Command = {
         host: (context.values.host as string | undefined) ?? '127.0.0.1',
         ...(agentId ? { agentId } : {}),
         ...(context.values.contents === true ? { includeContents: true } : {}),
-        ...(agentKeys.length > 0 ? { agentKeys } : {}),
+        ...(reviewerTrust.trust ? { trust: reviewerTrust.trust } : {}),
+        ...(signer ? { signer } : {}),
         onRefused: (requestId, reason) => context.err(`refused approval request ${requestId} unseen: ${reason}`),
         onError: (error) => context.err(`error: ${error instanceof Error ? error.message : String(error)}`),
       })
       try {
         await Promise.race([opened.ready, stop.promise])
-        const ready = `console for ${agentId ? `agent ${agentId}` : 'every agent'} on ${subjects.prefix} at ${url}, reviewing as ${name}: ${opened.url}  (Ctrl-C to stop)`
+        const signing = signer ? `signing as ${signer.publicKey}` : 'unsigned (no --nkey)'
+        const ready = `console for ${agentId ? `agent ${agentId}` : 'every agent'} on ${subjects.prefix} at ${url}, reviewing as ${name}, ${signing}; ${reviewerTrustLine(reviewerTrust)}: ${opened.url}  (Ctrl-C to stop)`
         if (context.global.json) context.out(JSON.stringify({ type: 'console.ready', url: opened.url, reviewer: name }))
         else context.out(ready)
+        for (const warning of reviewerKeyWarnings(reviewerTrust.trust, signer, true))
+          context.err(`${context.c.yellow('warning')}: ${warning}`)
         await stop.promise
       } finally {
         await opened.close()

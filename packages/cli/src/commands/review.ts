@@ -6,6 +6,7 @@ import { whoIsAt } from '../identity.ts'
 import type { Prompter } from '../prompter.ts'
 import type { AutoVerdict } from '../review-console.ts'
 import { commandTracing, OTLP_OPTIONS } from '../tracing.ts'
+import { REVIEWER_TRUST_OPTIONS, reviewerKeyWarnings, reviewerTrustFrom, reviewerTrustLine } from '../trust-flags.ts'
 
 export const review: Command = {
   name: 'review',
@@ -24,6 +25,10 @@ export const review: Command = {
     'trust policy apply nothing else. With --agent-key, a request is shown (as "verified") only if one',
     'of those keys signed it. A request whose digest does not match its arguments is refused: denied',
     'with that reason, never shown or approved, also with --auto approve.',
+    "With --trust (the agents' own policy file will do), a decision or answer settles a request or",
+    'question elsewhere only if signed by one of its reviewers or answerers (with --agent-key alone:',
+    'none does): anyone can publish a forged one, and it must not make this terminal drop what it',
+    'shows. The file\'s "agents" section works as --agent-key; without either, requests are not checked.',
   ].join('\n'),
   options: {
     agent: { type: 'string', valueName: '<id>', description: "only this agent's requests", default: 'every agent' },
@@ -54,12 +59,7 @@ export const review: Command = {
       choices: ['approve', 'deny'],
     },
     answer: { type: 'string', valueName: '<text>', description: 'answer every question with this text instead of asking' },
-    'agent-key': {
-      type: 'string',
-      valueName: '<UA...[,UA...]>',
-      description: "agents' public nkeys: show only requests they signed (others are refused unseen)",
-      default: 'requests are not checked',
-    },
+    ...REVIEWER_TRUST_OPTIONS,
     ...OTLP_OPTIONS,
   },
   bus: 'required',
@@ -69,6 +69,10 @@ export const review: Command = {
     [
       'signalbox review --agent claw --auto approve --answer "The polar bear!"',
       'unattended: approve everything, answer questions',
+    ],
+    [
+      'signalbox review --name tina --nkey tina.nk --trust trust.json',
+      "sign with tina's key; only the policy's reviewers and answerers settle anything elsewhere",
     ],
   ],
   async run(context) {
@@ -89,12 +93,8 @@ export const review: Command = {
       import('../review-console.ts'),
     ])
     const signer = await signerFrom(context)
-    const agentKeys = ((context.values['agent-key'] as string | undefined) ?? '')
-      .split(',')
-      .map((key) => key.trim())
-      .filter(Boolean)
-    const { agentKeysPolicy } = await import('@signalbox/actors/trust')
-    const trust = agentKeys.length > 0 ? agentKeysPolicy(agentKeys, agentId) : undefined
+    const reviewerTrust = await reviewerTrustFrom(context, agentId)
+    const { trust } = reviewerTrust
     const origins = new Map<string, RequestOrigin>()
     const tracing = await commandTracing(context, `signalbox-review-${name}`)
     const opened = await openBus(context, 'review')
@@ -122,7 +122,7 @@ export const review: Command = {
       ...(prompter ? { prompter } : {}),
       ...(auto ? { auto } : {}),
       ...(autoAnswer !== undefined ? { autoAnswer } : {}),
-      originOf: (requestId) => (trust ? origins.get(requestId) : undefined),
+      originOf: (requestId) => (reviewerTrust.checksRequests ? origins.get(requestId) : undefined),
     })
     const startedAt = Date.now()
     const requests = new Map<string, ApprovalRequest>()
@@ -171,6 +171,8 @@ export const review: Command = {
           mode: explicitMode ?? 'broadcast',
           group: answerGroup,
           ...(signer ? { signer } : {}),
+          // Only answers by the policy's answerers count as answered elsewhere (a forged one would drop the question).
+          ...(trust ? { trust } : {}),
           answerer: tracedAnswerer({
             async answer(question, options) {
               const answer = await ui.answerer.answer(question, options)
@@ -197,9 +199,11 @@ export const review: Command = {
       const asks = answerers
         ? `answering questions${autoAnswer !== undefined ? ` with ${JSON.stringify(autoAnswer)}` : ''}`
         : 'not answering questions (--auto without --answer)'
-      const ready = `reviewing approval requests for ${scope} on ${subjects.prefix} at ${url} as ${name} (${explicitMode ?? 'shared'}, ${how}); ${asks}. Ctrl-C to stop.`
+      const ready = `reviewing approval requests for ${scope} on ${subjects.prefix} at ${url} as ${name} (${explicitMode ?? 'shared'}, ${how}); ${asks}; ${reviewerTrustLine(reviewerTrust)}. Ctrl-C to stop.`
       if (context.global.json) context.err(ready)
       else context.out(c.dim(ready))
+      for (const warning of reviewerKeyWarnings(trust, signer, answerers !== undefined))
+        context.err(`${c.yellow('warning')}: ${warning}`)
       await stop.promise
     } finally {
       stop.dispose()

@@ -335,6 +335,7 @@ describe('the raw NATS transcript (§14)', () => {
     expect(requests.length).toBe(2)
     expect(decisions.length).toBe(3) // the last one is the retry
     const outcomes: boolean[] = []
+    const msgIds: (string | undefined)[] = []
     for (const decisionFrame of decisions) {
       const decision = JSON.parse(decisionFrame.payload)
       const requestFrame = requests.find((r) => JSON.parse(r.payload).requestId === decision.requestId)
@@ -345,13 +346,19 @@ describe('the raw NATS transcript (§14)', () => {
       // Published to the request's agent, with a reply inbox (a JetStream publish) and the documented msg id.
       expect(decisionFrame.args[0]).toBe(`${DEFAULT_SUBJECT_PREFIX}.approvals.${request.agentId}.decisions`)
       expect(decisionFrame.args[1]).toMatch(/^_INBOX\./)
-      expect(decisionFrame.headers).toContain(`Nats-Msg-Id: decision-${request.requestId}-${decision.reviewer}`)
+      // `decision-<requestId>-<nonce>`: an unguessable nonce (§4.4), not the reviewer's name.
+      const msgId = decisionFrame.headers.find((h) => h.startsWith('Nats-Msg-Id: '))?.slice('Nats-Msg-Id: '.length)
+      expect(msgId).toMatch(new RegExp(`^decision-${request.requestId}-[0-9a-f]{24,}$`))
+      msgIds.push(msgId)
       // The request carried its own id as Nats-Msg-Id, and a reply subject the reviewer never used.
       expect(requestFrame?.headers).toContain(`Nats-Msg-Id: ${request.requestId}`)
       expect(parsed.some((f) => f.from === 'C' && f.args[0] === requestFrame?.args[2])).toBe(false)
       outcomes.push(decision.approved)
     }
     expect(outcomes).toEqual([true, false, false])
+    // The retry keeps its decision's id (the stream de-duplicates it); the two decisions differ.
+    expect(msgIds[2]).toBe(msgIds[1])
+    expect(msgIds[1]).not.toBe(msgIds[0])
   })
 
   it('each decision is acknowledged by the stream on its inbox; the retry is a duplicate', () => {
