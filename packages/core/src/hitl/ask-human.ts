@@ -7,6 +7,9 @@ import { type Tool, tool } from '../tool.ts'
 import { rejectedAnswerAudit } from './decision.ts'
 import type { Answer, Answerer, AuditKind, Question } from './types.ts'
 
+/** How long a stored run's question waits at its deadline for `Answerer.recover` before timing out. */
+const RECOVER_LIMIT_MS = 10_000
+
 export interface AskHumanOptions {
   /** Tool name the model calls. Default `ask_human`. */
   name?: string
@@ -103,13 +106,25 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
         await audit('question.timeout', 'timeout', 'system', clock.now())
         return noAnswer(question, waitMs)
       }
-      if (resumed !== undefined && asked.deadline <= clock.now()) {
-        // Resumed after the deadline: only an answer stored in time (by the store's clock) counts.
-        const recovered = await options.answerer
-          .recover?.(asked, { signal: context.signal, rejected, durable: true })
-          .catch(() => undefined)
-        return recovered ? answered(recovered) : timeout()
+      // At the deadline of a stored run's question, an answer the store holds from before the
+      // deadline (by its clock) still counts: one given while no process ran, or still in flight.
+      const timeoutOrRecovered = async () => {
+        const recover = durable ? options.answerer.recover?.bind(options.answerer) : undefined
+        if (recover === undefined) return timeout()
+        // Bounded: an answerer that cannot look (a lost connection) must not hold the run.
+        const limit = new AbortController()
+        const timer = clock.setTimeout(() => limit.abort(), RECOVER_LIMIT_MS)
+        const signal = AbortSignal.any([context.signal, limit.signal])
+        try {
+          const recovered = await untilAborted(recover(asked, { signal, rejected, durable: true }), signal).catch(() => undefined)
+          if (context.signal.aborted) throw context.signal.reason
+          return recovered ? answered(recovered) : timeout()
+        } finally {
+          clock.clearTimeout(timer)
+        }
       }
+      // Resumed after the deadline: the question is not asked again.
+      if (resumed !== undefined && asked.deadline <= clock.now()) return timeoutOrRecovered()
       context.emit({ type: 'question.asked', question: asked })
       const controller = new AbortController()
       const onAbort = () => controller.abort(context.signal.reason)
@@ -129,7 +144,7 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
         if (timedOut) throw new QuestionTimeoutError(waitMs)
         return await answered(answer)
       } catch (error) {
-        if (timedOut) return timeout()
+        if (timedOut) return timeoutOrRecovered()
         if (isAbortError(error) || context.signal.aborted) throw error
         throw new ToolError('QUESTION_FAILED', `Could not ask the person: ${describeError(error)}`, { cause: error })
       } finally {
