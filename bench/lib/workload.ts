@@ -56,12 +56,20 @@ export function countToolResults(messages: readonly { role: string }[]): number 
   return n
 }
 
+/**
+ * Fixed token counts: without them the scripted model estimates them from the whole transcript on
+ * every call (O(transcript), the fake model's cost, not the loop's).
+ */
+const USAGE = { promptTokens: 100, completionTokens: 10 }
+
 /** Tool call until the conversation has N tool results, then the final answer. */
 export function nextStep(model: string, messages: readonly { role: string }[]): ScriptStep {
   const done = countToolResults(messages)
   const { steps, delayMs } = stepsOf(model)
   const step: ScriptStep =
-    done >= steps ? { content: FINAL_ANSWER } : { toolCalls: [{ name: 'noop', arguments: { step: done } }] }
+    done >= steps
+      ? { content: FINAL_ANSWER, usage: USAGE }
+      : { toolCalls: [{ name: 'noop', arguments: { step: done } }], usage: USAGE }
   return delayMs === undefined ? step : { ...step, delayMs }
 }
 

@@ -3,11 +3,15 @@
  * N runs in flight, as N copies of the bare loop share one client); throughput in tool steps/s.
  */
 import { measureInterleaved, type Variant } from '../lib/measure.ts'
-import { buildRows, type Table } from '../lib/report.ts'
+import { buildRows, rowById, type Table } from '../lib/report.ts'
 import { PEER_IDS } from '../peers/index.ts'
 import { HTTP_COMPARATORS, HTTP_LABELS, httpRunners } from './http.ts'
 import { inProcessVariants } from './in-process.ts'
 import type { ScenarioOptions } from './options.ts'
+
+/** Issue 13: 1,000 in-process runs at once; 200 runs over HTTP against the openai-SDK loop. */
+export const IN_PROCESS_THROUGHPUT_TARGET = 15_000
+export const HTTP_THROUGHPUT_TARGET = 0.9
 
 function concurrently(runs: number, one: () => Promise<number>): () => Promise<number> {
   return async () => {
@@ -35,14 +39,27 @@ export async function httpConcurrencyScenario(
     minSampleMs: 0,
     onSample: options.progress,
   })
+  const rows = buildRows(measured, 'steps-per-second', 'fetch', HTTP_COMPARATORS)
+  const ratio = rowById(rows, 'signalbox').median / rowById(rows, 'openai').median
   return {
     id: `http-concurrent-${runs}`,
     title: `(c) Over HTTP, ${runs} concurrent runs of ${steps} tool steps`,
     note: `Throughput (higher is better), median of ${options.rounds} interleaved rounds; ${runs * steps} tool steps per sample. Ratios below 1 mean fewer steps per second than the baseline.`,
     metric: 'steps-per-second',
     baseline: 'fetch',
-    rows: buildRows(measured, 'steps-per-second', 'fetch', HTTP_COMPARATORS),
-    checks: [],
+    rows,
+    checks:
+      runs >= 200
+        ? [
+            {
+              name: `signalbox stream:false vs openai-SDK loop, ${runs} runs at once (throughput ratio)`,
+              value: ratio,
+              unit: 'x',
+              target: `≥ ${HTTP_THROUGHPUT_TARGET.toFixed(2)}x`,
+              pass: ratio >= HTTP_THROUGHPUT_TARGET,
+            },
+          ]
+        : [],
   }
 }
 
@@ -58,13 +75,23 @@ export async function inProcessConcurrencyScenario(runs: number, steps: number, 
     minSampleMs: options.quick ? 20 : 100,
     onSample: options.progress,
   })
+  const rows = buildRows(measured, 'steps-per-second', 'bare', { signalbox: 'bare-provider' })
+  const rate = rowById(rows, 'signalbox').median
   return {
     id: `in-process-concurrent-${runs}`,
     title: `(c) In-process, ${runs} concurrent runs of ${steps} tool steps`,
     note: `Throughput (higher is better), median of ${options.rounds} interleaved rounds; ${runs * steps} tool steps per batch.`,
     metric: 'steps-per-second',
     baseline: 'bare',
-    rows: buildRows(measured, 'steps-per-second', 'bare', { signalbox: 'bare-provider' }),
-    checks: [],
+    rows,
+    checks: [
+      {
+        name: `signalbox, ${runs} in-process runs at once`,
+        value: rate,
+        unit: 'steps/s',
+        target: `≥ ${IN_PROCESS_THROUGHPUT_TARGET.toLocaleString('en-US')} steps/s`,
+        pass: rate >= IN_PROCESS_THROUGHPUT_TARGET,
+      },
+    ],
   }
 }

@@ -7,6 +7,10 @@ import { type Chat, type Message, runBareLoop } from '../lib/bare-loops.ts'
 import { fullGc, gc } from '../lib/measure.ts'
 import { httpParking, type Parking, parkModel } from '../lib/parking.ts'
 import type { Row, Table } from '../lib/report.ts'
+
+/** Issue 13: heap per signalbox run parked on a model call over HTTP. */
+export const HTTP_PARKED_TARGET_KIB = 45
+
 import { benchAgent, runAgent } from '../lib/signalbox.ts'
 import { countToolResults, FINAL_ANSWER, noopHooks, PROMPT } from '../lib/workload.ts'
 import { PEER_IDS } from '../peers/index.ts'
@@ -181,6 +185,14 @@ export async function httpHeapScenario(
     metric: 'kib-per-run',
     baseline: 'fetch',
     rows,
-    checks: [],
+    checks: [
+      {
+        name: 'heap per signalbox run parked on a model call over HTTP',
+        value: kib.get('signalbox')!,
+        unit: 'KiB',
+        target: `≤ ${HTTP_PARKED_TARGET_KIB} KiB`,
+        pass: kib.get('signalbox')! <= HTTP_PARKED_TARGET_KIB,
+      },
+    ],
   }
 }

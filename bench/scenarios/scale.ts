@@ -22,6 +22,8 @@ import { countToolResults, FINAL_ANSWER, modelFor, noopTool, PROMPT, responder }
 import type { ScenarioOptions } from './options.ts'
 
 export const WAITING_AGENT_TARGET_KIB = 50
+/** Issue 13: what each additional agent definition adds (one machine shared by all agents). */
+export const AGENT_DEFINITION_TARGET_KIB = 10
 
 /** Holds every approval until `release()`; says when `count` are waiting. */
 function parkingReviewer() {
@@ -195,6 +197,15 @@ export async function scaleMemoryScenario(counts: number[]): Promise<Table[]> {
       target: `< ${WAITING_AGENT_TARGET_KIB} KiB`,
       pass: measured.get(id)!.kib < WAITING_AGENT_TARGET_KIB,
     }))
+    // N definitions with a run each, minus N runs of one definition: what a definition adds.
+    const perDefinition = measured.get('system-agents')!.kib - measured.get('system-runs')!.kib
+    checks.push({
+      name: `heap per additional agent definition (N agents − N runs of one agent), ${count.toLocaleString('en-US')}`,
+      value: perDefinition,
+      unit: 'KiB',
+      target: `≤ ${AGENT_DEFINITION_TARGET_KIB} KiB`,
+      pass: perDefinition <= AGENT_DEFINITION_TARGET_KIB,
+    })
     const timing = SHAPES.map(
       (s) =>
         `${s.id}: parked in ${Math.round(measured.get(s.id)!.startMs)} ms, released in ${Math.round(measured.get(s.id)!.releaseMs)} ms`,

@@ -16,7 +16,7 @@ import type { AuditLog } from './hitl/types.ts'
 import { HookChain } from './hooks.ts'
 import { type IdGenerator, randomIds } from './ids.ts'
 import { type Instrumentation, Instruments } from './instrumentation.ts'
-import { type AgentMachine, createAgentMachine } from './machine/agent-machine.ts'
+import { type AgentMachine, type AgentParts, agentMachine, bindAgentParts, createAgentParts } from './machine/agent-machine.ts'
 import type { AgentOutput, SteeringItem } from './machine/context.ts'
 import { type BudgetCheck, defaultRetryPolicy } from './machine/runtime.ts'
 import type { Message } from './messages.ts'
@@ -44,7 +44,8 @@ export {
  */
 export class Agent<TOutput = string> {
   readonly id: string
-  readonly machine: AgentMachine
+  /** The agent machine: one for every agent; this agent's runtime is bound to each run's actor. */
+  readonly machine: AgentMachine = agentMachine
   readonly audit: AuditLog
   readonly #events: EventEmitter
   readonly #options: AgentOptions
@@ -64,6 +65,7 @@ export class Agent<TOutput = string> {
   /** The last durable steering message consumed (stream sequence), when a connection reports it. */
   #steeringSeq: number | undefined
   readonly #instruments = new Instruments()
+  readonly #parts: AgentParts
 
   constructor(options: AgentOptions) {
     if (!options?.provider || typeof options.provider.complete !== 'function') {
@@ -105,7 +107,7 @@ export class Agent<TOutput = string> {
       throw new ConfigError(`leaseMs must be an integer of at least 3, got ${options.leaseMs}.`)
     this.#output = options.output === undefined ? undefined : outputSpec(options.output)
     const audit = this.audit
-    this.machine = createAgentMachine({
+    this.#parts = createAgentParts({
       agentId: this.id,
       provider: options.provider,
       tools,
@@ -192,6 +194,7 @@ export class Agent<TOutput = string> {
         startedAt: this.#clock.now(),
       },
     })
+    bindAgentParts(actor, this.#parts)
     if (options.budget) this.#budgetChecks.set(runId, options.budget)
     const handle = this.#launch(actor, runId, options.signal, this.#journal(runId, options.runPath ?? [], undefined))
     // A signal that was already aborted has cancelled the run before it started.
@@ -237,6 +240,7 @@ export class Agent<TOutput = string> {
       })
     }
     signal.throwIfAborted()
+    bindAgentParts(actor, this.#parts)
     return this.#launch(actor, runId, options.signal, this.#journal(runId, stored.runPath, claimed))
   }
 

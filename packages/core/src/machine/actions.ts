@@ -41,29 +41,35 @@ export type TurnLimit = 'max_turns' | 'max_tokens' | 'budget'
 /**
  * What the agent machine's actions do, as functions of the context (and typed parameters) that
  * return the context update. The machine names them in `setup()`; events and audit entries are
- * written here, through the runtime.
+ * written here, through the runtime. A class: one per agent definition, its methods shared.
  */
-export function createMachineActions(
-  runtime: AgentRuntime,
-  prepare: (call: ToolCall, offered?: readonly string[]) => PreparedCall,
-) {
-  const { clock } = runtime
+export class MachineActions {
+  constructor(
+    readonly runtime: AgentRuntime,
+    readonly prepare: (call: ToolCall, offered?: readonly string[]) => PreparedCall,
+  ) {}
 
-  const emit = (context: AgentContext, body: EventBody) => {
-    if (!runtime.events.has(body.type)) return
-    runtime.events.emit({ ...eventFields(context.run), at: clock.now(), ...body } as AgentEvent)
+  listening(type: AgentEvent['type']): boolean {
+    return this.runtime.events.has(type)
   }
-  const audit = (context: AgentContext, entry: Omit<AuditEntry, 'agentId' | 'runId' | 'runPath'>) =>
-    runtime.recordAudit({ agentId: context.run.agentId, runId: context.run.runId, runPath: context.run.runPath, ...entry })
+
+  emit(context: AgentContext, body: EventBody): void {
+    if (!this.runtime.events.has(body.type)) return
+    this.runtime.events.emit({ ...eventFields(context.run), at: this.runtime.clock.now(), ...body } as AgentEvent)
+  }
+
+  audit(context: AgentContext, entry: Omit<AuditEntry, 'agentId' | 'runId' | 'runPath'>): void {
+    this.runtime.recordAudit({ agentId: context.run.agentId, runId: context.run.runId, runPath: context.run.runPath, ...entry })
+  }
 
   /** Who decided what on a request, and what they were shown (the exact call). */
-  const auditApproval = (
+  auditApproval(
     context: AgentContext,
     request: ApprovalRequest,
     outcome: { kind: AuditEntry['kind']; decision: string; reason: string | undefined; actor: string; decidedAt: number },
     extra: Partial<AuditEntry> = {},
-  ) =>
-    audit(context, {
+  ): void {
+    this.audit(context, {
       kind: outcome.kind,
       callId: request.callId,
       toolName: request.toolName,
@@ -76,356 +82,448 @@ export function createMachineActions(
       decidedAt: outcome.decidedAt,
       latencyMs: outcome.decidedAt - request.requestedAt,
       // The agent's own clock, unlike a reviewer's `decidedAt`: when the call was let go (or refused).
-      releasedAt: clock.now(),
+      releasedAt: this.runtime.clock.now(),
       ...extra,
     })
+  }
 
-  /** The call being handled; the states that use it are entered only with one open. */
-  const current = (context: AgentContext) => context.current as CurrentCall
-  /** The pending request; the approval states are entered only with one open. */
-  const pendingRequest = (context: AgentContext) => context.current?.approval as ApprovalRequest
-
-  const setResult = (context: AgentContext, result: CallResult): Partial<AgentContext> => ({
-    current: context.current ? { ...context.current, result } : undefined,
-  })
-
-  return {
-    emit,
-
-    setResult,
-
-    queueSteering(context: AgentContext, steer: { text: string; from?: string | undefined }): Partial<AgentContext> {
-      const { text, from = 'user' } = steer
-      emit(context, { type: 'steering.queued', text, from })
-      return { steering: [...context.steering, { text, from, at: clock.now() }] }
-    },
-
-    acceptReply(context: AgentContext, response: ProviderResponse): Partial<AgentContext> {
-      // Transcript messages are immutable once in: events and hooks share them without copies.
-      const message = deepFreeze(response.message)
-      return {
-        reply: message,
-        model: {
-          ...context.model,
-          outgoing: undefined,
-          offered: context.model.outgoing?.tools.map((t) => t.name),
-          finishReason: response.finishReason,
-        },
-        calls: message.tool_calls ?? [],
-        callIndex: 0,
-        messages: [...context.messages, message],
-        usage: addUsage(context.usage, response.usage),
+  /** What the model reads from a tool run: a result recorded in the ledger (a resumed call) as it was. */
+  toolOutputResult(context: AgentContext, output: ToolRunOutput): CallResult {
+    return (
+      (output.recorded as CallResult | undefined) ?? {
+        output: noteEditedArguments(context.current, output.output),
+        isError: false,
+        outcome: 'executed',
       }
-    },
+    )
+  }
 
-    emitModelResponse(context: AgentContext, output: ProviderResponse & { durationMs: number }): void {
-      emit(context, {
-        type: 'model.response',
-        turn: context.turn,
-        message: output.message,
-        finishReason: output.finishReason,
-        ...(output.usage ? { usage: output.usage } : {}),
-        durationMs: output.durationMs,
-      })
-    },
-
-    emitModelRequest(context: AgentContext): void {
-      if (!runtime.events.has('model.request')) return
-      const sent = context.model.outgoing ?? { messages: context.messages, tools: runtime.toolSpecs }
-      emit(context, {
-        type: 'model.request',
-        turn: context.turn,
-        attempt: context.model.attempt,
-        messages: sent.messages,
-        tools: sent.tools.map((t) => t.name),
-      })
-    },
-
-    /** Schedules the next attempt of a model call that failed with a transient error. */
-    scheduleModelRetry(context: AgentContext, error: unknown): Partial<AgentContext> {
-      const retryAfter = (error as { details?: { retryAfterMs?: unknown } })?.details?.retryAfterMs
-      // A server's Retry-After wins when given.
-      const retryDelayMs =
-        typeof retryAfter === 'number' && retryAfter >= 0
-          ? Math.min(retryAfter, runtime.retry.maxDelayMs)
-          : backoffDelay(context.model.attempt, runtime.retry)
-      const lastError = serializeError(error)
-      emit(context, {
-        type: 'model.retry',
-        turn: context.turn,
-        attempt: context.model.attempt,
-        delayMs: retryDelayMs,
-        error: lastError,
-      })
-      return { model: { ...context.model, lastError, retryDelayMs, retryAt: clock.now() + retryDelayMs } }
-    },
-
-    /** Ends the run before its next turn because a limit is reached. */
-    stopAtLimit(context: AgentContext, limit: TurnLimit): Partial<AgentContext> {
-      return { turn: context.turn - 1, stopReason: limit, error: limitError(context, limit) }
-    },
-
-    cancel(reason: string, stopReason: StopReason = 'cancelled'): Partial<AgentContext> {
-      return { stopReason, error: serializeError(new RunCancelledError(reason)) }
-    },
-
-    failWithHookError(error: unknown): Partial<AgentContext> {
-      return {
-        error: serializeError(error instanceof HookError ? error : new HookError('unknown', error)),
-        stopReason: 'hook_error',
-      }
-    },
-
-    /** A tool's `needsApproval` predicate threw: the run fails closed, as for a hook. */
-    failWithRuleError(error: unknown): Partial<AgentContext> {
-      return { error: serializeError(new HookError('needsApproval', error)), stopReason: 'hook_error' }
-    },
-
-    failWithProviderError(context: AgentContext, error: unknown): Partial<AgentContext> {
-      return {
-        error: serializeError(error),
-        stopReason: 'provider_error',
-        model: { ...context.model, outgoing: undefined },
-      }
-    },
-
-    /** A supervisor giving up on a child (or any fatal tool failure) ends the run. */
-    failWithToolError(error: unknown): Partial<AgentContext> {
-      return { error: serializeError(error), stopReason: 'tool_fatal' }
-    },
-
-    /** Opens the next call of the reply (routing only does so while one is left). */
-    openCall(context: AgentContext): Partial<AgentContext> {
-      const call = context.calls[context.callIndex] as ToolCall
-      return { current: openCall(call, prepare(call, context.model.offered), clock.now()) }
-    },
-
-    acceptToolOutput(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
-      return {
-        ...setResult(
-          context,
-          // A result recorded in the ledger (a resumed call) is read as it was.
-          (output.recorded as CallResult | undefined) ?? {
-            output: noteEditedArguments(context.current, output.output),
-            isError: false,
-            outcome: 'executed',
-          },
-        ),
-        ...(output.handoff ? { handoff: output.handoff } : {}),
-      }
-    },
-
-    /** A tool threw (or timed out): the model reads the error and the run goes on. */
-    toolFailed(context: AgentContext, error: unknown): Partial<AgentContext> {
-      return setResult(context, failedToolResult(error))
-    },
-
-    handedOver(context: AgentContext): Partial<AgentContext> {
-      return setResult(context, { output: handedOverText(context.handoff?.to), isError: false, outcome: 'steered' })
-    },
-
-    callInvalid(context: AgentContext): Partial<AgentContext> {
-      const invalid = context.current?.invalid
-      return setResult(context, {
-        output: invalid?.message ?? invalidCallText,
-        isError: true,
-        outcome: invalid?.outcome ?? 'invalid_arguments',
-      })
-    },
-
-    /** A beforeToolExecution hook denied the call or answered it. */
-    gated(context: AgentContext, gate: ToolGate): Partial<AgentContext> {
-      return setResult(context, gateResult(gate))
-    },
-
-    /** An afterToolExecution hook rewrote what the model reads. */
-    rewritten(context: AgentContext, rewrite: { output: string; isError: boolean }): Partial<AgentContext> {
-      return setResult(context, {
-        output: rewrite.output,
-        isError: rewrite.isError,
-        outcome: context.current?.result?.outcome ?? 'executed',
-      })
-    },
-
-    applySteering(context: AgentContext): Partial<AgentContext> {
-      const call = current(context)
-      const items = context.steering
-      if (items.length === 0) {
-        // cancel-batch: an earlier call of this reply already carried the correction.
-        return setResult(context, { output: batchSteeredText, isError: false, outcome: 'steered' })
-      }
-      const text = items.map((item) => item.text).join('\n')
-      const from = [...new Set(items.map((item) => item.from))].join(', ')
-      emit(context, { type: 'steering.applied', callId: call.callId, toolName: call.toolName, text, from })
-      const now = clock.now()
-      for (const item of items) {
-        audit(context, {
-          kind: 'steering.applied',
-          callId: call.callId,
-          toolName: call.toolName,
-          // The same shape as an approval's: the call's arguments as an object (the tool name is beside it).
-          shown: call.args ?? {},
-          decision: item.text,
-          actor: item.from,
-          requestedAt: item.at,
-          decidedAt: now,
-          latencyMs: now - item.at,
-        })
-      }
-      return {
-        ...setResult(context, { output: steeredText(text), isError: false, outcome: 'steered' }),
-        steering: [],
-        batchSteered: runtime.steeringPolicy === 'cancel-batch',
-      }
-    },
-
-    openApproval(context: AgentContext): Partial<AgentContext> {
-      const call = current(context)
-      const now = clock.now()
-      // A copy: events are frozen deep, and the tool's schema object is not ours to freeze.
-      const parameters = structuredClone(runtime.tools.get(call.toolName)?.parameters)
-      const request: ApprovalRequest = {
-        requestId: runtime.ids('request'),
-        agentId: context.run.agentId,
-        runId: context.run.runId,
-        runPath: context.run.runPath,
-        ...(context.run.agentPath.length > 0 ? { agentPath: context.run.agentPath } : {}),
-        callId: call.callId,
-        toolName: call.toolName,
-        arguments: call.args,
-        digest: callDigest(call.toolName, call.args),
-        deadline: now + runtime.approvalTimeoutMs,
-        requestedAt: now,
-        ...(parameters ? { parameters } : {}),
-      }
-      // Announced by the `requestApproval` actor, once the wait is durable (see actors.ts).
-      return { current: { ...call, approval: request } }
-    },
-
-    /** A decision that quotes the pending call: applied, audited, and on a denial read by the model. */
-    approvalDecided(context: AgentContext, decision: ApprovalDecision): Partial<AgentContext> {
-      const request = pendingRequest(context)
-      runtime.journals?.get(context.run.runId)?.decisionApplied(decision)
-      const edit = checkEditedArguments(runtime.tools.get(request.toolName), decision)
-      if (edit.kind !== 'none') return approveEdited({ context, request, decision, edit, emit, auditApproval, setResult })
-      const latencyMs = decision.decidedAt - request.requestedAt
-      emit(context, { type: 'approval.decided', request, decision, latencyMs })
-      auditApproval(context, request, {
-        kind: decision.approved ? 'approval.granted' : 'approval.denied',
-        decision: decision.approved ? 'approved' : 'denied',
-        reason: decision.reason,
-        actor: decision.reviewer,
-        decidedAt: decision.decidedAt,
-      })
-      if (decision.approved) return {}
-      return setResult(context, {
-        output: approvalDeniedText(request, decision),
-        isError: true,
-        outcome: 'approval_denied',
-      })
-    },
-
-    approvalTimedOut(context: AgentContext): Partial<AgentContext> {
-      const request = pendingRequest(context)
-      emit(context, { type: 'approval.timeout', request })
-      auditApproval(context, request, {
-        kind: 'approval.timeout',
-        decision: 'timeout',
-        reason: 'no decision before the deadline; the safe default is to deny',
-        actor: 'system',
-        decidedAt: clock.now(),
-      })
-      return setResult(context, { output: approvalTimedOutText(request), isError: true, outcome: 'approval_timeout' })
-    },
-
-    approvalUnavailable(context: AgentContext, reason: string): Partial<AgentContext> {
-      const request = pendingRequest(context)
-      emit(context, { type: 'approval.unavailable', request, reason })
-      auditApproval(context, request, {
-        kind: 'approval.unavailable',
-        decision: 'unavailable',
-        reason: `no reviewer could decide: ${reason}`,
-        actor: 'system',
-        decidedAt: clock.now(),
-      })
-      return setResult(context, {
-        output: approvalUnavailableText(request, reason),
-        isError: true,
-        outcome: 'approval_timeout',
-      })
-    },
-
-    /** A decision that cannot be applied (late, duplicate, forged, malformed): recorded, never applied. */
-    rejectDecision(context: AgentContext, rejected: { decision: unknown; reason?: string }): void {
-      const request = context.current?.approval
-      const requestId = (rejected.decision as { requestId?: unknown } | null)?.requestId
-      // A re-delivery of a decision this run already applied (e.g. replayed after a resume).
-      const duplicate = runtime.journals?.get(context.run.runId)?.isApplied(requestId) === true
-      const reason = duplicate
-        ? `decision ${String(requestId)} was already applied (duplicate delivery)`
-        : (rejected.reason ?? decisionMismatch(request, rejected.decision) ?? '')
-      emit(context, { type: 'approval.rejected', ...(request ? { request } : {}), decision: rejected.decision, reason })
-      const entry = rejectedDecisionAudit({ run: context.run, request, decision: rejected.decision, reason, at: clock.now() })
-      runtime.recordAudit(duplicate ? { ...entry, kind: 'approval.duplicate' } : entry)
-    },
-
-    recordToolResult(context: AgentContext): Partial<AgentContext> {
-      const call = current(context)
-      const result = call.result ?? { output: '', isError: false, outcome: 'executed' as ToolOutcome }
-      const message: ToolMessage = Object.freeze({ role: 'tool', tool_call_id: call.callId, content: result.output })
-      emit(context, {
+  /** The call's result joins the transcript (tool.end) and the call closes. */
+  record(context: AgentContext, call: CurrentCall, result: CallResult): Partial<AgentContext> {
+    const message: ToolMessage = Object.freeze({ role: 'tool', tool_call_id: call.callId, content: result.output })
+    // The hot path's events are built only when someone listens.
+    if (this.listening('tool.end'))
+      this.emit(context, {
         type: 'tool.end',
         callId: call.callId,
         toolName: call.toolName,
         output: result.output,
         isError: result.isError,
         outcome: result.outcome,
-        durationMs: clock.now() - call.startedAt,
+        durationMs: this.runtime.clock.now() - call.startedAt,
       })
-      return {
-        messages: [...context.messages, message],
-        toolResults: [...context.toolResults, message],
-        callIndex: context.callIndex + 1,
-        current: undefined,
-      }
-    },
-
-    emitToolStart(context: AgentContext): void {
-      if (!runtime.events.has('tool.start')) return
-      const call = current(context)
-      // A copy: the event is frozen, and the tool may still change its own arguments.
-      emit(context, { type: 'tool.start', callId: call.callId, toolName: call.toolName, arguments: structuredClone(call.args) })
-    },
-
-    emitRunStart(context: AgentContext): void {
-      emit(context, { type: 'run.start', input: context.run.input })
-    },
-
-    emitTurnStart(context: AgentContext): void {
-      emit(context, { type: 'turn.start', turn: context.turn })
-    },
-
-    emitTurnEnd(context: AgentContext): void {
-      emit(context, { type: 'turn.end', turn: context.turn, toolCalls: context.calls.length })
-    },
-
-    emitRunError(context: AgentContext): void {
-      if (context.error) emit(context, { type: 'run.error', error: context.error })
-    },
-
-    emitRunEnd(context: AgentContext): void {
-      emit(context, {
-        type: 'run.end',
-        status: context.status as 'done' | 'failed' | 'cancelled',
-        ...(context.output === undefined ? {} : { output: context.output }),
-        ...(context.error ? { error: context.error } : {}),
-        turns: context.turn,
-        usage: context.usage,
-      })
-    },
+    return {
+      messages: [...context.messages, message],
+      toolResults: [...context.toolResults, message],
+      callIndex: context.callIndex + 1,
+      current: undefined,
+    }
   }
 
-  function limitError(context: AgentContext, limit: TurnLimit): SerializedError {
+  /** The call being handled; the states that use it are entered only with one open. */
+  current(context: AgentContext): CurrentCall {
+    return context.current as CurrentCall
+  }
+
+  /** The pending request; the approval states are entered only with one open. */
+  pendingRequest(context: AgentContext): ApprovalRequest {
+    return context.current?.approval as ApprovalRequest
+  }
+
+  setResult(context: AgentContext, result: CallResult): Partial<AgentContext> {
+    return { current: context.current ? { ...context.current, result } : undefined }
+  }
+
+  queueSteering(context: AgentContext, steer: { text: string; from?: string | undefined }): Partial<AgentContext> {
+    const { text, from = 'user' } = steer
+    this.emit(context, { type: 'steering.queued', text, from })
+    return { steering: [...context.steering, { text, from, at: this.runtime.clock.now() }] }
+  }
+
+  acceptReply(context: AgentContext, response: ProviderResponse): Partial<AgentContext> {
+    // Transcript messages are immutable once in: events and hooks share them without copies.
+    const message = deepFreeze(response.message)
+    return {
+      reply: message,
+      model: {
+        ...context.model,
+        outgoing: undefined,
+        offered: context.model.outgoing?.tools.map((t) => t.name),
+        finishReason: response.finishReason,
+      },
+      calls: message.tool_calls ?? [],
+      callIndex: 0,
+      messages: [...context.messages, message],
+      usage: addUsage(context.usage, response.usage),
+    }
+  }
+
+  emitModelResponse(context: AgentContext, output: ProviderResponse & { durationMs: number }): void {
+    if (!this.listening('model.response')) return
+    this.emit(context, {
+      type: 'model.response',
+      turn: context.turn,
+      message: output.message,
+      finishReason: output.finishReason,
+      ...(output.usage ? { usage: output.usage } : {}),
+      durationMs: output.durationMs,
+    })
+  }
+
+  emitModelRequest(context: AgentContext): void {
+    if (!this.runtime.events.has('model.request')) return
+    const sent = context.model.outgoing ?? { messages: context.messages, tools: this.runtime.toolSpecs }
+    this.emit(context, {
+      type: 'model.request',
+      turn: context.turn,
+      attempt: context.model.attempt,
+      messages: sent.messages,
+      tools: sent.tools.map((t) => t.name),
+    })
+  }
+
+  /** Schedules the next attempt of a model call that failed with a transient error. */
+  scheduleModelRetry(context: AgentContext, error: unknown): Partial<AgentContext> {
+    const retryAfter = (error as { details?: { retryAfterMs?: unknown } })?.details?.retryAfterMs
+    // A server's Retry-After wins when given.
+    const retryDelayMs =
+      typeof retryAfter === 'number' && retryAfter >= 0
+        ? Math.min(retryAfter, this.runtime.retry.maxDelayMs)
+        : backoffDelay(context.model.attempt, this.runtime.retry)
+    const lastError = serializeError(error)
+    this.emit(context, {
+      type: 'model.retry',
+      turn: context.turn,
+      attempt: context.model.attempt,
+      delayMs: retryDelayMs,
+      error: lastError,
+    })
+    return { model: { ...context.model, lastError, retryDelayMs, retryAt: this.runtime.clock.now() + retryDelayMs } }
+  }
+
+  /** Ends the run before its next turn because a limit is reached. */
+  stopAtLimit(context: AgentContext, limit: TurnLimit): Partial<AgentContext> {
+    return { turn: context.turn - 1, stopReason: limit, error: this.limitError(context, limit) }
+  }
+
+  cancel(reason: string, stopReason: StopReason = 'cancelled'): Partial<AgentContext> {
+    return { stopReason, error: serializeError(new RunCancelledError(reason)) }
+  }
+
+  failWithHookError(error: unknown): Partial<AgentContext> {
+    return {
+      error: serializeError(error instanceof HookError ? error : new HookError('unknown', error)),
+      stopReason: 'hook_error',
+    }
+  }
+
+  /** A tool's `needsApproval` predicate threw: the run fails closed, as for a hook. */
+  failWithRuleError(error: unknown): Partial<AgentContext> {
+    return { error: serializeError(new HookError('needsApproval', error)), stopReason: 'hook_error' }
+  }
+
+  failWithProviderError(context: AgentContext, error: unknown): Partial<AgentContext> {
+    return {
+      error: serializeError(error),
+      stopReason: 'provider_error',
+      model: { ...context.model, outgoing: undefined },
+    }
+  }
+
+  /** A supervisor giving up on a child (or any fatal tool failure) ends the run. */
+  failWithToolError(error: unknown): Partial<AgentContext> {
+    return { error: serializeError(error), stopReason: 'tool_fatal' }
+  }
+
+  /** Opens the next call of the reply (routing only does so while one is left). */
+  openCall(context: AgentContext): Partial<AgentContext> {
+    const call = context.calls[context.callIndex] as ToolCall
+    return { current: openCall(call, this.prepare(call, context.model.offered), this.runtime.clock.now()) }
+  }
+
+  acceptToolOutput(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
+    return {
+      ...this.setResult(context, this.toolOutputResult(context, output)),
+      ...(output.handoff ? { handoff: output.handoff } : {}),
+    }
+  }
+
+  /** A tool threw (or timed out): the model reads the error and the run goes on. */
+  toolFailed(context: AgentContext, error: unknown): Partial<AgentContext> {
+    return this.setResult(context, failedToolResult(error))
+  }
+
+  handedOver(context: AgentContext): Partial<AgentContext> {
+    return this.setResult(context, { output: handedOverText(context.handoff?.to), isError: false, outcome: 'steered' })
+  }
+
+  callInvalid(context: AgentContext): Partial<AgentContext> {
+    const invalid = context.current?.invalid
+    return this.setResult(context, {
+      output: invalid?.message ?? invalidCallText,
+      isError: true,
+      outcome: invalid?.outcome ?? 'invalid_arguments',
+    })
+  }
+
+  /** A beforeToolExecution hook denied the call or answered it. */
+  gated(context: AgentContext, gate: ToolGate): Partial<AgentContext> {
+    return this.setResult(context, gateResult(gate))
+  }
+
+  /** An afterToolExecution hook rewrote what the model reads. */
+  rewritten(context: AgentContext, rewrite: { output: string; isError: boolean }): Partial<AgentContext> {
+    return this.setResult(context, {
+      output: rewrite.output,
+      isError: rewrite.isError,
+      outcome: context.current?.result?.outcome ?? 'executed',
+    })
+  }
+
+  applySteering(context: AgentContext): Partial<AgentContext> {
+    const call = this.current(context)
+    const items = context.steering
+    if (items.length === 0) {
+      // cancel-batch: an earlier call of this reply already carried the correction.
+      return this.setResult(context, { output: batchSteeredText, isError: false, outcome: 'steered' })
+    }
+    const text = items.map((item) => item.text).join('\n')
+    const from = [...new Set(items.map((item) => item.from))].join(', ')
+    this.emit(context, { type: 'steering.applied', callId: call.callId, toolName: call.toolName, text, from })
+    const now = this.runtime.clock.now()
+    for (const item of items) {
+      this.audit(context, {
+        kind: 'steering.applied',
+        callId: call.callId,
+        toolName: call.toolName,
+        // The same shape as an approval's: the call's arguments as an object (the tool name is beside it).
+        shown: call.args ?? {},
+        decision: item.text,
+        actor: item.from,
+        requestedAt: item.at,
+        decidedAt: now,
+        latencyMs: now - item.at,
+      })
+    }
+    return {
+      ...this.setResult(context, { output: steeredText(text), isError: false, outcome: 'steered' }),
+      steering: [],
+      batchSteered: this.runtime.steeringPolicy === 'cancel-batch',
+    }
+  }
+
+  openApproval(context: AgentContext): Partial<AgentContext> {
+    const call = this.current(context)
+    const now = this.runtime.clock.now()
+    // A copy: events are frozen deep, and the tool's schema object is not ours to freeze.
+    const parameters = structuredClone(this.runtime.tools.get(call.toolName)?.parameters)
+    const request: ApprovalRequest = {
+      requestId: this.runtime.ids('request'),
+      agentId: context.run.agentId,
+      runId: context.run.runId,
+      runPath: context.run.runPath,
+      ...(context.run.agentPath.length > 0 ? { agentPath: context.run.agentPath } : {}),
+      callId: call.callId,
+      toolName: call.toolName,
+      arguments: call.args,
+      digest: callDigest(call.toolName, call.args),
+      deadline: now + this.runtime.approvalTimeoutMs,
+      requestedAt: now,
+      ...(parameters ? { parameters } : {}),
+    }
+    // Announced by the `requestApproval` actor, once the wait is durable (see actors.ts).
+    return { current: { ...call, approval: request } }
+  }
+
+  /** A decision that quotes the pending call: applied, audited, and on a denial read by the model. */
+  approvalDecided(context: AgentContext, decision: ApprovalDecision): Partial<AgentContext> {
+    const request = this.pendingRequest(context)
+    this.runtime.journals?.get(context.run.runId)?.decisionApplied(decision)
+    const edit = checkEditedArguments(this.runtime.tools.get(request.toolName), decision)
+    if (edit.kind !== 'none')
+      return approveEdited({
+        context,
+        request,
+        decision,
+        edit,
+        emit: (c, body) => this.emit(c, body),
+        auditApproval: (c, r, outcome, extra) => this.auditApproval(c, r, outcome, extra),
+        setResult: (c, result) => this.setResult(c, result),
+      })
+    const latencyMs = decision.decidedAt - request.requestedAt
+    this.emit(context, { type: 'approval.decided', request, decision, latencyMs })
+    this.auditApproval(context, request, {
+      kind: decision.approved ? 'approval.granted' : 'approval.denied',
+      decision: decision.approved ? 'approved' : 'denied',
+      reason: decision.reason,
+      actor: decision.reviewer,
+      decidedAt: decision.decidedAt,
+    })
+    if (decision.approved) return {}
+    return this.setResult(context, {
+      output: approvalDeniedText(request, decision),
+      isError: true,
+      outcome: 'approval_denied',
+    })
+  }
+
+  approvalTimedOut(context: AgentContext): Partial<AgentContext> {
+    const request = this.pendingRequest(context)
+    this.emit(context, { type: 'approval.timeout', request })
+    this.auditApproval(context, request, {
+      kind: 'approval.timeout',
+      decision: 'timeout',
+      reason: 'no decision before the deadline; the safe default is to deny',
+      actor: 'system',
+      decidedAt: this.runtime.clock.now(),
+    })
+    return this.setResult(context, { output: approvalTimedOutText(request), isError: true, outcome: 'approval_timeout' })
+  }
+
+  approvalUnavailable(context: AgentContext, reason: string): Partial<AgentContext> {
+    const request = this.pendingRequest(context)
+    this.emit(context, { type: 'approval.unavailable', request, reason })
+    this.auditApproval(context, request, {
+      kind: 'approval.unavailable',
+      decision: 'unavailable',
+      reason: `no reviewer could decide: ${reason}`,
+      actor: 'system',
+      decidedAt: this.runtime.clock.now(),
+    })
+    return this.setResult(context, {
+      output: approvalUnavailableText(request, reason),
+      isError: true,
+      outcome: 'approval_timeout',
+    })
+  }
+
+  /** A decision that cannot be applied (late, duplicate, forged, malformed): recorded, never applied. */
+  rejectDecision(context: AgentContext, rejected: { decision: unknown; reason?: string }): void {
+    const request = context.current?.approval
+    const requestId = (rejected.decision as { requestId?: unknown } | null)?.requestId
+    // A re-delivery of a decision this run already applied (e.g. replayed after a resume).
+    const duplicate = this.runtime.journals?.get(context.run.runId)?.isApplied(requestId) === true
+    const reason = duplicate
+      ? `decision ${String(requestId)} was already applied (duplicate delivery)`
+      : (rejected.reason ?? decisionMismatch(request, rejected.decision) ?? '')
+    this.emit(context, { type: 'approval.rejected', ...(request ? { request } : {}), decision: rejected.decision, reason })
+    const entry = rejectedDecisionAudit({
+      run: context.run,
+      request,
+      decision: rejected.decision,
+      reason,
+      at: this.runtime.clock.now(),
+    })
+    this.runtime.recordAudit(duplicate ? { ...entry, kind: 'approval.duplicate' } : entry)
+  }
+
+  recordToolResult(context: AgentContext): Partial<AgentContext> {
+    const call = this.current(context)
+    return this.record(context, call, call.result ?? { output: '', isError: false, outcome: 'executed' as ToolOutcome })
+  }
+
+  /**
+   * A new turn's first update (the `turn` state's entry, or a direct route that skips it): the
+   * counter up, this turn's calls, results and reply cleared, a fresh model call.
+   */
+  startTurn(context: AgentContext): Partial<AgentContext> {
+    return {
+      turn: context.turn + 1,
+      calls: [],
+      callIndex: 0,
+      toolResults: [],
+      reply: undefined,
+      model: { ...context.model, finishReason: undefined, attempt: 1, outgoing: undefined },
+      batchSteered: false,
+    }
+  }
+
+  /**
+   * The reply accepted and its first call opened in one context update: a direct route from the
+   * model call to that call's state (each separate `assign` costs XState a snapshot).
+   */
+  acceptReplyAndOpen(context: AgentContext, response: ProviderResponse): Partial<AgentContext> {
+    const accepted = this.acceptReply(context, response)
+    const call = (accepted.calls as ToolCall[])[0] as ToolCall
+    accepted.current = openCall(call, this.prepare(call, accepted.model?.offered), this.runtime.clock.now())
+    return accepted
+  }
+
+  /** The tool's output taken and its result joined to the transcript, in one context update. */
+  finishCall(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
+    const recorded = this.record(context, this.current(context), this.toolOutputResult(context, output))
+    if (output.handoff) recorded.handoff = output.handoff
+    return recorded
+  }
+
+  /** An afterToolExecution rewrite taken and the result joined to the transcript, in one update. */
+  finishRewritten(context: AgentContext, rewrite: { output: string; isError: boolean }): Partial<AgentContext> {
+    const call = this.current(context)
+    return this.record(context, call, {
+      output: rewrite.output,
+      isError: rewrite.isError,
+      outcome: call.result?.outcome ?? 'executed',
+    })
+  }
+
+  /**
+   * A turn ends and the next one starts in one context update (a direct route that does not
+   * re-enter the `turn` state): turn.end, then the new turn's counters; turn.start when the
+   * route goes past the beforeTurn hook point.
+   */
+  nextTurn(context: AgentContext, announce: boolean): Partial<AgentContext> {
+    this.emitTurnEnd(context)
+    const started = this.startTurn(context)
+    if (announce && this.listening('turn.start')) this.emit(context, { type: 'turn.start', turn: started.turn as number })
+    return started
+  }
+
+  /** The reply's last call done and the next turn started, in one update (the route to the next model call). */
+  finishStep(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
+    // The next turn reads only the counters, the calls and the model call, which finishing a call leaves alone.
+    return Object.assign(this.finishCall(context, output), this.nextTurn(context, true))
+  }
+
+  emitToolStart(context: AgentContext): void {
+    if (!this.runtime.events.has('tool.start')) return
+    const call = this.current(context)
+    // A copy: the event is frozen, and the tool may still change its own arguments.
+    this.emit(context, {
+      type: 'tool.start',
+      callId: call.callId,
+      toolName: call.toolName,
+      arguments: structuredClone(call.args),
+    })
+  }
+
+  emitRunStart(context: AgentContext): void {
+    this.emit(context, { type: 'run.start', input: context.run.input })
+  }
+
+  emitTurnStart(context: AgentContext): void {
+    if (this.listening('turn.start')) this.emit(context, { type: 'turn.start', turn: context.turn })
+  }
+
+  emitTurnEnd(context: AgentContext): void {
+    if (this.listening('turn.end')) this.emit(context, { type: 'turn.end', turn: context.turn, toolCalls: context.calls.length })
+  }
+
+  emitRunError(context: AgentContext): void {
+    if (context.error) this.emit(context, { type: 'run.error', error: context.error })
+  }
+
+  emitRunEnd(context: AgentContext): void {
+    this.emit(context, {
+      type: 'run.end',
+      status: context.status as 'done' | 'failed' | 'cancelled',
+      ...(context.output === undefined ? {} : { output: context.output }),
+      ...(context.error ? { error: context.error } : {}),
+      turns: context.turn,
+      usage: context.usage,
+    })
+  }
+
+  limitError(context: AgentContext, limit: TurnLimit): SerializedError {
     if (limit === 'max_turns') return serializeError(new MaxTurnsExceededError(context.run.maxTurns))
     if (limit === 'max_tokens') {
       return serializeError(
@@ -435,15 +533,13 @@ export function createMachineActions(
         }),
       )
     }
-    const spent = runtime.budgetChecks.get(context.run.runId)?.() ?? {
+    const spent = this.runtime.budgetChecks.get(context.run.runId)?.() ?? {
       code: ErrorCode.BUDGET_EXCEEDED,
       message: 'The budget is spent.',
     }
     return { code: spent.code, message: spent.message, fault: 'user' }
   }
 }
-
-export type MachineActions = ReturnType<typeof createMachineActions>
 
 export function gateResult(gate: ToolGate): CallResult {
   if (gate.action === 'deny') return { output: gate.reason, isError: true, outcome: 'denied' }

@@ -1,4 +1,7 @@
-import { fromCallback, fromPromise } from 'xstate'
+import { type AnyActorRef, fromCallback, fromPromise } from 'xstate'
+
+type AnyActorSystem = AnyActorRef['system']
+
 import { untilAborted } from '../abort.ts'
 import { describeError, ProviderError, TimeoutError } from '../errors.ts'
 import { Handoff } from '../handoff.ts'
@@ -18,7 +21,7 @@ import { failedToolResult, transferredText } from './tool-result-texts.ts'
  * `setup({ actors })` (inline actors cannot be persisted) and receives the `AbortSignal`
  * that aborts when its state is left.
  */
-export function createAgentActors(runtime: AgentRuntime) {
+export function createAgentActors(runtimeOf: (system: AnyActorSystem) => AgentRuntime) {
   const hookBase = (input: TurnInput, signal: AbortSignal) => ({
     agentId: input.run.agentId,
     runId: input.run.runId,
@@ -27,26 +30,35 @@ export function createAgentActors(runtime: AgentRuntime) {
   })
 
   return {
-    beforeTurnHook: fromPromise(async ({ input, signal }: { input: TranscriptInput; signal: AbortSignal }) =>
-      runtime.hooks.beforeTurn({ ...hookBase(input, signal), messages: [...input.messages] }),
+    beforeTurnHook: fromPromise(
+      async ({ input, signal, system }: { input: TranscriptInput; signal: AbortSignal; system: AnyActorSystem }) =>
+        runtimeOf(system).hooks.beforeTurn({ ...hookBase(input, signal), messages: [...input.messages] }),
     ),
 
-    beforeProviderCallHook: fromPromise(async ({ input, signal }: { input: TranscriptInput; signal: AbortSignal }) =>
-      runtime.hooks.beforeProviderCall({
-        ...hookBase(input, signal),
-        messages: [...input.messages],
-        tools: [...runtime.toolSpecs],
-      }),
+    beforeProviderCallHook: fromPromise(
+      async ({ input, signal, system }: { input: TranscriptInput; signal: AbortSignal; system: AnyActorSystem }) => {
+        const runtime = runtimeOf(system)
+        return runtime.hooks.beforeProviderCall({
+          ...hookBase(input, signal),
+          messages: [...input.messages],
+          tools: [...runtime.toolSpecs],
+        })
+      },
     ),
 
     callModel: fromPromise(
       async ({
         input,
         signal,
+        system,
       }: {
-        input: { turn: number; messages: Message[]; tools: ToolSpec[]; base: EventFields }
+        input: { turn: number; messages: Message[]; tools?: ToolSpec[] | undefined; base: EventFields }
         signal: AbortSignal
+        system: AnyActorSystem
       }): Promise<ProviderResponse & { durationMs: number }> => {
+        const runtime = runtimeOf(system)
+        // No tools in the input: all of the agent's (a hook changed them otherwise).
+        const tools = input.tools ?? runtime.toolSpecs
         const started = runtime.clock.now()
         const onTextDelta = runtime.events.has('text.delta')
           ? (delta: string) =>
@@ -54,25 +66,26 @@ export function createAgentActors(runtime: AgentRuntime) {
           : undefined
         const response = await runtime.provider.complete(
           runtime.output
-            ? { messages: input.messages, tools: input.tools, responseFormat: runtime.output.responseFormat }
-            : { messages: input.messages, tools: input.tools },
+            ? { messages: input.messages, tools, responseFormat: runtime.output.responseFormat }
+            : { messages: input.messages, tools },
           onTextDelta ? { signal, onTextDelta } : { signal },
         )
         return { ...response, durationMs: runtime.clock.now() - started }
       },
     ),
 
-    beforeToolExecutionHook: fromPromise(async ({ input, signal }: { input: CallInput; signal: AbortSignal }) =>
-      runtime.hooks.beforeToolExecution({
-        ...hookBase(input, signal),
-        callId: input.call.callId,
-        toolName: input.call.toolName,
-        input: input.call.args,
-      }),
+    beforeToolExecutionHook: fromPromise(
+      async ({ input, signal, system }: { input: CallInput; signal: AbortSignal; system: AnyActorSystem }) =>
+        runtimeOf(system).hooks.beforeToolExecution({
+          ...hookBase(input, signal),
+          callId: input.call.callId,
+          toolName: input.call.toolName,
+          input: input.call.args,
+        }),
     ),
 
-    evaluateApprovalRule: fromPromise(async ({ input }: { input: { call: CurrentCall } }) => {
-      const rule = runtime.tools.get(input.call.toolName)?.needsApproval
+    evaluateApprovalRule: fromPromise(async ({ input, system }: { input: { call: CurrentCall }; system: AnyActorSystem }) => {
+      const rule = runtimeOf(system).tools.get(input.call.toolName)?.needsApproval
       if (typeof rule !== 'function') return Boolean(rule)
       return Boolean(await rule(input.call.args))
     }),
@@ -84,54 +97,58 @@ export function createAgentActors(runtime: AgentRuntime) {
      * process was down (the `deadline` actor denies it then). `approval.requested` is announced
      * only once the request can be answered (`Reviewer.open`, when the reviewer has one).
      */
-    requestApproval: fromCallback<AgentMachineEvent, { request: ApprovalRequest; run: RunInfo }>(({ input, sendBack }) => {
-      const controller = new AbortController()
-      const { request } = input
-      const { signal } = controller
-      const unavailable = (error: unknown) => {
-        if (!signal.aborted) sendBack({ type: 'approval.unavailable', reason: describeError(error) })
-      }
-      // A decision the reviewer refused (forged, mismatched, late) is recorded here, where every
-      // other outcome of the request is: one `approval.rejected` event, one audit entry.
-      const rejected = (decision: unknown, reason: string) => {
-        const at = runtime.clock.now()
-        runtime.events.emit({ ...eventFields(input.run), at, type: 'approval.rejected', request, decision, reason })
-        runtime.recordAudit(rejectedDecisionAudit({ run: input.run, request, decision, reason, at }))
-      }
-      const journal = runtime.journals?.get(request.runId)
-      // Told to the reviewer: a stored run's request must stay open while no process runs it.
-      const options = journal ? { signal, rejected, durable: true } : { signal, rejected }
-      const review = (reviewer: Reviewer) => {
-        runtime.events.emit({ ...eventFields(input.run), at: runtime.clock.now(), type: 'approval.requested', request })
-        reviewer.review(request, options).then((decision) => {
-          if (!signal.aborted) sendBack({ type: 'approval.decision', decision })
-        }, unavailable)
-      }
-      const publish = () => {
-        if (signal.aborted || request.deadline <= runtime.clock.now()) return
-        const reviewer = runtime.reviewer
-        if (!reviewer) {
-          sendBack({ type: 'approval.unavailable', reason: 'no reviewer is configured for this agent' })
-          return
+    requestApproval: fromCallback<AgentMachineEvent, { request: ApprovalRequest; run: RunInfo }>(
+      ({ input, sendBack, system }) => {
+        const runtime = runtimeOf(system)
+        const controller = new AbortController()
+        const { request } = input
+        const { signal } = controller
+        const unavailable = (error: unknown) => {
+          if (!signal.aborted) sendBack({ type: 'approval.unavailable', reason: describeError(error) })
         }
-        if (reviewer.open === undefined) review(reviewer)
-        else
-          reviewer.open(request, options).then(() => {
-            if (!signal.aborted) review(reviewer)
+        // A decision the reviewer refused (forged, mismatched, late) is recorded here, where every
+        // other outcome of the request is: one `approval.rejected` event, one audit entry.
+        const rejected = (decision: unknown, reason: string) => {
+          const at = runtime.clock.now()
+          runtime.events.emit({ ...eventFields(input.run), at, type: 'approval.rejected', request, decision, reason })
+          runtime.recordAudit(rejectedDecisionAudit({ run: input.run, request, decision, reason, at }))
+        }
+        const journal = runtime.journals?.get(request.runId)
+        // Told to the reviewer: a stored run's request must stay open while no process runs it.
+        const options = journal ? { signal, rejected, durable: true } : { signal, rejected }
+        const review = (reviewer: Reviewer) => {
+          runtime.events.emit({ ...eventFields(input.run), at: runtime.clock.now(), type: 'approval.requested', request })
+          reviewer.review(request, options).then((decision) => {
+            if (!signal.aborted) sendBack({ type: 'approval.decision', decision })
           }, unavailable)
-      }
-      // A failed save stops the run (the journal reports it); nothing is shown then.
-      if (journal) journal.saveWait(request.requestId).then(publish, () => {})
-      else publish()
-      return () => controller.abort()
-    }),
+        }
+        const publish = () => {
+          if (signal.aborted || request.deadline <= runtime.clock.now()) return
+          const reviewer = runtime.reviewer
+          if (!reviewer) {
+            sendBack({ type: 'approval.unavailable', reason: 'no reviewer is configured for this agent' })
+            return
+          }
+          if (reviewer.open === undefined) review(reviewer)
+          else
+            reviewer.open(request, options).then(() => {
+              if (!signal.aborted) review(reviewer)
+            }, unavailable)
+        }
+        // A failed save stops the run (the journal reports it); nothing is shown then.
+        if (journal) journal.saveWait(request.requestId).then(publish, () => {})
+        else publish()
+        return () => controller.abort()
+      },
+    ),
 
     /**
      * Sends `deadline.reached` at the absolute time `at` (re-armed from it when a stored run is
      * restored). For an approval of a stored run, the reviewer is first asked for a decision stored
      * by the deadline that no process received (it was down): that one is applied instead.
      */
-    deadline: fromCallback<AgentMachineEvent, { at: number; approval?: ApprovalRequest }>(({ input, sendBack }) => {
+    deadline: fromCallback<AgentMachineEvent, { at: number; approval?: ApprovalRequest }>(({ input, sendBack, system }) => {
+      const runtime = runtimeOf(system)
       const controller = new AbortController()
       const reached = () => {
         const recover = input.approval && runtime.journals ? runtime.reviewer?.recover : undefined
@@ -148,51 +165,71 @@ export function createAgentActors(runtime: AgentRuntime) {
       }
     }),
 
-    executeTool: fromPromise(async ({ input, signal }: { input: ToolRunInput; signal: AbortSignal }): Promise<ToolRunOutput> => {
-      const { call, run } = input
-      // Routing sends only calls to known tools here (an unknown one is an invalid call).
-      const tool = runtime.tools.get(call.toolName) as Tool<unknown>
-      const base = eventFields(run)
-      const journal = runtime.journals?.get(run.runId)
-      if (journal) {
-        // The ledger decides what a call restored after a crash does; a new call just runs. A call
-        // cut off while its question waited for a person runs again: it re-attaches to that question.
-        // (Such a call is already `started`, durably: it only waits for the same question again.)
-        const resumed = journal.pendingQuestion(call.callId)
-          ? ({ action: 'reattach' } as const)
-          : resumeToolCall(journal.ledgerEntry(call.callId), tool)
-        if (resumed.action === 'use_recorded') {
-          const { handoff, ...recorded } = resumed.result
-          return { output: recorded.output, recorded, ...(handoff ? { handoff } : {}) }
+    executeTool: fromPromise(
+      async ({
+        input,
+        signal,
+        system,
+      }: {
+        input: ToolRunInput
+        signal: AbortSignal
+        system: AnyActorSystem
+      }): Promise<ToolRunOutput> => {
+        const runtime = runtimeOf(system)
+        const { call, run } = input
+        // Routing sends only calls to known tools here (an unknown one is an invalid call).
+        const tool = runtime.tools.get(call.toolName) as Tool<unknown>
+        const base = eventFields(run)
+        const journal = runtime.journals?.get(run.runId)
+        if (journal) {
+          // The ledger decides what a call restored after a crash does; a new call just runs. A call
+          // cut off while its question waited for a person runs again: it re-attaches to that question.
+          // (Such a call is already `started`, durably: it only waits for the same question again.)
+          const resumed = journal.pendingQuestion(call.callId)
+            ? ({ action: 'reattach' } as const)
+            : resumeToolCall(journal.ledgerEntry(call.callId), tool)
+          if (resumed.action === 'use_recorded') {
+            const { handoff, ...recorded } = resumed.result
+            return { output: recorded.output, recorded, ...(handoff ? { handoff } : {}) }
+          }
+          if (resumed.action === 'report_unknown') {
+            reportOutcomeUnknown(runtime, run, call, resumed.result.output)
+            journal.finishCall(call.callId, resumed.result)
+            return { output: resumed.result.output, recorded: resumed.result }
+          }
+          if (resumed.action === 'run') {
+            // Durable first, then the side effect.
+            await journal.startCall({ callId: call.callId, toolName: call.toolName })
+            signal.throwIfAborted()
+          }
         }
-        if (resumed.action === 'report_unknown') {
-          reportOutcomeUnknown(runtime, run, call, resumed.result.output)
-          journal.finishCall(call.callId, resumed.result)
-          return { output: resumed.result.output, recorded: resumed.result }
+        try {
+          const output = await runTool(runtime, tool, input, base, signal)
+          journal?.finishCall(call.callId, {
+            output: output.output,
+            isError: false,
+            outcome: 'executed',
+            ...(output.handoff ? { handoff: output.handoff } : {}),
+          })
+          return output
+        } catch (error) {
+          if (journal && !signal.aborted) journal.finishCall(call.callId, failedToolResult(error))
+          throw error
         }
-        if (resumed.action === 'run') {
-          // Durable first, then the side effect.
-          await journal.startCall({ callId: call.callId, toolName: call.toolName })
-          signal.throwIfAborted()
-        }
-      }
-      try {
-        const output = await runTool(runtime, tool, input, base, signal)
-        journal?.finishCall(call.callId, {
-          output: output.output,
-          isError: false,
-          outcome: 'executed',
-          ...(output.handoff ? { handoff: output.handoff } : {}),
-        })
-        return output
-      } catch (error) {
-        if (journal && !signal.aborted) journal.finishCall(call.callId, failedToolResult(error))
-        throw error
-      }
-    }),
+      },
+    ),
+
     afterToolExecutionHook: fromPromise(
-      async ({ input, signal }: { input: CallInput & { result: { output: string; isError: boolean } }; signal: AbortSignal }) =>
-        runtime.hooks.afterToolExecution({
+      async ({
+        input,
+        signal,
+        system,
+      }: {
+        input: CallInput & { result: { output: string; isError: boolean } }
+        signal: AbortSignal
+        system: AnyActorSystem
+      }) =>
+        runtimeOf(system).hooks.afterToolExecution({
           ...hookBase(input, signal),
           callId: input.call.callId,
           toolName: input.call.toolName,
@@ -206,11 +243,13 @@ export function createAgentActors(runtime: AgentRuntime) {
       async ({
         input,
         signal,
+        system,
       }: {
         input: TranscriptInput & { reply: AssistantMessage; toolResults: ToolMessage[] }
         signal: AbortSignal
+        system: AnyActorSystem
       }) => {
-        await runtime.hooks.afterTurn({
+        await runtimeOf(system).hooks.afterTurn({
           ...hookBase(input, signal),
           reply: input.reply,
           toolResults: [...input.toolResults],

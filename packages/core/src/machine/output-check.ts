@@ -13,11 +13,11 @@ function answerIssues(context: AgentContext, runtime: AgentRuntime): string[] | 
 }
 
 /** Guards of the final answer with an output schema: the model gets one retry, then the run fails. */
-export function createOutputGuards(runtime: AgentRuntime) {
+export function createOutputGuards(runtimeOf: (context: AgentContext) => AgentRuntime) {
   return {
     answerNeedsRetry: ({ context }: { context: AgentContext }) =>
-      (context.model.invalidAnswers ?? 0) < 1 && answerIssues(context, runtime) !== undefined,
-    answerInvalid: ({ context }: { context: AgentContext }) => answerIssues(context, runtime) !== undefined,
+      (context.model.invalidAnswers ?? 0) < 1 && answerIssues(context, runtimeOf(context)) !== undefined,
+    answerInvalid: ({ context }: { context: AgentContext }) => answerIssues(context, runtimeOf(context)) !== undefined,
   }
 }
 

@@ -8,7 +8,7 @@ import type {
 } from 'openai/resources/chat/completions'
 import { AbortedError, ConfigError, ProviderError } from '../errors.ts'
 import type { AssistantMessage, ToolCall, Usage } from '../messages.ts'
-import type { Provider, ProviderCallOptions, ProviderRequest, ProviderResponse } from './provider.ts'
+import type { Provider, ProviderCallOptions, ProviderRequest, ProviderResponse, ToolSpec } from './provider.ts'
 
 export interface OpenAIProviderOptions {
   /** Default: `OPENAI_BASE_URL`, else OpenAI's API. E.g. `http://localhost:11434/v1` for Ollama. */
@@ -32,6 +32,25 @@ export interface OpenAIProviderOptions {
  * the `openai` SDK. The SDK's own retries are off: the agent owns the retry policy, so retries
  * are visible as `model.retry` events and testable with a simulated clock.
  */
+/**
+ * The tools in the wire format, built once per tool list: an agent sends the same list on every
+ * call (a hook that changes it sends a new one), so a request costs no rebuilding per call.
+ */
+const wireToolLists = new WeakMap<readonly ToolSpec[], { specs: ToolSpec[]; wire: ChatCompletionTool[] }>()
+function wireTools(tools: readonly ToolSpec[]): ChatCompletionTool[] {
+  const cached = wireToolLists.get(tools)
+  // Checked spec by spec: a hook may change a list it handed back before.
+  if (cached && cached.specs.length === tools.length && cached.specs.every((spec, i) => spec === tools[i])) return cached.wire
+  const wire = tools.map(
+    (t): ChatCompletionTool => ({
+      type: 'function',
+      function: { name: t.name, description: t.description, parameters: t.parameters },
+    }),
+  )
+  wireToolLists.set(tools, { specs: [...tools], wire })
+  return wire
+}
+
 export class OpenAIProvider implements Provider {
   readonly model: string
   readonly baseURL: string
@@ -72,14 +91,7 @@ export class OpenAIProvider implements Provider {
       body.response_format = { type: 'json_schema', json_schema: { name, schema, strict } }
     }
     // Some endpoints reject an empty tools array.
-    if (request.tools.length > 0) {
-      body.tools = request.tools.map(
-        (t): ChatCompletionTool => ({
-          type: 'function',
-          function: { name: t.name, description: t.description, parameters: t.parameters },
-        }),
-      )
-    }
+    if (request.tools.length > 0) body.tools = wireTools(request.tools)
     try {
       if (!this.#stream) {
         const completion = await this.#client.chat.completions.create(

@@ -1,8 +1,8 @@
 import { type AgentContext, createAgent, ScriptedReviewer, sequentialIds, tool } from '@signalbox/core'
-import { createAgentMachine } from '@signalbox/core/internal'
+import { agentMachine } from '@signalbox/core/internal'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
-import { type AnyStateNode, SimulatedClock, waitFor } from 'xstate'
+import { type AnyStateNode, createActor, SimulatedClock, waitFor } from 'xstate'
 import { z } from 'zod'
 import { runFailure } from './helpers.ts'
 
@@ -39,7 +39,22 @@ describe('the agent machine', () => {
       expect(keys, `state ${state}`).toContain(state)
     }
     expect(agent.machine.id).toBe('agent')
-    expect(typeof createAgentMachine).toBe('function')
+    // One machine for every agent: the runtime is bound to each run, not captured in the machine.
+    expect(agent.machine).toBe(agentMachine)
+    expect(createAgent({ id: 'other', provider: new ScriptedProvider({ script: [] }) }).machine).toBe(agentMachine)
+  })
+
+  it('refuses to run an actor of the shared machine that no agent started (no runtime is bound to it)', () => {
+    const agent = createAgent({ provider: new ScriptedProvider({ script: [] }) })
+    const actor = createActor(agent.machine, {
+      input: { agentId: 'agent', runId: 'run_outside', input: 'hi', maxTurns: 3, startedAt: 0 },
+    })
+    const errors: unknown[] = []
+    actor.subscribe({ error: (error) => errors.push(error) })
+    actor.start()
+    actor.send({ type: 'agent.start' })
+    expect(actor.getSnapshot().status).toBe('error')
+    expect(errors).toEqual([expect.objectContaining({ code: 'CONFIG_INVALID' })])
   })
 
   it('has done, failed and cancelled as its only final states', () => {
