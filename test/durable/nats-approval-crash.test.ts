@@ -11,7 +11,17 @@ import { encodeMessage, PROTOCOL_VERSION, type SteerMessage } from '@signalbox/c
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../support/env.ts'
-import { type DurableDir, durableDir, startDurableChild } from './support.ts'
+import { clawChild, type DurableDir, durableDir, readsTool, resumeToEnd, untilPast } from './support.ts'
+
+/** The claw's script: drop `prize`, then answer `answer` once the model reads what `reads` accepts. */
+function dropScript(prize: string, answer: string, reads: (content: string) => boolean, why: string) {
+  return {
+    claw: [
+      { toolCalls: [{ id: 'call_drop', name: 'drop_claw', arguments: { prize } }] },
+      { content: answer, ...readsTool(reads, why) },
+    ],
+  }
+}
 
 describe('durable runs over NATS: killed while awaiting approval', { timeout: 120_000 }, () => {
   let dir: DurableDir | undefined
@@ -29,17 +39,12 @@ describe('durable runs over NATS: killed while awaiting approval', { timeout: 12
     dir = await durableDir()
     const prefix = uniquePrefix()
     server = await startScriptedModelServer({
-      scripts: {
-        claw: [
-          { toolCalls: [{ id: 'call_drop', name: 'drop_claw', arguments: { prize: 'duck' } }] },
-          {
-            content: 'Dropped.',
-            expect: (request) =>
-              request.messages.some((m) => m.role === 'tool' && m.content === 'drop_claw did: drop_claw duck') ||
-              'the model should read the tool result',
-          },
-        ],
-      },
+      scripts: dropScript(
+        'duck',
+        'Dropped.',
+        (c) => c === 'drop_claw did: drop_claw duck',
+        'the model should read the tool result',
+      ),
     })
     // A reviewer is on duty: it gets the stored request and keeps it on screen until the agent is dead.
     bus = await connectNatsBus({ servers: NATS_URL, name: 'reviewer', prefix, durable: { storage: 'memory' } })
@@ -75,14 +80,7 @@ describe('durable runs over NATS: killed while awaiting approval', { timeout: 12
     await service.ready
 
     const nats = { url: NATS_URL, prefix }
-    const first = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'start',
-      runIds: ['run-n1'],
-      reviewer: 'never',
-      nats,
-    })
+    const first = await clawChild(dir, server, 'start', 'run-n1', { nats })
     const asked = await onScreen
     await first.child.kill()
     // The agent is down: the reviewer approves.
@@ -91,17 +89,8 @@ describe('durable runs over NATS: killed while awaiting approval', { timeout: 12
     expect(decided[0]).toMatchObject({ requestId: asked.requestId, approved: true, reviewer: 'alice' })
     expect(dir.effectLines()).toEqual([])
 
-    const second = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'resume',
-      runIds: ['run-n1'],
-      reviewer: 'never',
-      nats,
-    })
-    const result = await second.next('result')
+    const { result } = await resumeToEnd(dir, server, 'run-n1', { nats })
     expect(result).toMatchObject({ status: 'done', output: 'Dropped.' })
-    await second.child.exited
 
     expect(dir.effectLines()).toEqual(['drop_claw duck'])
     const audit = dir.auditEntries()
@@ -122,29 +111,17 @@ describe('durable runs over NATS: killed while awaiting approval', { timeout: 12
     dir = await durableDir()
     const prefix = uniquePrefix()
     server = await startScriptedModelServer({
-      scripts: {
-        claw: [
-          { toolCalls: [{ id: 'call_drop', name: 'drop_claw', arguments: { prize: 'seal' } }] },
-          {
-            content: 'Dropped.',
-            expect: (request) =>
-              request.messages.some((m) => m.role === 'tool' && m.content === 'drop_claw did: drop_claw seal') ||
-              'the model should read the tool result',
-          },
-        ],
-      },
+      scripts: dropScript(
+        'seal',
+        'Dropped.',
+        (c) => c === 'drop_claw did: drop_claw seal',
+        'the model should read the tool result',
+      ),
     })
     bus = await connectNatsBus({ servers: NATS_URL, name: 'reviewer', prefix, durable: { storage: 'memory' } })
     const nats = { url: NATS_URL, prefix }
-    const first = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'start',
-      runIds: ['run-n3'],
-      reviewer: 'never',
-      nats,
-      approvalTimeoutMs: 5_000, // room to kill and decide before it passes, on a loaded machine
-    })
+    // Room to kill and decide before the deadline, on a loaded machine.
+    const first = await clawChild(dir, server, 'start', 'run-n3', { nats, approvalTimeoutMs: 5_000 })
     const asked = (await first.next('approval.requested')).request as ApprovalRequest
     await first.child.kill()
     // In time, while no agent process runs: the stream stores it before the deadline.
@@ -157,19 +134,10 @@ describe('durable runs over NATS: killed while awaiting approval', { timeout: 12
     expect(stored.duplicate).toBe(false)
     expect(Date.now()).toBeLessThan(asked.deadline) // else this run proves nothing: the machine was too slow
     // The deadline passes while the agent is still down.
-    while (Date.now() <= asked.deadline + 100) await new Promise((resolve) => setTimeout(resolve, 50))
+    await untilPast(asked.deadline)
 
-    const second = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'resume',
-      runIds: ['run-n3'],
-      reviewer: 'never',
-      nats,
-    })
-    const result = await second.next('result')
+    const { result } = await resumeToEnd(dir, server, 'run-n3', { nats })
     expect(result).toMatchObject({ status: 'done', output: 'Dropped.' })
-    await second.child.exited
 
     expect(dir.effectLines()).toEqual(['drop_claw seal'])
     const audit = dir.auditEntries()
@@ -182,33 +150,19 @@ describe('durable runs over NATS: killed while awaiting approval', { timeout: 12
     dir = await durableDir()
     const prefix = uniquePrefix()
     server = await startScriptedModelServer({
-      scripts: {
-        claw: [
-          { toolCalls: [{ id: 'call_drop', name: 'drop_claw', arguments: { prize: 'orca' } }] },
-          {
-            content: 'Nobody approved in time.',
-            expect: (request) =>
-              request.messages.some(
-                (m) => m.role === 'tool' && typeof m.content === 'string' && m.content.includes('denied by default'),
-              ) || 'the model should be told the call timed out',
-          },
-        ],
-      },
+      scripts: dropScript(
+        'orca',
+        'Nobody approved in time.',
+        (c) => c.includes('denied by default'),
+        'the model should be told the call timed out',
+      ),
     })
     bus = await connectNatsBus({ servers: NATS_URL, name: 'reviewer', prefix, durable: { storage: 'memory' } })
     const nats = { url: NATS_URL, prefix }
-    const first = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'start',
-      runIds: ['run-n4'],
-      reviewer: 'never',
-      nats,
-      approvalTimeoutMs: 3_000,
-    })
+    const first = await clawChild(dir, server, 'start', 'run-n4', { nats, approvalTimeoutMs: 3_000 })
     const asked = (await first.next('approval.requested')).request as ApprovalRequest
     await first.child.kill()
-    while (Date.now() <= asked.deadline + 100) await new Promise((resolve) => setTimeout(resolve, 50))
+    await untilPast(asked.deadline)
     // Too late, backdated to look in time: the stream's own timestamp says otherwise.
     const backdated = decideApproval(asked, true, 'mallory', asked.requestedAt + 1)
     await bus.durablePublish(
@@ -217,17 +171,8 @@ describe('durable runs over NATS: killed while awaiting approval', { timeout: 12
       { msgId: `decision-${asked.requestId}` },
     )
 
-    const second = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'resume',
-      runIds: ['run-n4'],
-      reviewer: 'never',
-      nats,
-    })
-    const result = await second.next('result')
+    const { result } = await resumeToEnd(dir, server, 'run-n4', { nats })
     expect(result).toMatchObject({ status: 'done', output: 'Nobody approved in time.' })
-    await second.child.exited
 
     expect(dir.effectLines()).toEqual([])
     const audit = dir.auditEntries()
@@ -239,28 +184,15 @@ describe('durable runs over NATS: killed while awaiting approval', { timeout: 12
     dir = await durableDir()
     const prefix = uniquePrefix()
     server = await startScriptedModelServer({
-      scripts: {
-        claw: [
-          { toolCalls: [{ id: 'call_drop', name: 'drop_claw', arguments: { prize: 'whale' } }] },
-          {
-            content: 'Understood, no whale.',
-            expect: (request) =>
-              request.messages.some(
-                (m) => m.role === 'tool' && m.content === 'Cancelled. The person says: not the whale, the duck',
-              ) || 'the model should read the correction',
-          },
-        ],
-      },
+      scripts: dropScript(
+        'whale',
+        'Understood, no whale.',
+        (c) => c === 'Cancelled. The person says: not the whale, the duck',
+        'the model should read the correction',
+      ),
     })
     const nats = { url: NATS_URL, prefix }
-    const first = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'start',
-      runIds: ['run-n2'],
-      reviewer: 'never',
-      nats,
-    })
+    const first = await clawChild(dir, server, 'start', 'run-n2', { nats })
     await first.next('approval.requested')
     await first.child.kill()
 
@@ -276,17 +208,8 @@ describe('durable runs over NATS: killed while awaiting approval', { timeout: 12
     }
     await bus.durablePublish(createSubjects(prefix).steer('claw'), encodeMessage(steer), { msgId: steer.steerId })
 
-    const second = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'resume',
-      runIds: ['run-n2'],
-      reviewer: 'never',
-      nats,
-    })
-    const result = await second.next('result')
+    const { result } = await resumeToEnd(dir, server, 'run-n2', { nats })
     expect(result).toMatchObject({ status: 'done', output: 'Understood, no whale.' })
-    await second.child.exited
 
     expect(dir.effectLines()).toEqual([])
     const audit = dir.auditEntries()

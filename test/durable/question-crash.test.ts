@@ -12,13 +12,9 @@ import { type AnswerMessage, encodeMessage, PROTOCOL_VERSION } from '@signalbox/
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../support/env.ts'
-import { type DurableDir, durableDir, startDurableChild } from './support.ts'
+import { clawChild, type DurableDir, durableDir, readsTool, resumeToEnd, untilPast } from './support.ts'
 
 const ASK = { toolCalls: [{ id: 'call_ask', name: 'ask_human', arguments: { question: 'Which prize?' } }] }
-const readsTool = (text: (content: string) => boolean, why: string) => ({
-  expect: (request: { messages: { role: string; content?: unknown }[] }) =>
-    request.messages.some((m) => m.role === 'tool' && typeof m.content === 'string' && text(m.content)) || why,
-})
 
 describe('durable runs: killed while a question waits for a person', { timeout: 120_000 }, () => {
   let dir: DurableDir | undefined
@@ -54,29 +50,13 @@ describe('durable runs: killed while a question waits for a person', { timeout: 
       },
     })
     const nats = { url: NATS_URL, prefix }
-    const first = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'start',
-      runIds: ['run-q1'],
-      reviewer: 'never',
-      nats,
-    })
+    const first = await clawChild(dir, server, 'start', 'run-q1', { nats })
     const asked = (await first.next('question.asked')).question as Question
     await first.child.kill()
     await answerWhileDown(prefix, asked, 'the duck', 'bob')
 
-    const second = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'resume',
-      runIds: ['run-q1'],
-      reviewer: 'never',
-      nats,
-    })
-    const result = await second.next('result')
+    const { result, child: second } = await resumeToEnd(dir, server, 'run-q1', { nats })
     expect(result).toMatchObject({ status: 'done', output: 'The duck it is.' })
-    await second.child.exited
     // Re-attached: the same question, not a new one.
     expect((await second.next('question.asked')).question).toEqual(asked)
     expect(second.lines().find((l) => l.type === 'tool.end')).toMatchObject({ callId: 'call_ask', outcome: 'executed' })
@@ -95,32 +75,15 @@ describe('durable runs: killed while a question waits for a person', { timeout: 
       },
     })
     const nats = { url: NATS_URL, prefix }
-    const first = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'start',
-      runIds: ['run-q2'],
-      reviewer: 'never',
-      nats,
-      questionTimeoutMs: 4_000,
-    })
+    const first = await clawChild(dir, server, 'start', 'run-q2', { nats, questionTimeoutMs: 4_000 })
     const asked = (await first.next('question.asked')).question as Question
     await first.child.kill()
     await answerWhileDown(prefix, asked, 'the seal', 'carol')
     expect(Date.now()).toBeLessThan(asked.deadline) // else this run proves nothing: the machine was too slow
-    while (Date.now() <= asked.deadline + 100) await new Promise((resolve) => setTimeout(resolve, 50))
+    await untilPast(asked.deadline)
 
-    const second = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'resume',
-      runIds: ['run-q2'],
-      reviewer: 'never',
-      nats,
-    })
-    const result = await second.next('result')
+    const { result } = await resumeToEnd(dir, server, 'run-q2', { nats })
     expect(result).toMatchObject({ status: 'done', output: 'The seal, then.' })
-    await second.child.exited
     expect(dir.auditEntries().map((e) => [e.kind, e.actor, e.decision])).toEqual([['question.answered', 'carol', 'the seal']])
     server.assertDone()
   })
@@ -138,30 +101,14 @@ describe('durable runs: killed while a question waits for a person', { timeout: 
         ],
       },
     })
-    const first = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'start',
-      runIds: ['run-q3'],
-      reviewer: 'never',
-      questionTimeoutMs: 3_000,
-    })
+    const first = await clawChild(dir, server, 'start', 'run-q3', { questionTimeoutMs: 3_000 })
     const asked = (await first.next('question.asked')).question as Question
     await first.child.kill()
-    while (Date.now() <= asked.deadline + 100) await new Promise((resolve) => setTimeout(resolve, 50))
+    await untilPast(asked.deadline)
 
     // This answerer would answer at once: it must not be asked, the deadline has passed.
-    const second = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'resume',
-      runIds: ['run-q3'],
-      reviewer: 'never',
-      answer: 'too late',
-    })
-    const result = await second.next('result')
+    const { result, child: second } = await resumeToEnd(dir, server, 'run-q3', { answer: 'too late' })
     expect(result).toMatchObject({ status: 'done', output: 'I will wait.' })
-    await second.child.exited
     expect(second.lines().filter((l) => l.type === 'question.asked')).toEqual([])
     expect(dir.auditEntries().map((e) => [e.kind, e.actor, e.decision])).toEqual([['question.timeout', 'system', 'timeout']])
     expect(dir.auditEntries()[0]).toMatchObject({ runId: 'run-q3', callId: 'call_ask', requestedAt: asked.askedAt })
