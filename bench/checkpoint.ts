@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { createAgent, OpenAIProvider } from '@signalbox/core'
-import { FileRunStore, type RunStore } from '@signalbox/core/store'
+import { FileRunStore, MemoryRunStore, type RunStore } from '@signalbox/core/store'
 import { startBenchServer } from './lib/model-server.ts'
 import { countToolResults, modelFor, noopTool, PROMPT } from './lib/workload.ts'
 
@@ -20,6 +20,7 @@ const variants: { id: string; store: () => RunStore | undefined }[] = [
   { id: 'no store', store: () => undefined },
   { id: 'file store, fsync', store: () => new FileRunStore({ directory: path.join(dir, 'fsync') }) },
   { id: 'file store, no fsync', store: () => new FileRunStore({ directory: path.join(dir, 'nofsync'), fsync: false }) },
+  { id: 'memory store', store: () => new MemoryRunStore() },
 ]
 
 async function once(store: RunStore | undefined): Promise<number> {

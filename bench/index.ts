@@ -9,6 +9,7 @@
  *   pnpm bench --only approval      a remote approval's round trip over NATS (issue 3)
  *   pnpm bench --only pickup        pick-up of pending approvals after a reviewer kill -9 / server restart (issue 9)
  *   pnpm bench --only tracing       OpenTelemetry tracing on and off, per tool step (issue 14)
+ *   pnpm bench --only durable       checkpoint cost per tool step by store, and resuming 1,000 parked runs (issue 9)
  *   pnpm bench --server in-process  model server in this process (default: a child process)
  *   pnpm bench --rounds 9
  *
@@ -23,6 +24,7 @@ import { startBenchServer } from './lib/model-server.ts'
 import { type Check, renderChecks, renderTable, type Table } from './lib/report.ts'
 import { approvalLatencyScenario, renderLatency } from './scenarios/approval-latency.ts'
 import { httpConcurrencyScenario, inProcessConcurrencyScenario } from './scenarios/concurrency.ts'
+import { checkpointScenario, renderResume, resumeScenario } from './scenarios/durable.ts'
 import { heapScenario, httpHeapScenario } from './scenarios/heap.ts'
 import { httpLongRunScenario } from './scenarios/http.ts'
 import { inProcessScenario } from './scenarios/in-process.ts'
@@ -32,7 +34,18 @@ import { scaleMemoryScenario, scaleThroughputScenario } from './scenarios/scale.
 import { tracingScenario } from './scenarios/tracing.ts'
 import { xstateFloorScenario } from './scenarios/xstate-floor.ts'
 
-const SCENARIOS = ['in-process', 'xstate', 'heap', 'http', 'concurrency', 'scale', 'approval', 'pickup', 'tracing'] as const
+const SCENARIOS = [
+  'in-process',
+  'xstate',
+  'heap',
+  'http',
+  'concurrency',
+  'scale',
+  'approval',
+  'pickup',
+  'tracing',
+  'durable',
+] as const
 type ScenarioName = (typeof SCENARIOS)[number]
 
 const { values: args } = parseArgs({
@@ -199,6 +212,29 @@ if (only.has('scale')) {
   show(await scaleThroughputScenario(quick ? 100 : 1_000, quick ? 3 : 5, { ...options, rounds: Math.min(rounds, 3), warmup: 1 }))
 }
 
+// Issue 9: checkpointing per tool step by store (over HTTP), and resuming runs parked on approvals.
+let resume: Awaited<ReturnType<typeof resumeScenario>>[] | undefined
+if (only.has('durable')) {
+  const server = await startBenchServer(serverWhere)
+  try {
+    show(await checkpointScenario(server.url, quick ? 20 : 200, { ...options, warmup: 1 }))
+    // The same against a step that takes what a fast hosted model takes (real ones take longer).
+    show(await checkpointScenario(server.url, quick ? 5 : 20, { ...options, warmup: 1 }, 50))
+  } finally {
+    await server.close()
+  }
+  const count = quick ? 100 : 1_000
+  resume = [await resumeScenario(count, 'file')]
+  // The KV store when a local NATS server answers (as the KV row of the checkpoint table).
+  try {
+    resume.push(await resumeScenario(count, 'kv'))
+  } catch (error) {
+    console.log(`(KV resume skipped: ${String(error)})`)
+  }
+  console.log(`\n## Resuming ${count} runs parked on approvals (issue 9)\n`)
+  console.log(renderResume(resume))
+}
+
 // Issue 14: tracing on (in-memory exporter) and off, per tool step.
 if (only.has('tracing')) show(await tracingScenario(quick ? 50 : 100, options))
 
@@ -241,7 +277,7 @@ if (args.markdown) {
 if (args.json) {
   writeFileSync(
     args.json,
-    `${JSON.stringify({ meta: { ...meta, seconds, loadAverageAtEnd }, tables, approvalLatency, pickup }, null, 2)}\n`,
+    `${JSON.stringify({ meta: { ...meta, seconds, loadAverageAtEnd }, tables, approvalLatency, pickup, resume }, null, 2)}\n`,
   )
   console.log(`results written to ${args.json}`)
 }

@@ -31,19 +31,23 @@ export const toolSchemas = [
   },
 ]
 
-/** Model names carry the run length (`bench-200`), so one server answers every scenario. */
-export const modelFor = (steps: number): string => `bench-${steps}`
+/**
+ * Model names carry the run length (`bench-200`), so one server answers every scenario; a
+ * `-d<ms>` suffix (`bench-20-d50`) makes every answer take that long (a model's own latency).
+ */
+export const modelFor = (steps: number, delayMs?: number): string =>
+  delayMs === undefined ? `bench-${steps}` : `bench-${steps}-d${delayMs}`
 
-const stepsByModel = new Map<string, number>()
-function stepsOf(model: string): number {
-  let steps = stepsByModel.get(model)
-  if (steps === undefined) {
-    const match = /^bench-(\d+)$/.exec(model)
-    if (!match) throw new Error(`bench model names look like "bench-<steps>", got "${model}"`)
-    steps = Number(match[1])
-    stepsByModel.set(model, steps)
+const stepsByModel = new Map<string, { steps: number; delayMs: number | undefined }>()
+function stepsOf(model: string): { steps: number; delayMs: number | undefined } {
+  let parsed = stepsByModel.get(model)
+  if (parsed === undefined) {
+    const match = /^bench-(\d+)(?:-d(\d+))?$/.exec(model)
+    if (!match) throw new Error(`bench model names look like "bench-<steps>[-d<ms>]", got "${model}"`)
+    parsed = { steps: Number(match[1]), delayMs: match[2] === undefined ? undefined : Number(match[2]) }
+    stepsByModel.set(model, parsed)
   }
-  return steps
+  return parsed
 }
 
 export function countToolResults(messages: readonly { role: string }[]): number {
@@ -61,9 +65,12 @@ const USAGE = { promptTokens: 100, completionTokens: 10 }
 /** Tool call until the conversation has N tool results, then the final answer. */
 export function nextStep(model: string, messages: readonly { role: string }[]): ScriptStep {
   const done = countToolResults(messages)
-  return done >= stepsOf(model)
-    ? { content: FINAL_ANSWER, usage: USAGE }
-    : { toolCalls: [{ name: 'noop', arguments: { step: done } }], usage: USAGE }
+  const { steps, delayMs } = stepsOf(model)
+  const step: ScriptStep =
+    done >= steps
+      ? { content: FINAL_ANSWER, usage: USAGE }
+      : { toolCalls: [{ name: 'noop', arguments: { step: done } }], usage: USAGE }
+  return delayMs === undefined ? step : { ...step, delayMs }
 }
 
 /** The responder for the scripted model server and the scripted provider (`model` picks N). */

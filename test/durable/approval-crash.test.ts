@@ -5,7 +5,7 @@
  */
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type DurableDir, durableDir, startDurableChild } from './support.ts'
+import { clawChild, type DurableDir, durableDir } from './support.ts'
 
 describe('durable runs: killed while awaiting approval', { timeout: 120_000 }, () => {
   let dir: DurableDir | undefined
@@ -30,22 +30,12 @@ describe('durable runs: killed while awaiting approval', { timeout: 120_000 }, (
         ],
       },
     })
-    const first = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'start',
-      runIds: ['run-a'],
-      reviewer: 'never',
-    })
+    const first = await clawChild(dir, server, 'start', 'run-a')
     const asked = (await first.next('approval.requested')).request as { requestId: string; callId: string; digest: string }
     await first.child.kill()
     expect(dir.effectLines()).toEqual([])
 
-    const second = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'resume',
-      runIds: ['run-a'],
+    const second = await clawChild(dir, server, 'resume', 'run-a', {
       reviewer: 'approve',
       reviewerName: 'alice',
     })
@@ -87,12 +77,7 @@ describe('durable runs: killed while awaiting approval', { timeout: 120_000 }, (
         ],
       },
     })
-    const first = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'start',
-      runIds: ['run-b'],
-      reviewer: 'never',
+    const first = await clawChild(dir, server, 'start', 'run-b', {
       approvalTimeoutMs: 5_000, // long enough to be parked (stored) before it passes, on a loaded machine
     })
     const asked = (await first.next('approval.requested')).request as { deadline: number }
@@ -101,11 +86,7 @@ describe('durable runs: killed while awaiting approval', { timeout: 120_000 }, (
     while (Date.now() <= asked.deadline + 50) await new Promise((resolve) => setTimeout(resolve, 50))
 
     // This reviewer would approve: it must not be asked, the deadline has passed.
-    const second = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'resume',
-      runIds: ['run-b'],
+    const second = await clawChild(dir, server, 'resume', 'run-b', {
       reviewer: 'approve',
       reviewerName: 'late-larry',
     })

@@ -11,7 +11,17 @@ import { encodeMessage, PROTOCOL_VERSION, type SteerMessage } from '@signalbox/c
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../support/env.ts'
-import { type DurableDir, durableDir, startDurableChild } from './support.ts'
+import { clawChild, type DurableDir, durableDir, readsTool, resumeToEnd, untilPast } from './support.ts'
+
+/** The claw's script: drop `prize`, then answer `answer` once the model reads what `reads` accepts. */
+function dropScript(prize: string, answer: string, reads: (content: string) => boolean, why: string) {
+  return {
+    claw: [
+      { toolCalls: [{ id: 'call_drop', name: 'drop_claw', arguments: { prize } }] },
+      { content: answer, ...readsTool(reads, why) },
+    ],
+  }
+}
 
 describe('durable runs over NATS: killed while awaiting approval', { timeout: 120_000 }, () => {
   let dir: DurableDir | undefined
@@ -29,17 +39,12 @@ describe('durable runs over NATS: killed while awaiting approval', { timeout: 12
     dir = await durableDir()
     const prefix = uniquePrefix()
     server = await startScriptedModelServer({
-      scripts: {
-        claw: [
-          { toolCalls: [{ id: 'call_drop', name: 'drop_claw', arguments: { prize: 'duck' } }] },
-          {
-            content: 'Dropped.',
-            expect: (request) =>
-              request.messages.some((m) => m.role === 'tool' && m.content === 'drop_claw did: drop_claw duck') ||
-              'the model should read the tool result',
-          },
-        ],
-      },
+      scripts: dropScript(
+        'duck',
+        'Dropped.',
+        (c) => c === 'drop_claw did: drop_claw duck',
+        'the model should read the tool result',
+      ),
     })
     // A reviewer is on duty: it gets the stored request and keeps it on screen until the agent is dead.
     bus = await connectNatsBus({ servers: NATS_URL, name: 'reviewer', prefix, durable: { storage: 'memory' } })
@@ -75,14 +80,7 @@ describe('durable runs over NATS: killed while awaiting approval', { timeout: 12
     await service.ready
 
     const nats = { url: NATS_URL, prefix }
-    const first = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'start',
-      runIds: ['run-n1'],
-      reviewer: 'never',
-      nats,
-    })
+    const first = await clawChild(dir, server, 'start', 'run-n1', { nats })
     const asked = await onScreen
     await first.child.kill()
     // The agent is down: the reviewer approves.
@@ -91,17 +89,8 @@ describe('durable runs over NATS: killed while awaiting approval', { timeout: 12
     expect(decided[0]).toMatchObject({ requestId: asked.requestId, approved: true, reviewer: 'alice' })
     expect(dir.effectLines()).toEqual([])
 
-    const second = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'resume',
-      runIds: ['run-n1'],
-      reviewer: 'never',
-      nats,
-    })
-    const result = await second.next('result')
+    const { result } = await resumeToEnd(dir, server, 'run-n1', { nats })
     expect(result).toMatchObject({ status: 'done', output: 'Dropped.' })
-    await second.child.exited
 
     expect(dir.effectLines()).toEqual(['drop_claw duck'])
     const audit = dir.auditEntries()
@@ -118,32 +107,92 @@ describe('durable runs over NATS: killed while awaiting approval', { timeout: 12
     server.assertDone()
   })
 
+  it('a decision stored in time while the agent is down, found only after the deadline, is applied once', async () => {
+    dir = await durableDir()
+    const prefix = uniquePrefix()
+    server = await startScriptedModelServer({
+      scripts: dropScript(
+        'seal',
+        'Dropped.',
+        (c) => c === 'drop_claw did: drop_claw seal',
+        'the model should read the tool result',
+      ),
+    })
+    bus = await connectNatsBus({ servers: NATS_URL, name: 'reviewer', prefix, durable: { storage: 'memory' } })
+    const nats = { url: NATS_URL, prefix }
+    // Room to kill and decide before the deadline, on a loaded machine.
+    const first = await clawChild(dir, server, 'start', 'run-n3', { nats, approvalTimeoutMs: 5_000 })
+    const asked = (await first.next('approval.requested')).request as ApprovalRequest
+    await first.child.kill()
+    // In time, while no agent process runs: the stream stores it before the deadline.
+    const decision = decideApproval(asked, true, 'alice', Date.now())
+    const stored = await bus.durablePublish(
+      createSubjects(prefix).approvalDecisions('claw'),
+      encodeMessage({ v: PROTOCOL_VERSION, type: 'approval.decision', ...decision }),
+      { msgId: `decision-${asked.requestId}` },
+    )
+    expect(stored.duplicate).toBe(false)
+    expect(Date.now()).toBeLessThan(asked.deadline) // else this run proves nothing: the machine was too slow
+    // The deadline passes while the agent is still down.
+    await untilPast(asked.deadline)
+
+    const { result } = await resumeToEnd(dir, server, 'run-n3', { nats })
+    expect(result).toMatchObject({ status: 'done', output: 'Dropped.' })
+
+    expect(dir.effectLines()).toEqual(['drop_claw seal'])
+    const audit = dir.auditEntries()
+    expect(audit.map((e) => [e.kind, e.actor])).toEqual([['approval.granted', 'alice']])
+    expect(audit[0]).toMatchObject({ runId: 'run-n3', callId: asked.callId, digest: asked.digest, decision: 'approved' })
+    server.assertDone()
+  })
+
+  it('a decision stored after the deadline does not count, even when it claims an earlier time: timeout by system', async () => {
+    dir = await durableDir()
+    const prefix = uniquePrefix()
+    server = await startScriptedModelServer({
+      scripts: dropScript(
+        'orca',
+        'Nobody approved in time.',
+        (c) => c.includes('denied by default'),
+        'the model should be told the call timed out',
+      ),
+    })
+    bus = await connectNatsBus({ servers: NATS_URL, name: 'reviewer', prefix, durable: { storage: 'memory' } })
+    const nats = { url: NATS_URL, prefix }
+    const first = await clawChild(dir, server, 'start', 'run-n4', { nats, approvalTimeoutMs: 3_000 })
+    const asked = (await first.next('approval.requested')).request as ApprovalRequest
+    await first.child.kill()
+    await untilPast(asked.deadline)
+    // Too late, backdated to look in time: the stream's own timestamp says otherwise.
+    const backdated = decideApproval(asked, true, 'mallory', asked.requestedAt + 1)
+    await bus.durablePublish(
+      createSubjects(prefix).approvalDecisions('claw'),
+      encodeMessage({ v: PROTOCOL_VERSION, type: 'approval.decision', ...backdated }),
+      { msgId: `decision-${asked.requestId}` },
+    )
+
+    const { result } = await resumeToEnd(dir, server, 'run-n4', { nats })
+    expect(result).toMatchObject({ status: 'done', output: 'Nobody approved in time.' })
+
+    expect(dir.effectLines()).toEqual([])
+    const audit = dir.auditEntries()
+    expect(audit.map((e) => [e.kind, e.actor, e.decision])).toEqual([['approval.timeout', 'system', 'timeout']])
+    server.assertDone()
+  })
+
   it('a correction published while the agent is down is applied after resume: the pending call is cancelled', async () => {
     dir = await durableDir()
     const prefix = uniquePrefix()
     server = await startScriptedModelServer({
-      scripts: {
-        claw: [
-          { toolCalls: [{ id: 'call_drop', name: 'drop_claw', arguments: { prize: 'whale' } }] },
-          {
-            content: 'Understood, no whale.',
-            expect: (request) =>
-              request.messages.some(
-                (m) => m.role === 'tool' && m.content === 'Cancelled. The person says: not the whale, the duck',
-              ) || 'the model should read the correction',
-          },
-        ],
-      },
+      scripts: dropScript(
+        'whale',
+        'Understood, no whale.',
+        (c) => c === 'Cancelled. The person says: not the whale, the duck',
+        'the model should read the correction',
+      ),
     })
     const nats = { url: NATS_URL, prefix }
-    const first = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'start',
-      runIds: ['run-n2'],
-      reviewer: 'never',
-      nats,
-    })
+    const first = await clawChild(dir, server, 'start', 'run-n2', { nats })
     await first.next('approval.requested')
     await first.child.kill()
 
@@ -159,17 +208,8 @@ describe('durable runs over NATS: killed while awaiting approval', { timeout: 12
     }
     await bus.durablePublish(createSubjects(prefix).steer('claw'), encodeMessage(steer), { msgId: steer.steerId })
 
-    const second = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'resume',
-      runIds: ['run-n2'],
-      reviewer: 'never',
-      nats,
-    })
-    const result = await second.next('result')
+    const { result } = await resumeToEnd(dir, server, 'run-n2', { nats })
     expect(result).toMatchObject({ status: 'done', output: 'Understood, no whale.' })
-    await second.child.exited
 
     expect(dir.effectLines()).toEqual([])
     const audit = dir.auditEntries()

@@ -83,3 +83,40 @@ export async function startDurableChild(
   }
   return { child, next, lines }
 }
+
+/** The claw agent's child process in `mode` for `runId`, on the scripted model `server` (no reviewer of its own). */
+export function clawChild(
+  dir: DurableDir,
+  server: { url: string },
+  mode: ChildConfig['mode'],
+  runId: string,
+  extra: Partial<Omit<ChildConfig, 'storeDir' | 'effects' | 'audit' | 'mode' | 'runIds'>> = {},
+): Promise<DurableChild> {
+  return startDurableChild(dir, { modelUrl: server.url, model: 'claw', mode, runIds: [runId], reviewer: 'never', ...extra })
+}
+
+/** Resumes `runId` in a new child and waits for its result and its exit. */
+export async function resumeToEnd(
+  dir: DurableDir,
+  server: { url: string },
+  runId: string,
+  extra: Parameters<typeof clawChild>[4] = {},
+): Promise<{ result: Printed; child: DurableChild }> {
+  const child = await clawChild(dir, server, 'resume', runId, extra)
+  const result = await child.next('result')
+  await child.child.exited
+  return { result, child }
+}
+
+/** A scripted model's expectation: some tool message reads `text`, else `why` fails the script. */
+export function readsTool(text: (content: string) => boolean, why: string) {
+  return {
+    expect: (request: { messages: { role: string; content?: unknown }[] }) =>
+      request.messages.some((m) => m.role === 'tool' && typeof m.content === 'string' && text(m.content)) || why,
+  }
+}
+
+/** Waits (on the wall clock: the child's deadline is absolute) until `deadline` has passed. */
+export async function untilPast(deadline: number): Promise<void> {
+  while (Date.now() <= deadline + 100) await new Promise((resolve) => setTimeout(resolve, 50))
+}

@@ -6,7 +6,7 @@
 import { outcomeUnknownText } from '@signalbox/core/store'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type DurableDir, durableDir, startDurableChild } from './support.ts'
+import { clawChild, type DurableDir, durableDir } from './support.ts'
 
 describe('durable runs: killed during a tool', { timeout: 120_000 }, () => {
   let dir: DurableDir | undefined
@@ -31,25 +31,14 @@ describe('durable runs: killed during a tool', { timeout: 120_000 }, () => {
         ],
       },
     })
-    const first = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'start',
-      runIds: ['run-c1'],
-      reviewer: 'never',
+    const first = await clawChild(dir, server, 'start', 'run-c1', {
       hangIn: ['write_line'],
     })
     await first.next('tool.hanging')
     await first.child.kill()
     expect(dir.effectLines()).toEqual(['write_line pay 10'])
 
-    const second = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'resume',
-      runIds: ['run-c1'],
-      reviewer: 'never',
-    })
+    const second = await clawChild(dir, server, 'resume', 'run-c1')
     const result = await second.next('result')
     expect(result, second.child.output()).toMatchObject({ status: 'done', output: 'I will check before paying again.' })
     await second.child.exited
@@ -85,24 +74,13 @@ describe('durable runs: killed during a tool', { timeout: 120_000 }, () => {
         ],
       },
     })
-    const first = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'start',
-      runIds: ['run-c2'],
-      reviewer: 'never',
+    const first = await clawChild(dir, server, 'start', 'run-c2', {
       hangIn: ['set_flag'],
     })
     await first.next('tool.hanging')
     await first.child.kill()
 
-    const second = await startDurableChild(dir, {
-      modelUrl: server.url,
-      model: 'claw',
-      mode: 'resume',
-      runIds: ['run-c2'],
-      reviewer: 'never',
-    })
+    const second = await clawChild(dir, server, 'resume', 'run-c2')
     const result = await second.next('result')
     expect(result.status).toBe('done')
     expect(result.output).toBe('Flag set.')

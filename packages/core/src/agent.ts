@@ -260,7 +260,8 @@ export class Agent<TOutput = string> {
       now: this.#clock.now(),
       signal,
       isActive: (runId) => this.#active.has(runId),
-      resume: (runId) => this.resume(runId, { signal }),
+      // Without a caller's signal each run gets its own (one shared signal would collect a listener per run).
+      resume: (runId) => this.resume(runId, options.signal ? { signal } : {}),
     })
   }
 

@@ -106,6 +106,7 @@ export type {
 export type { RunStream, StreamItem, StreamResult } from './stream.ts'
 export {
   type ApprovalRule,
+  type DurableQuestion,
   type Tool,
   type ToolContext,
   type ToolDefinition,

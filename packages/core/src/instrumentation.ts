@@ -101,6 +101,8 @@ export class Instruments {
           () => ({ kind: 'review', request }),
           () => reviewer.review(request, options),
         ),
+      // A stored run's deadline asks `recover` for a decision made while no process ran.
+      ...(reviewer.recover ? { recover: reviewer.recover.bind(reviewer) } : {}),
     }
   }
 

@@ -2,7 +2,7 @@ import { z } from 'zod/v4'
 import type { Clock } from './clock.ts'
 import { ConfigError } from './errors.ts'
 import type { AgentEvent } from './events.ts'
-import type { AuditLog } from './hitl/types.ts'
+import type { AuditLog, Question } from './hitl/types.ts'
 import type { IdGenerator } from './ids.ts'
 import type { ToolSpec } from './provider/provider.ts'
 
@@ -22,6 +22,21 @@ export interface ToolContext {
   audit: AuditLog
   /** Reports an observe-only event on the agent's event stream (e.g. `question.asked`). */
   emit(event: ToolEmittedEvent): void
+  /**
+   * Set when the run is stored (an agent with a store): a question to a person that survives a
+   * crash. `ask_human` stores its question here before anyone sees it; the run resumed after a
+   * crash calls the tool again with `question` set, and the tool re-attaches to it (same id,
+   * same absolute deadline) instead of asking anew.
+   */
+  durableQuestion?: DurableQuestion
+}
+
+/** See `ToolContext.durableQuestion`. */
+export interface DurableQuestion {
+  /** The question this call had asked when the process stopped (a resumed call), else `undefined`. */
+  readonly question: Question | undefined
+  /** Stores the question with the run; resolves once it is durable (then it may be shown). */
+  asking(question: Question): Promise<void>
 }
 
 /** Events a tool may report; the agent adds the run fields. */

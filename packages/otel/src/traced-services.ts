@@ -55,6 +55,10 @@ export function traceReviewer(reviewer: Reviewer, options: TracedServiceOptions 
   if (!isTracerProviderRegistered(options.tracerProvider)) return reviewer
   const tracer = signalboxTracer(options.tracerProvider)
   return {
+    // What a reviewer does besides reviewing (storing the request first, finding a decision made
+    // while the agent was down) passes through untouched: tracing must not change what is applied.
+    ...(reviewer.open ? { open: reviewer.open.bind(reviewer) } : {}),
+    ...(reviewer.recover ? { recover: reviewer.recover.bind(reviewer) } : {}),
     review(request, reviewOptions) {
       const span = tracer.startSpan(`signalbox.review ${request.toolName}`, {
         kind: SpanKind.SERVER,
@@ -88,6 +92,7 @@ export function traceAnswerer(answerer: Answerer, options: TracedServiceOptions 
   if (!isTracerProviderRegistered(options.tracerProvider)) return answerer
   const tracer = signalboxTracer(options.tracerProvider)
   return {
+    ...(answerer.recover ? { recover: answerer.recover.bind(answerer) } : {}),
     answer(question, answerOptions) {
       const span = tracer.startSpan('signalbox.answer', {
         kind: SpanKind.SERVER,

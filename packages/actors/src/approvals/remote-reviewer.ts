@@ -5,6 +5,7 @@ import {
   type AuditLog,
   type Clock,
   type Reviewer,
+  type ReviewOptions,
   systemClock,
 } from '@signalbox/core'
 import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
@@ -53,13 +54,15 @@ export interface RemoteReviewerOptions {
   clock?: Clock
   /**
    * Read the decisions subject from the start of the stream, so a run resumed after a restart
-   * gets a decision made while no process was running. For agents with a run store. Default false.
+   * gets a decision made while no process was running. Default: on for the requests of stored
+   * runs (the agent has a store and says so with `ReviewOptions.durable`), off otherwise.
    */
   replayDecisions?: boolean
   /**
    * While a request waits, publish `approval.alive` for it at this interval, so that reviewer
-   * services withdraw it (as orphaned) once this process is gone. Default 2 s, and off with
-   * `replayDecisions` (an agent with a run store: its runs resume elsewhere, their requests stay open).
+   * services withdraw it (as orphaned) once this process is gone. Default 2 s, off with
+   * `replayDecisions`. Never for the requests of stored runs (`ReviewOptions.durable`): they
+   * resume elsewhere, so their requests stay open.
    */
   heartbeatMs?: number | false
 }
@@ -144,14 +147,28 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       : (options.heartbeatMs ?? DEFAULT_APPROVAL_HEARTBEAT_MS)
   const heartbeats = heartbeatMs === undefined ? undefined : new ApprovalHeartbeats(bus, subjects, clock, heartbeatMs)
 
+  /** The decision as the agent applies it (the signer's name from the policy, the evidence kept). */
+  const applied = (request: ApprovalRequest, answer: ApprovalDecisionMessage): ApprovalDecision => {
+    const { v: _v, type: _type, signer: signedBy, signature: _signature, ...decision } = answer
+    if (trust === undefined || signedBy === undefined) return decision
+    options.evidence?.remember(`decision:${request.callId}:${request.digest}`, answer)
+    // The name shown and audited is the policy's name for the key, never the string the message carries.
+    return { ...decision, reviewer: trust.nameOf(signedBy) ?? decision.reviewer }
+  }
+
   /** Requests stored by `open`, waiting for `review` to take their decision. */
   const opened = new Map<string, Promise<ApprovalDecision>>()
-  const send = async (request: ApprovalRequest, signal: AbortSignal): Promise<{ decided: Promise<ApprovalDecision> }> => {
+  const send = async (
+    request: ApprovalRequest,
+    { signal, durable = false }: ReviewOptions,
+  ): Promise<{ decided: Promise<ApprovalDecision> }> => {
+    // A stored run's request outlives this process (it resumes elsewhere): never marked for orphaning.
+    const beating = heartbeats !== undefined && !durable
     const unsigned: ApprovalRequestMessage = {
       v: PROTOCOL_VERSION,
       type: 'approval.request',
       ...request,
-      ...(heartbeatMs !== undefined ? { heartbeatMs } : {}),
+      ...(beating ? { heartbeatMs } : {}),
     }
     const message = signer ? signer.sign(unsigned) : unsigned
     const { reply } = await requester.send({
@@ -160,17 +177,13 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       subject: subjects.approvals(request.agentId),
       message,
       check: (decision) => check(request, decision),
+      // A stored run may have been decided while no process ran: read the decisions from the start.
+      ...(durable ? { replay: true } : {}),
       signal,
     })
-    const decided = reply.then((answer): ApprovalDecision => {
-      const { v: _v, type: _type, signer: signedBy, signature: _signature, ...decision } = answer
-      if (trust === undefined || signedBy === undefined) return decision
-      options.evidence?.remember(`decision:${request.callId}:${request.digest}`, answer)
-      // The name shown and audited is the policy's name for the key, never the string the message carries.
-      return { ...decision, reviewer: trust.nameOf(signedBy) ?? decision.reviewer }
-    })
+    const decided = reply.then((answer) => applied(request, answer))
     decided.catch(() => {})
-    if (heartbeats) {
+    if (heartbeats && beating) {
       heartbeats.add(request)
       const stop = () => heartbeats.remove(request)
       decided.then(stop, stop)
@@ -182,17 +195,28 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
     async open(request, reviewOptions): Promise<void> {
       const { signal } = reviewOptions
       rejections.keep(request.requestId, reviewOptions.rejected)
-      const { decided } = await send(request, signal)
+      const { decided } = await send(request, reviewOptions)
       opened.set(request.requestId, decided)
       // Kept until `review` takes it (a decision may already be in), or the wait is dropped.
       signal.addEventListener('abort', () => opened.delete(request.requestId), { once: true })
     },
     async review(request, reviewOptions): Promise<ApprovalDecision> {
-      const { signal } = reviewOptions
       rejections.keep(request.requestId, reviewOptions.rejected)
       const decided = opened.get(request.requestId)
       opened.delete(request.requestId)
-      return decided ?? (await send(request, signal)).decided
+      return decided ?? (await send(request, reviewOptions)).decided
+    },
+    /**
+     * A decision the stream stored by the request's deadline (the server's timestamp, which the
+     * reviewer cannot backdate), read once every decision stored before this process listened is
+     * in: with `replayDecisions`, one made while no agent process ran.
+     */
+    async recover(request, { signal }): Promise<ApprovalDecision | undefined> {
+      signal.throwIfAborted()
+      const stored = await requester.stored(request.requestId, request)
+      if (stored === undefined || stored.storedAt === undefined || stored.storedAt > request.deadline) return undefined
+      if (check(request, stored.reply) !== undefined) return undefined
+      return applied(request, stored.reply)
     },
     close() {
       heartbeats?.close()

@@ -34,6 +34,7 @@ export function inspectReviewer(reviewer: Reviewer, inspector: ManualInspector, 
     ...(reviewer.open
       ? { open: (request, openOptions) => (reviewer.open as NonNullable<Reviewer['open']>)(request, openOptions) }
       : {}),
+    ...(reviewer.recover ? { recover: reviewer.recover.bind(reviewer) } : {}),
     async review(request, reviewOptions) {
       const run = runSessionId(request.runId)
       const ids = { requestId: request.requestId, callId: request.callId, toolName: request.toolName }

@@ -89,6 +89,11 @@ export class NatsDurableConsumer implements Subscription {
   readonly #failed = deferred()
   /** Resolves once the consumer exists and is being consumed; rejects if it cannot be set up (a conflict). */
   readonly ready: Promise<void>
+  readonly #caughtUp = deferred()
+  /** Nothing was waiting for this consumer when it was made: caught up once it is consumed. */
+  #emptyAtStart = false
+  /** Resolves once every message the stream held for this consumer when it was made was handled. */
+  readonly caughtUp: Promise<void> = this.#caughtUp.promise
 
   constructor(
     bus: BusInternals,
@@ -145,6 +150,7 @@ export class NatsDurableConsumer implements Subscription {
     this.#held.releaseAll()
     this.#messages?.stop()
     this.#ready.resolve()
+    this.#caughtUp.resolve()
     this.#bus.forget(this)
     if (this.#durableName === undefined && this.#created && !this.#bus.connection().isClosed()) {
       try {
@@ -193,6 +199,7 @@ export class NatsDurableConsumer implements Subscription {
           break
         }
         this.#ready.resolve()
+        if (this.#emptyAtStart) this.#caughtUp.resolve()
         failures = 0
         void this.#watch(messages)
         // Taken off the client's buffer at once, so everything received is held (kept alive).
@@ -276,6 +283,8 @@ export class NatsDurableConsumer implements Subscription {
       this.#bus.report(error, msg.subject, this.subject, true)
     } finally {
       this.#held.handled(msg)
+      // Handled in order: the one after which nothing was pending means every earlier one is handled too.
+      if (msg.info.pending === 0) this.#caughtUp.resolve()
     }
   }
 
@@ -289,6 +298,7 @@ export class NatsDurableConsumer implements Subscription {
         // nats-server 2.9 silently rewrites a durable's filter on "create": refuse instead.
         if (filter !== this.subject) throw new DurableConsumerConflictError(this.#consumerName, filter, this.subject)
         await this.#adoptAckWait(info.config.ack_wait)
+        if (info.num_pending === 0) this.#emptyAtStart = true
         return this.#bus.js().consumers.get(stream, this.#consumerName)
       } catch (error) {
         if (!isApiError(error, JetStreamApiCodes.ConsumerNotFound)) throw error
@@ -301,6 +311,7 @@ export class NatsDurableConsumer implements Subscription {
     const info = await jsm.consumers.add(stream, this.#config())
     if (!this.#created) {
       this.#created = true
+      if (info.num_pending === 0) this.#emptyAtStart = true
       this.#startSeq = this.#firstSeq ?? (this.#deliverAll ? 1 : info.delivered.stream_seq + 1)
     }
     return this.#bus.js().consumers.get(stream, this.#consumerName)

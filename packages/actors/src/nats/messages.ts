@@ -63,6 +63,7 @@ export interface AckTarget {
 
 export class NatsDurableMessage extends NatsMessage implements DurableMessage {
   readonly seq: number
+  readonly storedAt: number
   readonly #consumer: AckTarget
   readonly #jsMsg: JsMsg
   #settled = false
@@ -72,6 +73,8 @@ export class NatsDurableMessage extends NatsMessage implements DurableMessage {
     this.#jsMsg = msg
     this.#consumer = consumer
     this.seq = msg.info.streamSequence
+    // The server's clock when the stream stored it (not anything the publisher wrote).
+    this.storedAt = Math.floor(msg.info.timestampNanos / 1_000_000)
   }
 
   ack(): void {

@@ -26,6 +26,12 @@ export interface RemoteAnswererOptions {
    */
   audit?: AuditLog | false
   clock?: Clock
+  /**
+   * Read the answers subject from the start of the stream, so a run resumed after a restart gets
+   * an answer given while no process was running. Default: on for the questions of stored runs
+   * (`AnswerOptions.durable`), off otherwise.
+   */
+  replayAnswers?: boolean
 }
 
 export interface RemoteAnswerer extends Answerer {
@@ -56,6 +62,7 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
     replyName: 'Answer',
     purpose: 'answers',
     report,
+    ...(options.replayAnswers ? { replay: true } : {}),
     // Recorded like refused decisions: by the asking agent when it gave a sink, else here.
     onRejected: ({ reply, reason, context: question }) => {
       rejections.record(question.questionId, reply, reason, () =>
@@ -72,8 +79,22 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
     }
     return undefined
   }
+  const applied = (question: Question, reply: AnswerMessage): Answer => {
+    const { v: _v, type: _type, signer: signedBy, signature: _signature, ...answer } = reply
+    if (trust === undefined || signedBy === undefined) return answer
+    options.evidence?.remember(`answer:${question.callId}`, reply)
+    return { ...answer, answeredBy: trust.nameOf(signedBy) ?? answer.answeredBy }
+  }
   return {
-    async answer(question, { signal, rejected }): Promise<Answer> {
+    /** An answer the stream stored by the question's deadline (the server's timestamp), read once caught up. */
+    async recover(question, { signal }): Promise<Answer | undefined> {
+      signal.throwIfAborted()
+      const stored = await requester.stored(question.questionId, question)
+      if (stored === undefined || stored.storedAt === undefined || stored.storedAt > question.deadline) return undefined
+      if (check(question, stored.reply) !== undefined) return undefined
+      return applied(question, stored.reply)
+    },
+    async answer(question, { signal, rejected, durable }): Promise<Answer> {
       rejections.keep(question.questionId, rejected)
       const message: QuestionMessage = { v: PROTOCOL_VERSION, type: 'question', ...question }
       const reply = await requester.request({
@@ -82,12 +103,11 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
         subject: subjects.ask(question.agentId),
         message,
         check: (answer) => check(question, answer),
+        // A stored run's question may have been answered while no process ran: read from the start.
+        ...(durable ? { replay: true } : {}),
         signal,
       })
-      const { v: _v, type: _type, signer: signedBy, signature: _signature, ...answer } = reply
-      if (trust === undefined || signedBy === undefined) return answer
-      options.evidence?.remember(`answer:${question.callId}`, reply)
-      return { ...answer, answeredBy: trust.nameOf(signedBy) ?? answer.answeredBy }
+      return applied(question, reply)
     },
     close() {
       requester.close(new BusClosedError('the bus answerer was closed'))

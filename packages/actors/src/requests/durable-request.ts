@@ -2,7 +2,7 @@ import type { Bus } from '@signalbox/core/bus'
 import { encodeMessage, ProtocolError } from '@signalbox/core/protocol'
 import type { z } from 'zod/v4'
 import type { RejectionReporter } from './rejections.ts'
-import { DurableReplyWaiter, type ReplyRejection } from './reply-waiter.ts'
+import { DurableReplyWaiter, type ReplyRejection, type StoredReply } from './reply-waiter.ts'
 
 export interface DurableRequesterOptions<S extends z.ZodType, C> {
   bus: Bus
@@ -28,8 +28,10 @@ export interface DurableRequest<S extends z.ZodType, C> {
   context: C
   subject: string
   message: { v: number; type: string }
-  /** Why a reply cannot be applied to this request, or `undefined` when it can. */
-  check?(reply: z.output<S>): string | undefined
+  /** Why a reply cannot be applied to this request, or `undefined` when it can (`storedAt`: the log's time). */
+  check?(reply: z.output<S>, storedAt: number | undefined): string | undefined
+  /** The request belongs to a stored run: its replies are read from the start of the log (see `replay`). */
+  replay?: boolean
   signal: AbortSignal
 }
 
@@ -89,13 +91,23 @@ export class DurableRequester<S extends z.ZodType, C> {
     // The wait is registered first, so a person who answers at once (or a replayed reply) is not missed.
     replied.catch(() => {})
     try {
-      await this.#waiter.listen(this.#replySubjectOf(context))
+      await this.#waiter.listen(this.#replySubjectOf(context), request.replay ?? false)
       await this.#bus.durablePublish(request.subject, encodeMessage(request.message), { msgId: id, signal })
     } catch (error) {
       withdrawn.abort(error)
       throw error
     }
     return { reply: replied }
+  }
+
+  /**
+   * The reply the log holds for request `id` (whose replies come back where `context`'s do), once
+   * every reply stored before the consumer began has been read (from the start of the log when
+   * the consumer is made here); `undefined` when there is none.
+   */
+  async stored(id: string, context: C): Promise<StoredReply<z.output<S>> | undefined> {
+    await this.#waiter.caughtUp(this.#replySubjectOf(context), true)
+    return this.#waiter.stored(id)
   }
 
   /** Stops listening; pending requests fail with `reason`. */

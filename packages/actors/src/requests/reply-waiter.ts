@@ -8,7 +8,13 @@ interface Waiter<T> {
   resolve(value: T): void
   reject(error: unknown): void
   /** Why this reply cannot be applied to the pending request, or `undefined` when it can. */
-  check(reply: T): string | undefined
+  check(reply: T, storedAt: number | undefined): string | undefined
+}
+
+/** A reply as the durable log kept it: `storedAt` is the log's time (absent on a bus that has none). */
+export interface StoredReply<T> {
+  reply: T
+  storedAt: number | undefined
 }
 
 export interface ReplyRejection<T, C> {
@@ -39,8 +45,10 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
    * With `replay`: replies (oldest first) for ids nobody waits for yet. A resumed run asks again
    * for a request made before a restart; its reply may already be in the replayed log.
    */
-  readonly #unclaimed = new Map<string, z.output<S>>()
-  readonly #replay: boolean
+  readonly #unclaimed = new Map<string, StoredReply<z.output<S>>>()
+  /** Recently applied replies (bounded): what `stored` finds for a request already answered. */
+  readonly #applied = new Map<string, StoredReply<z.output<S>>>()
+  #replay: boolean
   readonly #purpose: string | undefined
 
   constructor(options: {
@@ -63,10 +71,15 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
     this.#reportInvalid = options.reportInvalid
   }
 
-  /** Starts (once) the consumer of `subject` and resolves when it is live. */
-  listen(subject: string): Promise<void> {
+  /**
+   * Starts (once) the consumer of `subject` and resolves when it is live. `replay`: this wait
+   * belongs to a stored run, so read the replies from the start of the log (when the consumer is
+   * made here; later waits share it).
+   */
+  listen(subject: string, replay = false): Promise<void> {
     let consumer = this.#consumers.get(subject)
     if (!consumer) {
+      if (replay) this.#replay = true
       consumer = this.#bus.durableConsume(
         subject,
         (message) => {
@@ -76,7 +89,7 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
             this.#reportInvalid(message.subject, message.data, decoded.error as SignalboxError)
             return
           }
-          this.#route(decoded.value)
+          this.#route(decoded.value, message.storedAt)
         },
         {
           ...(this.#replay ? { deliverAll: true } : {}),
@@ -88,8 +101,28 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
     return consumer.ready
   }
 
+  /**
+   * Resolves once the consumer of `subject` has handed over every reply the log held when it was
+   * made (with `replay`: every reply given while no process listened).
+   */
+  async caughtUp(subject: string, replay = false): Promise<void> {
+    await this.listen(subject, replay)
+    const consumer = this.#consumers.get(subject)
+    await (consumer?.caughtUp ?? consumer?.ready)
+  }
+
+  /** The reply read for `id` (applied or still unclaimed), with the log's time; `undefined` when none came. */
+  stored(id: string): StoredReply<z.output<S>> | undefined {
+    return this.#applied.get(id) ?? this.#unclaimed.get(id)
+  }
+
   /** Registers interest in `id` before the request goes out, so no fast reply is missed. */
-  expect(id: string, context: C, check: (reply: z.output<S>) => string | undefined, signal: AbortSignal): Promise<z.output<S>> {
+  expect(
+    id: string,
+    context: C,
+    check: (reply: z.output<S>, storedAt: number | undefined) => string | undefined,
+    signal: AbortSignal,
+  ): Promise<z.output<S>> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(new AbortedError('The request was withdrawn.'))
       const onAbort = () => {
@@ -98,11 +131,12 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
       }
       signal.addEventListener('abort', onAbort, { once: true })
       const early = this.#unclaimed.get(id)
-      if (early !== undefined && check(early) === undefined) {
+      if (early !== undefined && check(early.reply, early.storedAt) === undefined) {
         this.#unclaimed.delete(id)
+        this.#remember(id, early)
         this.#settle(id, context)
         signal.removeEventListener('abort', onAbort)
-        return resolve(early)
+        return resolve(early.reply)
       }
       this.#pending.set(id, {
         resolve: (value) => {
@@ -129,7 +163,7 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
     }
   }
 
-  #route(reply: z.output<S>): void {
+  #route(reply: z.output<S>, storedAt: number | undefined): void {
     const id = this.#idOf(reply)
     const waiter = this.#pending.get(id)
     if (!waiter) {
@@ -141,18 +175,24 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
           context: this.#settled.get(id) as C,
         })
       } else if (this.#replay) {
-        this.#unclaimed.set(id, reply)
+        this.#unclaimed.set(id, { reply, storedAt })
         if (this.#unclaimed.size > 1_000) this.#unclaimed.delete(this.#unclaimed.keys().next().value as string)
       }
       return
     }
-    const mismatch = waiter.check(reply)
+    const mismatch = waiter.check(reply, storedAt)
     if (mismatch !== undefined) {
       this.#onRejected({ id, reply, reason: mismatch, context: waiter.context })
       return
     }
+    this.#remember(id, { reply, storedAt })
     this.#settle(id, waiter.context)
     waiter.resolve(reply)
+  }
+
+  #remember(id: string, stored: StoredReply<z.output<S>>): void {
+    this.#applied.set(id, stored)
+    if (this.#applied.size > 1_000) this.#applied.delete(this.#applied.keys().next().value as string)
   }
 
   #settle(id: string, context: C): void {

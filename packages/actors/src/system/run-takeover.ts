@@ -11,6 +11,8 @@ import { type RunStore, RunStoreError, type StoredRun } from '@signalbox/core/st
 export interface ResumableAgent {
   readonly id: string
   resume?(runId: string, options: { signal: AbortSignal }): unknown
+  /** The runs in flight in this process (`agent.runs`): never claimed again (that would fence them off). */
+  readonly runs?: { has(runId: string): boolean }
 }
 
 export type TakeoverEvent =
@@ -110,6 +112,8 @@ export class RunTakeover {
       if (agent === undefined) continue
       const mine = lease?.owner === this.#options.hostId
       if (lease !== undefined && !mine && lease.expiresAt > this.#clock.now()) continue
+      // Running here already: its journal renews the lease; a claim would make its next write lose.
+      if (agent.runs?.has(runId)) continue
       if (typeof agent.resume !== 'function') {
         this.#emit({ type: 'not-resumable', runId, agentId })
         continue

@@ -4,35 +4,14 @@
  * parent's heartbeats stop (the lease). The cross-process cases (kill -9) are in test/system.
  */
 
-import { delegateTool } from '@signalbox/actors/system'
 import { RunFailedError } from '@signalbox/core'
 import { describe, expect, it } from 'vitest'
-import {
-  afterToolResult,
-  agent,
-  answer,
-  blockingTool,
-  call,
-  eventually,
-  ofType,
-  TOPOLOGIES,
-  topology,
-  within,
-} from './harness.ts'
+import { afterToolResult, answer, eventually, ofType, parentOfBlockedChild, TOPOLOGIES, topology, within } from './harness.ts'
 
 describe.each(TOPOLOGIES)('cancellation (%s)', (name) => {
   it('cancelling the parent cancels the running child: its run ends cancelled, its tool’s signal aborts', async () => {
     const t = await topology(name)
-    const blocking = blockingTool()
-    const parent = agent({
-      id: 'parent',
-      tools: [delegateTool(t.parent, 'child')],
-      script: [call('ask_child', { task: 'Take your time.' })],
-    })
-    const child = agent({ id: 'child', tools: [blocking.tool], script: [call('wait_forever', {})] })
-    t.parent.add(parent.agent)
-    t.child.add(child.agent)
-    await t.start()
+    const { child, blocking } = await parentOfBlockedChild(t)
 
     const controller = new AbortController()
     const running = t.parent.run('parent', 'Go.', { signal: controller.signal }).catch((error: unknown) => error)
@@ -51,16 +30,11 @@ describe.each(TOPOLOGIES)('cancellation (%s)', (name) => {
 
   it('a delegation that times out cancels its child; the parent’s model reads the timeout', async () => {
     const t = await topology(name)
-    const blocking = blockingTool()
-    const parent = agent({
-      id: 'parent',
-      tools: [delegateTool(t.parent, 'child', { timeoutMs: 300 })],
-      script: [call('ask_child', { task: 'Slow work.' }), answer('It took too long.', { expect: afterToolResult('timed out') })],
+    const { child, blocking } = await parentOfBlockedChild(t, {
+      task: 'Slow work.',
+      delegate: { timeoutMs: 300 },
+      parentScript: [answer('It took too long.', { expect: afterToolResult('timed out') })],
     })
-    const child = agent({ id: 'child', tools: [blocking.tool], script: [call('wait_forever', {})] })
-    t.parent.add(parent.agent)
-    t.child.add(child.agent)
-    await t.start()
     const result = await t.parent.run('parent', 'Go.')
     expect(result.output).toBe('It took too long.')
     await within(blocking.aborted.promise, 5_000, 'the child’s tool signal aborts')
@@ -71,16 +45,7 @@ describe.each(TOPOLOGIES)('cancellation (%s)', (name) => {
 describe('orphan guard (nats, in one process)', () => {
   it('when the parent’s connection dies, the host cancels the child once the lease runs out', async () => {
     const t = await topology('nats', { leaseMs: 600 })
-    const blocking = blockingTool()
-    const parent = agent({
-      id: 'parent',
-      tools: [delegateTool(t.parent, 'child')],
-      script: [call('ask_child', { task: 'Hold on.' })],
-    })
-    const child = agent({ id: 'child', tools: [blocking.tool], script: [call('wait_forever', {})] })
-    t.parent.add(parent.agent)
-    t.child.add(child.agent)
-    await t.start()
+    const { child, blocking } = await parentOfBlockedChild(t, { task: 'Hold on.' })
     const controller = new AbortController()
     const running = t.parent.run('parent', 'Go.', { signal: controller.signal }).catch(() => {})
 

@@ -11,7 +11,13 @@
  * cases (a host in another process, kill -9) are in `test/system/`.
  */
 
-import { type AgentSystem, createAgentSystem, type TreeLimits } from '@signalbox/actors/system'
+import {
+  type AgentSystem,
+  createAgentSystem,
+  type DelegateOptions,
+  delegateTool,
+  type TreeLimits,
+} from '@signalbox/actors/system'
 import type { Signer, TrustPolicy } from '@signalbox/actors/trust'
 import {
   type Agent,
@@ -177,6 +183,27 @@ export function agent(options: {
 
 export const ofType = <T extends AgentEvent['type']>(events: AgentEvent[], type: T) =>
   events.filter((e): e is Extract<AgentEvent, { type: T }> => e.type === type)
+
+/**
+ * A parent whose model asks `ask_child` for `task`, and a child whose only tool blocks until its
+ * run is cancelled; both added to `t` and the children served.
+ */
+export async function parentOfBlockedChild(
+  t: Topology,
+  options: { task?: string; delegate?: DelegateOptions; parentScript?: ScriptStep[] } = {},
+) {
+  const blocking = blockingTool()
+  const parent = agent({
+    id: 'parent',
+    tools: [delegateTool(t.parent, 'child', options.delegate)],
+    script: [call('ask_child', { task: options.task ?? 'Take your time.' }), ...(options.parentScript ?? [])],
+  })
+  const child = agent({ id: 'child', tools: [blocking.tool], script: [call('wait_forever', {})] })
+  t.parent.add(parent.agent)
+  t.child.add(child.agent)
+  await t.start()
+  return { parent, child, blocking }
+}
 
 /** A tool that waits until its run is cancelled; says when it started and when its signal aborted. */
 export function blockingTool(name = 'wait_forever') {

@@ -6,11 +6,10 @@
  * stops at once (long before its lease would end it).
  */
 import { sendControl } from '@signalbox/actors'
-import { delegateTool } from '@signalbox/actors/system'
 import { createSigner, createTrustPolicy, newUserSeed } from '@signalbox/actors/trust'
 import { RunFailedError } from '@signalbox/core'
 import { describe, expect, it } from 'vitest'
-import { agent, blockingTool, call, eventually, ofType, topology, within } from '../system/harness.ts'
+import { eventually, ofType, parentOfBlockedChild, topology, within } from '../system/harness.ts'
 
 describe('a parent cancels its remote child with a signed cancel (nats)', () => {
   it('forged cancels are refused; the parent host’s signed cancel stops the child', async () => {
@@ -23,16 +22,7 @@ describe('a parent cancels its remote child with a signed cancel (nats)', () => 
     })
     // A lease far longer than the test: only the signed cancel can stop the child in time.
     const t = await topology('nats', { leaseMs: 120_000, parentSigner: parentKey, childTrust })
-    const blocking = blockingTool()
-    const parent = agent({
-      id: 'parent',
-      tools: [delegateTool(t.parent, 'child')],
-      script: [call('ask_child', { task: 'Take your time.' })],
-    })
-    const child = agent({ id: 'child', tools: [blocking.tool], script: [call('wait_forever', {})] })
-    t.parent.add(parent.agent)
-    t.child.add(child.agent)
-    await t.start()
+    const { child, blocking } = await parentOfBlockedChild(t)
 
     const controller = new AbortController()
     const running = t.parent.run('parent', 'Go.', { signal: controller.signal }).catch((error: unknown) => error)

@@ -60,6 +60,11 @@ export interface Subscription {
    * Rejects if the subscription could not be set up.
    */
   readonly ready: Promise<void>
+  /**
+   * A durable consumer: resolves once it has handed the handler every message the log held when
+   * the consumer was made (at once when there were none). Absent: use `ready`.
+   */
+  readonly caughtUp?: Promise<void>
   unsubscribe(): void
   readonly closed: boolean
 }
@@ -68,6 +73,11 @@ export interface Subscription {
 export interface DurableMessage extends BusMessage {
   /** Sequence in the durable log (monotonic per stream). */
   readonly seq: number
+  /**
+   * When the durable log stored it (epoch ms, the server's clock on NATS): a time the sender
+   * cannot choose, unlike any time written in the message (see `docs/durability.md`).
+   */
+  readonly storedAt?: number
   ack(): void
   /** Asks for redelivery later (e.g. the handler could not process it yet). */
   nak(delayMs?: number): void

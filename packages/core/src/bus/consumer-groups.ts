@@ -170,25 +170,33 @@ export class ConsumerGroups {
     // Only the current delivery may postpone or ask for redelivery (a stale one must not duplicate it).
     const current = () => !pending.done && !pending.queued && pending.deliveries === delivery
     const { entry } = pending
-    const message = new LocalDurableMessage(entry.seq, entry.subject, entry.data, entry.headers, this.#host, {
-      ack: () => {
-        if (pending.done) return
-        pending.done = true
-        this.#clearTimer(pending)
-        group.pending.delete(entry.seq)
-      },
-      nak: (delayMs) => {
-        if (!current()) return
-        if (delayMs !== undefined && delayMs > 0) redeliverAfter(delayMs)
-        else {
+    const message = new LocalDurableMessage(
+      entry.seq,
+      entry.subject,
+      entry.data,
+      entry.headers,
+      this.#host,
+      {
+        ack: () => {
+          if (pending.done) return
+          pending.done = true
           this.#clearTimer(pending)
-          this.#requeue(group, pending)
-        }
+          group.pending.delete(entry.seq)
+        },
+        nak: (delayMs) => {
+          if (!current()) return
+          if (delayMs !== undefined && delayMs > 0) redeliverAfter(delayMs)
+          else {
+            this.#clearTimer(pending)
+            this.#requeue(group, pending)
+          }
+        },
+        working: () => {
+          if (current()) redeliverAfter(group.ackWaitMs)
+        },
       },
-      working: () => {
-        if (current()) redeliverAfter(group.ackWaitMs)
-      },
-    })
+      entry.storedAt,
+    )
     queueMicrotask(async () => {
       try {
         if (!member.subscription.closed) await member.handler(message)

@@ -11,6 +11,8 @@ export interface LogEntry {
   readonly subject: string
   readonly data: Uint8Array
   readonly headers: BusHeaders
+  /** Epoch ms of the append. */
+  readonly storedAt: number
   tokens: string[] | undefined
 }
 
@@ -59,6 +61,7 @@ export class DurableLog {
       subject,
       data,
       headers: Object.freeze({ ...headers, [MSG_ID_HEADER]: msgId }),
+      storedAt: now,
       tokens: undefined,
     }
     this.#entries.push(entry)

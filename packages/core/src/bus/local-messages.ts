@@ -86,11 +86,21 @@ export interface Settlement {
 
 export class LocalDurableMessage extends LocalMessage implements DurableMessage {
   readonly seq: number
+  readonly storedAt: number | undefined
   readonly #settlement: Settlement
 
-  constructor(seq: number, subject: string, data: Uint8Array, headers: BusHeaders, bus: Replier, settlement: Settlement) {
+  constructor(
+    seq: number,
+    subject: string,
+    data: Uint8Array,
+    headers: BusHeaders,
+    bus: Replier,
+    settlement: Settlement,
+    storedAt?: number,
+  ) {
     super(subject, data, headers, undefined, bus)
     this.seq = seq
+    this.storedAt = storedAt
     this.#settlement = settlement
   }
 

@@ -5,7 +5,10 @@ import { formatDuration } from '../duration.ts'
 import { describeError, isAbortError, QuestionTimeoutError, ToolError } from '../errors.ts'
 import { type Tool, tool } from '../tool.ts'
 import { rejectedAnswerAudit } from './decision.ts'
-import type { Answerer, AuditKind, Question } from './types.ts'
+import type { Answer, Answerer, AuditKind, Question } from './types.ts'
+
+/** How long a stored run's question waits at its deadline for `Answerer.recover` before timing out. */
+const RECOVER_LIMIT_MS = 10_000
 
 export interface AskHumanOptions {
   /** Tool name the model calls. Default `ask_human`. */
@@ -33,21 +36,28 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
     name: options.name ?? 'ask_human',
     description: options.description ?? 'Ask the person a question when you are not sure what they want. Waits for their answer.',
     schema: z.object({ question: z.string().min(1).describe('The question, in plain words.') }),
-    execute: async ({ question }, context) => {
+    execute: async ({ question: text }, context) => {
       const clock = options.clock ?? context.clock ?? systemClock
-      const askedAt = clock.now()
-      const asked: Question = {
+      // A stored run resumed after a crash re-attaches to the question it had asked: same id, same deadline.
+      const durable = context.durableQuestion
+      const resumed = durable?.question
+      const now = clock.now()
+      const asked: Question = resumed ?? {
         questionId: context.ids('question'),
         agentId: context.agentId,
         runId: context.runId,
         runPath: context.runPath,
         ...(context.agentPath && context.agentPath.length > 0 ? { agentPath: context.agentPath } : {}),
         callId: context.callId,
-        question,
-        deadline: askedAt + timeoutMs,
-        askedAt,
+        question: text,
+        deadline: now + timeoutMs,
+        askedAt: now,
       }
-      context.emit({ type: 'question.asked', question: asked })
+      const { question, askedAt } = asked
+      const waitMs = asked.deadline - askedAt
+      // Stored before anyone sees it: an answer can then never come for a question nobody would resume.
+      // (Only awaited with a store: without one, nothing is written and the question goes out at once.)
+      if (durable !== undefined && resumed === undefined) await durable.asking(asked)
       /** Who answered what, when, to exactly which question. */
       const audit = (kind: AuditKind, decision: string, actor: string, decidedAt: number) =>
         context.audit.record({
@@ -79,22 +89,7 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
           // A failing audit log must not reach the answerer.
         }
       }
-      const controller = new AbortController()
-      const onAbort = () => controller.abort(context.signal.reason)
-      context.signal.addEventListener('abort', onAbort, { once: true })
-      let timedOut = false
-      const timer = clock.setTimeout(() => {
-        timedOut = true
-        controller.abort()
-      }, timeoutMs)
-      try {
-        // The deadline holds even for an answerer that ignores its signal.
-        const answer = await untilAborted(
-          options.answerer.answer(asked, { signal: controller.signal, rejected }),
-          controller.signal,
-          'The question',
-        )
-        if (timedOut) throw new QuestionTimeoutError(timeoutMs)
+      const answered = async (answer: Answer) => {
         const latencyMs = answer.answeredAt - askedAt
         context.emit({
           type: 'question.answered',
@@ -105,13 +100,51 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
         })
         await audit('question.answered', answer.answer, answer.answeredBy, answer.answeredAt)
         return answer.answer
-      } catch (error) {
-        if (timedOut) {
-          const now = clock.now()
-          context.emit({ type: 'question.timeout', question: asked })
-          await audit('question.timeout', 'timeout', 'system', now)
-          return noAnswer(question, timeoutMs)
+      }
+      const timeout = async () => {
+        context.emit({ type: 'question.timeout', question: asked })
+        await audit('question.timeout', 'timeout', 'system', clock.now())
+        return noAnswer(question, waitMs)
+      }
+      // At the deadline of a stored run's question, an answer the store holds from before the
+      // deadline (by its clock) still counts: one given while no process ran, or still in flight.
+      const timeoutOrRecovered = async () => {
+        const recover = durable ? options.answerer.recover?.bind(options.answerer) : undefined
+        if (recover === undefined) return timeout()
+        // Bounded: an answerer that cannot look (a lost connection) must not hold the run.
+        const limit = new AbortController()
+        const timer = clock.setTimeout(() => limit.abort(), RECOVER_LIMIT_MS)
+        const signal = AbortSignal.any([context.signal, limit.signal])
+        try {
+          const recovered = await untilAborted(recover(asked, { signal, rejected, durable: true }), signal).catch(() => undefined)
+          if (context.signal.aborted) throw context.signal.reason
+          return recovered ? answered(recovered) : timeout()
+        } finally {
+          clock.clearTimeout(timer)
         }
+      }
+      // Resumed after the deadline: the question is not asked again.
+      if (resumed !== undefined && asked.deadline <= clock.now()) return timeoutOrRecovered()
+      context.emit({ type: 'question.asked', question: asked })
+      const controller = new AbortController()
+      const onAbort = () => controller.abort(context.signal.reason)
+      context.signal.addEventListener('abort', onAbort, { once: true })
+      let timedOut = false
+      const timer = clock.setTimeout(() => {
+        timedOut = true
+        controller.abort()
+      }, asked.deadline - clock.now())
+      try {
+        // The deadline holds even for an answerer that ignores its signal.
+        const answer = await untilAborted(
+          options.answerer.answer(asked, { signal: controller.signal, rejected, ...(durable ? { durable: true } : {}) }),
+          controller.signal,
+          'The question',
+        )
+        if (timedOut) throw new QuestionTimeoutError(waitMs)
+        return await answered(answer)
+      } catch (error) {
+        if (timedOut) return timeoutOrRecovered()
         if (isAbortError(error) || context.signal.aborted) throw error
         throw new ToolError('QUESTION_FAILED', `Could not ask the person: ${describeError(error)}`, { cause: error })
       } finally {

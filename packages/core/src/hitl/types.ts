@@ -55,6 +55,13 @@ export interface Reviewer {
   open?(request: ApprovalRequest, options: ReviewOptions): Promise<void>
   /** Resolves with the reviewer's decision. Must stop waiting when `signal` aborts. */
   review(request: ApprovalRequest, options: ReviewOptions): Promise<ApprovalDecision>
+  /**
+   * Asked at the deadline of a stored run's request (an agent with a store): the decision that was
+   * stored for it by its deadline, by the store's clock (not the time the reviewer wrote), which no
+   * process received in time (it was down). The agent applies it instead of denying as a timeout.
+   * `undefined` when there is none. Must stop waiting when `signal` aborts.
+   */
+  recover?(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<ApprovalDecision | undefined>
 }
 
 /** What the agent gives its reviewer with each request (`open` and `review`). */
@@ -67,6 +74,13 @@ export interface ReviewOptions {
    * an agent: the reviewer then records the rejection itself.
    */
   rejected?(decision: unknown, reason: string): void
+  /**
+   * The run is stored (an agent with a store): after a crash it resumes, possibly in another
+   * process, and waits on this same request. A remote reviewer then keeps the request open (no
+   * `approval.alive` heartbeats, so it is not withdrawn as orphaned) and reads decisions made
+   * while no process ran.
+   */
+  durable?: boolean
 }
 
 export interface Question {
@@ -92,6 +106,12 @@ export interface Answer {
 
 export interface Answerer {
   answer(question: Question, options: AnswerOptions): Promise<Answer>
+  /**
+   * Asked when a stored run resumes after its question's deadline: the answer that was stored for
+   * it by the deadline, by the store's clock (not the time the answerer wrote), which no process
+   * received (it was down). `undefined` when there is none: the question timed out.
+   */
+  recover?(question: Question, options: AnswerOptions): Promise<Answer | undefined>
 }
 
 /** What the asking tool gives its answerer with each question. */
@@ -103,6 +123,11 @@ export interface AnswerOptions {
    * after the question was answered, for late answers.
    */
   rejected?(answer: unknown, reason: string): void
+  /**
+   * The run is stored (an agent with a store): after a crash it resumes and waits on this same
+   * question. A remote answerer then reads the answers given while no process ran.
+   */
+  durable?: boolean
 }
 
 /** Every kind of audit entry signalbox writes. */

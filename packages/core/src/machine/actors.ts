@@ -10,7 +10,8 @@ import type { ApprovalRequest, Reviewer } from '../hitl/types.ts'
 import type { AssistantMessage, Message, ToolMessage } from '../messages.ts'
 import type { ProviderResponse, ToolSpec } from '../provider/provider.ts'
 import { type LedgerToolResult, OUTCOME_UNKNOWN, resumeToolCall } from '../store/ledger.ts'
-import { stringifyToolOutput, type Tool, type ToolEmittedEvent } from '../tool.ts'
+import type { RunJournal } from '../store/run-journal.ts'
+import { type DurableQuestion, stringifyToolOutput, type Tool, type ToolEmittedEvent } from '../tool.ts'
 import type { AgentMachineEvent, CurrentCall, RunInfo } from './context.ts'
 import type { AgentRuntime } from './runtime.ts'
 import { failedToolResult, transferredText } from './tool-result-texts.ts'
@@ -135,9 +136,12 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
           runtime.events.emit({ ...eventFields(input.run), at, type: 'approval.rejected', request, decision, reason })
           runtime.recordAudit(rejectedDecisionAudit({ run: input.run, request, decision, reason, at }))
         }
+        const journal = runtime.journals?.get(request.runId)
+        // Told to the reviewer: a stored run's request must stay open while no process runs it.
+        const options = journal ? { signal, rejected, durable: true } : { signal, rejected }
         const review = (reviewer: Reviewer) => {
           runtime.events.emit({ ...eventFields(input.run), at: runtime.clock.now(), type: 'approval.requested', request })
-          reviewer.review(request, { signal, rejected }).then((decision) => {
+          reviewer.review(request, options).then((decision) => {
             if (!signal.aborted) sendBack({ type: 'approval.decision', decision })
           }, unavailable)
         }
@@ -150,26 +154,38 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
           }
           if (reviewer.open === undefined) review(reviewer)
           else
-            reviewer.open(request, { signal, rejected }).then(() => {
+            reviewer.open(request, options).then(() => {
               if (!signal.aborted) review(reviewer)
             }, unavailable)
         }
-        const journal = runtime.journals?.get(request.runId)
         // A failed save stops the run (the journal reports it); nothing is shown then.
-        if (journal) journal.save().then(publish, () => {})
+        if (journal) journal.saveWait(request.requestId).then(publish, () => {})
         else publish()
         return () => controller.abort()
       },
     ),
 
-    /** Sends `deadline.reached` at the absolute time `at` (re-armed from it when a stored run is restored). */
-    deadline: fromCallback<AgentMachineEvent, { at: number }>(({ input, sendBack, system }) => {
+    /**
+     * Sends `deadline.reached` at the absolute time `at` (re-armed from it when a stored run is
+     * restored). For an approval of a stored run, the reviewer is first asked for a decision stored
+     * by the deadline that no process received (it was down): that one is applied instead.
+     */
+    deadline: fromCallback<AgentMachineEvent, { at: number; approval?: ApprovalRequest }>(({ input, sendBack, system }) => {
       const runtime = runtimeOf(system)
-      const timer = runtime.clock.setTimeout(
-        () => sendBack({ type: 'deadline.reached' }),
-        Math.max(0, input.at - runtime.clock.now()),
-      )
-      return () => runtime.clock.clearTimeout(timer)
+      const controller = new AbortController()
+      const reached = () => {
+        const recover = input.approval && runtime.journals ? runtime.reviewer?.recover : undefined
+        if (recover === undefined || input.approval === undefined) return sendBack({ type: 'deadline.reached' })
+        void recoverDecision(runtime, input.approval, controller.signal).then((decision) => {
+          if (controller.signal.aborted) return
+          sendBack(decision ? { type: 'approval.decision', decision } : { type: 'deadline.reached' })
+        })
+      }
+      const timer = runtime.clock.setTimeout(reached, Math.max(0, input.at - runtime.clock.now()))
+      return () => {
+        controller.abort()
+        runtime.clock.clearTimeout(timer)
+      }
     }),
 
     executeTool: fromPromise(
@@ -189,21 +205,35 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
         const base = eventFields(run)
         const journal = runtime.journals?.get(run.runId)
         if (journal) {
-          // The ledger decides what a call restored after a crash does; a new call just runs.
-          const resumed = resumeToolCall(journal.ledgerEntry(call.callId), tool)
-          if (resumed.action === 'use_recorded') return { output: resumed.result.output, recorded: resumed.result }
+          // The ledger decides what a call restored after a crash does; a new call just runs. A call
+          // cut off while its question waited for a person runs again: it re-attaches to that question.
+          // (Such a call is already `started`, durably: it only waits for the same question again.)
+          const resumed = journal.pendingQuestion(call.callId)
+            ? ({ action: 'reattach' } as const)
+            : resumeToolCall(journal.ledgerEntry(call.callId), tool)
+          if (resumed.action === 'use_recorded') {
+            const { handoff, ...recorded } = resumed.result
+            return { output: recorded.output, recorded, ...(handoff ? { handoff } : {}) }
+          }
           if (resumed.action === 'report_unknown') {
             reportOutcomeUnknown(runtime, run, call, resumed.result.output)
             journal.finishCall(call.callId, resumed.result)
             return { output: resumed.result.output, recorded: resumed.result }
           }
-          // Durable first, then the side effect.
-          await journal.startCall({ callId: call.callId, toolName: call.toolName })
-          signal.throwIfAborted()
+          if (resumed.action === 'run') {
+            // Durable first, then the side effect.
+            await journal.startCall({ callId: call.callId, toolName: call.toolName })
+            signal.throwIfAborted()
+          }
         }
         try {
           const output = await runTool(runtime, tool, input, base, signal)
-          journal?.finishCall(call.callId, { output: output.output, isError: false, outcome: 'executed' })
+          journal?.finishCall(call.callId, {
+            output: output.output,
+            isError: false,
+            outcome: 'executed',
+            ...(output.handoff ? { handoff: output.handoff } : {}),
+          })
           return output
         } catch (error) {
           if (journal && !signal.aborted) journal.finishCall(call.callId, failedToolResult(error))
@@ -262,6 +292,7 @@ async function runTool(
   signal: AbortSignal,
 ): Promise<ToolRunOutput> {
   const timeoutMs = tool.timeoutMs
+  const journal = runtime.journals?.get(run.runId)
   let toolSignal = signal
   let timer: unknown
   let timedOut = false
@@ -287,6 +318,7 @@ async function runTool(
         audit: { record: (entry) => runtime.recordAudit(entry) },
         emit: (event: ToolEmittedEvent) =>
           runtime.events.emit({ ...base, at: runtime.clock.now(), ...event } as Parameters<typeof runtime.events.emit>[0]),
+        ...(journal ? { durableQuestion: durableQuestion(journal, call.callId) } : {}),
       }),
     )
     // A tool that ignores its signal must not hold the run: the timeout wins the race.
@@ -304,6 +336,32 @@ async function runTool(
     throw error
   } finally {
     if (timer !== undefined) runtime.clock.clearTimeout(timer)
+  }
+}
+
+/** A stored run's questions: kept with the run until answered, found again by the resumed call. */
+function durableQuestion(journal: RunJournal, callId: string): DurableQuestion {
+  return {
+    question: journal.pendingQuestion(callId),
+    asking: (question) => journal.askQuestion(question),
+  }
+}
+
+/** How long the deadline waits for `Reviewer.recover` before it denies as a timeout anyway. */
+const RECOVER_LIMIT_MS = 10_000
+
+/** `Reviewer.recover`, bounded: a reviewer that fails or does not answer in time finds nothing. */
+async function recoverDecision(runtime: AgentRuntime, request: ApprovalRequest, signal: AbortSignal) {
+  const limit = new AbortController()
+  const timer = runtime.clock.setTimeout(() => limit.abort(), RECOVER_LIMIT_MS)
+  const both = AbortSignal.any([signal, limit.signal])
+  try {
+    const found = runtime.reviewer?.recover?.(request, { signal: both })
+    return found ? await untilAborted(found, both) : undefined
+  } catch {
+    return undefined
+  } finally {
+    runtime.clock.clearTimeout(timer)
   }
 }
 

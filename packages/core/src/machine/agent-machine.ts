@@ -104,7 +104,15 @@ const waits = {
       src: 'requestApproval',
       input: (context) => ({ request: current(context).approval as ApprovalRequest, run: context.run }),
     },
-    { src: 'deadline', input: (context) => ({ at: (current(context).approval as ApprovalRequest).deadline }) },
+    // Absolute, so a restored run re-arms it (or it fires at once); with the request, so a decision
+    // stored by the deadline while no process ran the run is recovered (`Reviewer.recover`).
+    {
+      src: 'deadline',
+      input: (context) => {
+        const approval = current(context).approval as ApprovalRequest
+        return { at: approval.deadline, approval }
+      },
+    },
   ],
   executingTool: [{ src: 'executeTool', input: (context) => ({ run: context.run, call: current(context) }) }],
   runningAfterToolExecution: [

@@ -37,6 +37,8 @@ const ToolResult = z.object({
   isError: z.boolean(),
   /** A `ToolOutcome`, or `outcome_unknown` for a call cut off by a crash. */
   outcome: z.string().min(1).max(64),
+  /** The call handed the run over (a `Handoff`): a resumed run ends with the same hand-off. */
+  handoff: z.object({ to: z.string().min(1).max(256), reason: z.string().max(16_384).optional() }).optional(),
 })
 export type LedgerToolResult = z.infer<typeof ToolResult>
 

@@ -1,6 +1,18 @@
 import { randomBytes } from 'node:crypto'
-import { link, mkdir, open, readdir, readFile, rename, rm, stat, truncate, unlink } from 'node:fs/promises'
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  fsync as fsyncCallback,
+  linkSync,
+  openSync,
+  readSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs'
+import { mkdir, open, readdir, readFile, rename, rm, stat, truncate } from 'node:fs/promises'
 import path from 'node:path'
+import { promisify } from 'node:util'
 import { type Clock, systemClock } from '../clock.ts'
 import type { Message } from '../messages.ts'
 import type { Checkpoint, StoredRun } from './checkpoint.ts'
@@ -16,6 +28,7 @@ import {
   type RunStore,
   runIdOfKey,
   runKey,
+  type SaveOptions,
 } from './run-store.ts'
 
 export interface FileRunStoreOptions {
@@ -52,6 +65,8 @@ export class FileRunStore implements RunStore {
   readonly #fsync: boolean
   /** Runs whose message log this process already checked for a torn last line. */
   readonly #logsChecked = new Set<string>()
+  /** Runs whose message log has appends not yet fsynced: the next synced commit syncs it first. */
+  readonly #unsyncedLogs = new Set<string>()
 
   constructor(options: FileRunStoreOptions) {
     this.#directory = path.resolve(options.directory)
@@ -64,22 +79,29 @@ export class FileRunStore implements RunStore {
     const dir = this.#runDir(checkpoint.runId)
     await mkdir(dir, { recursive: true })
     if (this.#fsync) await fsyncDirectory(this.#directory)
-    return this.#commit(checkpoint.runId, data, 0, options.signal)
+    return this.#commit(checkpoint.runId, data, 0, options.signal, this.#fsync)
   }
 
-  async save(checkpoint: Checkpoint, options: { revision: number; signal: AbortSignal }): Promise<number> {
-    return this.#commit(checkpoint.runId, encodeCheckpoint(checkpoint), options.revision, options.signal)
+  async save(checkpoint: Checkpoint, options: SaveOptions): Promise<number> {
+    const sync = this.#fsync && options.sync !== false
+    return this.#commit(checkpoint.runId, encodeCheckpoint(checkpoint), options.revision, options.signal, sync)
   }
 
   async load(runId: string, options: { signal: AbortSignal }): Promise<StoredRun | undefined> {
     const dir = this.#runDir(runId)
     for (let attempt = 0; ; attempt++) {
       options.signal.throwIfAborted()
-      const revision = (await listRevisions(dir)).at(-1)
+      const revisions = await listRevisions(dir)
+      const revision = revisions.at(-1)
       if (revision === undefined) return undefined
-      const data = await readFile(path.join(dir, revisionFile(revision)), { signal: options.signal })
+      let data = await readFile(path.join(dir, revisionFile(revision)), { signal: options.signal })
       // Emptied by two newer commits between listing and reading: list again.
       if (data.byteLength === 0 && attempt < 10 && ((await listRevisions(dir)).at(-1) ?? 0) > revision) continue
+      // Still empty: an unsynced revision a power loss cut off (its name reached the disk, its data
+      // did not). The newest revision with data is the run; the CAS token stays the highest name.
+      for (let older = revisions.length - 2; data.byteLength === 0 && older >= 0; older--) {
+        data = await readFile(path.join(dir, revisionFile(revisions[older] as number)), { signal: options.signal })
+      }
       return { checkpoint: decodeCheckpoint(runId, data), revision }
     }
   }
@@ -113,26 +135,31 @@ export class FileRunStore implements RunStore {
   async appendMessages(runId: string, options: AppendMessagesOptions): Promise<void> {
     options.signal.throwIfAborted()
     const dir = this.#runDir(runId)
-    if (!(await exists(dir))) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
+    if (!existsSync(dir)) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
     const batch: MessageBatch = { from: options.from, epoch: options.epoch, messages: options.messages }
     let line = `${JSON.stringify(batch)}\n`
-    const handle = await open(path.join(dir, MESSAGES_FILE), 'a+')
+    // Small writes to the page cache are synchronous calls (microseconds; a thread-pool round trip
+    // per call cost more than the write itself); only fsync goes to the pool.
+    const fd = openSync(path.join(dir, MESSAGES_FILE), 'a+')
     try {
       if (!this.#logsChecked.has(dir)) {
         // A process killed mid-append may have left a partial last line: end it, so this batch
         // starts on its own line (the fragment is then skipped as a torn write).
-        const { size } = await handle.stat()
+        const { size } = fstatSync(fd)
         if (size > 0) {
           const last = Buffer.alloc(1)
-          await handle.read(last, 0, 1, size - 1)
+          readSync(fd, last, 0, 1, size - 1)
           if (last[0] !== 0x0a) line = `\n${line}`
         }
         this.#logsChecked.add(dir)
       }
-      await handle.appendFile(line)
-      if (this.#fsync) await handle.sync()
+      writeAll(fd, line)
+      if (this.#fsync && options.sync !== false) {
+        await fsyncFd(fd)
+        this.#unsyncedLogs.delete(dir)
+      } else if (this.#fsync) this.#unsyncedLogs.add(dir)
     } finally {
-      await handle.close()
+      closeSync(fd)
     }
   }
 
@@ -164,6 +191,7 @@ export class FileRunStore implements RunStore {
       throw error
     }
     this.#logsChecked.delete(dir)
+    this.#unsyncedLogs.delete(dir)
     if (this.#fsync) await fsyncDirectory(this.#directory)
     await rm(trash, { recursive: true, force: true })
   }
@@ -172,36 +200,50 @@ export class FileRunStore implements RunStore {
     return path.join(this.#directory, runKey(runId))
   }
 
-  async #commit(runId: string, data: string, expected: number, signal: AbortSignal): Promise<number> {
+  async #commit(runId: string, data: string, expected: number, signal: AbortSignal, sync: boolean): Promise<number> {
     signal.throwIfAborted()
     const dir = this.#runDir(runId)
-    if (expected > 0 && !(await exists(path.join(dir, revisionFile(expected))))) {
+    if (expected > 0 && !existsSync(path.join(dir, revisionFile(expected)))) {
       // Never written here: the run is gone, or was deleted and created anew since it was read.
       const current = (await listRevisions(dir)).at(-1)
       if (current === undefined) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
       throw conflict(runId, expected, current)
     }
     const next = expected + 1
+    // The messages this checkpoint counts are durable before it is published. Both fsyncs run at
+    // once: the file system can commit them together (one journal commit instead of two).
+    const logSynced = sync && this.#unsyncedLogs.has(dir) ? syncFile(path.join(dir, MESSAGES_FILE)) : undefined
+    logSynced?.catch(() => {})
     const temp = path.join(dir, `.tmp-${randomBytes(8).toString('hex')}`)
-    const handle = await open(temp, 'wx')
+    const fd = openSync(temp, 'wx')
     try {
-      await handle.writeFile(data)
-      if (this.#fsync) await handle.sync()
+      writeAll(fd, data)
+      if (sync) await fsyncFd(fd)
     } finally {
-      await handle.close()
+      closeSync(fd)
+    }
+    if (logSynced) {
+      await logSynced
+      this.#unsyncedLogs.delete(dir)
     }
     try {
       signal.throwIfAborted()
-      await link(temp, path.join(dir, revisionFile(next)))
+      linkSync(temp, path.join(dir, revisionFile(next)))
     } catch (error) {
       if (isCode(error, 'EEXIST')) throw conflict(runId, expected, (await listRevisions(dir)).at(-1) ?? next)
       throw error
     } finally {
-      await unlink(temp).catch(() => {})
+      try {
+        unlinkSync(temp)
+      } catch {
+        // A leftover temp file is harmless (never read).
+      }
     }
-    if (this.#fsync) await fsyncDirectory(dir)
-    // Keep this revision and the previous one readable; empty the one before (its name stays).
-    if (next > 2) await truncate(path.join(dir, revisionFile(next - 2))).catch(() => {})
+    if (!sync) return next
+    await fsyncDirectory(dir)
+    // Keep this revision and the previous one readable; empty the ones before (their names stay).
+    // Only once this one is synced: until then the last synced revision is what a power loss leaves.
+    await emptyOlder(dir, next - 2)
     return next
   }
 }
@@ -219,6 +261,27 @@ function conflict(runId: string, expected: number, actual: number): RunStoreErro
 }
 
 const revisionFile = (revision: number) => `rev-${revision}.json`
+
+const fsyncFd = promisify(fsyncCallback)
+
+/** `writeSync` until every byte is written. */
+function writeAll(fd: number, text: string): void {
+  const bytes = Buffer.from(text, 'utf8')
+  for (let offset = 0; offset < bytes.byteLength; ) offset += writeSync(fd, bytes, offset)
+}
+
+/** Empties revision `from` and the ones below it that still hold data (unsynced commits left them). */
+async function emptyOlder(dir: string, from: number): Promise<void> {
+  for (let revision = from; revision >= 1; revision--) {
+    const file = path.join(dir, revisionFile(revision))
+    const size = await stat(file).then(
+      (s) => s.size,
+      () => 0,
+    )
+    if (size === 0) return
+    await truncate(file).catch(() => {})
+  }
+}
 
 /** Revision numbers present in a run directory, ascending; [] when the directory is missing. */
 async function listRevisions(dir: string): Promise<number[]> {
@@ -239,21 +302,15 @@ async function listRevisions(dir: string): Promise<number[]> {
 
 /** Makes a directory entry (a new file, a rename) durable: fsync the directory itself. */
 async function fsyncDirectory(dir: string): Promise<void> {
-  const handle = await open(dir, 'r')
+  await syncFile(dir)
+}
+
+async function syncFile(file: string): Promise<void> {
+  const handle = await open(file, 'r')
   try {
     await handle.sync()
   } finally {
     await handle.close()
-  }
-}
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await stat(file)
-    return true
-  } catch (error) {
-    if (isCode(error, 'ENOENT')) return false
-    throw error
   }
 }
 

@@ -38,4 +38,5 @@ export {
   type RunStore,
   runIdOfKey,
   runKey,
+  type SaveOptions,
 } from './run-store.ts'

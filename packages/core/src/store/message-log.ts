@@ -47,6 +47,8 @@ export interface AppendMessagesOptions {
   /** The writer's lease epoch (0 without a lease). */
   epoch: number
   messages: Message[]
+  /** See `SaveOptions.sync`. Default true. */
+  sync?: boolean
   signal: AbortSignal
 }
 

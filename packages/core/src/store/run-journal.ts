@@ -1,7 +1,14 @@
 import type { Clock } from '../clock.ts'
 import type { ApprovalDecision } from '../hitl/types.ts'
 import type { Message } from '../messages.ts'
-import type { AppliedDecision, Checkpoint, LedgerEntry, LedgerToolResult, StoredRunStatus } from './checkpoint.ts'
+import type {
+  AppliedDecision,
+  Checkpoint,
+  LedgerEntry,
+  LedgerToolResult,
+  PendingQuestion,
+  StoredRunStatus,
+} from './checkpoint.ts'
 import { CHECKPOINT_VERSION } from './checkpoint.ts'
 import { findCall, finishCall, startCall } from './ledger.ts'
 import type { RunStore } from './run-store.ts'
@@ -61,9 +68,15 @@ export class RunJournal {
   #createdAt: number
   #ledger: LedgerEntry[]
   #applied: AppliedDecision[]
+  /** The approval wait the stored run was resumed in: already durable, so re-entering it writes nothing. */
+  #resumedWait: string | undefined
+  /** The question the call in hand waits on (`ask_human`), kept until it is answered or timed out. */
+  #questions: PendingQuestion[]
   #steeringCursor: number | undefined
   /** A save that waits for its turn (not started): later requests join it. */
   #queued: Promise<void> | undefined
+  /** Whether the queued save must be synced (one request that needs it is enough). */
+  #queuedSync = false
   #tail: Promise<void> = Promise.resolve()
   #failure: unknown
   #finished = false
@@ -87,6 +100,8 @@ export class RunJournal {
     this.#createdAt = stored?.checkpoint.createdAt ?? options.clock.now()
     this.#ledger = stored ? [...stored.checkpoint.ledger] : []
     this.#applied = stored ? [...stored.checkpoint.appliedDecisions] : []
+    this.#questions = stored ? [...stored.checkpoint.pending.questions] : []
+    this.#resumedWait = stored?.checkpoint.pending.approvals[0]?.requestId
     this.#steeringCursor = stored ? stored.checkpoint.steeringCursor : options.steeringCursor
     this.onLost = options.onLost ?? (() => {})
   }
@@ -113,20 +128,40 @@ export class RunJournal {
       return
     }
     this.#seen = { messages: context.messages, steering: context.steering, approval }
-    this.save().catch(() => {})
+    // Synced only when the run ends (its result resolves once stored); the rest can wait for the next sync.
+    this.save({ sync: snapshot.status !== 'active' }).catch(() => {})
   }
 
-  /** Saves the run as it stands when the write starts; resolves once it is durable. */
-  save(): Promise<void> {
+  /**
+   * Saves the run as it stands when the write starts; resolves once it is written. `sync` (the
+   * default): durable against a power loss before this resolves, used before a side effect or a
+   * wait for a person. `sync: false` (a model reply, a tool's result, steering, a lease renewal):
+   * atomic and safe against the death of the process; the next synced save covers it.
+   */
+  save(options: { sync?: boolean } = {}): Promise<void> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure)
+    if (options.sync !== false) this.#queuedSync = true
     if (this.#queued) return this.#queued
     const queued = this.#tail.then(() => {
       this.#queued = undefined
-      return this.#write()
+      const sync = this.#queuedSync
+      this.#queuedSync = false
+      return this.#write(sync)
     })
     this.#queued = queued
     this.#tail = queued.catch(() => {})
     return queued
+  }
+
+  /**
+   * Makes the wait for approval `requestId` durable (a synced save) before the request is shown.
+   * A run resumed in that very wait has it stored already: nothing is written (resuming 1,000
+   * parked runs does not rewrite 1,000 checkpoints).
+   */
+  saveWait(requestId: string): Promise<void> {
+    if (this.#resumedWait === requestId) return Promise.resolve()
+    this.#resumedWait = undefined
+    return this.save()
   }
 
   /**
@@ -143,7 +178,23 @@ export class RunJournal {
   finishCall(callId: string, result: LedgerToolResult): void {
     if (findCall(this.#ledger, callId) === undefined) return
     this.#ledger = finishCall(this.#ledger, callId, result, this.#options.clock.now())
-    this.save().catch(() => {})
+    // Its question (if it asked one) is answered or timed out: no longer pending.
+    this.#questions = this.#questions.filter((q) => q.callId !== callId)
+    this.save({ sync: false }).catch(() => {})
+  }
+
+  /**
+   * Stores the question a call asks and waits until that is durable: only then may it be shown,
+   * so an answer can never come for a question no process would resume.
+   */
+  askQuestion(question: PendingQuestion): Promise<void> {
+    this.#questions = [...this.#questions.filter((q) => q.callId !== question.callId), question]
+    return this.save()
+  }
+
+  /** The question a call had asked when the run was stored, if it is still unanswered. */
+  pendingQuestion(callId: string): PendingQuestion | undefined {
+    return this.#questions.find((q) => q.callId === callId)
   }
 
   ledgerEntry(callId: string): LedgerEntry | undefined {
@@ -180,7 +231,7 @@ export class RunJournal {
     this.#abort.abort()
   }
 
-  async #write(): Promise<void> {
+  async #write(sync: boolean): Promise<void> {
     if (this.#failure !== undefined) throw this.#failure
     const actor = this.#actor
     if (actor === undefined || this.#abort.signal.aborted) return
@@ -197,6 +248,7 @@ export class RunJournal {
       persisted: actor.getPersistedSnapshot() as PersistedSnapshot,
       ledger: this.#ledger,
       applied: this.#applied,
+      questions: this.#questions,
     }
     try {
       // The log belongs to a stored run, so a new run is created first, then its first messages
@@ -208,13 +260,14 @@ export class RunJournal {
           from: this.#persistedLength,
           epoch: this.#epoch,
           messages: messages.slice(this.#persistedLength),
+          sync,
           signal,
         })
       }
       const finished = snapshot.status !== 'active'
       if (!created) {
         const checkpoint = this.#checkpoint(state, length)
-        this.#revision = await store.save(checkpoint, { revision: this.#revision as number, signal })
+        this.#revision = await store.save(checkpoint, { revision: this.#revision as number, sync, signal })
       }
       this.#persistedLength = length
       if (finished) this.close()
@@ -228,7 +281,7 @@ export class RunJournal {
   }
 
   /** The run as it stands, the transcript by reference (`length` messages of the log). */
-  #checkpoint({ snapshot, persisted, ledger, applied }: CapturedState, length: number): Checkpoint {
+  #checkpoint({ snapshot, persisted, ledger, applied, questions }: CapturedState, length: number): Checkpoint {
     const { context } = snapshot
     const finished = snapshot.status !== 'active'
     const now = this.#options.clock.now()
@@ -242,7 +295,7 @@ export class RunJournal {
       runId,
       agentId: this.#options.agentId,
       runPath: this.#options.runPath,
-      status: storedStatus(snapshot, approval !== undefined),
+      status: storedStatus(snapshot, approval !== undefined || questions.length > 0),
       snapshot: leanSnapshot(persisted, context.messages),
       transcript: { length },
       usage: {
@@ -250,7 +303,7 @@ export class RunJournal {
         completionTokens: context.usage.completionTokens,
         totalTokens: context.usage.totalTokens,
       },
-      pending: { approvals: approval ? [approval] : [], questions: [] },
+      pending: { approvals: approval ? [approval] : [], questions: finishedRun(snapshot) ? [] : questions },
       appliedDecisions: applied,
       steering: context.steering,
       ...(this.#steeringCursor === undefined ? {} : { steeringCursor: this.#steeringCursor }),
@@ -269,7 +322,7 @@ export class RunJournal {
       () => {
         this.#renewTimer = undefined
         if (this.#finished) return
-        this.save().then(
+        this.save({ sync: false }).then(
           () => this.#renew(),
           () => {},
         )
@@ -284,6 +337,11 @@ interface CapturedState {
   persisted: PersistedSnapshot
   ledger: LedgerEntry[]
   applied: AppliedDecision[]
+  questions: PendingQuestion[]
+}
+
+function finishedRun(snapshot: JournaledSnapshot): boolean {
+  return snapshot.status !== 'active'
 }
 
 interface PersistedSnapshot {

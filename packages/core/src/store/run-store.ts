@@ -13,7 +13,7 @@ export interface RunStore {
   /** Stores a new run at revision 1; `RUN_REVISION_CONFLICT` if the run already exists. */
   create(checkpoint: Checkpoint, options: { signal: AbortSignal }): Promise<number>
   /** Replaces the checkpoint if it is still at `revision`; resolves with the new revision. */
-  save(checkpoint: Checkpoint, options: { revision: number; signal: AbortSignal }): Promise<number>
+  save(checkpoint: Checkpoint, options: SaveOptions): Promise<number>
   /** The latest checkpoint, or `undefined` when none is stored. A bad one throws a `CheckpointError`. */
   load(runId: string, options: { signal: AbortSignal }): Promise<StoredRun | undefined>
   /** Every stored run (optionally by status / agent); unreadable runs are reported in `errors`, not thrown. */
@@ -26,6 +26,17 @@ export interface RunStore {
   readMessages(runId: string, options: { length: number; signal: AbortSignal }): Promise<Message[]>
   /** Removes the run, its checkpoint and its message log. No-op when absent. */
   delete(runId: string, options: { signal: AbortSignal }): Promise<void>
+}
+
+export interface SaveOptions {
+  revision: number
+  /**
+   * false: the write need not survive a power loss yet (a store that syncs to disk may skip it);
+   * it is still atomic and survives the death of the process, and the next synced write makes it
+   * and every earlier one durable. Default true.
+   */
+  sync?: boolean
+  signal: AbortSignal
 }
 
 export interface ListRunsOptions {
@@ -84,7 +95,9 @@ export async function claimRun(store: RunStore, runId: string, options: ClaimOpt
     lease: { owner: options.owner, epoch, expiresAt: now + options.leaseMs },
     savedAt: now,
   }
-  const revision = await store.save(checkpoint, { revision: current.revision, signal: options.signal })
+  // Unsynced: a claim lost to a power loss only means the run is claimed again (nothing ran on it
+  // yet; its first side effect or wait is a synced write, which makes the claim durable too).
+  const revision = await store.save(checkpoint, { revision: current.revision, sync: false, signal: options.signal })
   return { checkpoint, revision }
 }
 

@@ -1,0 +1,203 @@
+/**
+ * Issue 9 §7: what durable runs cost.
+ * - Checkpointing per tool step over HTTP (the bench model server): the same run with no store,
+ *   with `FileRunStore` (fsync at the durable points: before each tool's side effect, on entering a
+ *   wait, at the end; see docs/durability.md), with `fsync: false`, and with `KvRunStore` on the
+ *   local NATS server when one answers. Ratios against no store, from the same run.
+ * - Resuming parked runs: a child process parks N runs on approvals in a FileRunStore and is
+ *   killed (SIGKILL); `agent.resumeAll()` in this process lists, claims and restores them, and each
+ *   shows its request again. Timed until the last request is shown.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
+import { KvRunStore } from '@signalbox/actors/store'
+import { type Agent, createAgent, OpenAIProvider, type Reviewer } from '@signalbox/core'
+import { FileRunStore, type RunStore } from '@signalbox/core/store'
+import { ScriptedProvider } from '@signalbox/core/testing'
+import { startCrashChild } from '../../test/support/crash-harness.ts'
+import { NATS_URL } from '../../test/support/env.ts'
+import { measureInterleaved, type Variant } from '../lib/measure.ts'
+import { PARKED_AGENT, PARKED_HOST, payTool, storeAt } from '../lib/parked-runs.ts'
+import { buildRows, type Check, rowById, type Table } from '../lib/report.ts'
+import { runAgent } from '../lib/signalbox.ts'
+import { modelFor, noopTool } from '../lib/workload.ts'
+import type { ScenarioOptions } from './options.ts'
+
+/** Issue 9: checkpointing with the file store adds at most 15 % per tool step over HTTP. */
+export const CHECKPOINT_MAX_RATIO = 1.15
+/** Issue 9: 1,000 runs parked on approvals resume in under 5 s. */
+export const RESUME_MAX_SECONDS = 5
+
+/**
+ * `delayMs`: the model takes this long per answer (a hosted model takes hundreds of ms; the bench
+ * model otherwise answers in about one), to see the store's cost against a realistic step. Then
+ * only no store and the file store are measured.
+ */
+export async function checkpointScenario(url: string, steps: number, options: ScenarioOptions, delayMs?: number): Promise<Table> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-checkpoint-'))
+  let bus: NatsBus | undefined
+  try {
+    if (delayMs !== undefined) throw new Error('no KV row with a slow model')
+    bus = await connectNatsBus({ servers: NATS_URL, name: 'bench-checkpoint', prefix: `bench${process.pid}.v1` })
+  } catch {
+    bus = undefined // no local NATS server: the KV row is left out
+  }
+  const bucket = `bench_runs_${process.pid}`
+  try {
+    const agent = (store?: RunStore): Agent =>
+      createAgent({
+        provider: new OpenAIProvider({ baseURL: url, model: modelFor(steps, delayMs), apiKey: 'bench', stream: false }),
+        tools: [noopTool],
+        maxTurns: steps + 10,
+        ...(store ? { store } : {}),
+      })
+    const run = (a: Agent) => async () => {
+      const ran = await runAgent(a)
+      if (ran !== steps) throw new Error(`expected ${steps} tool steps, ran ${ran}`)
+      return ran
+    }
+    const variants: Variant[] = [
+      { id: 'none', label: 'no store', run: run(agent()) },
+      {
+        id: 'file',
+        label: 'FileRunStore (fsync at durable points)',
+        run: run(agent(new FileRunStore({ directory: path.join(dir, 'fsync') }))),
+      },
+      ...(delayMs === undefined
+        ? [
+            {
+              id: 'file-nofsync',
+              label: 'FileRunStore, fsync: false',
+              run: run(agent(new FileRunStore({ directory: path.join(dir, 'nofsync'), fsync: false }))),
+            },
+          ]
+        : []),
+      ...(bus
+        ? [
+            {
+              id: 'kv',
+              label: 'KvRunStore (local NATS)',
+              run: run(agent(new KvRunStore({ connection: bus.connection, bucket }))),
+            },
+          ]
+        : []),
+    ]
+    const measured = await measureInterleaved(variants, {
+      rounds: options.rounds,
+      warmup: options.warmup,
+      warmupMs: options.warmupMs ?? 0,
+      minSampleMs: 0,
+      onSample: options.progress,
+    })
+    const rows = buildRows(measured, 'us-per-step', 'none')
+    const ratio = (id: string) => rowById(rows, id).median / rowById(rows, 'none').median
+    const checks: Check[] = [
+      {
+        name: `checkpointing, FileRunStore: cost per tool step over HTTP vs no store (model answers in ${delayMs === undefined ? '~1 ms' : `${delayMs} ms`})`,
+        value: ratio('file'),
+        unit: 'x',
+        target: `<= ${CHECKPOINT_MAX_RATIO}x`,
+        pass: ratio('file') <= CHECKPOINT_MAX_RATIO,
+      },
+    ]
+    return {
+      id: `checkpoint-${steps}${delayMs === undefined ? '' : `-d${delayMs}`}`,
+      title: `Durable runs: checkpointing, one run of ${steps} tool steps over HTTP${delayMs === undefined ? '' : `, the model answering in ${delayMs} ms`}`,
+      note: `Per tool step, median of ${options.rounds} interleaved rounds, ratios against the same agent without a store. The bench model answers in about a millisecond, so the store's fixed cost per step (one fsynced checkpoint before each tool runs: 3 fsyncs; one unsynced write after it) is compared with a step that costs almost nothing else; with a real model (hundreds of ms per call) the same milliseconds are a few percent.`,
+      metric: 'us-per-step',
+      baseline: 'none',
+      rows,
+      checks,
+    }
+  } finally {
+    if (bus) {
+      await bus.connection.request(`$JS.API.STREAM.DELETE.KV_${bucket}`).catch(() => {})
+      await bus.close()
+    }
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+export interface ResumeFigures {
+  store: string
+  runs: number
+  /** `resumeAll()`: listed, claimed, transcripts read, snapshots restored. */
+  resumeAllMs: number
+  /** Until every resumed run has shown its request again (re-attached). */
+  reattachedMs: number
+  target: string
+  pass: boolean
+}
+
+/** `kv`: the runs are kept in a JetStream KV bucket on the local NATS server (deleted after). */
+export async function resumeScenario(count: number, kind: 'file' | 'kv' = 'file'): Promise<ResumeFigures> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-resume-'))
+  const bucket = `bench_resume_${process.pid}`
+  const where = kind === 'kv' ? `kv:${bucket}` : dir
+  let opened: Awaited<ReturnType<typeof storeAt>> | undefined
+  try {
+    opened = await storeAt(where, NATS_URL)
+    const { store } = opened
+    const child = await startCrashChild('bench/lib/parked-runs-child.ts', {
+      args: [where, String(count), NATS_URL],
+      ready: 'parked',
+      readyTimeoutMs: 300_000,
+    })
+    await child.kill()
+    let shown = 0
+    let allShown: () => void = () => {}
+    const reattached = new Promise<void>((resolve) => {
+      allShown = resolve
+    })
+    const reviewer: Reviewer = {
+      review: (_request, { signal }) => {
+        if (++shown === count) allShown()
+        return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))
+      },
+    }
+    const agent = createAgent({
+      id: PARKED_AGENT,
+      provider: new ScriptedProvider({ script: [], record: false }),
+      tools: [payTool],
+      reviewer,
+      store,
+      hostId: PARKED_HOST,
+      leaseMs: 600_000,
+      approvalTimeoutMs: 3_600_000,
+    })
+    const started = process.hrtime.bigint()
+    const result = await agent.resumeAll()
+    const resumeAllMs = Number(process.hrtime.bigint() - started) / 1e6
+    if (result.runs.length !== count || result.errors.length > 0) {
+      throw new Error(`resumed ${result.runs.length} of ${count} runs: ${result.errors.map(String).join('; ')}`)
+    }
+    await reattached
+    const reattachedMs = Number(process.hrtime.bigint() - started) / 1e6
+    for (const handle of result.runs) handle.cancel('bench over')
+    await Promise.allSettled(result.runs.map((handle) => handle.result))
+    return {
+      store: kind === 'kv' ? 'KvRunStore (local NATS)' : 'FileRunStore',
+      runs: count,
+      resumeAllMs,
+      reattachedMs,
+      target: `< ${RESUME_MAX_SECONDS} s`,
+      pass: reattachedMs < RESUME_MAX_SECONDS * 1000,
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+    await opened?.close()
+  }
+}
+
+export function renderResume(rows: ResumeFigures[]): string {
+  return [
+    '| store | runs parked on approvals | resumeAll() | until every request is shown again | target |',
+    '|---|---|---|---|---|',
+    ...rows.map(
+      (figures) =>
+        `| ${figures.store} | ${figures.runs} | ${(figures.resumeAllMs / 1000).toFixed(2)} s | ${(figures.reattachedMs / 1000).toFixed(2)} s | ${figures.target} ${figures.pass ? 'PASS' : 'MISS'} |`,
+    ),
+  ].join('\n')
+}

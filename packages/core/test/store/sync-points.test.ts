@@ -1,0 +1,129 @@
+/**
+ * Where a stored run waits for the disk: the journal asks for a synced write (fsync with the file
+ * store) only before a tool's side effect, on entering a wait for a person, and at the end of the
+ * run; the other checkpoints are written unsynced (atomic, safe against the death of the process)
+ * and made durable by the next synced one. The file store keeps the last synced revision readable
+ * until a newer synced one exists, so a power loss that cuts off unsynced revisions leaves a run
+ * that still loads.
+ */
+import { mkdtemp, readdir, rm, stat, truncate } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { createAgent, decideApproval, tool } from '../../src/index.ts'
+import type { Checkpoint } from '../../src/store/checkpoint.ts'
+import { FileRunStore, MemoryRunStore, runKey, type SaveOptions } from '../../src/store/index.ts'
+import { ScriptedProvider } from '../../src/testing/index.ts'
+import { sampleCheckpoint } from './sample.ts'
+
+const signal = new AbortController().signal
+const dirs: string[] = []
+afterEach(async () => {
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true })
+})
+
+describe('synced writes of a stored run', () => {
+  it('syncs before the tool runs, on entering the approval wait and at the end; not after the tool', async () => {
+    const store = new MemoryRunStore()
+    const saves: { sync: boolean; status: string; ledger: string[]; waiting: boolean }[] = []
+    const save = store.save.bind(store)
+    store.save = (checkpoint: Checkpoint, options: SaveOptions) => {
+      saves.push({
+        sync: options.sync !== false,
+        status: checkpoint.status,
+        ledger: checkpoint.ledger.map((e) => `${e.callId}:${e.state}`),
+        waiting: checkpoint.pending.approvals.length > 0,
+      })
+      return save(checkpoint, options)
+    }
+    const ran: string[] = []
+    const pay = tool({
+      name: 'pay',
+      description: 'Pays.',
+      schema: z.object({ to: z.string() }),
+      needsApproval: true,
+      execute: ({ to }) => {
+        // What was synced before the side effect: the `started` record.
+        ran.push(`${to} after ${JSON.stringify(saves.filter((s) => s.sync).at(-1))}`)
+        return `paid ${to}`
+      },
+    })
+    const agent = createAgent({
+      provider: new ScriptedProvider({
+        script: [{ toolCalls: [{ id: 'c1', name: 'pay', arguments: { to: 'kim' } }] }, { content: 'done' }],
+      }),
+      tools: [pay],
+      reviewer: { review: async (request) => decideApproval(request, true, 'ann', 0) },
+      store,
+    })
+    const result = await agent.run('go', { runId: 'r1' })
+    expect(result.status).toBe('done')
+
+    expect(ran).toEqual([
+      `kim after ${JSON.stringify({ sync: true, status: 'running', ledger: ['c1:started'], waiting: false })}`,
+    ])
+    // Entering the wait: synced (the request is shown only after it).
+    expect(saves.find((s) => s.waiting)?.sync).toBe(true)
+    // The tool's result: unsynced.
+    expect(saves.filter((s) => s.ledger.includes('c1:finished') && s.status === 'running').every((s) => !s.sync)).toBe(true)
+    expect(saves.filter((s) => s.ledger.includes('c1:finished') && s.status === 'running').length).toBeGreaterThan(0)
+    // The end: synced.
+    expect(saves.at(-1)).toMatchObject({ sync: true, status: 'done' })
+  })
+
+  it('file store: a power loss that empties unsynced revisions leaves the last synced one readable', async () => {
+    const directory = await mkdtemp(path.join(os.tmpdir(), 'signalbox-sync-'))
+    dirs.push(directory)
+    const store = new FileRunStore({ directory })
+    let revision = await store.create(sampleCheckpoint({ runId: 'r1', usage: usage(1) }), { signal })
+    revision = await store.save(sampleCheckpoint({ runId: 'r1', usage: usage(2) }), { revision, signal }) // synced: 2
+    for (const n of [3, 4, 5]) {
+      revision = await store.save(sampleCheckpoint({ runId: 'r1', usage: usage(n) }), { revision, sync: false, signal })
+    }
+    const dir = path.join(directory, runKey('r1'))
+    const sizes = async () =>
+      Object.fromEntries(
+        await Promise.all(
+          (await readdir(dir))
+            .filter((f) => f.startsWith('rev-'))
+            .map(async (f) => [f, (await stat(path.join(dir, f))).size > 0]),
+        ),
+      )
+    // Unsynced commits empty nothing: revision 2 (the last synced) keeps its data.
+    expect(await sizes()).toEqual({
+      'rev-1.json': true,
+      'rev-2.json': true,
+      'rev-3.json': true,
+      'rev-4.json': true,
+      'rev-5.json': true,
+    })
+    // The power loss: names reached the disk, the unsynced data did not.
+    for (const n of [3, 4, 5]) await truncate(path.join(dir, `rev-${n}.json`))
+    const loaded = await store.load('r1', { signal })
+    expect(loaded?.checkpoint.usage.totalTokens).toBe(2)
+    expect(loaded?.revision).toBe(5) // the compare-and-set token is the highest name
+    // Writing on from there works.
+    revision = await store.save(sampleCheckpoint({ runId: 'r1', usage: usage(6) }), { revision: 5, signal })
+    expect(revision).toBe(6)
+    expect((await store.load('r1', { signal }))?.checkpoint.usage.totalTokens).toBe(6)
+  })
+
+  it('file store: a synced commit empties every revision older than its predecessor, unsynced ones included', async () => {
+    const directory = await mkdtemp(path.join(os.tmpdir(), 'signalbox-sync-'))
+    dirs.push(directory)
+    const store = new FileRunStore({ directory })
+    let revision = await store.create(sampleCheckpoint({ runId: 'r2' }), { signal })
+    revision = await store.save(sampleCheckpoint({ runId: 'r2' }), { revision, signal })
+    revision = await store.save(sampleCheckpoint({ runId: 'r2' }), { revision, sync: false, signal })
+    revision = await store.save(sampleCheckpoint({ runId: 'r2' }), { revision, sync: false, signal })
+    revision = await store.save(sampleCheckpoint({ runId: 'r2' }), { revision, signal })
+    const dir = path.join(directory, runKey('r2'))
+    const sizes = await Promise.all([1, 2, 3, 4, 5].map(async (n) => (await stat(path.join(dir, `rev-${n}.json`))).size > 0))
+    expect(sizes).toEqual([false, false, false, true, true])
+  })
+})
+
+function usage(n: number) {
+  return { promptTokens: 0, completionTokens: n, totalTokens: n }
+}
