@@ -280,7 +280,7 @@ function actorName(ref: ActorLike, config: Record<string, unknown> | undefined, 
     const agentId = (snapshotContext(snapshot) as { run?: { agentId?: unknown } } | undefined)?.run?.agentId
     return typeof agentId === 'string' ? `${agentId} ${ref.id}` : ref.id
   }
-  // An invoked actor is named by its source (`callModel`, `requestApproval`), clearer than its invoke id.
+  // An invoked actor is named by its source (a run's `worker`), clearer than its invoke id.
   if (typeof ref.src === 'string' && ref.src !== '') return ref.src
   if (ref.id === ref.sessionId && typeof config?.id === 'string') return config.id
   return ref.id

@@ -29,7 +29,7 @@ export function createAgentParts(runtime: AgentRuntime): AgentParts {
 /*
  * The runtime is not captured in the machine: each run's actor is bound to its agent's parts when
  * it is created (`bindAgentParts`), by its context's `run` record (the same object for the whole
- * run; guards see only the context) and by its actor system (shared with the actors it invokes).
+ * run; guards see only the context) and by its actor system (shared with its worker and the work).
  */
 type AnyActorSystem = AnyActorRef['system']
 const byRun = new WeakMap<RunInfo, AgentParts>()
@@ -167,8 +167,9 @@ function resumeWait(worker: RunWorker, parent: AnyActorRef): void {
 
 /**
  * The agent loop as a statechart, one machine for every agent. States are the loop's phases and
- * its five hook points; every wait (hook, model, reviewer, tool) is an invoked actor inside a
- * state, so leaving the state (cancel, steering, timeout) stops the work and aborts its signal.
+ * its five hook points; every wait (hook, model, reviewer, tool) is a state whose work the run's
+ * worker starts on entry and aborts on exit (its signal), so leaving the state (cancel, steering,
+ * timeout) stops the work.
  *
  * A hook state with no hook registered is passed through in the same macrostep (an eventless
  * transition), so an agent pays only for the hooks it has. What the guards, actions and actors
@@ -407,7 +408,7 @@ export const agentMachine = setup({
             waitingToRetry: {
               description: 'Backing off before calling the model again.',
               tags: ['wait'],
-              // A named actor on an absolute time, not `after`: a restored run re-arms it.
+              // Work on an absolute time, not `after`: a restored run re-arms it.
               entry: work('waitingToRetry'),
               exit: 'stopWork',
               on: { 'deadline.reached': { target: 'callingModel', actions: 'nextAttempt' } },
