@@ -77,6 +77,8 @@ export class RunJournal {
   #queued: Promise<void> | undefined
   /** Whether the queued save must be synced (one request that needs it is enough). */
   #queuedSync = false
+  /** Starts the queued unsynced save now instead of after its grace (see `#defer`). */
+  #startDeferred: (() => void) | undefined
   #tail: Promise<void> = Promise.resolve()
   #failure: unknown
   #finished = false
@@ -140,17 +142,43 @@ export class RunJournal {
    */
   save(options: { sync?: boolean } = {}): Promise<void> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure)
-    if (options.sync !== false) this.#queuedSync = true
+    if (options.sync !== false) {
+      this.#queuedSync = true
+      // A synced request does not wait out the grace of the unsynced one it joins.
+      this.#startDeferred?.()
+    }
     if (this.#queued) return this.#queued
-    const queued = this.#tail.then(() => {
-      this.#queued = undefined
-      const sync = this.#queuedSync
-      this.#queuedSync = false
-      return this.#write(sync)
-    })
+    const queued = this.#tail
+      .then(() => (this.#queuedSync ? undefined : this.#defer()))
+      .then(() => {
+        this.#queued = undefined
+        const sync = this.#queuedSync
+        this.#queuedSync = false
+        return this.#write(sync)
+      })
     this.#queued = queued
     this.#tail = queued.catch(() => {})
     return queued
+  }
+
+  /**
+   * An unsynced save waits one turn of the event loop before it starts, so the synced save that
+   * usually follows at once joins it: a model reply that asks for a tool is stored by the blocking
+   * save before the tool (one write, not two), and a tool's result and its transcript message go in
+   * one write. Nothing waits on an unsynced save for its safety, so the delay costs nothing.
+   */
+  #defer(): Promise<void> {
+    return new Promise((resolve) => {
+      const immediate = setImmediate(() => {
+        this.#startDeferred = undefined
+        resolve()
+      })
+      this.#startDeferred = () => {
+        clearImmediate(immediate)
+        this.#startDeferred = undefined
+        resolve()
+      }
+    })
   }
 
   /**
@@ -260,7 +288,9 @@ export class RunJournal {
           from: this.#persistedLength,
           epoch: this.#epoch,
           messages: messages.slice(this.#persistedLength),
-          sync,
+          // A new run's checkpoint is written already: its messages are synced on their own. Else the
+          // checkpoint's synced save that follows makes them durable with it (one round of fsyncs).
+          sync: sync && created,
           signal,
         })
       }

@@ -27,15 +27,32 @@ describe('synced writes of a stored run', () => {
   it('syncs before the tool runs, on entering the approval wait and at the end; not after the tool', async () => {
     const store = new MemoryRunStore()
     const saves: { sync: boolean; status: string; ledger: string[]; waiting: boolean }[] = []
-    const save = store.save.bind(store)
-    store.save = (checkpoint: Checkpoint, options: SaveOptions) => {
+    // The model answers again only once the tool's result was written (else the run's end, a synced
+    // write asked for at once, could carry it).
+    let resultWritten: () => void = () => {}
+    const written = new Promise<void>((resolve) => {
+      resultWritten = resolve
+    })
+    const record = (checkpoint: Checkpoint, sync: boolean) => {
       saves.push({
-        sync: options.sync !== false,
+        sync,
         status: checkpoint.status,
         ledger: checkpoint.ledger.map((e) => `${e.callId}:${e.state}`),
         waiting: checkpoint.pending.approvals.length > 0,
       })
+      if (checkpoint.status === 'running' && checkpoint.ledger.some((e) => e.state === 'finished')) resultWritten()
+    }
+    const save = store.save.bind(store)
+    store.save = (checkpoint: Checkpoint, options: SaveOptions) => {
+      record(checkpoint, options.sync !== false)
       return save(checkpoint, options)
+    }
+    // The first write creates the run (always synced); it may already be the wait, when the model
+    // answered before the run's first (deferred, unsynced) save started.
+    const create = store.create.bind(store)
+    store.create = (checkpoint: Checkpoint, options: { signal: AbortSignal }) => {
+      record(checkpoint, true)
+      return create(checkpoint, options)
     }
     const ran: string[] = []
     const pay = tool({
@@ -51,7 +68,11 @@ describe('synced writes of a stored run', () => {
     })
     const agent = createAgent({
       provider: new ScriptedProvider({
-        script: [{ toolCalls: [{ id: 'c1', name: 'pay', arguments: { to: 'kim' } }] }, { content: 'done' }],
+        script: async (_request, index) => {
+          if (index === 0) return { toolCalls: [{ id: 'c1', name: 'pay', arguments: { to: 'kim' } }] }
+          await written
+          return { content: 'done' }
+        },
       }),
       tools: [pay],
       reviewer: { review: async (request) => decideApproval(request, true, 'ann', 0) },
