@@ -17,6 +17,8 @@ import type { RunStore } from './run-store.ts'
 export interface JournaledActor {
   getSnapshot(): JournaledSnapshot
   getPersistedSnapshot(): unknown
+  /** The actor's logic (an XState actor's machine): lets the journal persist a snapshot without its transcript. */
+  logic?: { getPersistedSnapshot(snapshot: never): unknown }
 }
 
 export interface JournaledSnapshot {
@@ -273,7 +275,7 @@ export class RunJournal {
     // Everything the checkpoint holds is taken now, at one instant, so it is consistent.
     const state: CapturedState = {
       snapshot,
-      persisted: actor.getPersistedSnapshot() as PersistedSnapshot,
+      persisted: persistedWithoutTranscript(actor, snapshot),
       ledger: this.#ledger,
       applied: this.#applied,
       questions: this.#questions,
@@ -377,6 +379,17 @@ function finishedRun(snapshot: JournaledSnapshot): boolean {
 interface PersistedSnapshot {
   context: Record<string, unknown>
   children?: Record<string, { snapshot?: { input?: { messages?: unknown } } }>
+}
+
+/**
+ * XState's persisted snapshot, the context's transcript left out before XState walks the context
+ * for actor references: that walk is O(transcript) per checkpoint (O(n²) over a run) for messages
+ * that are stored in the log anyway.
+ */
+function persistedWithoutTranscript(actor: JournaledActor, snapshot: JournaledSnapshot): PersistedSnapshot {
+  if (actor.logic === undefined) return actor.getPersistedSnapshot() as PersistedSnapshot
+  const lean = { ...snapshot, context: { ...snapshot.context, messages: [] } }
+  return actor.logic.getPersistedSnapshot(lean as never) as PersistedSnapshot
 }
 
 /** The persisted snapshot without the transcript: the context's messages and the children's copies are references to the log. */
