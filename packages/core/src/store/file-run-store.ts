@@ -21,7 +21,13 @@ import type { Checkpoint, StoredRun } from './checkpoint.ts'
 import { decodeCheckpoint, encodeCheckpoint } from './codec.ts'
 import { CheckpointError, RunStoreError } from './errors.ts'
 import { endsWithNewline, hasLegacyRevisions, LEGACY_MESSAGES_FILE, loadLegacyRun, readLegacyBatches } from './legacy-run-dir.ts'
-import { type AppendMessagesOptions, assembleTranscript, type MessageBatch, parseBatch } from './message-log.ts'
+import {
+  type AppendMessagesOptions,
+  assembleTranscript,
+  type MessageBatch,
+  type MessagesToAppend,
+  parseBatch,
+} from './message-log.ts'
 import { checkpointRecord, emptyChain, type LogChain, messagesRecord, RUN_LOG_HEADER, scanLog } from './run-log.ts'
 import {
   type ClaimOptions,
@@ -93,7 +99,17 @@ export class FileRunStore implements RunStore {
     return 1
   }
 
-  async save(checkpoint: Checkpoint, options: SaveOptions): Promise<number> {
+  save(checkpoint: Checkpoint, options: SaveOptions): Promise<number> {
+    return this.#save(checkpoint, options, undefined)
+  }
+
+  /** The batch's record and the checkpoint's, appended in one write (see `RunStore.saveWithMessages`). */
+  saveWithMessages(checkpoint: Checkpoint, options: SaveOptions & { messages: MessagesToAppend }): Promise<number> {
+    const { from, epoch, messages } = options.messages
+    return this.#save(checkpoint, options, { from, epoch, messages })
+  }
+
+  async #save(checkpoint: Checkpoint, options: SaveOptions, batch: MessageBatch | undefined): Promise<number> {
     options.signal.throwIfAborted()
     const runId = checkpoint.runId
     const expected = options.revision
@@ -103,14 +119,19 @@ export class FileRunStore implements RunStore {
     const dir = this.#runDir(runId)
     const file = path.join(dir, LOG_FILE)
     const fd = openLog(file)
-    if (fd === undefined) return this.#migrate(runId, dir, record, expected, sync, options.signal)
+    if (fd === undefined) {
+      if (batch) await this.appendMessages(runId, { ...batch, sync: false, signal: options.signal })
+      return this.#migrate(runId, dir, record, expected, sync, options.signal)
+    }
     try {
       const before = fstatSync(fd)
       const known = this.#chainOf(runId, file, fd, before)
       if (known.chain.revision !== expected) throw conflict(runId, expected, known.chain.revision)
       options.signal.throwIfAborted()
+      const parts = batch ? [messagesRecord(JSON.stringify(batch)), record.bytes] : [record.bytes]
       // A torn last line (a writer killed mid-append) is ended first, so this record is a line of its own.
-      const bytes = before.size > known.chain.scanned ? Buffer.concat([Buffer.from('\n'), record.bytes]) : record.bytes
+      if (before.size > known.chain.scanned) parts.unshift(Buffer.from('\n'))
+      const bytes = parts.length === 1 ? record.bytes : Buffer.concat(parts)
       writeAll(fd, bytes)
       const after = fstatSync(fd)
       if (after.size === before.size + bytes.byteLength && before.size === known.chain.scanned) {

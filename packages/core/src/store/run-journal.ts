@@ -285,21 +285,25 @@ export class RunJournal {
       // appended (a crash in between leaves a run that fails to resume with RUN_TRANSCRIPT_GAP).
       const created = this.#revision === undefined
       if (created) this.#revision = await store.create(this.#checkpoint(state, length), { signal })
-      if (length > this.#persistedLength) {
-        await store.appendMessages(runId, {
-          from: this.#persistedLength,
-          epoch: this.#epoch,
-          messages: messages.slice(this.#persistedLength),
-          // A new run's checkpoint is written already: its messages are synced on their own. Else the
-          // checkpoint's synced save that follows makes them durable with it (one round of fsyncs).
-          sync: sync && created,
-          signal,
-        })
-      }
+      const batch =
+        length > this.#persistedLength
+          ? { from: this.#persistedLength, epoch: this.#epoch, messages: messages.slice(this.#persistedLength) }
+          : undefined
       const finished = snapshot.status !== 'active'
-      if (!created) {
+      if (created) {
+        // A new run's checkpoint is written already: its first messages are synced on their own.
+        if (batch) await store.appendMessages(runId, { ...batch, sync, signal })
+      } else {
         const checkpoint = this.#checkpoint(state, length)
-        this.#revision = await store.save(checkpoint, { revision: this.#revision as number, sync, signal })
+        const revision = this.#revision as number
+        if (batch && store.saveWithMessages) {
+          // One write: the messages, then the checkpoint that counts them.
+          this.#revision = await store.saveWithMessages(checkpoint, { revision, sync, signal, messages: batch })
+        } else {
+          // The checkpoint's synced save makes the messages durable with it (one round of fsyncs).
+          if (batch) await store.appendMessages(runId, { ...batch, sync: false, signal })
+          this.#revision = await store.save(checkpoint, { revision, sync, signal })
+        }
       }
       this.#persistedLength = length
       if (finished) this.close()

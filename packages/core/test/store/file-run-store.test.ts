@@ -2,6 +2,7 @@ import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile 
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { z } from 'zod'
 import { startCrashChild } from '../../../../test/support/crash-harness.ts'
 import {
   checkpointLines,
@@ -9,7 +10,9 @@ import {
   rewriteLatestCheckpoint,
   runLogFile,
 } from '../../../../test/support/run-log-files.ts'
+import { createAgent, tool } from '../../src/index.ts'
 import { CheckpointError, FileRunStore } from '../../src/store/index.ts'
+import { ScriptedProvider } from '../../src/testing/index.ts'
 import { describeRunStoreConformance, errorOf, expectStoreError } from './conformance.ts'
 import { type ClaimResult, race } from './racers.ts'
 import { sampleCheckpoint } from './sample.ts'
@@ -305,4 +308,83 @@ describe('FileRunStore across processes', () => {
       })
     },
   )
+})
+
+describe('FileRunStore: messages and checkpoint in one write', () => {
+  it('saveWithMessages appends the batch and the checkpoint that counts it; a stale revision writes neither', async () => {
+    const directory = await tempDir()
+    const store = new FileRunStore({ directory })
+    const revision = await store.create(sampleCheckpoint({ runId: 'run_one', transcript: { length: 0 } }), { signal: signal() })
+    const file = runLogFile(directory, 'run_one')
+    const lines = async () => (await readFile(file, 'utf8')).split('\n').filter(Boolean).length
+    const before = await lines()
+    const next = await store.saveWithMessages(sampleCheckpoint({ runId: 'run_one', transcript: { length: 2 } }), {
+      revision,
+      signal: signal(),
+      messages: {
+        from: 0,
+        epoch: 0,
+        messages: [
+          { role: 'user', content: 'a' },
+          { role: 'assistant', content: 'b' },
+        ],
+      },
+    })
+    expect(next).toBe(2)
+    expect(await lines()).toBe(before + 2)
+    const reread = new FileRunStore({ directory })
+    expect(await reread.load('run_one', { signal: signal() })).toMatchObject({
+      revision: 2,
+      checkpoint: { transcript: { length: 2 } },
+    })
+    expect((await reread.readMessages('run_one', { length: 2, signal: signal() })).map((m) => m.content)).toEqual(['a', 'b'])
+
+    expectStoreError(
+      await errorOf(
+        reread.saveWithMessages(sampleCheckpoint({ runId: 'run_one' }), {
+          revision: 1,
+          signal: signal(),
+          messages: { from: 2, epoch: 0, messages: [{ role: 'user', content: 'stale' }] },
+        }),
+      ),
+      'RUN_REVISION_CONFLICT',
+      'run_one',
+    )
+    expect(await lines()).toBe(before + 2)
+  })
+
+  it('a stored run writes each step in one append: appendMessages only for the new run', async () => {
+    const directory = await tempDir()
+    const store = new FileRunStore({ directory, fsync: false })
+    const calls = { appendMessages: 0, saveWithMessages: 0 }
+    for (const name of ['appendMessages', 'saveWithMessages'] as const) {
+      const method = store[name].bind(store) as (...args: unknown[]) => Promise<unknown>
+      ;(store as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
+        calls[name]++
+        return method(...args)
+      }
+    }
+    const agent = createAgent({
+      provider: new ScriptedProvider({
+        script: [
+          { toolCalls: [{ id: 'c1', name: 'noop', arguments: {} }] },
+          { toolCalls: [{ id: 'c2', name: 'noop', arguments: {} }] },
+          { content: 'done' },
+        ],
+      }),
+      tools: [tool({ name: 'noop', description: 'Does nothing.', schema: z.object({}), execute: async () => 'ok' })],
+      store,
+    })
+    const result = await agent.run('go', { runId: 'run_steps' })
+    expect(result.status).toBe('done')
+    expect(calls.appendMessages).toBe(1)
+    expect(calls.saveWithMessages).toBeGreaterThan(0)
+    const stored = await new FileRunStore({ directory }).load('run_steps', { signal: signal() })
+    expect(stored?.checkpoint.status).toBe('done')
+    const messages = await store.readMessages('run_steps', {
+      length: stored?.checkpoint.transcript.length ?? 0,
+      signal: signal(),
+    })
+    expect(messages.at(-1)).toMatchObject({ role: 'assistant', content: 'done' })
+  })
 })
