@@ -11,7 +11,7 @@ import {
   runLogFile,
 } from '../../../../test/support/run-log-files.ts'
 import { createAgent, tool } from '../../src/index.ts'
-import { CheckpointError, FileRunStore } from '../../src/store/index.ts'
+import { type Checkpoint, CheckpointError, FileRunStore } from '../../src/store/index.ts'
 import { ScriptedProvider } from '../../src/testing/index.ts'
 import { describeRunStoreConformance, errorOf, expectStoreError } from './conformance.ts'
 import { type ClaimResult, race } from './racers.ts'
@@ -273,7 +273,7 @@ describe('FileRunStore across processes', () => {
     expectStoreError(await errorOf(store.save(base, { revision: 40, signal: signal() })), 'RUN_REVISION_CONFLICT', 'run_count')
   })
 
-  it.each(['fsync', 'no-fsync'])(
+  it.each(['fsync', 'no-fsync', 'big'])(
     'a writer (%s) killed with SIGKILL mid-stream leaves its last acknowledged checkpoint and transcript readable',
     async (mode) => {
       const directory = await tempDir()
@@ -305,6 +305,16 @@ describe('FileRunStore across processes', () => {
       expect((await store.readMessages('run_killed', { length: length + 1, signal: signal() })).at(-1)).toEqual({
         role: 'user',
         content: 'after',
+      })
+      // Its checkpoint follows a torn record, if the kill left one, on a line of its own.
+      const claimed = await store.load('run_killed', { signal: signal() })
+      const next = await store.save(
+        { ...(claimed?.checkpoint as Checkpoint), transcript: { length: length + 1 } },
+        { revision: claimed?.revision as number, signal: signal() },
+      )
+      expect(await new FileRunStore({ directory }).load('run_killed', { signal: signal() })).toMatchObject({
+        revision: next,
+        checkpoint: { transcript: { length: length + 1 }, lease: { owner: 'next-host' } },
       })
     },
   )
