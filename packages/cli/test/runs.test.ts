@@ -3,7 +3,7 @@
  * state, owner, lease and what a run waits for; a corrupt run is reported and the others listed.
  */
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { connectNatsBus } from '@signalbox/actors/nats'
@@ -11,6 +11,7 @@ import { KvRunStore } from '@signalbox/actors/store'
 import { FileRunStore } from '@signalbox/core/store'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { NATS_URL } from '../../../test/support/env.ts'
+import { cutInsideFirstCheckpoint } from '../../../test/support/run-log-files.ts'
 import { sampleCheckpoint } from '../../core/test/store/sample.ts'
 import { runMain } from './helpers.ts'
 
@@ -94,15 +95,7 @@ describe('signalbox runs (file store)', () => {
   it('reports a corrupt run by name, lists the others, and exits 1', async () => {
     const { directory, store } = await tempStore()
     await fill(store)
-    const runDir = path.join(directory, 'run_orphan')
-    const file = path.join(
-      runDir,
-      (await readdir(runDir))
-        .filter((f) => f.startsWith('rev-'))
-        .sort()
-        .at(-1) as string,
-    )
-    await writeFile(file, (await readFile(file, 'utf8')).slice(0, 30))
+    cutInsideFirstCheckpoint(directory, 'run_orphan')
 
     const result = await runMain(['runs', '--store', directory])
     expect(result.code).toBe(1)

@@ -8,17 +8,18 @@ import {
   type SerializedError,
   serializeError,
 } from '../errors.ts'
-import { type AgentEvent, deepFreeze, type ToolOutcome } from '../events.ts'
+import { deepFreeze, type ToolOutcome } from '../events.ts'
 import { decisionMismatch, rejectedDecisionAudit } from '../hitl/decision.ts'
 import { callDigest } from '../hitl/digest.ts'
 import { approveEdited, checkEditedArguments, noteEditedArguments } from '../hitl/edited-arguments.ts'
-import type { ApprovalDecision, ApprovalRequest, AuditEntry } from '../hitl/types.ts'
+import type { ApprovalDecision, ApprovalRequest } from '../hitl/types.ts'
 import type { ToolGate } from '../hooks.ts'
 import { addUsage, type ToolCall, type ToolMessage } from '../messages.ts'
 import type { ProviderResponse } from '../provider/provider.ts'
-import { eventFields, type ToolRunOutput } from './actors.ts'
+import type { ToolRunOutput } from './actors.ts'
 import type { AgentContext, CurrentCall, StopReason } from './context.ts'
 import { openCall, type PreparedCall } from './prepare-call.ts'
+import { RunEvents } from './run-events.ts'
 import type { AgentRuntime } from './runtime.ts'
 import {
   approvalDeniedText,
@@ -31,8 +32,6 @@ import {
   steeredText,
 } from './tool-result-texts.ts'
 
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
-type EventBody = DistributiveOmit<AgentEvent, 'agentId' | 'runId' | 'runPath' | 'agentPath' | 'parentRunId' | 'at'>
 type CallResult = NonNullable<CurrentCall['result']>
 
 /** Why a run stops before its next turn: too many turns, its token budget, or an outside budget. */
@@ -43,48 +42,12 @@ export type TurnLimit = 'max_turns' | 'max_tokens' | 'budget'
  * return the context update. The machine names them in `setup()`; events and audit entries are
  * written here, through the runtime. A class: one per agent definition, its methods shared.
  */
-export class MachineActions {
+export class MachineActions extends RunEvents {
   constructor(
-    readonly runtime: AgentRuntime,
+    runtime: AgentRuntime,
     readonly prepare: (call: ToolCall, offered?: readonly string[]) => PreparedCall,
-  ) {}
-
-  listening(type: AgentEvent['type']): boolean {
-    return this.runtime.events.has(type)
-  }
-
-  emit(context: AgentContext, body: EventBody): void {
-    if (!this.runtime.events.has(body.type)) return
-    this.runtime.events.emit({ ...eventFields(context.run), at: this.runtime.clock.now(), ...body } as AgentEvent)
-  }
-
-  audit(context: AgentContext, entry: Omit<AuditEntry, 'agentId' | 'runId' | 'runPath'>): void {
-    this.runtime.recordAudit({ agentId: context.run.agentId, runId: context.run.runId, runPath: context.run.runPath, ...entry })
-  }
-
-  /** Who decided what on a request, and what they were shown (the exact call). */
-  auditApproval(
-    context: AgentContext,
-    request: ApprovalRequest,
-    outcome: { kind: AuditEntry['kind']; decision: string; reason: string | undefined; actor: string; decidedAt: number },
-    extra: Partial<AuditEntry> = {},
-  ): void {
-    this.audit(context, {
-      kind: outcome.kind,
-      callId: request.callId,
-      toolName: request.toolName,
-      shown: request.arguments,
-      digest: request.digest,
-      decision: outcome.decision,
-      ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
-      actor: outcome.actor,
-      requestedAt: request.requestedAt,
-      decidedAt: outcome.decidedAt,
-      latencyMs: outcome.decidedAt - request.requestedAt,
-      // The agent's own clock, unlike a reviewer's `decidedAt`: when the call was let go (or refused).
-      releasedAt: this.runtime.clock.now(),
-      ...extra,
-    })
+  ) {
+    super(runtime)
   }
 
   /** What the model reads from a tool run: a result recorded in the ledger (a resumed call) as it was. */
@@ -156,30 +119,6 @@ export class MachineActions {
       messages: [...context.messages, message],
       usage: addUsage(context.usage, response.usage),
     }
-  }
-
-  emitModelResponse(context: AgentContext, output: ProviderResponse & { durationMs: number }): void {
-    if (!this.listening('model.response')) return
-    this.emit(context, {
-      type: 'model.response',
-      turn: context.turn,
-      message: output.message,
-      finishReason: output.finishReason,
-      ...(output.usage ? { usage: output.usage } : {}),
-      durationMs: output.durationMs,
-    })
-  }
-
-  emitModelRequest(context: AgentContext): void {
-    if (!this.runtime.events.has('model.request')) return
-    const sent = context.model.outgoing ?? { messages: context.messages, tools: this.runtime.toolSpecs }
-    this.emit(context, {
-      type: 'model.request',
-      turn: context.turn,
-      attempt: context.model.attempt,
-      messages: sent.messages,
-      tools: sent.tools.map((t) => t.name),
-    })
   }
 
   /** Schedules the next attempt of a model call that failed with a transient error. */
@@ -482,45 +421,6 @@ export class MachineActions {
   finishStep(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
     // The next turn reads only the counters, the calls and the model call, which finishing a call leaves alone.
     return Object.assign(this.finishCall(context, output), this.nextTurn(context, true))
-  }
-
-  emitToolStart(context: AgentContext): void {
-    if (!this.runtime.events.has('tool.start')) return
-    const call = this.current(context)
-    // A copy: the event is frozen, and the tool may still change its own arguments.
-    this.emit(context, {
-      type: 'tool.start',
-      callId: call.callId,
-      toolName: call.toolName,
-      arguments: structuredClone(call.args),
-    })
-  }
-
-  emitRunStart(context: AgentContext): void {
-    this.emit(context, { type: 'run.start', input: context.run.input })
-  }
-
-  emitTurnStart(context: AgentContext): void {
-    if (this.listening('turn.start')) this.emit(context, { type: 'turn.start', turn: context.turn })
-  }
-
-  emitTurnEnd(context: AgentContext): void {
-    if (this.listening('turn.end')) this.emit(context, { type: 'turn.end', turn: context.turn, toolCalls: context.calls.length })
-  }
-
-  emitRunError(context: AgentContext): void {
-    if (context.error) this.emit(context, { type: 'run.error', error: context.error })
-  }
-
-  emitRunEnd(context: AgentContext): void {
-    this.emit(context, {
-      type: 'run.end',
-      status: context.status as 'done' | 'failed' | 'cancelled',
-      ...(context.output === undefined ? {} : { output: context.output }),
-      ...(context.error ? { error: context.error } : {}),
-      turns: context.turn,
-      usage: context.usage,
-    })
   }
 
   limitError(context: AgentContext, limit: TurnLimit): SerializedError {

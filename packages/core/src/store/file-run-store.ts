@@ -1,16 +1,18 @@
 import { randomBytes } from 'node:crypto'
 import {
   closeSync,
-  existsSync,
+  constants,
+  fdatasync as fdatasyncCallback,
   fstatSync,
   fsync as fsyncCallback,
   linkSync,
   openSync,
   readSync,
+  type Stats,
   unlinkSync,
   writeSync,
 } from 'node:fs'
-import { mkdir, open, readdir, readFile, rename, rm, stat, truncate } from 'node:fs/promises'
+import { mkdir, open, readdir, rename, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { type Clock, systemClock } from '../clock.ts'
@@ -18,7 +20,15 @@ import type { Message } from '../messages.ts'
 import type { Checkpoint, StoredRun } from './checkpoint.ts'
 import { decodeCheckpoint, encodeCheckpoint } from './codec.ts'
 import { CheckpointError, RunStoreError } from './errors.ts'
-import { type AppendMessagesOptions, assembleTranscript, type MessageBatch, parseBatch } from './message-log.ts'
+import { endsWithNewline, hasLegacyRevisions, LEGACY_MESSAGES_FILE, loadLegacyRun, readLegacyBatches } from './legacy-run-dir.ts'
+import {
+  type AppendMessagesOptions,
+  assembleTranscript,
+  type MessageBatch,
+  type MessagesToAppend,
+  parseBatch,
+} from './message-log.ts'
+import { checkpointRecord, emptyChain, type LogChain, messagesRecord, RUN_LOG_HEADER, scanLog } from './run-log.ts'
 import {
   type ClaimOptions,
   claimRun,
@@ -36,37 +46,37 @@ export interface FileRunStoreOptions {
   directory: string
   clock?: Clock
   /**
-   * fsync every write (files and directories) before it counts as done. Default true: a saved
-   * checkpoint survives a power loss. With false, writes are still atomic and survive the death of
-   * the process (SIGKILL), not of the machine, at a fraction of the cost.
+   * fsync synced writes before they count as done. Default true: a synced checkpoint survives a
+   * power loss. With false, writes are still atomic and survive the death of the process
+   * (SIGKILL), not of the machine, at a fraction of the cost.
    */
   fsync?: boolean
 }
 
-const REVISION_FILE = /^rev-(\d{1,15})\.json$/
-const MESSAGES_FILE = 'messages.jsonl'
+const LOG_FILE = 'run.log'
 
 /**
- * The embedded run store: a directory, no server. Per run, `<dir>/<run>/rev-<n>.json` holds
- * the checkpoint at revision n and `messages.jsonl` the append-only transcript log.
+ * The embedded run store: a directory, no server. Per run, `<dir>/<run>/run.log` is an
+ * append-only log of its checkpoints and message batches (format and compare-and-set rule in
+ * `run-log.ts`). A save appends one record to the file that already exists, and a synced save
+ * syncs that one file: one fsync, no new file, no directory entry. A stale owner's append (a
+ * revision another process wrote first) is skipped by every reader and its writer gets
+ * `RUN_REVISION_CONFLICT`. No lock file, so a process killed at any point leaves nothing to clean
+ * up, only at worst a torn last record, which readers skip. Needs a local POSIX file system
+ * (`O_APPEND` atomic across processes, `link(2)` exclusive); not NFS.
  *
- * Compare-and-set without locks: revision n+1 is written to a temp file, fsynced, then published
- * with `link(temp, rev-<n+1>.json)`, which fails with EEXIST if any process published n+1 first
- * (link never replaces, unlike rename). Of two racing writers exactly one wins, across processes,
- * and a writer killed at any point leaves no lock behind (a lock file would need stale-lock
- * breaking, itself racy), only an unpublished temp file. A revision name is never used twice:
- * revisions older than the previous one are emptied, not removed (a removed name could be linked
- * again by a writer holding a stale revision). Loads read the highest. Needs a local POSIX file
- * system (link(2) atomic and exclusive); not NFS.
+ * Runs stored by the first layout (a file per revision) still load and resume: their first write
+ * moves them into a run log (`legacy-run-dir.ts`).
  */
 export class FileRunStore implements RunStore {
   readonly #directory: string
   readonly #clock: Clock
   readonly #fsync: boolean
-  /** Runs whose message log this process already checked for a torn last line. */
-  readonly #logsChecked = new Set<string>()
-  /** Runs whose message log has appends not yet fsynced: the next synced commit syncs it first. */
-  readonly #unsyncedLogs = new Set<string>()
+  /** Tells this process's records apart from any other writer's in a log it reads back. */
+  readonly #writerPrefix = randomBytes(6).toString('hex')
+  #writes = 0
+  /** Per run log, what this process last read or wrote of it, and of which file (see `fileIdentity`). */
+  readonly #chains = new Map<string, { file: string; chain: LogChain }>()
 
   constructor(options: FileRunStoreOptions) {
     this.#directory = path.resolve(options.directory)
@@ -75,34 +85,102 @@ export class FileRunStore implements RunStore {
   }
 
   async create(checkpoint: Checkpoint, options: { signal: AbortSignal }): Promise<number> {
-    const data = encodeCheckpoint(checkpoint)
-    const dir = this.#runDir(checkpoint.runId)
+    options.signal.throwIfAborted()
+    const runId = checkpoint.runId
+    const writer = this.#nextWriter()
+    const record = checkpointRecord(1, writer, encodeCheckpoint(checkpoint))
+    const dir = this.#runDir(runId)
     await mkdir(dir, { recursive: true })
-    if (this.#fsync) await fsyncDirectory(this.#directory)
-    return this.#commit(checkpoint.runId, data, 0, options.signal, this.#fsync)
+    if (this.#fsync) await syncPath(this.#directory)
+    if (await hasLegacyRevisions(dir)) throw conflict(runId, 0, 0)
+    // Published whole or not at all: written and synced under a temp name, then linked (which
+    // fails if the run exists: link never replaces).
+    await this.#publish(runId, dir, Buffer.concat([Buffer.from(RUN_LOG_HEADER), record.bytes]), 0, this.#fsync, options.signal)
+    return 1
   }
 
-  async save(checkpoint: Checkpoint, options: SaveOptions): Promise<number> {
+  save(checkpoint: Checkpoint, options: SaveOptions): Promise<number> {
+    return this.#save(checkpoint, options, undefined)
+  }
+
+  /** The batch's record and the checkpoint's, appended in one write (see `RunStore.saveWithMessages`). */
+  saveWithMessages(checkpoint: Checkpoint, options: SaveOptions & { messages: MessagesToAppend }): Promise<number> {
+    const { from, epoch, messages } = options.messages
+    return this.#save(checkpoint, options, { from, epoch, messages })
+  }
+
+  async #save(checkpoint: Checkpoint, options: SaveOptions, batch: MessageBatch | undefined): Promise<number> {
+    options.signal.throwIfAborted()
+    const runId = checkpoint.runId
+    const expected = options.revision
     const sync = this.#fsync && options.sync !== false
-    return this.#commit(checkpoint.runId, encodeCheckpoint(checkpoint), options.revision, options.signal, sync)
+    const writer = this.#nextWriter()
+    const record = checkpointRecord(expected + 1, writer, encodeCheckpoint(checkpoint))
+    const dir = this.#runDir(runId)
+    const file = path.join(dir, LOG_FILE)
+    const fd = openLog(file)
+    if (fd === undefined) {
+      if (batch) await this.appendMessages(runId, { ...batch, sync: false, signal: options.signal })
+      return this.#migrate(runId, dir, record, expected, sync, options.signal)
+    }
+    try {
+      const before = fstatSync(fd)
+      const known = this.#chainOf(runId, file, fd, before)
+      if (known.chain.revision !== expected) throw conflict(runId, expected, known.chain.revision)
+      options.signal.throwIfAborted()
+      const parts = batch ? [messagesRecord(JSON.stringify(batch)), record.bytes] : [record.bytes]
+      // A torn last line (a writer killed mid-append) is ended first, so this record is a line of its own.
+      if (before.size > known.chain.scanned) parts.unshift(Buffer.from('\n'))
+      const bytes = parts.length === 1 ? record.bytes : Buffer.concat(parts)
+      writeAll(fd, bytes)
+      const after = fstatSync(fd)
+      if (after.size === before.size + bytes.byteLength && before.size === known.chain.scanned) {
+        // Nothing else was appended since this process last read the log, nor during the write: the
+        // record is the next line after the chain's newest, so it is revision expected + 1.
+        const offset = after.size - record.bytes.byteLength + record.payload
+        known.chain = {
+          revision: expected + 1,
+          latest: { offset, length: after.size - 1 - offset, writer },
+          scanned: after.size,
+        }
+      } else {
+        let mine = false
+        known.chain = scanLog(runId, readRange(fd, known.chain.scanned, after.size), known.chain, {
+          onCheckpoint: (w) => {
+            if (w === writer) mine = true
+          },
+        })
+        if (!mine) throw conflict(runId, expected, known.chain.revision)
+      }
+      if (sync) await fdatasync(fd)
+      return expected + 1
+    } finally {
+      closeSync(fd)
+    }
   }
 
   async load(runId: string, options: { signal: AbortSignal }): Promise<StoredRun | undefined> {
+    options.signal.throwIfAborted()
     const dir = this.#runDir(runId)
-    for (let attempt = 0; ; attempt++) {
-      options.signal.throwIfAborted()
-      const revisions = await listRevisions(dir)
-      const revision = revisions.at(-1)
-      if (revision === undefined) return undefined
-      let data = await readFile(path.join(dir, revisionFile(revision)), { signal: options.signal })
-      // Emptied by two newer commits between listing and reading: list again.
-      if (data.byteLength === 0 && attempt < 10 && ((await listRevisions(dir)).at(-1) ?? 0) > revision) continue
-      // Still empty: an unsynced revision a power loss cut off (its name reached the disk, its data
-      // did not). The newest revision with data is the run; the CAS token stays the highest name.
-      for (let older = revisions.length - 2; data.byteLength === 0 && older >= 0; older--) {
-        data = await readFile(path.join(dir, revisionFile(revisions[older] as number)), { signal: options.signal })
+    const file = path.join(dir, LOG_FILE)
+    const fd = openLog(file, constants.O_RDONLY)
+    if (fd === undefined) return loadLegacyRun(runId, dir, options.signal)
+    try {
+      const stat = fstatSync(fd)
+      const chain = scanLog(runId, readRange(fd, 0, stat.size), emptyChain())
+      this.#chains.set(file, { file: fileIdentity(stat), chain })
+      if (chain.latest === undefined) {
+        throw new CheckpointError(
+          'CHECKPOINT_TRUNCATED',
+          runId,
+          `the run log holds no complete checkpoint (${stat.size} bytes).`,
+          { details: { size: stat.size } },
+        )
       }
-      return { checkpoint: decodeCheckpoint(runId, data), revision }
+      const payload = readRange(fd, chain.latest.offset, chain.latest.offset + chain.latest.length)
+      return { checkpoint: decodeCheckpoint(runId, payload), revision: chain.revision }
+    } finally {
+      closeSync(fd)
     }
   }
 
@@ -134,47 +212,50 @@ export class FileRunStore implements RunStore {
 
   async appendMessages(runId: string, options: AppendMessagesOptions): Promise<void> {
     options.signal.throwIfAborted()
-    const dir = this.#runDir(runId)
-    if (!existsSync(dir)) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
     const batch: MessageBatch = { from: options.from, epoch: options.epoch, messages: options.messages }
-    let line = `${JSON.stringify(batch)}\n`
-    // Small writes to the page cache are synchronous calls (microseconds; a thread-pool round trip
-    // per call cost more than the write itself); only fsync goes to the pool.
-    const fd = openSync(path.join(dir, MESSAGES_FILE), 'a+')
+    const json = JSON.stringify(batch)
+    const dir = this.#runDir(runId)
+    const file = path.join(dir, LOG_FILE)
+    const sync = this.#fsync && options.sync !== false
+    const fd = openLog(file)
+    if (fd === undefined) return this.#appendLegacy(runId, dir, json, sync)
     try {
-      if (!this.#logsChecked.has(dir)) {
-        // A process killed mid-append may have left a partial last line: end it, so this batch
-        // starts on its own line (the fragment is then skipped as a torn write).
-        const { size } = fstatSync(fd)
-        if (size > 0) {
-          const last = Buffer.alloc(1)
-          readSync(fd, last, 0, 1, size - 1)
-          if (last[0] !== 0x0a) line = `\n${line}`
-        }
-        this.#logsChecked.add(dir)
+      const before = fstatSync(fd)
+      const known = this.#chainOf(runId, file, fd, before)
+      const record = messagesRecord(json)
+      const bytes = before.size > known.chain.scanned ? Buffer.concat([Buffer.from('\n'), record]) : record
+      writeAll(fd, bytes)
+      // A batch does not move the chain: only keep the fast path of the next save (nothing unread).
+      const after = fstatSync(fd)
+      if (after.size === before.size + bytes.byteLength && before.size === known.chain.scanned) {
+        known.chain = { ...known.chain, scanned: after.size }
       }
-      writeAll(fd, line)
-      if (this.#fsync && options.sync !== false) {
-        await fsyncFd(fd)
-        this.#unsyncedLogs.delete(dir)
-      } else if (this.#fsync) this.#unsyncedLogs.add(dir)
+      if (sync) await fdatasync(fd)
     } finally {
       closeSync(fd)
     }
   }
 
   async readMessages(runId: string, options: { length: number; signal: AbortSignal }): Promise<Message[]> {
-    let text = ''
-    try {
-      text = await readFile(path.join(this.#runDir(runId), MESSAGES_FILE), { encoding: 'utf8', signal: options.signal })
-    } catch (error) {
-      if (!isCode(error, 'ENOENT')) throw error
-    }
+    options.signal.throwIfAborted()
+    const dir = this.#runDir(runId)
+    const fd = openLog(path.join(dir, LOG_FILE), constants.O_RDONLY)
+    if (fd === undefined) return assembleTranscript(runId, await readLegacyBatches(runId, dir, options.signal), options.length)
     const batches: MessageBatch[] = []
-    for (const line of text.split('\n')) {
-      if (line.trim() === '') continue
-      const batch = parseBatch(runId, line)
-      if (batch !== undefined) batches.push(batch)
+    try {
+      scanLog(runId, readRange(fd, 0, fstatSync(fd).size), emptyChain(), {
+        onBatch: (payload) => {
+          const batch = parseBatch(runId, payload.toString('utf8'))
+          if (batch === undefined) {
+            throw new CheckpointError('CHECKPOINT_INVALID_JSON', runId, 'a message-log entry is not valid JSON.', {
+              details: { sample: payload.toString('utf8', 0, 200) },
+            })
+          }
+          batches.push(batch)
+        },
+      })
+    } finally {
+      closeSync(fd)
     }
     return assembleTranscript(runId, batches, options.length)
   }
@@ -190,9 +271,8 @@ export class FileRunStore implements RunStore {
       if (isCode(error, 'ENOENT')) return
       throw error
     }
-    this.#logsChecked.delete(dir)
-    this.#unsyncedLogs.delete(dir)
-    if (this.#fsync) await fsyncDirectory(this.#directory)
+    this.#chains.delete(path.join(dir, LOG_FILE))
+    if (this.#fsync) await syncPath(this.#directory)
     await rm(trash, { recursive: true, force: true })
   }
 
@@ -200,38 +280,64 @@ export class FileRunStore implements RunStore {
     return path.join(this.#directory, runKey(runId))
   }
 
-  async #commit(runId: string, data: string, expected: number, signal: AbortSignal, sync: boolean): Promise<number> {
-    signal.throwIfAborted()
-    const dir = this.#runDir(runId)
-    if (expected > 0 && !existsSync(path.join(dir, revisionFile(expected)))) {
-      // Never written here: the run is gone, or was deleted and created anew since it was read.
-      const current = (await listRevisions(dir)).at(-1)
-      if (current === undefined) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
-      throw conflict(runId, expected, current)
+  #nextWriter(): string {
+    this.#writes++
+    return `${this.#writerPrefix}.${this.#writes.toString(36)}`
+  }
+
+  /**
+   * The chain of an open log as of `stat`: what this process knew of it, brought up to date by
+   * reading only what was appended since (all of it when the file is new to this process or was
+   * replaced: the run deleted and created anew).
+   */
+  #chainOf(runId: string, file: string, fd: number, stat: Stats): { file: string; chain: LogChain } {
+    let known = this.#chains.get(file)
+    const identity = fileIdentity(stat)
+    if (known === undefined || known.file !== identity || known.chain.scanned > stat.size) {
+      known = { file: identity, chain: emptyChain() }
+      this.#chains.set(file, known)
     }
-    const next = expected + 1
-    // The messages this checkpoint counts are durable before it is published. Both fsyncs run at
-    // once: the file system can commit them together (one journal commit instead of two).
-    const logSynced = sync && this.#unsyncedLogs.has(dir) ? syncFile(path.join(dir, MESSAGES_FILE)) : undefined
-    logSynced?.catch(() => {})
+    if (stat.size > known.chain.scanned) {
+      known.chain = scanLog(runId, readRange(fd, known.chain.scanned, stat.size), known.chain)
+    }
+    return known
+  }
+
+  /** Writes `content` as the run's log if there is none yet (temp file, synced, then linked). */
+  async #publish(
+    runId: string,
+    dir: string,
+    content: Buffer,
+    expected: number,
+    sync: boolean,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const file = path.join(dir, LOG_FILE)
     const temp = path.join(dir, `.tmp-${randomBytes(8).toString('hex')}`)
     const fd = openSync(temp, 'wx')
     try {
-      writeAll(fd, data)
-      if (sync) await fsyncFd(fd)
+      writeAll(fd, content)
+      if (sync) await fsync(fd)
     } finally {
       closeSync(fd)
     }
-    if (logSynced) {
-      await logSynced
-      this.#unsyncedLogs.delete(dir)
-    }
     try {
       signal.throwIfAborted()
-      linkSync(temp, path.join(dir, revisionFile(next)))
+      linkSync(temp, file)
     } catch (error) {
-      if (isCode(error, 'EEXIST')) throw conflict(runId, expected, (await listRevisions(dir)).at(-1) ?? next)
-      throw error
+      if (!isCode(error, 'EEXIST')) throw error
+      const fd = openLog(file, constants.O_RDONLY)
+      let actual = expected + 1
+      if (fd !== undefined) {
+        try {
+          actual = scanLog(runId, readRange(fd, 0, fstatSync(fd).size), emptyChain()).revision
+        } catch {
+          // Unreadable: the conflict is what this writer needs to know.
+        } finally {
+          closeSync(fd)
+        }
+      }
+      throw conflict(runId, expected, actual)
     } finally {
       try {
         unlinkSync(temp)
@@ -239,13 +345,58 @@ export class FileRunStore implements RunStore {
         // A leftover temp file is harmless (never read).
       }
     }
-    if (!sync) return next
-    await fsyncDirectory(dir)
-    // Keep this revision and the previous one readable; empty the ones before (their names stay).
-    // Only once this one is synced: until then the last synced revision is what a power loss leaves.
-    await emptyOlder(dir, next - 2)
-    return next
+    this.#chains.delete(file)
+    if (sync) await syncPath(dir)
   }
+
+  /**
+   * The first write to a run of the first layout: its log is created holding the run's message
+   * batches and this checkpoint (revision expected + 1), so the run goes on in the new layout.
+   */
+  async #migrate(
+    runId: string,
+    dir: string,
+    record: { bytes: Buffer },
+    expected: number,
+    sync: boolean,
+    signal: AbortSignal,
+  ): Promise<number> {
+    const stored = await loadLegacyRun(runId, dir, signal)
+    if (stored === undefined) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
+    if (stored.revision !== expected) throw conflict(runId, expected, stored.revision)
+    const batches = await readLegacyBatches(runId, dir, signal)
+    const content = Buffer.concat([
+      Buffer.from(RUN_LOG_HEADER),
+      ...batches.map((batch) => messagesRecord(JSON.stringify(batch))),
+      record.bytes,
+    ])
+    await this.#publish(runId, dir, content, expected, sync, signal)
+    return expected + 1
+  }
+
+  /** A batch for a run of the first layout not yet written to since (it joins its messages file). */
+  async #appendLegacy(runId: string, dir: string, json: string, sync: boolean): Promise<void> {
+    if (!(await hasLegacyRevisions(dir))) {
+      throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
+    }
+    const file = path.join(dir, LEGACY_MESSAGES_FILE)
+    const line = `${endsWithNewline(file) ? '' : '\n'}${json}\n`
+    const fd = openSync(file, 'a')
+    try {
+      writeAll(fd, Buffer.from(line))
+      if (sync) await fsync(fd)
+    } finally {
+      closeSync(fd)
+    }
+  }
+}
+
+/**
+ * Which file a log is: its inode and its birth time, so a run deleted and created anew by another
+ * process is never taken for the log this process read (a freed inode number is soon reused).
+ */
+function fileIdentity(stat: Stats): string {
+  return `${stat.dev}:${stat.ino}:${stat.birthtimeMs}`
 }
 
 function conflict(runId: string, expected: number, actual: number): RunStoreError {
@@ -260,52 +411,43 @@ function conflict(runId: string, expected: number, actual: number): RunStoreErro
   )
 }
 
-const revisionFile = (revision: number) => `rev-${revision}.json`
+const fsync = promisify(fsyncCallback)
+// The log only grows: fdatasync syncs its data and its size, not its times (one journal commit).
+const fdatasync = promisify(fdatasyncCallback)
 
-const fsyncFd = promisify(fsyncCallback)
+/**
+ * Opens a run's log (appending, by default); undefined when it does not exist. Small reads and
+ * writes of the page cache are synchronous calls (microseconds; a thread-pool round trip per call
+ * cost more than the call itself); only the fsync goes to the pool.
+ */
+function openLog(file: string, flags = constants.O_RDWR | constants.O_APPEND): number | undefined {
+  try {
+    return openSync(file, flags)
+  } catch (error) {
+    if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR')) return undefined
+    throw error
+  }
+}
 
 /** `writeSync` until every byte is written. */
-function writeAll(fd: number, text: string): void {
-  const bytes = Buffer.from(text, 'utf8')
+function writeAll(fd: number, bytes: Buffer): void {
   for (let offset = 0; offset < bytes.byteLength; ) offset += writeSync(fd, bytes, offset)
 }
 
-/** Empties revision `from` and the ones below it that still hold data (unsynced commits left them). */
-async function emptyOlder(dir: string, from: number): Promise<void> {
-  for (let revision = from; revision >= 1; revision--) {
-    const file = path.join(dir, revisionFile(revision))
-    const size = await stat(file).then(
-      (s) => s.size,
-      () => 0,
-    )
-    if (size === 0) return
-    await truncate(file).catch(() => {})
+/** The bytes of `[from, to)` (fewer if the file is shorter). */
+function readRange(fd: number, from: number, to: number): Buffer {
+  const bytes = Buffer.allocUnsafe(Math.max(0, to - from))
+  let read = 0
+  while (read < bytes.byteLength) {
+    const n = readSync(fd, bytes, read, bytes.byteLength - read, from + read)
+    if (n === 0) break
+    read += n
   }
+  return read === bytes.byteLength ? bytes : bytes.subarray(0, read)
 }
 
-/** Revision numbers present in a run directory, ascending; [] when the directory is missing. */
-async function listRevisions(dir: string): Promise<number[]> {
-  let entries: string[]
-  try {
-    entries = await readdir(dir)
-  } catch (error) {
-    if (isCode(error, 'ENOENT')) return []
-    throw error
-  }
-  const revisions: number[] = []
-  for (const entry of entries) {
-    const match = REVISION_FILE.exec(entry)
-    if (match) revisions.push(Number(match[1]))
-  }
-  return revisions.sort((a, b) => a - b)
-}
-
-/** Makes a directory entry (a new file, a rename) durable: fsync the directory itself. */
-async function fsyncDirectory(dir: string): Promise<void> {
-  await syncFile(dir)
-}
-
-async function syncFile(file: string): Promise<void> {
+/** Makes a file's data, or a directory's entries (a new file, a rename), durable. */
+async function syncPath(file: string): Promise<void> {
   const handle = await open(file, 'r')
   try {
     await handle.sync()

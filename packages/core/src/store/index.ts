@@ -27,7 +27,13 @@ export {
   startCall,
 } from './ledger.ts'
 export { MemoryRunStore } from './memory-run-store.ts'
-export { type AppendMessagesOptions, assembleTranscript, type MessageBatch, parseBatch } from './message-log.ts'
+export {
+  type AppendMessagesOptions,
+  assembleTranscript,
+  type MessageBatch,
+  type MessagesToAppend,
+  parseBatch,
+} from './message-log.ts'
 export type { ResumeAllResult, ResumeOptions } from './resume-all.ts'
 export {
   type ClaimOptions,

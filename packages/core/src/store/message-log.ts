@@ -41,6 +41,9 @@ export interface MessageBatch {
   messages: Message[]
 }
 
+/** A batch to append (see `AppendMessagesOptions`), as `RunStore.saveWithMessages` takes it. */
+export type MessagesToAppend = Pick<AppendMessagesOptions, 'from' | 'epoch' | 'messages'>
+
 export interface AppendMessagesOptions {
   /** Index of the first message (the transcript length before these messages). */
   from: number

@@ -17,6 +17,8 @@ import type { RunStore } from './run-store.ts'
 export interface JournaledActor {
   getSnapshot(): JournaledSnapshot
   getPersistedSnapshot(): unknown
+  /** The actor's logic (an XState actor's machine): lets the journal persist a snapshot without its transcript. */
+  logic?: { getPersistedSnapshot(snapshot: never): unknown }
 }
 
 export interface JournaledSnapshot {
@@ -77,6 +79,8 @@ export class RunJournal {
   #queued: Promise<void> | undefined
   /** Whether the queued save must be synced (one request that needs it is enough). */
   #queuedSync = false
+  /** Starts the queued unsynced save now instead of after its grace (see `#defer`). */
+  #startDeferred: (() => void) | undefined
   #tail: Promise<void> = Promise.resolve()
   #failure: unknown
   #finished = false
@@ -140,17 +144,43 @@ export class RunJournal {
    */
   save(options: { sync?: boolean } = {}): Promise<void> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure)
-    if (options.sync !== false) this.#queuedSync = true
+    if (options.sync !== false) {
+      this.#queuedSync = true
+      // A synced request does not wait out the grace of the unsynced one it joins.
+      this.#startDeferred?.()
+    }
     if (this.#queued) return this.#queued
-    const queued = this.#tail.then(() => {
-      this.#queued = undefined
-      const sync = this.#queuedSync
-      this.#queuedSync = false
-      return this.#write(sync)
-    })
+    const queued = this.#tail
+      .then(() => (this.#queuedSync ? undefined : this.#defer()))
+      .then(() => {
+        this.#queued = undefined
+        const sync = this.#queuedSync
+        this.#queuedSync = false
+        return this.#write(sync)
+      })
     this.#queued = queued
     this.#tail = queued.catch(() => {})
     return queued
+  }
+
+  /**
+   * An unsynced save waits one turn of the event loop before it starts, so the synced save that
+   * usually follows at once joins it: a model reply that asks for a tool is stored by the blocking
+   * save before the tool (one write, not two), and a tool's result and its transcript message go in
+   * one write. Nothing waits on an unsynced save for its safety, so the delay costs nothing.
+   */
+  #defer(): Promise<void> {
+    return new Promise((resolve) => {
+      const immediate = setImmediate(() => {
+        this.#startDeferred = undefined
+        resolve()
+      })
+      this.#startDeferred = () => {
+        clearImmediate(immediate)
+        this.#startDeferred = undefined
+        resolve()
+      }
+    })
   }
 
   /**
@@ -245,7 +275,7 @@ export class RunJournal {
     // Everything the checkpoint holds is taken now, at one instant, so it is consistent.
     const state: CapturedState = {
       snapshot,
-      persisted: actor.getPersistedSnapshot() as PersistedSnapshot,
+      persisted: persistedWithoutTranscript(actor, snapshot),
       ledger: this.#ledger,
       applied: this.#applied,
       questions: this.#questions,
@@ -255,19 +285,25 @@ export class RunJournal {
       // appended (a crash in between leaves a run that fails to resume with RUN_TRANSCRIPT_GAP).
       const created = this.#revision === undefined
       if (created) this.#revision = await store.create(this.#checkpoint(state, length), { signal })
-      if (length > this.#persistedLength) {
-        await store.appendMessages(runId, {
-          from: this.#persistedLength,
-          epoch: this.#epoch,
-          messages: messages.slice(this.#persistedLength),
-          sync,
-          signal,
-        })
-      }
+      const batch =
+        length > this.#persistedLength
+          ? { from: this.#persistedLength, epoch: this.#epoch, messages: messages.slice(this.#persistedLength) }
+          : undefined
       const finished = snapshot.status !== 'active'
-      if (!created) {
+      if (created) {
+        // A new run's checkpoint is written already: its first messages are synced on their own.
+        if (batch) await store.appendMessages(runId, { ...batch, sync, signal })
+      } else {
         const checkpoint = this.#checkpoint(state, length)
-        this.#revision = await store.save(checkpoint, { revision: this.#revision as number, sync, signal })
+        const revision = this.#revision as number
+        if (batch && store.saveWithMessages) {
+          // One write: the messages, then the checkpoint that counts them.
+          this.#revision = await store.saveWithMessages(checkpoint, { revision, sync, signal, messages: batch })
+        } else {
+          // The checkpoint's synced save makes the messages durable with it (one round of fsyncs).
+          if (batch) await store.appendMessages(runId, { ...batch, sync: false, signal })
+          this.#revision = await store.save(checkpoint, { revision, sync, signal })
+        }
       }
       this.#persistedLength = length
       if (finished) this.close()
@@ -347,6 +383,17 @@ function finishedRun(snapshot: JournaledSnapshot): boolean {
 interface PersistedSnapshot {
   context: Record<string, unknown>
   children?: Record<string, { snapshot?: { input?: { messages?: unknown } } }>
+}
+
+/**
+ * XState's persisted snapshot, the context's transcript left out before XState walks the context
+ * for actor references: that walk is O(transcript) per checkpoint (O(n²) over a run) for messages
+ * that are stored in the log anyway.
+ */
+function persistedWithoutTranscript(actor: JournaledActor, snapshot: JournaledSnapshot): PersistedSnapshot {
+  if (actor.logic === undefined) return actor.getPersistedSnapshot() as PersistedSnapshot
+  const lean = { ...snapshot, context: { ...snapshot.context, messages: [] } }
+  return actor.logic.getPersistedSnapshot(lean as never) as PersistedSnapshot
 }
 
 /** The persisted snapshot without the transcript: the context's messages and the children's copies are references to the log. */

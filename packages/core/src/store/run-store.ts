@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts'
 import type { Message } from '../messages.ts'
 import type { Checkpoint, StoredRun, StoredRunStatus } from './checkpoint.ts'
 import { type CheckpointError, RunStoreError } from './errors.ts'
-import type { AppendMessagesOptions } from './message-log.ts'
+import type { AppendMessagesOptions, MessagesToAppend } from './message-log.ts'
 
 /**
  * Where runs are kept between processes. Every write is a compare-and-set on the run's revision,
@@ -22,6 +22,12 @@ export interface RunStore {
   claim(runId: string, options: ClaimOptions): Promise<StoredRun>
   /** Appends messages to the run's transcript log (append-only, never rewritten). */
   appendMessages(runId: string, options: AppendMessagesOptions): Promise<void>
+  /**
+   * Optional: `appendMessages` of `messages` then `save`, in one write, for a store that can do
+   * both at once (the file store: one append to the run's log instead of two). Same outcome and
+   * errors as the two calls; a store without it gets the two calls.
+   */
+  saveWithMessages?(checkpoint: Checkpoint, options: SaveOptions & { messages: MessagesToAppend }): Promise<number>
   /** The first `length` messages of the transcript (what a checkpoint's `transcript.length` counts). */
   readMessages(runId: string, options: { length: number; signal: AbortSignal }): Promise<Message[]>
   /** Removes the run, its checkpoint and its message log. No-op when absent. */

@@ -1,9 +1,18 @@
-import { appendFile, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { z } from 'zod'
 import { startCrashChild } from '../../../../test/support/crash-harness.ts'
-import { CheckpointError, FileRunStore, runKey } from '../../src/store/index.ts'
+import {
+  checkpointLines,
+  cutInsideFirstCheckpoint,
+  rewriteLatestCheckpoint,
+  runLogFile,
+} from '../../../../test/support/run-log-files.ts'
+import { createAgent, tool } from '../../src/index.ts'
+import { type Checkpoint, CheckpointError, FileRunStore } from '../../src/store/index.ts'
+import { ScriptedProvider } from '../../src/testing/index.ts'
 import { describeRunStoreConformance, errorOf, expectStoreError } from './conformance.ts'
 import { type ClaimResult, race } from './racers.ts'
 import { sampleCheckpoint } from './sample.ts'
@@ -32,44 +41,35 @@ describeRunStoreConformance('file (fsync: false)', async ({ clock }) => {
   return { store: new FileRunStore({ directory, clock, fsync: false }), cleanup: async () => {} }
 })
 
-/** The directory holding a run's files, and its current checkpoint file. */
-async function checkpointFile(directory: string, runId: string): Promise<string> {
-  const dir = path.join(directory, runKey(runId))
-  const revisions = (await readdir(dir)).filter((name) => name.startsWith('rev-'))
-  revisions.sort((a, b) => Number(a.slice(4, -5)) - Number(b.slice(4, -5)))
-  return path.join(dir, revisions.at(-1) as string)
-}
-
 describe('FileRunStore on disk', () => {
-  it('reports a truncated checkpoint naming the run, and still lists the other runs', async () => {
+  it('reports a log with no complete checkpoint as truncated, naming the run, and still lists the other runs', async () => {
     const directory = await tempDir()
     const store = new FileRunStore({ directory })
     await store.create(sampleCheckpoint({ runId: 'run_good' }), { signal: signal() })
     await store.create(sampleCheckpoint({ runId: 'run_cut' }), { signal: signal() })
-    const file = await checkpointFile(directory, 'run_cut')
-    const text = await readFile(file, 'utf8')
-    await writeFile(file, text.slice(0, text.length - 40))
+    cutInsideFirstCheckpoint(directory, 'run_cut')
 
     const error = await errorOf(store.load('run_cut', { signal: signal() }))
     expect(error).toBeInstanceOf(CheckpointError)
     expect((error as CheckpointError).code).toBe('CHECKPOINT_TRUNCATED')
     expect((error as CheckpointError).runId).toBe('run_cut')
-    expect((error as Error).message).toMatch(/^Run "run_cut": the stored checkpoint is truncated/)
+    expect((error as Error).message).toMatch(/^Run "run_cut": the run log holds no complete checkpoint/)
 
     const listing = await store.list({ signal: signal() })
     expect(listing.runs.map((run) => run.checkpoint.runId)).toEqual(['run_good'])
     expect(listing.errors.map((e) => [e.runId, e.code])).toEqual([['run_cut', 'CHECKPOINT_TRUNCATED']])
   })
 
-  it('reports garbage and an unknown schema version naming the run', async () => {
+  it('reports garbage, an unknown schema version and an unknown log format naming the run', async () => {
     const directory = await tempDir()
     const store = new FileRunStore({ directory })
-    await store.create(sampleCheckpoint({ runId: 'run_junk' }), { signal: signal() })
-    await store.create(sampleCheckpoint({ runId: 'run_future' }), { signal: signal() })
-    await store.create(sampleCheckpoint({ runId: 'run_fine' }), { signal: signal() })
-    await writeFile(await checkpointFile(directory, 'run_junk'), 'not json at all')
-    const future = await checkpointFile(directory, 'run_future')
-    await writeFile(future, JSON.stringify({ ...JSON.parse(await readFile(future, 'utf8')), v: 7 }))
+    for (const runId of ['run_junk', 'run_future', 'run_format', 'run_fine']) {
+      await store.create(sampleCheckpoint({ runId }), { signal: signal() })
+    }
+    rewriteLatestCheckpoint(directory, 'run_junk', () => 'not json at all')
+    rewriteLatestCheckpoint(directory, 'run_future', (json) => JSON.stringify({ ...JSON.parse(json), v: 7 }))
+    const format = runLogFile(directory, 'run_format')
+    await writeFile(format, (await readFile(format, 'utf8')).replace('signalbox-run-log 1', 'signalbox-run-log 2'))
 
     const listing = await store.list({ signal: signal() })
     expect(listing.runs.map((run) => run.checkpoint.runId)).toEqual(['run_fine'])
@@ -77,34 +77,32 @@ describe('FileRunStore on disk', () => {
     expect(byRun.run_junk?.code).toBe('CHECKPOINT_INVALID_JSON')
     expect(byRun.run_future?.code).toBe('CHECKPOINT_UNSUPPORTED_VERSION')
     expect(byRun.run_future?.message).toContain('Run "run_future": checkpoint schema version 7 is not supported')
+    expect(byRun.run_format?.code).toBe('CHECKPOINT_UNSUPPORTED_VERSION')
+    expect(byRun.run_format?.message).toContain('Run "run_format": the run log is in format "signalbox-run-log 2"')
   })
 
-  it('keeps two revisions readable, empties older ones without reusing their names, leaves no temp files', async () => {
+  it('keeps one append-only log per run, no temp files; a writer holding an old revision is fenced', async () => {
     const directory = await tempDir()
     const store = new FileRunStore({ directory })
     let revision = await store.create(sampleCheckpoint({ runId: 'run_gc' }), { signal: signal() })
     for (let i = 0; i < 5; i++) revision = await store.save(sampleCheckpoint({ runId: 'run_gc' }), { revision, signal: signal() })
-    const dir = path.join(directory, 'run_gc')
-    const sizes = Object.fromEntries(
-      await Promise.all((await readdir(dir)).map(async (name) => [name, (await stat(path.join(dir, name))).size] as const)),
-    )
-    expect(Object.keys(sizes).sort()).toEqual([
-      'rev-1.json',
-      'rev-2.json',
-      'rev-3.json',
-      'rev-4.json',
-      'rev-5.json',
-      'rev-6.json',
-    ])
-    expect([1, 2, 3, 4].map((n) => sizes[`rev-${n}.json`])).toEqual([0, 0, 0, 0])
-    expect(sizes['rev-5.json']).toBeGreaterThan(0)
-    // A writer still holding revision 2 cannot publish over the emptied history.
+    expect(await readdir(path.join(directory, 'run_gc'))).toEqual(['run.log'])
+    expect(checkpointLines(runLogFile(directory, 'run_gc'))).toHaveLength(6)
     expectStoreError(
       await errorOf(store.save(sampleCheckpoint({ runId: 'run_gc' }), { revision: 2, signal: signal() })),
       'RUN_REVISION_CONFLICT',
       'run_gc',
     )
-    expect((await store.load('run_gc', { signal: signal() }))?.revision).toBe(6)
+    // Another process that read revision 6 before this one wrote 7 loses, and its record is never read.
+    const other = new FileRunStore({ directory })
+    expect((await other.load('run_gc', { signal: signal() }))?.revision).toBe(6)
+    await store.save(sampleCheckpoint({ runId: 'run_gc', status: 'done' }), { revision: 6, signal: signal() })
+    expectStoreError(
+      await errorOf(other.save(sampleCheckpoint({ runId: 'run_gc', status: 'failed' }), { revision: 6, signal: signal() })),
+      'RUN_REVISION_CONFLICT',
+      'run_gc',
+    )
+    expect(await other.load('run_gc', { signal: signal() })).toMatchObject({ revision: 7, checkpoint: { status: 'done' } })
   })
 
   it('refuses a revision from a deleted incarnation of the run', async () => {
@@ -123,13 +121,33 @@ describe('FileRunStore on disk', () => {
     expect(await store.load('run_again', { signal: signal() })).toMatchObject({ revision: 1, checkpoint: { status: 'running' } })
   })
 
+  it('skips a torn last checkpoint record: the run loads at the revision before, and writing goes on from there', async () => {
+    const directory = await tempDir()
+    const store = new FileRunStore({ directory })
+    let revision = await store.create(sampleCheckpoint({ runId: 'run_torn' }), { signal: signal() })
+    revision = await store.save(sampleCheckpoint({ runId: 'run_torn', status: 'running' }), { revision, signal: signal() })
+    revision = await store.save(sampleCheckpoint({ runId: 'run_torn', status: 'done' }), { revision, signal: signal() })
+    // The process died in the middle of appending revision 3.
+    const file = runLogFile(directory, 'run_torn')
+    const last = checkpointLines(file).at(-1) as { start: number; end: number }
+    await truncate(file, last.end - 30)
+
+    const resumed = new FileRunStore({ directory })
+    expect(await resumed.load('run_torn', { signal: signal() })).toMatchObject({ revision: 2, checkpoint: { status: 'running' } })
+    revision = await resumed.save(sampleCheckpoint({ runId: 'run_torn', status: 'cancelled' }), { revision: 2, signal: signal() })
+    expect(revision).toBe(3)
+    expect(await store.load('run_torn', { signal: signal() })).toMatchObject({ revision: 3, checkpoint: { status: 'cancelled' } })
+    // The torn fragment stays a line of its own, never glued to the record after it.
+    expect((await readFile(file, 'utf8')).split('\n').filter((line) => line.startsWith('C '))).toHaveLength(4)
+  })
+
   it('skips a torn last line of the message log and appends after it on a line of its own', async () => {
     const directory = await tempDir()
     const store = new FileRunStore({ directory })
     await store.create(sampleCheckpoint({ runId: 'run_torn' }), { signal: signal() })
     await store.appendMessages('run_torn', { from: 0, epoch: 1, messages: [{ role: 'user', content: 'hi' }], signal: signal() })
     // The process died in the middle of writing the next batch.
-    await appendFile(path.join(directory, 'run_torn', 'messages.jsonl'), '{"from":1,"epoch":1,"messages":[{"role":"assis')
+    await appendFile(runLogFile(directory, 'run_torn'), 'M 60 {"from":1,"epoch":1,"messages":[{"role":"assis')
     const resumed = new FileRunStore({ directory })
     expect(await resumed.readMessages('run_torn', { length: 1, signal: signal() })).toEqual([{ role: 'user', content: 'hi' }])
     await resumed.appendMessages('run_torn', {
@@ -142,16 +160,82 @@ describe('FileRunStore on disk', () => {
       { role: 'user', content: 'hi' },
       { role: 'assistant', content: 'again' },
     ])
+    expect((await resumed.load('run_torn', { signal: signal() }))?.revision).toBe(1)
   })
 
   it('reports a message-log entry that parses but is not a batch, naming the run', async () => {
     const directory = await tempDir()
     const store = new FileRunStore({ directory })
     await store.create(sampleCheckpoint({ runId: 'run_badlog' }), { signal: signal() })
-    await writeFile(path.join(directory, 'run_badlog', 'messages.jsonl'), '{"from":0,"epoch":1,"messages":[{"role":"wizard"}]}\n')
+    const batch = '{"from":0,"epoch":1,"messages":[{"role":"wizard"}]}'
+    await appendFile(runLogFile(directory, 'run_badlog'), `M ${Buffer.byteLength(batch)} ${batch}\n`)
     const error = await errorOf(store.readMessages('run_badlog', { length: 1, signal: signal() }))
     expect((error as CheckpointError).code).toBe('CHECKPOINT_INVALID')
     expect((error as CheckpointError).runId).toBe('run_badlog')
+  })
+
+  it('loads a run stored in the first layout (a file per revision) and moves it to a log at its first write', async () => {
+    const directory = await tempDir()
+    const dir = path.join(directory, 'run_old')
+    await mkdir(dir)
+    // As the first layout left it: older revisions emptied, the newest two kept, the transcript beside.
+    await writeFile(path.join(dir, 'rev-1.json'), '')
+    await writeFile(path.join(dir, 'rev-2.json'), JSON.stringify(sampleCheckpoint({ runId: 'run_old', status: 'running' })))
+    await writeFile(path.join(dir, 'rev-3.json'), JSON.stringify(sampleCheckpoint({ runId: 'run_old' })))
+    const batches = [
+      { from: 0, epoch: 1, messages: [{ role: 'user', content: 'hi' }] },
+      {
+        from: 1,
+        epoch: 1,
+        messages: [
+          { role: 'assistant', content: 'hello' },
+          { role: 'user', content: 'go' },
+        ],
+      },
+    ]
+    await writeFile(path.join(dir, 'messages.jsonl'), `${batches.map((b) => JSON.stringify(b)).join('\n')}\n`)
+    const store = new FileRunStore({ directory })
+    expect(await store.load('run_old', { signal: signal() })).toMatchObject({ revision: 3, checkpoint: { status: 'waiting' } })
+    const transcript = await store.readMessages('run_old', { length: 3, signal: signal() })
+    expect(transcript.map((m) => m.content)).toEqual(['hi', 'hello', 'go'])
+    expect((await store.list({ signal: signal() })).runs.map((run) => run.revision)).toEqual([3])
+
+    // Resumed: the claim is the first write. A second process that read the same revision loses.
+    const claimed = await store.claim('run_old', { owner: 'host-b', leaseMs: 1_000, signal: signal() })
+    expect(claimed.revision).toBe(4)
+    expectStoreError(
+      await errorOf(
+        new FileRunStore({ directory }).save(sampleCheckpoint({ runId: 'run_old' }), { revision: 3, signal: signal() }),
+      ),
+      'RUN_REVISION_CONFLICT',
+      'run_old',
+    )
+    expect(await readdir(dir)).toContain('run.log')
+    const reread = new FileRunStore({ directory })
+    expect(await reread.load('run_old', { signal: signal() })).toMatchObject({
+      revision: 4,
+      checkpoint: { lease: { owner: 'host-b' } },
+    })
+    expect((await reread.readMessages('run_old', { length: 3, signal: signal() })).map((m) => m.content)).toEqual([
+      'hi',
+      'hello',
+      'go',
+    ])
+    await reread.appendMessages('run_old', { from: 3, epoch: 1, messages: [{ role: 'user', content: 'on' }], signal: signal() })
+    await reread.save(sampleCheckpoint({ runId: 'run_old', transcript: { length: 4 } }), { revision: 4, signal: signal() })
+    expect((await reread.readMessages('run_old', { length: 4, signal: signal() })).at(-1)?.content).toBe('on')
+  })
+
+  it('reports a run of the first layout whose checkpoint is unreadable, naming the run', async () => {
+    const directory = await tempDir()
+    await mkdir(path.join(directory, 'run_old_cut'))
+    await writeFile(
+      path.join(directory, 'run_old_cut', 'rev-1.json'),
+      JSON.stringify(sampleCheckpoint({ runId: 'run_old_cut' })).slice(0, 40),
+    )
+    const error = await errorOf(new FileRunStore({ directory }).load('run_old_cut', { signal: signal() }))
+    expect((error as CheckpointError).code).toBe('CHECKPOINT_TRUNCATED')
+    expect((error as CheckpointError).runId).toBe('run_old_cut')
   })
 })
 
@@ -189,7 +273,7 @@ describe('FileRunStore across processes', () => {
     expectStoreError(await errorOf(store.save(base, { revision: 40, signal: signal() })), 'RUN_REVISION_CONFLICT', 'run_count')
   })
 
-  it.each(['fsync', 'no-fsync'])(
+  it.each(['fsync', 'no-fsync', 'big'])(
     'a writer (%s) killed with SIGKILL mid-stream leaves its last acknowledged checkpoint and transcript readable',
     async (mode) => {
       const directory = await tempDir()
@@ -222,6 +306,95 @@ describe('FileRunStore across processes', () => {
         role: 'user',
         content: 'after',
       })
+      // Its checkpoint follows a torn record, if the kill left one, on a line of its own.
+      const claimed = await store.load('run_killed', { signal: signal() })
+      const next = await store.save(
+        { ...(claimed?.checkpoint as Checkpoint), transcript: { length: length + 1 } },
+        { revision: claimed?.revision as number, signal: signal() },
+      )
+      expect(await new FileRunStore({ directory }).load('run_killed', { signal: signal() })).toMatchObject({
+        revision: next,
+        checkpoint: { transcript: { length: length + 1 }, lease: { owner: 'next-host' } },
+      })
     },
   )
+})
+
+describe('FileRunStore: messages and checkpoint in one write', () => {
+  it('saveWithMessages appends the batch and the checkpoint that counts it; a stale revision writes neither', async () => {
+    const directory = await tempDir()
+    const store = new FileRunStore({ directory })
+    const revision = await store.create(sampleCheckpoint({ runId: 'run_one', transcript: { length: 0 } }), { signal: signal() })
+    const file = runLogFile(directory, 'run_one')
+    const lines = async () => (await readFile(file, 'utf8')).split('\n').filter(Boolean).length
+    const before = await lines()
+    const next = await store.saveWithMessages(sampleCheckpoint({ runId: 'run_one', transcript: { length: 2 } }), {
+      revision,
+      signal: signal(),
+      messages: {
+        from: 0,
+        epoch: 0,
+        messages: [
+          { role: 'user', content: 'a' },
+          { role: 'assistant', content: 'b' },
+        ],
+      },
+    })
+    expect(next).toBe(2)
+    expect(await lines()).toBe(before + 2)
+    const reread = new FileRunStore({ directory })
+    expect(await reread.load('run_one', { signal: signal() })).toMatchObject({
+      revision: 2,
+      checkpoint: { transcript: { length: 2 } },
+    })
+    expect((await reread.readMessages('run_one', { length: 2, signal: signal() })).map((m) => m.content)).toEqual(['a', 'b'])
+
+    expectStoreError(
+      await errorOf(
+        reread.saveWithMessages(sampleCheckpoint({ runId: 'run_one' }), {
+          revision: 1,
+          signal: signal(),
+          messages: { from: 2, epoch: 0, messages: [{ role: 'user', content: 'stale' }] },
+        }),
+      ),
+      'RUN_REVISION_CONFLICT',
+      'run_one',
+    )
+    expect(await lines()).toBe(before + 2)
+  })
+
+  it('a stored run writes each step in one append: appendMessages only for the new run', async () => {
+    const directory = await tempDir()
+    const store = new FileRunStore({ directory, fsync: false })
+    const calls = { appendMessages: 0, saveWithMessages: 0 }
+    for (const name of ['appendMessages', 'saveWithMessages'] as const) {
+      const method = store[name].bind(store) as (...args: unknown[]) => Promise<unknown>
+      ;(store as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
+        calls[name]++
+        return method(...args)
+      }
+    }
+    const agent = createAgent({
+      provider: new ScriptedProvider({
+        script: [
+          { toolCalls: [{ id: 'c1', name: 'noop', arguments: {} }] },
+          { toolCalls: [{ id: 'c2', name: 'noop', arguments: {} }] },
+          { content: 'done' },
+        ],
+      }),
+      tools: [tool({ name: 'noop', description: 'Does nothing.', schema: z.object({}), execute: async () => 'ok' })],
+      store,
+    })
+    const result = await agent.run('go', { runId: 'run_steps' })
+    expect(result.status).toBe('done')
+    expect(calls.appendMessages).toBe(1)
+    expect(calls.saveWithMessages).toBeGreaterThan(0)
+    const stored = await new FileRunStore({ directory }).load('run_steps', { signal: signal() })
+    expect(stored?.checkpoint.status).toBe('done')
+    const messages = await store.readMessages('run_steps', {
+      length: stored?.checkpoint.transcript.length ?? 0,
+      signal: signal(),
+    })
+    expect(messages.at(-1)).toMatchObject({ role: 'assistant', content: 'done' })
+  })
 })

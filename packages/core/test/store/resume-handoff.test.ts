@@ -29,6 +29,12 @@ describe('resuming a run cut off after a hand-off', () => {
       saved.push(structuredClone(checkpoint))
       return save(checkpoint, options)
     }
+    // The run's first write may already hold the `started` record (it joins the deferred first save).
+    const create = seen.create.bind(seen)
+    seen.create = (checkpoint: Checkpoint, options: { signal: AbortSignal }) => {
+      saved.push(structuredClone(checkpoint))
+      return create(checkpoint, options)
+    }
     const first = createAgent({
       id: 'desk',
       provider: new ScriptedProvider({ script: [{ toolCalls: [{ id: 'c1', name: 'transfer', arguments: {} }] }] }),
