@@ -80,6 +80,14 @@ function checkEvidence(entry: AuditEntry, expectedType: string | undefined, opti
   const evidence = entry.evidence
   if (evidence === undefined)
     return [{ code: 'evidence-invalid', reason: `a ${entry.kind} entry without the signed message it records` }]
+  // An entry read from a log is untrusted data: evidence that is not a message is flagged, not dereferenced.
+  if (evidence === null || typeof evidence !== 'object')
+    return [
+      {
+        code: 'evidence-invalid',
+        reason: `the recorded evidence is not a signed message (${evidence === null ? 'null' : typeof evidence})`,
+      },
+    ]
   const signature = verifySignature(evidence)
   if (!signature.ok) return [{ code: 'evidence-invalid', reason: `the recorded ${String(evidence.type)}: ${signature.reason}` }]
   const mismatches: string[] = []

@@ -97,6 +97,15 @@ describe('verifyAuditEntry', () => {
     expect(verifyAuditEntry(signAuditEntry(agent, bare)).map((p) => p.code)).toEqual(['evidence-invalid'])
   })
 
+  it('flags evidence that is null or not an object (a tampered entry), never throws', () => {
+    const entry = grantedEntry()
+    for (const evidence of [null, 'approved', 7]) {
+      const tampered = { ...entry, evidence } as unknown as AuditEntry
+      expect(verifyAuditEntry(tampered).map((p) => p.code)).toEqual(['bad-signature', 'evidence-invalid'])
+      expect(verifyAuditEntry(signAuditEntry(agent, tampered)).map((p) => p.code)).toEqual(['evidence-invalid'])
+    }
+  })
+
   it('with a policy, names the decider from the key and checks the key may decide the tool', () => {
     const policy = createTrustPolicy({ keys: { [tina.publicKey]: 'tina' }, reviewers: { other_tool: [tina.publicKey] } })
     const codes = verifyAuditEntry(grantedEntry(), { policy }).map((p) => p.code)
