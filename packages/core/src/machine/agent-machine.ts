@@ -1,169 +1,27 @@
-import { type AnyActorRef, assign, setup } from 'xstate'
-import { ConfigError, FatalToolError } from '../errors.ts'
+import { assign, setup } from 'xstate'
+import { FatalToolError } from '../errors.ts'
 import { editedArgumentsRejected } from '../hitl/edited-arguments.ts'
-import type { ApprovalDecision, ApprovalRequest } from '../hitl/types.ts'
+import type { ApprovalDecision } from '../hitl/types.ts'
 import type { ToolGate } from '../hooks.ts'
-import type { AssistantMessage } from '../messages.ts'
 import type { ProviderResponse } from '../provider/provider.ts'
-import { MachineActions, type TurnLimit } from './actions.ts'
-import { createAgentWork, eventFields, isRetryable, type ToolRunOutput, type Work } from './actors.ts'
-import type { AgentContext, AgentInput, AgentMachineEvent, AgentOutput, CurrentCall, RunInfo } from './context.ts'
+import type { TurnLimit } from './actions.ts'
+import { isRetryable, type ToolRunOutput } from './actors.ts'
+import { partsOf, unbound } from './agent-parts.ts'
+import type { AgentContext, AgentInput, AgentMachineEvent, AgentOutput, CurrentCall } from './context.ts'
 import { createContext, runOutput } from './create-context.ts'
-import { decisionApproves, decisionFits, type GuardDeps, machineGuards } from './guards.ts'
+import { decisionApproves, decisionFits, machineGuards } from './guards.ts'
 import { askForValidAnswer, createOutputGuards, failWithInvalidAnswer } from './output-check.ts'
-import { createCallPreparer } from './prepare-call.ts'
-import type { AgentRuntime } from './runtime.ts'
-import { type RunWorker, workerActor, workerOf } from './worker.ts'
-
-/** What one agent's runs need from it: its runtime, and its actions (with the call preparer). */
-export interface AgentParts extends GuardDeps {
-  act: MachineActions
-}
-
-/** Made once per agent definition (a few objects); the machine itself is shared by every agent. */
-export function createAgentParts(runtime: AgentRuntime): AgentParts {
-  const prepare = createCallPreparer(runtime.tools)
-  return { runtime, prepare, act: new MachineActions(runtime, prepare) }
-}
-
-/*
- * The runtime is not captured in the machine: each run's actor is bound to its agent's parts when
- * it is created (`bindAgentParts`), by its context's `run` record (the same object for the whole
- * run; guards see only the context) and by its actor system (shared with its worker and the work).
- */
-type AnyActorSystem = AnyActorRef['system']
-const byRun = new WeakMap<RunInfo, AgentParts>()
-const bySystem = new WeakMap<AnyActorSystem, AgentParts>()
-
-/** Binds a created (or restored) run's actor to its agent, before it starts. */
-export function bindAgentParts(actor: AnyActorRef, parts: AgentParts): void {
-  bySystem.set(actor.system, parts)
-  byRun.set((actor.getSnapshot() as { context: AgentContext }).context.run, parts)
-}
-
-const of = (context: AgentContext): AgentParts => byRun.get(context.run) ?? unbound()
-const runtimeOfSystem = (system: AnyActorSystem) => (bySystem.get(system) ?? unbound()).runtime
-
-/** An actor of the shared machine made outside an `Agent` has no runtime to run with. */
-function unbound(): never {
-  throw new ConfigError(
-    'This agent machine actor is not bound to an agent: start runs with agent.start() / agent.run() (or agent.resume()), not createActor(agent.machine).',
-  )
-}
+import { resumeWait, startWait, type WaitName } from './waits.ts'
+import { workerActor, workerOf } from './worker.ts'
 
 /** Every named guard, made once: each asks the run's own agent. */
 const guards = {
-  ...machineGuards(of),
-  ...createOutputGuards((context) => of(context).runtime),
-}
-
-/** Set only in states entered with a call open, a reply received. */
-const current = (context: AgentContext) => context.current as CurrentCall
-const reply = (context: AgentContext) => context.reply as AssistantMessage
-
-const agentWork = createAgentWork(runtimeOfSystem)
-type WorkName = keyof typeof agentWork
-
-/**
- * The work of each wait state, with its input (made from the context when the state is entered,
- * and again when a stored run is restored in that state: same request id, same absolute deadline).
- */
-const waits = {
-  runningBeforeTurn: [
-    { src: 'beforeTurnHook', input: (context) => ({ run: context.run, turn: context.turn, messages: context.messages }) },
-  ],
-  runningBeforeProviderCall: [
-    {
-      src: 'beforeProviderCallHook',
-      input: (context) => ({ run: context.run, turn: context.turn, messages: context.messages }),
-    },
-  ],
-  callingModel: [
-    {
-      src: 'callModel',
-      input: (context) => ({
-        turn: context.turn,
-        messages: context.model.outgoing?.messages ?? context.messages,
-        // Undefined: the agent's own tools (the work looks them up; inputs stay data).
-        tools: context.model.outgoing?.tools,
-        base: eventFields(context.run),
-      }),
-    },
-  ],
-  // An absolute time, not `after`: a restored run re-arms it.
-  waitingToRetry: [{ src: 'deadline', input: (context) => ({ at: context.model.retryAt }) }],
-  runningBeforeToolExecution: [
-    {
-      src: 'beforeToolExecutionHook',
-      input: (context) => ({ run: context.run, turn: context.turn, call: current(context) }),
-    },
-  ],
-  evaluatingApprovalRule: [{ src: 'evaluateApprovalRule', input: (context) => ({ call: current(context) }) }],
-  awaitingApproval: [
-    {
-      src: 'requestApproval',
-      input: (context) => ({ request: current(context).approval as ApprovalRequest, run: context.run }),
-    },
-    // Absolute, so a restored run re-arms it (or it fires at once); with the request, so a decision
-    // stored by the deadline while no process ran the run is recovered (`Reviewer.recover`).
-    {
-      src: 'deadline',
-      input: (context) => {
-        const approval = current(context).approval as ApprovalRequest
-        return { at: approval.deadline, approval }
-      },
-    },
-  ],
-  executingTool: [{ src: 'executeTool', input: (context) => ({ run: context.run, call: current(context) }) }],
-  runningAfterToolExecution: [
-    {
-      src: 'afterToolExecutionHook',
-      input: (context) => {
-        const call = current(context)
-        return { run: context.run, turn: context.turn, call, result: call.result ?? { output: '', isError: false } }
-      },
-    },
-  ],
-  runningAfterTurn: [
-    {
-      src: 'afterTurnHook',
-      input: (context) => ({
-        run: context.run,
-        turn: context.turn,
-        reply: reply(context),
-        toolResults: context.toolResults,
-        messages: context.messages,
-      }),
-    },
-  ],
-} satisfies Record<string, { src: WorkName; input: (context: AgentContext) => unknown }[]>
-type WaitName = keyof typeof waits
-
-/** Starts the work of wait state `wait` on the run's worker. */
-function startWait(worker: RunWorker, wait: WaitName, context: AgentContext): void {
-  const specs: readonly { src: WorkName; input: (context: AgentContext) => unknown }[] = waits[wait]
-  for (let i = 0; i < specs.length; i++) {
-    const spec = specs[i] as (typeof specs)[number]
-    worker.start(agentWork[spec.src] as Work, spec.input(context))
-  }
+  ...machineGuards(partsOf),
+  ...createOutputGuards((context) => partsOf(context).runtime),
 }
 
 /** The entry of a wait state: its work starts (its exit, `stopWork`, stops it). */
 const work = (wait: WaitName) => ({ type: 'startWork' as const, params: wait })
-
-/**
- * A restored run's worker restarts the work of the state the run was saved in, with the same
- * inputs (they are made from the restored context): the model is called again, the approval shown
- * again with its request id, the deadline re-armed from its absolute time.
- */
-function resumeWait(worker: RunWorker, parent: AnyActorRef): void {
-  const snapshot = parent.getSnapshot() as { status: string; value: unknown; context: AgentContext }
-  if (snapshot.status !== 'active') return
-  // The wait states are leaves named as in `waits`: follow the state value down to its leaf.
-  let value = snapshot.value
-  while (value !== null && typeof value === 'object') value = Object.values(value)[0]
-  if (typeof value === 'string' && Object.hasOwn(waits, value)) startWait(worker, value as WaitName, snapshot.context)
-}
 
 /**
  * The agent loop as a statechart, one machine for every agent. States are the loop's phases and
@@ -187,70 +45,70 @@ export const agentMachine = setup({
   actions: {
     startWork: ({ context, system }, wait: WaitName) => startWait(workerOf(system) ?? unbound(), wait, context),
     stopWork: ({ system }) => workerOf(system)?.stop(),
-    emitRunStart: ({ context }) => of(context).act.emitRunStart(context),
-    emitTurnStart: ({ context }) => of(context).act.emitTurnStart(context),
-    emitModelRequest: ({ context }) => of(context).act.emitModelRequest(context),
-    emitTurnEnd: ({ context }) => of(context).act.emitTurnEnd(context),
-    emitRunError: ({ context }) => of(context).act.emitRunError(context),
-    emitRunEnd: ({ context }) => of(context).act.emitRunEnd(context),
+    emitRunStart: ({ context }) => partsOf(context).act.emitRunStart(context),
+    emitTurnStart: ({ context }) => partsOf(context).act.emitTurnStart(context),
+    emitModelRequest: ({ context }) => partsOf(context).act.emitModelRequest(context),
+    emitTurnEnd: ({ context }) => partsOf(context).act.emitTurnEnd(context),
+    emitRunError: ({ context }) => partsOf(context).act.emitRunError(context),
+    emitRunEnd: ({ context }) => partsOf(context).act.emitRunEnd(context),
     emitModelResponse: ({ context }, output: ProviderResponse & { durationMs: number }) =>
-      of(context).act.emitModelResponse(context, output),
-    emitToolStart: ({ context }) => of(context).act.emitToolStart(context),
+      partsOf(context).act.emitModelResponse(context, output),
+    emitToolStart: ({ context }) => partsOf(context).act.emitToolStart(context),
     cancel: assign(({ context }, params: { reason: string | undefined }) =>
-      of(context).act.cancel(params.reason ?? 'cancelled by request'),
+      partsOf(context).act.cancel(params.reason ?? 'cancelled by request'),
     ),
-    stopAtLimit: assign(({ context }, limit: TurnLimit) => of(context).act.stopAtLimit(context, limit)),
+    stopAtLimit: assign(({ context }, limit: TurnLimit) => partsOf(context).act.stopAtLimit(context, limit)),
     stopByHook: assign(({ context }, params: { reason: string | undefined }) =>
-      of(context).act.cancel(`stopped by beforeTurn hook: ${params.reason ?? ''}`, 'hook_stop'),
+      partsOf(context).act.cancel(`stopped by beforeTurn hook: ${params.reason ?? ''}`, 'hook_stop'),
     ),
-    failWithHookError: assign(({ context }, { error }: { error: unknown }) => of(context).act.failWithHookError(error)),
-    failWithRuleError: assign(({ context }, { error }: { error: unknown }) => of(context).act.failWithRuleError(error)),
+    failWithHookError: assign(({ context }, { error }: { error: unknown }) => partsOf(context).act.failWithHookError(error)),
+    failWithRuleError: assign(({ context }, { error }: { error: unknown }) => partsOf(context).act.failWithRuleError(error)),
     queueSteering: assign(({ context }, steer: { text: string; from?: string | undefined }) =>
-      of(context).act.queueSteering(context, steer),
+      partsOf(context).act.queueSteering(context, steer),
     ),
     resetModelCall: assign({ model: ({ context }) => ({ ...context.model, attempt: 1, outgoing: undefined }) }),
     sendRewritten: assign({
       model: ({ context }, outgoing: AgentContext['model']['outgoing']) => ({ ...context.model, attempt: 1, outgoing }),
     }),
-    acceptReply: assign(({ context }, response: ProviderResponse) => of(context).act.acceptReply(context, response)),
+    acceptReply: assign(({ context }, response: ProviderResponse) => partsOf(context).act.acceptReply(context, response)),
     scheduleModelRetry: assign(({ context }, { error }: { error: unknown }) =>
-      of(context).act.scheduleModelRetry(context, error),
+      partsOf(context).act.scheduleModelRetry(context, error),
     ),
     nextAttempt: assign({ model: ({ context }) => ({ ...context.model, attempt: context.model.attempt + 1 }) }),
     failWithProviderError: assign(({ context }, { error }: { error: unknown }) =>
-      of(context).act.failWithProviderError(context, error),
+      partsOf(context).act.failWithProviderError(context, error),
     ),
-    openCall: assign(({ context }) => of(context).act.openCall(context)),
-    handedOver: assign(({ context }) => of(context).act.handedOver(context)),
-    applySteering: assign(({ context }) => of(context).act.applySteering(context)),
-    callInvalid: assign(({ context }) => of(context).act.callInvalid(context)),
-    gated: assign(({ context }, gate: ToolGate) => of(context).act.gated(context, gate)),
-    openApproval: assign(({ context }) => of(context).act.openApproval(context)),
-    approvalDecided: assign(({ context }, decision: ApprovalDecision) => of(context).act.approvalDecided(context, decision)),
-    approvalTimedOut: assign(({ context }) => of(context).act.approvalTimedOut(context)),
-    approvalUnavailable: assign(({ context }, reason: string) => of(context).act.approvalUnavailable(context, reason)),
+    openCall: assign(({ context }) => partsOf(context).act.openCall(context)),
+    handedOver: assign(({ context }) => partsOf(context).act.handedOver(context)),
+    applySteering: assign(({ context }) => partsOf(context).act.applySteering(context)),
+    callInvalid: assign(({ context }) => partsOf(context).act.callInvalid(context)),
+    gated: assign(({ context }, gate: ToolGate) => partsOf(context).act.gated(context, gate)),
+    openApproval: assign(({ context }) => partsOf(context).act.openApproval(context)),
+    approvalDecided: assign(({ context }, decision: ApprovalDecision) => partsOf(context).act.approvalDecided(context, decision)),
+    approvalTimedOut: assign(({ context }) => partsOf(context).act.approvalTimedOut(context)),
+    approvalUnavailable: assign(({ context }, reason: string) => partsOf(context).act.approvalUnavailable(context, reason)),
     rejectDecision: ({ context }, rejected: { decision: unknown; reason?: string }) =>
-      of(context).act.rejectDecision(context, rejected),
-    acceptToolOutput: assign(({ context }, output: ToolRunOutput) => of(context).act.acceptToolOutput(context, output)),
-    failWithToolError: assign(({ context }, { error }: { error: unknown }) => of(context).act.failWithToolError(error)),
-    toolFailed: assign(({ context }, { error }: { error: unknown }) => of(context).act.toolFailed(context, error)),
+      partsOf(context).act.rejectDecision(context, rejected),
+    acceptToolOutput: assign(({ context }, output: ToolRunOutput) => partsOf(context).act.acceptToolOutput(context, output)),
+    failWithToolError: assign(({ context }, { error }: { error: unknown }) => partsOf(context).act.failWithToolError(error)),
+    toolFailed: assign(({ context }, { error }: { error: unknown }) => partsOf(context).act.toolFailed(context, error)),
     rewritten: assign(({ context }, rewrite: { output: string; isError: boolean }) =>
-      of(context).act.rewritten(context, rewrite),
+      partsOf(context).act.rewritten(context, rewrite),
     ),
-    recordToolResult: assign(({ context }) => of(context).act.recordToolResult(context)),
-    startTurn: assign(({ context }) => of(context).act.startTurn(context)),
+    recordToolResult: assign(({ context }) => partsOf(context).act.recordToolResult(context)),
+    startTurn: assign(({ context }) => partsOf(context).act.startTurn(context)),
     acceptReplyAndOpen: assign(({ context }, response: ProviderResponse) =>
-      of(context).act.acceptReplyAndOpen(context, response),
+      partsOf(context).act.acceptReplyAndOpen(context, response),
     ),
-    finishCall: assign(({ context }, output: ToolRunOutput) => of(context).act.finishCall(context, output)),
+    finishCall: assign(({ context }, output: ToolRunOutput) => partsOf(context).act.finishCall(context, output)),
     finishRewritten: assign(({ context }, rewrite: { output: string; isError: boolean }) =>
-      of(context).act.finishRewritten(context, rewrite),
+      partsOf(context).act.finishRewritten(context, rewrite),
     ),
-    nextTurn: assign(({ context }, announce: boolean) => of(context).act.nextTurn(context, announce)),
-    finishStep: assign(({ context }, output: ToolRunOutput) => of(context).act.finishStep(context, output)),
+    nextTurn: assign(({ context }, announce: boolean) => partsOf(context).act.nextTurn(context, announce)),
+    finishStep: assign(({ context }, output: ToolRunOutput) => partsOf(context).act.finishStep(context, output)),
     finishWithHandoff: assign({ output: '', stopReason: 'handoff' }),
-    askForValidAnswer: assign(({ context }) => askForValidAnswer(context, of(context).runtime)),
-    failWithInvalidAnswer: assign(({ context }) => failWithInvalidAnswer(context, of(context).runtime)),
+    askForValidAnswer: assign(({ context }) => askForValidAnswer(context, partsOf(context).runtime)),
+    failWithInvalidAnswer: assign(({ context }) => failWithInvalidAnswer(context, partsOf(context).runtime)),
     finishWithAnswer: assign({ output: ({ context }) => context.reply?.content ?? '', stopReason: 'final_answer' }),
   },
 }).createMachine({
@@ -394,7 +252,7 @@ export const agentMachine = setup({
                 'work.error': [
                   {
                     guard: ({ context, event }) =>
-                      isRetryable(event.error) && context.model.attempt < of(context).runtime.retry.maxAttempts,
+                      isRetryable(event.error) && context.model.attempt < partsOf(context).runtime.retry.maxAttempts,
                     target: 'waitingToRetry',
                     actions: { type: 'scheduleModelRetry', params: ({ event }) => ({ error: event.error }) },
                   },
@@ -510,7 +368,10 @@ export const agentMachine = setup({
                         // An approval with edited arguments the tool rejects does not run (the next branch refuses it).
                         guard: ({ context, event }) =>
                           decisionApproves(context, event) &&
-                          !editedArgumentsRejected(of(context).runtime.tools.get(current(context).toolName), event.decision),
+                          !editedArgumentsRejected(
+                            partsOf(context).runtime.tools.get((context.current as CurrentCall).toolName),
+                            event.decision,
+                          ),
                         target: 'executingTool',
                         actions: { type: 'approvalDecided', params: ({ event }) => event.decision as ApprovalDecision },
                       },

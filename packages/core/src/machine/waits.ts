@@ -1,0 +1,112 @@
+import type { AnyActorRef } from 'xstate'
+import type { ApprovalRequest } from '../hitl/types.ts'
+import type { AssistantMessage } from '../messages.ts'
+import { createAgentWork, eventFields, type Work } from './actors.ts'
+import { runtimeOfSystem } from './agent-parts.ts'
+import type { AgentContext, CurrentCall } from './context.ts'
+import type { RunWorker } from './worker.ts'
+
+/** Set only in states entered with a call open, a reply received. */
+const current = (context: AgentContext) => context.current as CurrentCall
+const reply = (context: AgentContext) => context.reply as AssistantMessage
+
+const agentWork = createAgentWork(runtimeOfSystem)
+type WorkName = keyof typeof agentWork
+
+/**
+ * The work of each wait state, with its input (made from the context when the state is entered,
+ * and again when a stored run is restored in that state: same request id, same absolute deadline).
+ */
+const waits = {
+  runningBeforeTurn: [
+    { src: 'beforeTurnHook', input: (context) => ({ run: context.run, turn: context.turn, messages: context.messages }) },
+  ],
+  runningBeforeProviderCall: [
+    {
+      src: 'beforeProviderCallHook',
+      input: (context) => ({ run: context.run, turn: context.turn, messages: context.messages }),
+    },
+  ],
+  callingModel: [
+    {
+      src: 'callModel',
+      input: (context) => ({
+        turn: context.turn,
+        messages: context.model.outgoing?.messages ?? context.messages,
+        // Undefined: the agent's own tools (the work looks them up; inputs stay data).
+        tools: context.model.outgoing?.tools,
+        base: eventFields(context.run),
+      }),
+    },
+  ],
+  // An absolute time, not `after`: a restored run re-arms it.
+  waitingToRetry: [{ src: 'deadline', input: (context) => ({ at: context.model.retryAt }) }],
+  runningBeforeToolExecution: [
+    {
+      src: 'beforeToolExecutionHook',
+      input: (context) => ({ run: context.run, turn: context.turn, call: current(context) }),
+    },
+  ],
+  evaluatingApprovalRule: [{ src: 'evaluateApprovalRule', input: (context) => ({ call: current(context) }) }],
+  awaitingApproval: [
+    {
+      src: 'requestApproval',
+      input: (context) => ({ request: current(context).approval as ApprovalRequest, run: context.run }),
+    },
+    // Absolute, so a restored run re-arms it (or it fires at once); with the request, so a decision
+    // stored by the deadline while no process ran the run is recovered (`Reviewer.recover`).
+    {
+      src: 'deadline',
+      input: (context) => {
+        const approval = current(context).approval as ApprovalRequest
+        return { at: approval.deadline, approval }
+      },
+    },
+  ],
+  executingTool: [{ src: 'executeTool', input: (context) => ({ run: context.run, call: current(context) }) }],
+  runningAfterToolExecution: [
+    {
+      src: 'afterToolExecutionHook',
+      input: (context) => {
+        const call = current(context)
+        return { run: context.run, turn: context.turn, call, result: call.result ?? { output: '', isError: false } }
+      },
+    },
+  ],
+  runningAfterTurn: [
+    {
+      src: 'afterTurnHook',
+      input: (context) => ({
+        run: context.run,
+        turn: context.turn,
+        reply: reply(context),
+        toolResults: context.toolResults,
+        messages: context.messages,
+      }),
+    },
+  ],
+} satisfies Record<string, { src: WorkName; input: (context: AgentContext) => unknown }[]>
+export type WaitName = keyof typeof waits
+
+/** Starts the work of wait state `wait` on the run's worker. */
+export function startWait(worker: RunWorker, wait: WaitName, context: AgentContext): void {
+  const specs: readonly { src: WorkName; input: (context: AgentContext) => unknown }[] = waits[wait]
+  for (let i = 0; i < specs.length; i++) {
+    const spec = specs[i] as (typeof specs)[number]
+    worker.start(agentWork[spec.src] as Work, spec.input(context))
+  }
+}
+
+/**
+ * A restored run's worker restarts the work of the state the run was saved in, with the same
+ * inputs (they are made from the restored context): the model is called again, the approval shown
+ * again with its request id, the deadline re-armed from its absolute time.
+ */
+export function resumeWait(worker: RunWorker, parent: AnyActorRef): void {
+  const snapshot = parent.getSnapshot() as { status: string; value: unknown; context: AgentContext }
+  if (snapshot.status !== 'active') return
+  // The wait states are leaves named as in `waits`: follow the state value down to its leaf.
+  let value = snapshot.value
+  while (value !== null && typeof value === 'object') value = Object.values(value)[0]
+  if (typeof value === 'string' && Object.hasOwn(waits, value)) startWait(worker, value as WaitName, snapshot.context)
+}
