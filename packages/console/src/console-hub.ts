@@ -74,7 +74,11 @@ interface Pending {
   item: InboxItem
   /** A decision from this console is on its way: a second click must not send another. */
   deciding?: boolean
-  settle(reply: ApprovalDecision | Answer): void
+  /**
+   * Hands the reply to the request's wait. `false`: nobody waits for it any more (the request is no
+   * longer asked here, e.g. it was withdrawn while its settlement is still on its way), so nothing is sent.
+   */
+  settle(reply: ApprovalDecision | Answer): boolean
 }
 
 const MAX_SETTLED = 100
@@ -147,16 +151,21 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
   /** Holds a request in the inbox until a person here decides, someone else does, or it expires. */
   const waitForPerson = <T extends ApprovalDecision | Answer>(item: InboxItem, signal: AbortSignal): Promise<T> =>
     new Promise<T>((resolve, reject) => {
+      let waiting = true
       const onAbort = () => {
+        waiting = false
         const why = signal.reason instanceof Error ? signal.reason.message : String(signal.reason ?? '')
         // Settled elsewhere: the settlement watcher reports who. A stop leaves the item for others.
         if (/expired/.test(why) || clock.now() >= item.deadline) settle(item.id, 'timed out', undefined)
         else if (!/settled elsewhere/.test(why)) pending.delete(item.id)
         reject(signal.reason ?? new AbortedError('withdrawn'))
       }
-      const settleHere = (reply: ApprovalDecision | Answer) => {
+      const settleHere = (reply: ApprovalDecision | Answer): boolean => {
+        if (!waiting) return false
+        waiting = false
         signal.removeEventListener('abort', onAbort)
         resolve(reply as T)
+        return true
       }
       if (signal.aborted) return onAbort()
       signal.addEventListener('abort', onAbort, { once: true })
@@ -355,9 +364,8 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
     decide(id, verdict) {
       const entry = pending.get(id)
       if (!entry || entry.deciding || entry.item.kind !== 'approval') return notPending(id)
-      entry.deciding = true
       const { item } = entry
-      entry.settle({
+      const sent = entry.settle({
         requestId: item.id,
         callId: item.callId,
         digest: item.digest,
@@ -367,13 +375,15 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
         reviewer,
         decidedAt: clock.now(),
       })
+      if (!sent) return notPending(id)
+      entry.deciding = true
       return { ok: true }
     },
     answer(id, text) {
       const entry = pending.get(id)
       if (!entry || entry.deciding || entry.item.kind !== 'question') return notPending(id)
+      if (!entry.settle({ questionId: id, answer: text, answeredBy: reviewer, answeredAt: clock.now() })) return notPending(id)
       entry.deciding = true
-      entry.settle({ questionId: id, answer: text, answeredBy: reviewer, answeredAt: clock.now() })
       return { ok: true }
     },
     async steer(runId, text, signal) {

@@ -2,7 +2,7 @@
 import { remoteReviewer } from '@signalbox/actors'
 import { type ApprovalRequest, ConfigError } from '@signalbox/core'
 import { InProcessBus } from '@signalbox/core/bus'
-import { callDigest, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
+import { type ApprovalRequestMessage, callDigest, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import * as consolePackage from '../src/index.ts'
 import { createConsoleHub, startConsole } from '../src/index.ts'
@@ -87,5 +87,59 @@ describe('createConsoleHub', () => {
     publish({ type: 'run.start', agentId: 'bank', runId: 'run_ok', at: 1, runPath: [] })
     const runs = await until(() => (hub.snapshot().runs.length > 0 ? hub.snapshot().runs : undefined))
     expect(runs.map((run) => run.runId)).toEqual(['run_ok'])
+  })
+})
+
+/** Time that moves only when the test moves it; due timers run at once, in order. */
+function manualClock() {
+  let now = 0
+  let nextId = 0
+  const timers = new Map<number, { at: number; fn: () => void }>()
+  return {
+    now: () => now,
+    setTimeout(fn: (...args: unknown[]) => void, timeout: number) {
+      timers.set(++nextId, { at: now + timeout, fn })
+      return nextId
+    },
+    clearTimeout: (id: unknown) => void timers.delete(id as number),
+    advance(ms: number) {
+      now += ms
+      for (;;) {
+        const due = [...timers].filter(([, timer]) => timer.at <= now).sort(([, a], [, b]) => a.at - b.at)[0]
+        if (due === undefined) return
+        timers.delete(due[0])
+        due[1].fn()
+      }
+    },
+  }
+}
+
+describe('createConsoleHub: an item no longer asked', () => {
+  it('refuses a decision on an item withdrawn (orphaned) before its settlement arrives; nothing is sent for it', async () => {
+    const bus = new InProcessBus()
+    const clock = manualClock()
+    const hub = createConsoleHub({ bus, reviewer: 'tina', clock })
+    onTestFinished(() => hub.close())
+    await hub.ready
+    const decisions: unknown[] = []
+    const watch = bus.subscribe('signalbox.v1.approvals.bank.decisions', (message) => {
+      decisions.push(JSON.parse(Buffer.from(message.data).toString('utf8')))
+    })
+    onTestFinished(() => watch.unsubscribe())
+    // An agent that promised heartbeats and sends none: its request is withdrawn as orphaned.
+    const asked = request({ requestedAt: 0, deadline: 60_000 })
+    await bus.durablePublish(
+      'signalbox.v1.approvals.bank',
+      encodeMessage(<ApprovalRequestMessage>{ v: PROTOCOL_VERSION, type: 'approval.request', ...asked, heartbeatMs: 1_000 }),
+      { msgId: asked.requestId },
+    )
+    await until(() => hub.snapshot().inbox[0])
+    clock.advance(3_000)
+    // Withdrawn here; the system's denial that settles it is still on its way to the inbox.
+    expect(hub.decide('request_1', { approved: true })).toMatchObject({ ok: false, code: 'NOT_PENDING' })
+    const settled = await until(() => hub.snapshot().settled[0])
+    expect(settled).toMatchObject({ id: 'request_1', outcome: 'denied', by: 'system' })
+    await bus.flush()
+    expect(decisions).toEqual([expect.objectContaining({ requestId: 'request_1', approved: false, reviewer: 'system' })])
   })
 })
