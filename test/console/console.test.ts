@@ -160,11 +160,27 @@ describe('signalbox console', () => {
   it('an item whose deadline passes leaves the inbox as timed out', async () => {
     const opened = await deployment.openConsole('tina')
     const page = await newPage(opened.url)
+    // What each card's countdown says when the card is inserted, before any later tick could fill it.
+    await page.evaluate(() => {
+      const shown: string[] = []
+      Object.assign(window, { countdownsAtInsert: shown })
+      new MutationObserver((mutations) => {
+        for (const mutation of mutations) {
+          for (const node of mutation.addedNodes) {
+            if (node instanceof HTMLElement && node.matches('.item')) {
+              shown.push(node.querySelector('.countdown')?.textContent ?? '')
+            }
+          }
+        }
+      }).observe(document.getElementById('inbox') as HTMLElement, { childList: true })
+    })
     const claw = await deployment.claw(clawScenarios.timeout.model, { approvalTimeoutMs: 1_500 })
     const requested = nextRequest(claw.agent)
     const handle = claw.agent.start(clawScenarios.timeout.prompt)
     const request = await requested
     await page.locator(`.item[data-id="${request.requestId}"]`).waitFor()
+    const atInsert = await page.evaluate(() => (window as unknown as { countdownsAtInsert: string[] }).countdownsAtInsert)
+    expect(atInsert[0]).toMatch(/\d+(\.\d)? s \(until /)
     await page.locator(`#settled li[data-id="${request.requestId}"]`, { hasText: 'timed out' }).waitFor()
     expect(await page.locator(`.item[data-id="${request.requestId}"]`).count()).toBe(0)
     const result = await handle.result

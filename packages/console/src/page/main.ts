@@ -35,19 +35,19 @@ function apply(message: ServerMessage): void {
       for (const run of message.runs) runs.set(run.runId, run)
       audit = message.audit
       views ??= { inbox: createInboxView(), runs: createRunsView(message.chart), audit: createAuditView() }
-      views.inbox.render([...inbox.values()], settled)
+      renderInbox()
       views.runs.render(runs)
       views.audit.render(audit)
       return
     }
     case 'inbox.add':
       inbox.set(message.item.id, message.item)
-      views?.inbox.render([...inbox.values()], settled)
+      renderInbox()
       return
     case 'inbox.settled':
       inbox.delete(message.settled.id)
       settled = [message.settled, ...settled.filter((s) => s.id !== message.settled.id)].slice(0, 100)
-      views?.inbox.render([...inbox.values()], settled)
+      renderInbox()
       return
     case 'run':
       runs.set(message.run.runId, message.run)
@@ -58,6 +58,12 @@ function apply(message: ServerMessage): void {
       views?.audit.render(audit)
       return
   }
+}
+
+/** A new card shows its countdown at once, not at the next tick. */
+function renderInbox(): void {
+  views?.inbox.render([...inbox.values()], settled)
+  views?.inbox.tick(Date.now() + clockOffset)
 }
 
 const stream = new EventSource('/events')
