@@ -86,6 +86,23 @@ describe('watchSilence', () => {
     expect(silences).toEqual([2_100])
   })
 
+  it('with confirmMs, a stall that ends just before the limit: what the party sent during it is read before any verdict', () => {
+    const { clock, run, stall } = handClock()
+    const silences: number[] = []
+    const watch = watchSilence(clock, { limitMs: 300, recheckMs: 100, confirmMs: 50 }, (ms) => silences.push(ms))
+    run(50)
+    // Deaf from 50 to 320: the look due at 300 fires only 20 ms late, so lateness does not reveal the stall.
+    stall(270)
+    expect(silences).toEqual([])
+    // The heartbeat sent during the stall, read after the timers (I/O comes next).
+    watch.heard()
+    run(200)
+    expect(silences).toEqual([])
+    // Nothing more is heard: found silent at 620, confirmed 50 ms later.
+    run(1_000)
+    expect(silences).toEqual([350])
+  })
+
   it('stop() ends the watch', () => {
     const { clock, run } = handClock()
     const silences: number[] = []

@@ -134,7 +134,9 @@ describe('createConsoleHub: an item no longer asked', () => {
       { msgId: asked.requestId },
     )
     await until(() => hub.snapshot().inbox[0])
+    // Found silent after three missed beats, judged orphaned half a beat later.
     clock.advance(3_000)
+    clock.advance(500)
     // Withdrawn here; the system's denial that settles it is still on its way to the inbox.
     expect(hub.decide('request_1', { approved: true })).toMatchObject({ ok: false, code: 'NOT_PENDING' })
     const settled = await until(() => hub.snapshot().settled[0])

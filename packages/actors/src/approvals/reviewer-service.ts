@@ -250,6 +250,8 @@ function watchOrphans(options: { bus: Bus; subjects: Subjects; agentToken: strin
         {
           limitMs: MISSED_HEARTBEATS * heartbeatMs,
           recheckMs: heartbeatMs,
+          // A stall here that ends just before the look leaves the beats sent meanwhile unread: look once more.
+          confirmMs: heartbeatMs / 2,
           lastHeard: () => lastSeen.get(request.requestId) ?? 0,
         },
         onOrphaned,
