@@ -133,7 +133,12 @@ export class HookChain {
     let { messages, tools } = context
     for (const set of this.#sets) {
       if (!set.beforeProviderCall) continue
-      const result = await guard('beforeProviderCall', () => set.beforeProviderCall?.({ ...context, messages, tools }))
+      const result = await guard('beforeProviderCall', () =>
+        set.beforeProviderCall?.(
+          // The same object while nothing changed: a copy would read (and so make) its lazy signal.
+          messages === context.messages && tools === context.tools ? context : { ...context, messages, tools },
+        ),
+      )
       if (result === undefined || result === null) continue
       if (Array.isArray(result)) {
         messages = result
@@ -164,7 +169,11 @@ export class HookChain {
     let { output, isError } = context
     for (const set of this.#sets) {
       if (!set.afterToolExecution) continue
-      const result = await guard('afterToolExecution', () => set.afterToolExecution?.({ ...context, output, isError }))
+      const result = await guard('afterToolExecution', () =>
+        set.afterToolExecution?.(
+          output === context.output && isError === context.isError ? context : { ...context, output, isError },
+        ),
+      )
       if (result === undefined || result === null) continue
       if (typeof result === 'string') {
         output = result

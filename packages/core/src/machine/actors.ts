@@ -19,7 +19,18 @@ import { failedToolResult, transferredText } from './tool-result-texts.ts'
 /** A wait's work that settles once: its result becomes `work.done`, its failure `work.error`. */
 export interface PromiseWork<I = any, O = any> {
   kind: 'promise'
-  run(args: { input: I; signal: AbortSignal; system: AnyActorSystem }): Promise<O>
+  /**
+   * `args.signal` is made when first read (most hooks never read it): read it where it is
+   * used or handed on, not when the work starts.
+   */
+  run(args: WorkArgs<I>): Promise<O>
+}
+
+/** What promise work is given; `signal` aborts when the work's state is left. */
+export interface WorkArgs<I> {
+  readonly input: I
+  readonly signal: AbortSignal
+  readonly system: AnyActorSystem
 }
 
 /** A wait's work that answers with events of its own; returns what stops it. */
@@ -45,29 +56,35 @@ function fromCallback<_E, I>(run: CallbackWork<I>['run']): CallbackWork<I> {
  * stops it (aborting its `AbortSignal`) when that state is left.
  */
 export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRuntime) {
-  const hookBase = (input: TurnInput, signal: AbortSignal) => ({
-    agentId: input.run.agentId,
-    runId: input.run.runId,
-    turn: input.turn,
-    signal,
-  })
-
   return {
-    beforeTurnHook: fromPromise(
-      async ({ input, signal, system }: { input: TranscriptInput; signal: AbortSignal; system: AnyActorSystem }) =>
-        runtimeOf(system).hooks.beforeTurn({ ...hookBase(input, signal), messages: [...input.messages] }),
-    ),
+    // Each hook's context hands the work's signal on through a getter: made only if the hook reads it.
+    beforeTurnHook: fromPromise(async (args: WorkArgs<TranscriptInput>) => {
+      const { input } = args
+      return runtimeOf(args.system).hooks.beforeTurn({
+        agentId: input.run.agentId,
+        runId: input.run.runId,
+        turn: input.turn,
+        get signal() {
+          return args.signal
+        },
+        messages: [...input.messages],
+      })
+    }),
 
-    beforeProviderCallHook: fromPromise(
-      async ({ input, signal, system }: { input: TranscriptInput; signal: AbortSignal; system: AnyActorSystem }) => {
-        const runtime = runtimeOf(system)
-        return runtime.hooks.beforeProviderCall({
-          ...hookBase(input, signal),
-          messages: [...input.messages],
-          tools: [...runtime.toolSpecs],
-        })
-      },
-    ),
+    beforeProviderCallHook: fromPromise(async (args: WorkArgs<TranscriptInput>) => {
+      const { input } = args
+      const runtime = runtimeOf(args.system)
+      return runtime.hooks.beforeProviderCall({
+        agentId: input.run.agentId,
+        runId: input.run.runId,
+        turn: input.turn,
+        get signal() {
+          return args.signal
+        },
+        messages: [...input.messages],
+        tools: [...runtime.toolSpecs],
+      })
+    }),
 
     callModel: fromPromise(
       async ({
@@ -97,15 +114,20 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
       },
     ),
 
-    beforeToolExecutionHook: fromPromise(
-      async ({ input, signal, system }: { input: CallInput; signal: AbortSignal; system: AnyActorSystem }) =>
-        runtimeOf(system).hooks.beforeToolExecution({
-          ...hookBase(input, signal),
-          callId: input.call.callId,
-          toolName: input.call.toolName,
-          input: input.call.args,
-        }),
-    ),
+    beforeToolExecutionHook: fromPromise(async (args: WorkArgs<CallInput>) => {
+      const { input } = args
+      return runtimeOf(args.system).hooks.beforeToolExecution({
+        agentId: input.run.agentId,
+        runId: input.run.runId,
+        turn: input.turn,
+        get signal() {
+          return args.signal
+        },
+        callId: input.call.callId,
+        toolName: input.call.toolName,
+        input: input.call.args,
+      })
+    }),
 
     evaluateApprovalRule: fromPromise(async ({ input, system }: { input: { call: CurrentCall }; system: AnyActorSystem }) => {
       const rule = runtimeOf(system).tools.get(input.call.toolName)?.needsApproval
@@ -188,92 +210,78 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
       }
     }),
 
-    executeTool: fromPromise(
-      async ({
-        input,
-        signal,
-        system,
-      }: {
-        input: ToolRunInput
-        signal: AbortSignal
-        system: AnyActorSystem
-      }): Promise<ToolRunOutput> => {
-        const runtime = runtimeOf(system)
-        const { call, run } = input
-        // Routing sends only calls to known tools here (an unknown one is an invalid call).
-        const tool = runtime.tools.get(call.toolName) as Tool<unknown>
-        const base = eventFields(run)
-        const journal = runtime.journals?.get(run.runId)
-        if (journal) {
-          // The ledger decides what a call restored after a crash does; a new call just runs. A call
-          // cut off while its question waited for a person runs again: it re-attaches to that question.
-          // (Such a call is already `started`, durably: it only waits for the same question again.)
-          const resumed = journal.pendingQuestion(call.callId)
-            ? ({ action: 'reattach' } as const)
-            : resumeToolCall(journal.ledgerEntry(call.callId), tool)
-          if (resumed.action === 'use_recorded') {
-            const { handoff, ...recorded } = resumed.result
-            return { output: recorded.output, recorded, ...(handoff ? { handoff } : {}) }
-          }
-          if (resumed.action === 'report_unknown') {
-            reportOutcomeUnknown(runtime, run, call, resumed.result.output)
-            journal.finishCall(call.callId, resumed.result)
-            return { output: resumed.result.output, recorded: resumed.result }
-          }
-          if (resumed.action === 'run') {
-            // Durable first, then the side effect.
-            await journal.startCall({ callId: call.callId, toolName: call.toolName })
-            signal.throwIfAborted()
-          }
+    executeTool: fromPromise(async (args: WorkArgs<ToolRunInput>): Promise<ToolRunOutput> => {
+      const { input } = args
+      const runtime = runtimeOf(args.system)
+      const { call, run } = input
+      // Routing sends only calls to known tools here (an unknown one is an invalid call).
+      const tool = runtime.tools.get(call.toolName) as Tool<unknown>
+      const base = eventFields(run)
+      const journal = runtime.journals?.get(run.runId)
+      if (journal) {
+        // The ledger decides what a call restored after a crash does; a new call just runs. A call
+        // cut off while its question waited for a person runs again: it re-attaches to that question.
+        // (Such a call is already `started`, durably: it only waits for the same question again.)
+        const resumed = journal.pendingQuestion(call.callId)
+          ? ({ action: 'reattach' } as const)
+          : resumeToolCall(journal.ledgerEntry(call.callId), tool)
+        if (resumed.action === 'use_recorded') {
+          const { handoff, ...recorded } = resumed.result
+          return { output: recorded.output, recorded, ...(handoff ? { handoff } : {}) }
         }
-        try {
-          const output = await runTool(runtime, tool, input, base, signal)
-          journal?.finishCall(call.callId, {
-            output: output.output,
-            isError: false,
-            outcome: 'executed',
-            ...(output.handoff ? { handoff: output.handoff } : {}),
-          })
-          return output
-        } catch (error) {
-          if (journal && !signal.aborted) journal.finishCall(call.callId, failedToolResult(error))
-          throw error
+        if (resumed.action === 'report_unknown') {
+          reportOutcomeUnknown(runtime, run, call, resumed.result.output)
+          journal.finishCall(call.callId, resumed.result)
+          return { output: resumed.result.output, recorded: resumed.result }
         }
-      },
-    ),
+        if (resumed.action === 'run') {
+          // Durable first, then the side effect.
+          await journal.startCall({ callId: call.callId, toolName: call.toolName })
+          args.signal.throwIfAborted()
+        }
+      }
+      try {
+        const output = await runTool(runtime, tool, input, base, args)
+        journal?.finishCall(call.callId, {
+          output: output.output,
+          isError: false,
+          outcome: 'executed',
+          ...(output.handoff ? { handoff: output.handoff } : {}),
+        })
+        return output
+      } catch (error) {
+        if (journal && !args.signal.aborted) journal.finishCall(call.callId, failedToolResult(error))
+        throw error
+      }
+    }),
 
-    afterToolExecutionHook: fromPromise(
-      async ({
-        input,
-        signal,
-        system,
-      }: {
-        input: CallInput & { result: { output: string; isError: boolean } }
-        signal: AbortSignal
-        system: AnyActorSystem
-      }) =>
-        runtimeOf(system).hooks.afterToolExecution({
-          ...hookBase(input, signal),
-          callId: input.call.callId,
-          toolName: input.call.toolName,
-          input: input.call.args,
-          output: input.result.output,
-          isError: input.result.isError,
-        }),
-    ),
+    afterToolExecutionHook: fromPromise(async (args: WorkArgs<CallInput & { result: { output: string; isError: boolean } }>) => {
+      const { input } = args
+      return runtimeOf(args.system).hooks.afterToolExecution({
+        agentId: input.run.agentId,
+        runId: input.run.runId,
+        turn: input.turn,
+        get signal() {
+          return args.signal
+        },
+        callId: input.call.callId,
+        toolName: input.call.toolName,
+        input: input.call.args,
+        output: input.result.output,
+        isError: input.result.isError,
+      })
+    }),
 
     afterTurnHook: fromPromise(
-      async ({
-        input,
-        signal,
-        system,
-      }: {
-        input: TranscriptInput & { reply: AssistantMessage; toolResults: ToolMessage[] }
-        signal: AbortSignal
-        system: AnyActorSystem
-      }) => {
-        await runtimeOf(system).hooks.afterTurn({
-          ...hookBase(input, signal),
+      async (args: WorkArgs<TranscriptInput & { reply: AssistantMessage; toolResults: ToolMessage[] }>) => {
+        const { input } = args
+        await runtimeOf(args.system).hooks.afterTurn({
+          agentId: input.run.agentId,
+          runId: input.run.runId,
+          turn: input.turn,
+          get signal() {
+            return args.signal
+          },
           reply: input.reply,
           toolResults: [...input.toolResults],
           messages: [...input.messages],
@@ -289,11 +297,12 @@ async function runTool(
   tool: Tool<unknown>,
   { call, run }: ToolRunInput,
   base: EventFields,
-  signal: AbortSignal,
+  work: { readonly signal: AbortSignal },
 ): Promise<ToolRunOutput> {
   const timeoutMs = tool.timeoutMs
   const journal = runtime.journals?.get(run.runId)
-  let toolSignal = signal
+  // Without a timeout the tool is handed the work's own signal, made only if the tool reads it.
+  let toolSignal: AbortSignal | undefined
   let timer: unknown
   let timedOut = false
   if (timeoutMs !== undefined) {
@@ -302,12 +311,14 @@ async function runTool(
       timedOut = true
       timeout.abort(new TimeoutError(`Tool "${tool.name}" timed out after ${timeoutMs} ms.`, { timeoutMs }))
     }, timeoutMs)
-    toolSignal = AbortSignal.any([signal, timeout.signal])
+    toolSignal = AbortSignal.any([work.signal, timeout.signal])
   }
   try {
-    const work = Promise.resolve(
+    const running = Promise.resolve(
       tool.execute(call.args, {
-        signal: toolSignal,
+        get signal() {
+          return toolSignal ?? work.signal
+        },
         callId: call.callId,
         agentId: run.agentId,
         runId: run.runId,
@@ -322,7 +333,7 @@ async function runTool(
       }),
     )
     // A tool that ignores its signal must not hold the run: the timeout wins the race.
-    const output = await (timeoutMs === undefined ? work : untilAborted(work, toolSignal))
+    const output = await (timeoutMs === undefined ? running : untilAborted(running, toolSignal as AbortSignal))
     if (output instanceof Handoff) {
       if (output.filter) runtime.handoffFilters.set(run.runId, output.filter)
       return {

@@ -19,7 +19,7 @@ export class RunWorker {
   readonly #send: (event: AgentMachineEvent) => void
   readonly #system: AnyActorSystem
   /** The work of the state the run is in (one, or two: an approval and its deadline). */
-  readonly #jobs: Job[] = []
+  readonly #jobs: (PromiseJob | CallbackJob)[] = []
 
   constructor(send: (event: AgentMachineEvent) => void, system: AnyActorSystem) {
     this.#send = send
@@ -28,31 +28,25 @@ export class RunWorker {
 
   start(work: Work, input: unknown): void {
     if (work.kind === 'callback') {
-      this.#jobs.push({
-        controller: undefined,
-        settled: false,
-        stop: work.run({ input, sendBack: this.#send, system: this.#system }),
-      })
+      this.#jobs.push({ kind: 'callback', stop: work.run({ input, sendBack: this.#send, system: this.#system }) })
       return
     }
-    const controller = new AbortController()
-    const { signal } = controller
-    const job: Job = { controller, settled: false, stop: undefined }
+    const job = new PromiseJob(input, this.#system)
     const send = this.#send
     let pending: Promise<unknown>
     try {
-      pending = work.run({ input, signal, system: this.#system })
+      pending = work.run(job)
     } catch (error) {
       pending = Promise.reject(error)
     }
     pending.then(
       (output) => {
         job.settled = true
-        if (!signal.aborted) send({ type: 'work.done', output })
+        if (!job.aborted) send({ type: 'work.done', output })
       },
       (error: unknown) => {
         job.settled = true
-        if (!signal.aborted) send({ type: 'work.error', error })
+        if (!job.aborted) send({ type: 'work.error', error })
       },
     )
     this.#jobs.push(job)
@@ -66,19 +60,53 @@ export class RunWorker {
   stop(): void {
     const jobs = this.#jobs
     for (let i = 0; i < jobs.length; i++) {
-      const job = jobs[i] as Job
-      if (job.stop) job.stop()
-      else if (!job.settled) job.controller?.abort()
+      const job = jobs[i] as PromiseJob | CallbackJob
+      if (job.kind === 'callback') job.stop()
+      else if (!job.settled) job.abort()
     }
     jobs.length = 0
   }
 }
 
-interface Job {
-  controller: AbortController | undefined
-  settled: boolean
-  /** Callback work: what stops it. */
-  stop: (() => void) | undefined
+interface CallbackJob {
+  kind: 'callback'
+  stop: () => void
+}
+
+/**
+ * Promise work's arguments and state. Its `AbortSignal` is made the first time something reads
+ * `signal` (a model call or a tool that passes it on; a hook that never looks at it costs none):
+ * read after the work was stopped, it is already aborted, so the work sees what an eager signal
+ * would have shown it.
+ */
+class PromiseJob {
+  readonly kind = 'promise'
+  readonly input: unknown
+  readonly system: AnyActorSystem
+  settled = false
+  /** Stopped while running: its signal is (or, once read, will be) aborted; its answer dropped. */
+  aborted = false
+  #controller: AbortController | undefined = undefined
+
+  constructor(input: unknown, system: AnyActorSystem) {
+    this.input = input
+    this.system = system
+  }
+
+  get signal(): AbortSignal {
+    let controller = this.#controller
+    if (controller === undefined) {
+      controller = new AbortController()
+      this.#controller = controller
+      if (this.aborted) controller.abort()
+    }
+    return controller.signal
+  }
+
+  abort(): void {
+    this.aborted = true
+    this.#controller?.abort()
+  }
 }
 
 const workers = new WeakMap<AnyActorSystem, RunWorker>()

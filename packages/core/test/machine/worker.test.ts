@@ -1,0 +1,86 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import type { PromiseWork, WorkArgs } from '../../src/machine/actors.ts'
+import type { AgentMachineEvent } from '../../src/machine/context.ts'
+import { RunWorker } from '../../src/machine/worker.ts'
+
+const system = {} as WorkArgs<unknown>['system']
+
+/** Promise work that waits until `finish` is called, handing its args out. */
+function pendingWork() {
+  let finish: (value: unknown) => void = () => {}
+  let args: WorkArgs<unknown> | undefined
+  const work: PromiseWork = {
+    kind: 'promise',
+    run: (given) => {
+      args = given
+      return new Promise((resolve) => {
+        finish = resolve
+      })
+    },
+  }
+  return { work, args: () => args as WorkArgs<unknown>, finish: (value: unknown) => finish(value) }
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve))
+
+describe('RunWorker: the signal of promise work', () => {
+  const Original = globalThis.AbortController
+  afterEach(() => {
+    globalThis.AbortController = Original
+  })
+
+  it('is not made while nothing reads it', async () => {
+    let made = 0
+    globalThis.AbortController = class extends Original {
+      constructor() {
+        super()
+        made++
+      }
+    }
+    const events: AgentMachineEvent[] = []
+    const worker = new RunWorker((event) => events.push(event), system)
+    const { work, args, finish } = pendingWork()
+    worker.start(work, 'in')
+    expect(args().input).toBe('in')
+    finish('out')
+    await settle()
+    worker.stop()
+    expect(events).toEqual([{ type: 'work.done', output: 'out' }])
+    expect(made).toBe(0)
+    // Read at last, it is made then.
+    expect(args().signal.aborted).toBe(false)
+    expect(made).toBe(1)
+  })
+
+  it('aborts when the work is stopped, read before or after the stop; the answer is dropped', async () => {
+    const events: AgentMachineEvent[] = []
+    const worker = new RunWorker((event) => events.push(event), system)
+    const early = pendingWork()
+    const late = pendingWork()
+    worker.start(early.work, 1)
+    worker.start(late.work, 2)
+    const signal = early.args().signal
+    expect(signal.aborted).toBe(false)
+    worker.stop()
+    expect(signal.aborted).toBe(true)
+    expect(late.args().signal.aborted).toBe(true)
+    expect(late.args().signal.reason).toBeInstanceOf(DOMException)
+    early.finish('too late')
+    late.finish('too late')
+    await settle()
+    expect(events).toEqual([])
+  })
+
+  it('is not aborted when the work had answered before its state was left', async () => {
+    const events: AgentMachineEvent[] = []
+    const worker = new RunWorker((event) => events.push(event), system)
+    const { work, args, finish } = pendingWork()
+    worker.start(work, 'in')
+    const signal = args().signal
+    finish('out')
+    await settle()
+    worker.stop()
+    expect(signal.aborted).toBe(false)
+    expect(events).toEqual([{ type: 'work.done', output: 'out' }])
+  })
+})
