@@ -1,7 +1,4 @@
 import type { AnyActorRef } from 'xstate'
-
-type AnyActorSystem = AnyActorRef['system']
-
 import { untilAborted } from '../abort.ts'
 import { describeError, ProviderError, TimeoutError } from '../errors.ts'
 import { Handoff } from '../handoff.ts'
@@ -15,6 +12,8 @@ import { type DurableQuestion, stringifyToolOutput, type Tool, type ToolEmittedE
 import type { AgentMachineEvent, CurrentCall, RunInfo } from './context.ts'
 import type { AgentRuntime } from './runtime.ts'
 import { failedToolResult, transferredText } from './tool-result-texts.ts'
+
+type AnyActorSystem = AnyActorRef['system']
 
 /** A wait's work that settles once: its result becomes `work.done`, its failure `work.error`. */
 export interface PromiseWork<I = any, O = any> {
@@ -57,33 +56,24 @@ function fromCallback<_E, I>(run: CallbackWork<I>['run']): CallbackWork<I> {
  */
 export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRuntime) {
   return {
-    // Each hook's context hands the work's signal on through a getter: made only if the hook reads it.
     beforeTurnHook: fromPromise(async (args: WorkArgs<TranscriptInput>) => {
       const { input } = args
-      return runtimeOf(args.system).hooks.beforeTurn({
-        agentId: input.run.agentId,
-        runId: input.run.runId,
-        turn: input.turn,
-        get signal() {
-          return args.signal
-        },
-        messages: [...input.messages],
-      })
+      return runtimeOf(args.system).hooks.beforeTurn(
+        Object.assign(hookBase(input, args), {
+          messages: [...input.messages],
+        }),
+      )
     }),
 
     beforeProviderCallHook: fromPromise(async (args: WorkArgs<TranscriptInput>) => {
       const { input } = args
       const runtime = runtimeOf(args.system)
-      return runtime.hooks.beforeProviderCall({
-        agentId: input.run.agentId,
-        runId: input.run.runId,
-        turn: input.turn,
-        get signal() {
-          return args.signal
-        },
-        messages: [...input.messages],
-        tools: [...runtime.toolSpecs],
-      })
+      return runtime.hooks.beforeProviderCall(
+        Object.assign(hookBase(input, args), {
+          messages: [...input.messages],
+          tools: [...runtime.toolSpecs],
+        }),
+      )
     }),
 
     callModel: fromPromise(
@@ -116,17 +106,13 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
 
     beforeToolExecutionHook: fromPromise(async (args: WorkArgs<CallInput>) => {
       const { input } = args
-      return runtimeOf(args.system).hooks.beforeToolExecution({
-        agentId: input.run.agentId,
-        runId: input.run.runId,
-        turn: input.turn,
-        get signal() {
-          return args.signal
-        },
-        callId: input.call.callId,
-        toolName: input.call.toolName,
-        input: input.call.args,
-      })
+      return runtimeOf(args.system).hooks.beforeToolExecution(
+        Object.assign(hookBase(input, args), {
+          callId: input.call.callId,
+          toolName: input.call.toolName,
+          input: input.call.args,
+        }),
+      )
     }),
 
     evaluateApprovalRule: fromPromise(async ({ input, system }: { input: { call: CurrentCall }; system: AnyActorSystem }) => {
@@ -257,37 +243,44 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
 
     afterToolExecutionHook: fromPromise(async (args: WorkArgs<CallInput & { result: { output: string; isError: boolean } }>) => {
       const { input } = args
-      return runtimeOf(args.system).hooks.afterToolExecution({
-        agentId: input.run.agentId,
-        runId: input.run.runId,
-        turn: input.turn,
-        get signal() {
-          return args.signal
-        },
-        callId: input.call.callId,
-        toolName: input.call.toolName,
-        input: input.call.args,
-        output: input.result.output,
-        isError: input.result.isError,
-      })
+      return runtimeOf(args.system).hooks.afterToolExecution(
+        Object.assign(hookBase(input, args), {
+          callId: input.call.callId,
+          toolName: input.call.toolName,
+          input: input.call.args,
+          output: input.result.output,
+          isError: input.result.isError,
+        }),
+      )
     }),
 
     afterTurnHook: fromPromise(
       async (args: WorkArgs<TranscriptInput & { reply: AssistantMessage; toolResults: ToolMessage[] }>) => {
         const { input } = args
-        await runtimeOf(args.system).hooks.afterTurn({
-          agentId: input.run.agentId,
-          runId: input.run.runId,
-          turn: input.turn,
-          get signal() {
-            return args.signal
-          },
-          reply: input.reply,
-          toolResults: [...input.toolResults],
-          messages: [...input.messages],
-        })
+        await runtimeOf(args.system).hooks.afterTurn(
+          Object.assign(hookBase(input, args), {
+            reply: input.reply,
+            toolResults: [...input.toolResults],
+            messages: [...input.messages],
+          }),
+        )
       },
     ),
+  }
+}
+
+/**
+ * What every hook's context starts with. The work's signal is handed on through a getter, so it is
+ * made only if the hook reads it (`Object.assign` onto this object does not read it).
+ */
+function hookBase(input: { run: RunInfo; turn: number }, work: { readonly signal: AbortSignal }) {
+  return {
+    agentId: input.run.agentId,
+    runId: input.run.runId,
+    turn: input.turn,
+    get signal() {
+      return work.signal
+    },
   }
 }
 
