@@ -213,10 +213,8 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
      */
     async recover(request, { signal }): Promise<ApprovalDecision | undefined> {
       signal.throwIfAborted()
-      const stored = await requester.stored(request.requestId, request)
-      if (stored === undefined || stored.storedAt === undefined || stored.storedAt > request.deadline) return undefined
-      if (check(request, stored.reply) !== undefined) return undefined
-      return applied(request, stored.reply)
+      const reply = await requester.storedInTime(request.requestId, request, request.deadline, (r) => check(request, r))
+      return reply === undefined ? undefined : applied(request, reply)
     },
     close() {
       heartbeats?.close()

@@ -89,10 +89,8 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
     /** An answer the stream stored by the question's deadline (the server's timestamp), read once caught up. */
     async recover(question, { signal }): Promise<Answer | undefined> {
       signal.throwIfAborted()
-      const stored = await requester.stored(question.questionId, question)
-      if (stored === undefined || stored.storedAt === undefined || stored.storedAt > question.deadline) return undefined
-      if (check(question, stored.reply) !== undefined) return undefined
-      return applied(question, stored.reply)
+      const reply = await requester.storedInTime(question.questionId, question, question.deadline, (r) => check(question, r))
+      return reply === undefined ? undefined : applied(question, reply)
     },
     async answer(question, { signal, rejected, durable }): Promise<Answer> {
       rejections.keep(question.questionId, rejected)

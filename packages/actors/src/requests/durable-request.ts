@@ -2,7 +2,7 @@ import type { Bus } from '@signalbox/core/bus'
 import { encodeMessage, ProtocolError } from '@signalbox/core/protocol'
 import type { z } from 'zod/v4'
 import type { RejectionReporter } from './rejections.ts'
-import { DurableReplyWaiter, type ReplyRejection, type StoredReply } from './reply-waiter.ts'
+import { DurableReplyWaiter, type ReplyRejection } from './reply-waiter.ts'
 
 export interface DurableRequesterOptions<S extends z.ZodType, C> {
   bus: Bus
@@ -101,13 +101,21 @@ export class DurableRequester<S extends z.ZodType, C> {
   }
 
   /**
-   * The reply the log holds for request `id` (whose replies come back where `context`'s do), once
-   * every reply stored before the consumer began has been read (from the start of the log when
-   * the consumer is made here); `undefined` when there is none.
+   * The reply to request `id` that counts after its deadline: one the log stored by `deadline`
+   * (the server's timestamp, which a replier cannot backdate) and that `check` accepts (no reason
+   * given); `undefined` when none does. In time means stored in time. Read once every reply
+   * stored before the consumer began is in (from the start of the log when the consumer is made here).
    */
-  async stored(id: string, context: C): Promise<StoredReply<z.output<S>> | undefined> {
+  async storedInTime(
+    id: string,
+    context: C,
+    deadline: number,
+    check: (reply: z.output<S>) => string | undefined,
+  ): Promise<z.output<S> | undefined> {
     await this.#waiter.caughtUp(this.#replySubjectOf(context), true)
-    return this.#waiter.stored(id)
+    const stored = this.#waiter.stored(id)
+    if (stored === undefined || stored.storedAt === undefined || stored.storedAt > deadline) return undefined
+    return check(stored.reply) === undefined ? stored.reply : undefined
   }
 
   /** Stops listening; pending requests fail with `reason`. */
