@@ -151,7 +151,7 @@ export class MachineActions extends RunEvents {
 
   failWithHookError(error: unknown): Partial<AgentContext> {
     return {
-      error: serializeError(error instanceof HookError ? error : new HookError('unknown', error)),
+      error: serializeError(HookError.is(error) ? error : new HookError('unknown', error)),
       stopReason: 'hook_error',
     }
   }
