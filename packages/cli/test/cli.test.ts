@@ -4,7 +4,7 @@ import { ConfigError, SignalboxError } from '@signalbox/core'
 import { DEFAULT_SUBJECT_PREFIX } from '@signalbox/core/bus'
 import { describe, expect, it } from 'vitest'
 import { agentModuleProblems, defineAgentModule } from '../src/agent-module.ts'
-import { commandHelp, DEFAULT_PREFIX } from '../src/cli.ts'
+import { CliError, commandHelp, DEFAULT_PREFIX, UsageError } from '../src/cli.ts'
 import { DEFAULT_TOOL_QUEUE } from '../src/commands/tools-serve.ts'
 import { COMMANDS, formatError } from '../src/main.ts'
 import { colorsEnabled, formatDuration, linePrefixer, shortId } from '../src/output.ts'
@@ -83,6 +83,12 @@ describe('errors', () => {
       'error [BUS_TIMEOUT]: slow (inner)',
     )
     expect(formatError(new Error('boom'))).toBe('error [UNEXPECTED]: boom')
+  })
+
+  it("the command's own errors are SignalboxErrors (the person at the command line acts)", () => {
+    expect(SignalboxError.is(new UsageError('no'), 'USAGE')).toBe(true)
+    expect(new CliError('NO_BUS', 'no bus')).toMatchObject({ name: 'CliError', code: 'NO_BUS', fault: 'user' })
+    expect(UsageError.is(new CliError('NO_BUS', 'no bus'))).toBe(false)
   })
 
   it('a missing module is a clear error, exit 1', async () => {

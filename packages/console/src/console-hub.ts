@@ -18,7 +18,15 @@ import {
 } from '@signalbox/actors'
 import { isInspectorWireEvent } from '@signalbox/actors/inspect'
 import { agentKeysPolicy, type Signer, type TrustPolicy } from '@signalbox/actors/trust'
-import { AbortedError, type Answer, type ApprovalDecision, type AuditEntry, type Clock, systemClock } from '@signalbox/core'
+import {
+  AbortedError,
+  type Answer,
+  type ApprovalDecision,
+  type AuditEntry,
+  type Clock,
+  SignalboxError,
+  systemClock,
+} from '@signalbox/core'
 import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { eventView, ObservedEvent } from './event-view.ts'
 import type { InboxItem, RunView, ServerMessage, SettledItem, SettledOutcome } from './view-model.ts'
@@ -428,12 +436,9 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
 }
 
 /** A page asked for something the console cannot do (an unknown run, an empty correction). */
-export class ConsoleRequestError extends Error {
-  override readonly name = 'ConsoleRequestError'
-  constructor(
-    readonly code: 'UNKNOWN_RUN' | 'BAD_REQUEST',
-    message: string,
-  ) {
-    super(message)
+export class ConsoleRequestError extends SignalboxError {
+  declare readonly code: 'UNKNOWN_RUN' | 'BAD_REQUEST'
+  constructor(code: 'UNKNOWN_RUN' | 'BAD_REQUEST', message: string) {
+    super(code, message, { fault: 'user' })
   }
 }

@@ -10,7 +10,7 @@ import {
   type RunResult,
 } from './agent-options.ts'
 import { type Clock, systemClock } from './clock.ts'
-import { ConfigError, RunCancelledError } from './errors.ts'
+import { asError, ConfigError, RunCancelledError } from './errors.ts'
 import { type AgentEventType, deepFreeze, EventEmitter, type EventListener } from './events.ts'
 import type { AuditLog } from './hitl/types.ts'
 import { HookChain } from './hooks.ts'
@@ -334,7 +334,7 @@ export class Agent<TOutput = string> {
     }
     const result = new Promise<RunResult<TOutput>>((resolve, reject) => {
       const finish = () => {
-        if (lost !== undefined) return reject(lost instanceof Error ? lost : new Error(String(lost)))
+        if (lost !== undefined) return reject(asError(lost))
         const output = actor.getSnapshot().output as AgentOutput | undefined
         // Stopped by `actor.stop()` before it finished: nothing to report but that.
         if (output === undefined) return reject(new RunCancelledError('the run was stopped before it finished'))
@@ -354,7 +354,7 @@ export class Agent<TOutput = string> {
         },
         // A root actor without an error observer would crash the process (XState rethrows).
         error: (error) => {
-          reject(error instanceof Error ? error : new Error(String(error)))
+          reject(asError(error))
         },
       })
     }).finally(() => {

@@ -16,6 +16,8 @@ export const ErrorCode = {
   ABORTED: 'ABORTED',
   TIMEOUT: 'TIMEOUT',
   UNKNOWN_ERROR: 'UNKNOWN_ERROR',
+  /** A broken invariant inside signalbox: a bug to report. */
+  INTERNAL_ERROR: 'INTERNAL_ERROR',
   CONFIG_INVALID: 'CONFIG_INVALID',
   HOOK_FAILED: 'HOOK_FAILED',
   MAX_TURNS_EXCEEDED: 'MAX_TURNS_EXCEEDED',
@@ -23,6 +25,7 @@ export const ErrorCode = {
   RUN_FAILED: 'RUN_FAILED',
   BUDGET_EXCEEDED: 'BUDGET_EXCEEDED',
   OUTPUT_INVALID: 'OUTPUT_INVALID',
+  RUN_STREAM_CONSUMED: 'RUN_STREAM_CONSUMED',
   // The model endpoint
   PROVIDER_ERROR: 'PROVIDER_ERROR',
   PROVIDER_UNREACHABLE: 'PROVIDER_UNREACHABLE',
@@ -310,6 +313,12 @@ export function describeError(error: unknown): string {
   } catch {
     return String(error)
   }
+}
+
+/** A throwable as an `Error`: itself, or (a thrown string, object…) an `UNKNOWN_ERROR` quoting it. */
+export function asError(error: unknown): Error {
+  if (error instanceof Error || SignalboxError.is(error)) return error
+  return new SignalboxError(ErrorCode.UNKNOWN_ERROR, describeError(error), { cause: error })
 }
 
 /** Normalize any throwable once, at a boundary, into data that can cross the bus or be persisted. */

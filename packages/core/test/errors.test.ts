@@ -13,6 +13,7 @@ import {
 } from '../src/bus/errors.ts'
 import {
   AbortedError,
+  asError,
   BudgetExceededError,
   ConfigError,
   ErrorCode,
@@ -24,6 +25,8 @@ import {
   serializeError,
   TimeoutError,
 } from '../src/errors.ts'
+import { type Instrumentation, Instruments } from '../src/instrumentation.ts'
+import { finishCall } from '../src/store/ledger.ts'
 
 describe('ErrorCode', () => {
   it('names every code the core error classes carry', () => {
@@ -61,6 +64,26 @@ describe('ErrorCode', () => {
 
   it('marks an unknown throwable with UNKNOWN_ERROR', () => {
     expect(serializeError('boom').code).toBe(ErrorCode.UNKNOWN_ERROR)
+  })
+})
+
+describe('what the core throws is a SignalboxError', () => {
+  it('a ledger finishing a call it never started: INTERNAL_ERROR', () => {
+    expect(() => finishCall([], 'call_1', { output: 'x', isError: false, outcome: 'executed' }, 1)).toThrow(
+      expect.objectContaining({ code: ErrorCode.INTERNAL_ERROR }),
+    )
+  })
+
+  it('an instrumentation without around(): CONFIG_INVALID', () => {
+    expect(() => new Instruments().attach({} as Instrumentation)).toThrow(
+      expect.objectContaining({ code: ErrorCode.CONFIG_INVALID }),
+    )
+  })
+
+  it('a thrown string, as an error: UNKNOWN_ERROR quoting it; an error stays itself', () => {
+    expect(asError('boom')).toMatchObject({ code: ErrorCode.UNKNOWN_ERROR, message: 'boom', cause: 'boom' })
+    const error = new TypeError('x')
+    expect(asError(error)).toBe(error)
   })
 })
 
