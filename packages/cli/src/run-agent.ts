@@ -127,7 +127,7 @@ export async function runAgent(context: CommandContext): Promise<number> {
         ...(model ? { model } : {}),
       })
     } catch (error) {
-      if (error instanceof ConfigError)
+      if (ConfigError.is(error))
         throw new CliError(
           'NO_MODEL',
           "no model: pass --model <name> (or set SIGNALBOX_MODEL), or --scripted to play the module's script offline",
@@ -284,7 +284,7 @@ export async function runAgent(context: CommandContext): Promise<number> {
     try {
       result = await handle.result
     } catch (error) {
-      if (!(error instanceof RunFailedError)) throw error
+      if (!RunFailedError.is(error)) throw error
       result = error.result
     }
 
@@ -333,7 +333,7 @@ async function findRemoteTools(
     try {
       return await discoverTools({ bus, subjects, names, timeoutMs: 2_000 })
     } catch (error) {
-      if (!(error instanceof BusNoRespondersError || error instanceof BusTimeoutError)) throw error
+      if (!(BusNoRespondersError.is(error) || BusTimeoutError.is(error))) throw error
       if (Date.now() >= deadline) {
         const missing = names.filter((name) => error.subject === subjects.toolDescribe(name))
         throw new CliError(

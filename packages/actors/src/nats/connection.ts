@@ -36,7 +36,7 @@ export async function openConnection(options: NatsBusOptions): Promise<NatsConne
   } catch (error) {
     // With waitOnFirstConnect the attempt goes on in the background: close it if it ever lands.
     connecting.then((late) => late.close()).catch(() => {})
-    if (error instanceof AbortedError) throw error
+    if (AbortedError.is(error)) throw error
     throw (
       classifyConnectError(error, {
         servers: serverList(options.credentials?.servers ?? options.servers),

@@ -16,7 +16,7 @@ import {
 
 /** Normalizes a nats.js error once, at the boundary, into a bus error. */
 export function mapNatsError(error: unknown, subject: string, operation: string, timeoutMs?: number): Error {
-  if (error instanceof BusError || error instanceof AbortedError) return error
+  if (BusError.is(error) || AbortedError.is(error)) return error
   if (error instanceof natsErrors.TimeoutError) return new BusTimeoutError(subject, timeoutMs ?? Number.NaN, error)
   if (error instanceof natsErrors.NoRespondersError) return new BusNoRespondersError(subject, error)
   if (error instanceof natsErrors.RequestError) {

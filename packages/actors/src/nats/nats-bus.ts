@@ -65,7 +65,7 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<NatsBus> 
     await untilAborted(bus.ensureStream(), options.signal, 'Setting up the durable stream')
   } catch (error) {
     await bus.close()
-    if (error instanceof AbortedError || error instanceof BusError) throw error
+    if (AbortedError.is(error) || BusError.is(error)) throw error
     if (jetStreamDisabled(error)) {
       throw new BusError(
         'BUS_JETSTREAM_DISABLED',
@@ -281,7 +281,7 @@ export class NatsBus implements Bus {
     try {
       await untilAborted(work, signal, 'Flush')
     } catch (error) {
-      if (error instanceof AbortedError) throw error
+      if (AbortedError.is(error)) throw error
       throw mapNatsError(error, '', 'flush')
     }
   }

@@ -135,7 +135,7 @@ export class RunTakeover {
           epoch: claimed.checkpoint.lease?.epoch ?? 0,
         })
       } catch (error) {
-        if (error instanceof RunStoreError && LOST_CODES.has(error.code)) {
+        if (RunStoreError.is(error) && LOST_CODES.has(error.code)) {
           result.lost.push(runId)
           this.#emit({ type: 'lost', runId, agentId, code: error.code })
         } else if (!signal.aborted) {

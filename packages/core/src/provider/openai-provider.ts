@@ -152,7 +152,7 @@ export class OpenAIProvider implements Provider {
         code: status === 401 || status === 403 ? 'PROVIDER_AUTH' : status === 404 ? 'PROVIDER_NOT_FOUND' : 'PROVIDER_REJECTED',
       })
     }
-    if (error instanceof ProviderError) return error
+    if (ProviderError.is(error)) return error
     // The connection dropped mid-response (e.g. a reset while streaming): transient, worth a retry.
     if (isConnectionDrop(error)) {
       return new ProviderError(`The connection to the model endpoint ${where} was lost: ${describeChain(error)}.`, {
