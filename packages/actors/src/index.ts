@@ -13,5 +13,6 @@ export { type AuditFilter, busAuditLog, matchesAudit, readAudit } from './audit/
 export { type AnswerServiceOptions, serveAnswerer } from './questions/answer-service.ts'
 export { type RemoteAnswerer, type RemoteAnswererOptions, remoteAnswerer } from './questions/remote-answerer.ts'
 export type { RequestService, ServiceMode } from './requests/request-service.ts'
+export { RequestWithdrawnError, type WithdrawalReason, withdrawalOf } from './requests/withdrawal.ts'
 export { discoverTools, type RemoteToolOptions, remoteTool } from './tools/remote-tool.ts'
 export { serveTools, TOOL_QUEUE_GROUP, type ToolHost, type ToolHostOptions } from './tools/tool-host.ts'

@@ -16,6 +16,7 @@ describe('@signalbox/actors public surface', () => {
 
   it('root: the participants of a distributed run', () => {
     expect(Object.keys(root).sort()).toEqual([
+      'RequestWithdrawnError',
       'TOOL_QUEUE_GROUP',
       'busAuditLog',
       'connectAgent',
@@ -31,6 +32,7 @@ describe('@signalbox/actors public surface', () => {
       'serveReviewer',
       'serveTools',
       'watchEvents',
+      'withdrawalOf',
     ])
   })
 
@@ -106,6 +108,7 @@ describe('@signalbox/actors public surface', () => {
       'NatsConnectError',
       'NatsCredentialsError',
       'PermissionScopeError',
+      'RequestWithdrawnError',
       'SigningKeyError',
       'TrustPolicyError',
     ])

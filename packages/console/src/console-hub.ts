@@ -15,6 +15,7 @@ import {
   serveAnswerer,
   serveReviewer,
   watchEvents,
+  withdrawalOf,
 } from '@signalbox/actors'
 import { isInspectorWireEvent } from '@signalbox/actors/inspect'
 import { agentKeysPolicy, type Signer, type TrustPolicy } from '@signalbox/actors/trust'
@@ -162,10 +163,10 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       let waiting = true
       const onAbort = () => {
         waiting = false
-        const why = signal.reason instanceof Error ? signal.reason.message : String(signal.reason ?? '')
+        const withdrawal = withdrawalOf(signal.reason)
         // Settled elsewhere: the settlement watcher reports who. A stop leaves the item for others.
-        if (/expired/.test(why) || clock.now() >= item.deadline) settle(item.id, 'timed out', undefined)
-        else if (!/settled elsewhere/.test(why)) pending.delete(item.id)
+        if (withdrawal === 'expired' || clock.now() >= item.deadline) settle(item.id, 'timed out', undefined)
+        else if (withdrawal !== 'settled-elsewhere') pending.delete(item.id)
         reject(signal.reason ?? new AbortedError('withdrawn'))
       }
       const settleHere = (reply: ApprovalDecision | Answer): boolean => {
