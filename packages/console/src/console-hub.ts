@@ -29,6 +29,7 @@ import {
   systemClock,
 } from '@signalbox/core'
 import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { finishedStatus } from '@signalbox/core/internal'
 import { eventView, ObservedEvent } from './event-view.ts'
 import type { InboxItem, RunView, ServerMessage, SettledItem, SettledOutcome } from './view-model.ts'
 
@@ -297,8 +298,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       const run = runOf(event)
       run.updatedAt = event.at
       if (event.type === 'run.end') {
-        const status = event.status
-        run.status = status === 'done' || status === 'failed' || status === 'cancelled' ? status : 'failed'
+        run.status = finishedStatus(event.status)
         // The run no longer waits: its open requests leave the inbox (a late decision would be refused).
         for (const [id, entry] of pending) {
           if (entry.item.runId === event.runId) settle(id, 'withdrawn', undefined, `the run ended (${run.status})`)

@@ -23,6 +23,7 @@ import { type BudgetCheck, defaultRetryPolicy } from './machine/runtime.ts'
 import { withRunWorker } from './machine/worker.ts'
 import type { Message } from './messages.ts'
 import { type OutputSpec, outputSpec } from './output.ts'
+import { isFinished } from './run-status.ts'
 import type { StoredRun } from './store/checkpoint.ts'
 import { CheckpointError, RunStoreError } from './store/errors.ts'
 import { type ResumeAllResult, type ResumeOptions, resumeEvery } from './store/resume-all.ts'
@@ -220,7 +221,7 @@ export class Agent<TOutput = string> {
     if (stored.agentId !== this.id) {
       throw new RunStoreError('RUN_NOT_RESUMABLE', runId, `it belongs to agent "${stored.agentId}", not "${this.id}".`)
     }
-    if (stored.status === 'done' || stored.status === 'failed' || stored.status === 'cancelled') {
+    if (isFinished(stored.status)) {
       throw new RunStoreError('RUN_NOT_RESUMABLE', runId, `it is finished (${stored.status}).`)
     }
     const claimed = await store.claim(runId, { owner: this.#hostId, leaseMs: this.#leaseMs, revision: loaded.revision, signal })

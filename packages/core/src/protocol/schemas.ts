@@ -1,4 +1,5 @@
 import { z } from 'zod/v4'
+import { FINISHED_STATUSES } from '../run-status.ts'
 
 /**
  * signalbox wire protocol, version 1. Every message on the bus is one JSON object with
@@ -284,7 +285,7 @@ export type RunAcceptedMessage = z.infer<typeof RunAcceptedMessage>
 export const RunResultMessage = envelope('run.result', {
   runId: token,
   agentId: name,
-  status: z.enum(['done', 'failed', 'cancelled']),
+  status: z.enum(FINISHED_STATUSES),
   output: z.string(),
   error: WireError.optional(),
   turns: z.number().int().nonnegative(),
