@@ -22,6 +22,7 @@ import type { AgentOutput, SteeringItem } from './machine/context.ts'
 import { type BudgetCheck, defaultRetryPolicy } from './machine/runtime.ts'
 import { withRunWorker } from './machine/worker.ts'
 import type { Message } from './messages.ts'
+import { isName, NAME_RULE } from './names.ts'
 import { type OutputSpec, outputSpec } from './output.ts'
 import { isFinished } from './run-status.ts'
 import type { StoredRun } from './store/checkpoint.ts'
@@ -472,10 +473,9 @@ function toRunResult(
   }
 }
 
-const AGENT_ID = /^[a-zA-Z0-9_-]{1,64}$/
 function assertAgentId(id: string): void {
   // Agent ids become bus subject tokens.
-  if (!AGENT_ID.test(id)) throw new ConfigError(`Invalid agent id "${id}": use 1-64 letters, digits, "_" or "-".`)
+  if (!isName(id)) throw new ConfigError(`Invalid agent id "${id}": use ${NAME_RULE}.`)
 }
 
 function assertSteeringText(text: string): void {

@@ -25,6 +25,7 @@ export { decisionMismatch, rejectedAnswerAudit, rejectedDecisionAudit } from './
 export { HookChain } from './hooks.ts'
 export { type AgentMachine, agentMachine } from './machine/agent-machine.ts'
 export { statePath } from './machine/state-path.ts'
+export { isName, NAME_RULE } from './names.ts'
 export { payloadSample } from './protocol/codec.ts'
 export { finishedStatus, isFinished } from './run-status.ts'
 export { formatIssues, stringifyToolOutput } from './tool.ts'

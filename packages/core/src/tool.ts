@@ -4,6 +4,7 @@ import { ConfigError } from './errors.ts'
 import type { AgentEvent } from './events.ts'
 import type { AuditLog, Question } from './hitl/types.ts'
 import type { IdGenerator } from './ids.ts'
+import { isName, NAME_RULE } from './names.ts'
 import type { ToolSpec } from './provider/provider.ts'
 
 /** What a running tool gets besides its arguments. */
@@ -78,12 +79,10 @@ export interface ToolDefinition<S extends z.ZodType> {
   idempotent?: boolean
 }
 
-const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/
-
 export function assertToolName(name: string): void {
   // The chat-completions API only accepts these names; failing here beats a 400 mid-run.
-  if (!TOOL_NAME.test(name)) {
-    throw new ConfigError(`Invalid tool name "${name}": use 1-64 letters, digits, "_" or "-".`, { name })
+  if (!isName(name)) {
+    throw new ConfigError(`Invalid tool name "${name}": use ${NAME_RULE}.`, { name })
   }
 }
 

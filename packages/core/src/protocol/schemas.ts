@@ -1,4 +1,5 @@
 import { z } from 'zod/v4'
+import { NAME_PATTERN, NAME_RULE } from '../names.ts'
 import { FINISHED_STATUSES } from '../run-status.ts'
 
 /**
@@ -23,7 +24,7 @@ const token = z
   // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
   .regex(/^[^.*>\s\x00-\x1f\x7f]+$/, 'must not contain ".", "*", ">", whitespace or control characters')
 /** Agent ids and tool names: what the chat-completions API and subjects both accept. */
-const name = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, "_" or "-"')
+const name = z.string().regex(NAME_PATTERN, `must be ${NAME_RULE}`)
 const epochMs = z.number().int().nonnegative()
 const runPath = z.array(id).max(64)
 /** Agent ids of the runs of a `runPath`, root first (child runs only). */
