@@ -7,7 +7,7 @@ import { agentModuleProblems, defineAgentModule } from '../src/agent-module.ts'
 import { CliError, commandHelp, DEFAULT_PREFIX, UsageError } from '../src/cli.ts'
 import { DEFAULT_TOOL_QUEUE } from '../src/commands/tools-serve.ts'
 import { COMMANDS, formatError } from '../src/main.ts'
-import { colorsEnabled, formatDuration, linePrefixer, shortId } from '../src/output.ts'
+import { colorsEnabled, formatElapsed, linePrefixer, shortId } from '../src/output.ts'
 import { runMain } from './helpers.ts'
 
 describe('help', () => {
@@ -132,10 +132,10 @@ describe('output', () => {
   it('short ids, durations', () => {
     expect(shortId('run_3f2a9c1e-1442-4fcf-a815-376570538465')).toBe('run_3f2a9c1e')
     expect(shortId('run_gate_1')).toBe('run_gate_1')
-    expect(formatDuration(12)).toBe('12 ms')
-    expect(formatDuration(1_540)).toBe('1.5 s')
-    expect(formatDuration(59_600)).toBe('1 min 0 s')
-    expect(formatDuration(119_999)).toBe('2 min 0 s')
+    expect(formatElapsed(12)).toBe('12 ms')
+    expect(formatElapsed(1_540)).toBe('1.5 s')
+    expect(formatElapsed(59_600)).toBe('1 min 0 s')
+    expect(formatElapsed(119_999)).toBe('2 min 0 s')
   })
 
   it('prefixes every line of a stream, partial lines included', () => {

@@ -1,6 +1,6 @@
 import { openBus, untilSignal } from '../bus.ts'
 import { type Command, EXIT, UsageError } from '../cli.ts'
-import { clockTime, formatDuration, shortId } from '../output.ts'
+import { clockTime, formatElapsed, shortId } from '../output.ts'
 import { commandTracing, OTLP_OPTIONS } from '../tracing.ts'
 
 /** `TOOL_QUEUE_GROUP` of @signalbox/actors (a test keeps them equal; not imported so help stays fast). */
@@ -85,7 +85,7 @@ export const toolsServe: Command = {
         const why = outcome.error ? ` ${outcome.error.message}` : ''
         log(
           { type: 'tool.result', at: Date.now(), ...call, ...outcome },
-          `${c.dim(clockTime(Date.now()))} ${verdict} ${c.bold(call.toolName)} ${c.dim(`${call.callId} · ${formatDuration(outcome.durationMs)}`)}${why}`,
+          `${c.dim(clockTime(Date.now()))} ${verdict} ${c.bold(call.toolName)} ${c.dim(`${call.callId} · ${formatElapsed(outcome.durationMs)}`)}${why}`,
         )
       },
     })
