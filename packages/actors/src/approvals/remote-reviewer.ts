@@ -9,7 +9,7 @@ import {
   systemClock,
 } from '@signalbox/core'
 import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
-import { decisionMismatch, rejectedDecisionAudit } from '@signalbox/core/internal'
+import { decisionMismatch, openMessage, rejectedDecisionAudit } from '@signalbox/core/internal'
 import {
   type ApprovalAliveMessage,
   ApprovalDecisionMessage,
@@ -149,7 +149,7 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
 
   /** The decision as the agent applies it (the signer's name from the policy, the evidence kept). */
   const applied = (request: ApprovalRequest, answer: ApprovalDecisionMessage): ApprovalDecision => {
-    const { v: _v, type: _type, signer: signedBy, signature: _signature, ...decision } = answer
+    const { body: decision, signer: signedBy } = openMessage(answer)
     if (trust === undefined || signedBy === undefined) return decision
     options.evidence?.remember(`decision:${request.callId}:${request.digest}`, answer)
     // The name shown and audited is the policy's name for the key, never the string the message carries.

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { ApprovalDecision, ApprovalRequest, AuditLog, Clock, Reviewer } from '@signalbox/core'
 import { decideApproval, systemClock } from '@signalbox/core'
 import { type Bus, BusError, createSubjects, type Subjects } from '@signalbox/core/bus'
-import { decisionMismatch } from '@signalbox/core/internal'
+import { decisionMismatch, openMessage } from '@signalbox/core/internal'
 import {
   ApprovalAliveMessage,
   ApprovalDecisionMessage,
@@ -105,7 +105,7 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
   const orphans = watchOrphans({ bus, subjects, agentToken, clock })
   /** Marks the request orphaned, for every reviewer: a stored denial by `system` settles it everywhere. */
   const orphan = async (request: ApprovalRequestMessage, silentMs: number) => {
-    const { v: _v, type: _type, heartbeatMs: _h, ...shown } = request
+    const shown = requestShown(request)
     const reason = `orphaned: the agent that asked sent no heartbeat for ${silentMs} ms (its process is gone), so nobody would apply a decision; withdrawn`
     const now = clock.now()
     const reply: ApprovalDecisionMessage = {
@@ -166,7 +166,8 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
         if (decisionMismatch(message, decision) !== undefined) return false
         return trust === undefined || trust.check(decision, { toolName: message.toolName }).ok
       },
-      onSettled: (id, { v: _v, type: _type, signer, signature: _sig, ...decision }) => {
+      onSettled: (id, message) => {
+        const { body: decision, signer } = openMessage(message)
         // Shown under the policy's name for the key that signed, never the name the message claims.
         const named = signer !== undefined ? trust?.nameOf(signer) : undefined
         options.onSettled?.(id, named === undefined ? decision : { ...decision, reviewer: named })
@@ -175,7 +176,7 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
     clock,
     ...(options.onError ? { onError: options.onError } : {}),
     decide: async (message, signal) => {
-      const { v: _v, type: _type, signer: _s, signature: _sig, heartbeatMs: _h, ...request } = message
+      const request = requestShown(message)
       const checked = checkApprovalRequest(message, trust)
       if (!checked.ok) {
         options.onRefused?.(request, checked.reason)
@@ -219,6 +220,12 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
       service.close()
     },
   }
+}
+
+/** The request as a reviewer sees it: what it says, without its envelope, signature or heartbeat promise. */
+function requestShown(message: ApprovalRequestMessage): ApprovalRequest {
+  const { heartbeatMs: _heartbeatMs, ...request } = openMessage(message).body
+  return request
 }
 
 function signerName(options: ReviewerServiceOptions): string {

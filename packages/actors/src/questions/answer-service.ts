@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Answer, Answerer, Clock, Question } from '@signalbox/core'
 import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { openMessage } from '@signalbox/core/internal'
 import { AnswerMessage, encodeMessage, PROTOCOL_VERSION, QuestionMessage } from '@signalbox/core/protocol'
 import { DecisionNotStoredError } from '../approvals/reviewer-service.ts'
 import { createRejectionReporter, msgIdPart } from '../requests/rejections.ts'
@@ -56,7 +57,8 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
       purpose: 'answered',
       // Answers name no agent or call: who signed is all there is to check, request or not.
       trusted: (answer) => options.trust === undefined || options.trust.check(answer).ok,
-      onSettled: (id, { v: _v, type: _type, signer, signature: _sig, ...answer }) => {
+      onSettled: (id, message) => {
+        const { body: answer, signer } = openMessage(message)
         // Shown under the policy's name for the key that signed, never the name the message claims.
         const named = signer !== undefined ? options.trust?.nameOf(signer) : undefined
         options.onSettled?.(id, named === undefined ? answer : { ...answer, answeredBy: named })
@@ -65,7 +67,7 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.onError ? { onError: options.onError } : {}),
     decide: async (message, signal) => {
-      const { v: _v, type: _type, ...question } = message
+      const question = openMessage(message).body
       options.onQuestion?.(question)
       const answer = await options.answerer.answer(question, { signal })
       return { question, answer }

@@ -1,6 +1,6 @@
 import { type Answer, type Answerer, type AuditLog, type Clock, type Question, systemClock } from '@signalbox/core'
 import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
-import { rejectedAnswerAudit } from '@signalbox/core/internal'
+import { openMessage, rejectedAnswerAudit } from '@signalbox/core/internal'
 import { AnswerMessage, PROTOCOL_VERSION, type QuestionMessage } from '@signalbox/core/protocol'
 import { defaultAudit } from '../approvals/remote-reviewer.ts'
 import { DurableRequester } from '../requests/durable-request.ts'
@@ -80,7 +80,7 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
     return undefined
   }
   const applied = (question: Question, reply: AnswerMessage): Answer => {
-    const { v: _v, type: _type, signer: signedBy, signature: _signature, ...answer } = reply
+    const { body: answer, signer: signedBy } = openMessage(reply)
     if (trust === undefined || signedBy === undefined) return answer
     options.evidence?.remember(`answer:${question.callId}`, reply)
     return { ...answer, answeredBy: trust.nameOf(signedBy) ?? answer.answeredBy }
