@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto'
 import type { ApprovalDecision, ApprovalRequest, AuditLog, Clock, Reviewer } from '@signalbox/core'
 import { decideApproval, systemClock } from '@signalbox/core'
-import { type Bus, BusError, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { decisionMismatch, openMessage } from '@signalbox/core/internal'
 import {
   ApprovalAliveMessage,
@@ -13,24 +12,15 @@ import {
   ProtocolError,
 } from '@signalbox/core/protocol'
 import { createRejectionReporter, msgIdPart } from '../requests/rejections.ts'
-import { type RequestService, type ServiceMode, serveDurableRequests } from '../requests/request-service.ts'
+import { type RequestService, serveDurableRequests } from '../requests/request-service.ts'
+import { publishSignedReply, type ReplyServiceOptions, signedReply } from '../requests/signed-replies.ts'
 import { watchSilence } from '../silence.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
-import type { Signer } from '../trust/sign.ts'
 import { checkApprovalRequest, type RequestOrigin } from './request-check.ts'
 
-export interface ReviewerServiceOptions {
-  bus: Bus
+export interface ReviewerServiceOptions extends ReplyServiceOptions {
   /** Decides each request: `policyReviewer(...)`, `terminalReviewer()`, or your own. */
   reviewer: Reviewer
-  subjects?: Subjects
-  /** Which agents' requests to serve: one agent id, or all (default). */
-  agentId?: string
-  /** `shared` (default): instances of `group` split the requests. `broadcast`: each sees all. */
-  mode?: ServiceMode
-  group?: string
-  /** The reviewer's key: every decision is signed with it (agents with a trust policy accept nothing else). */
-  signer?: Signer
   /**
    * Which agents' keys may send approval requests (`agents`), and (`reviewers`) whose decisions
    * count as settling a request elsewhere (without `reviewers`, none does: each request is decided
@@ -40,14 +30,12 @@ export interface ReviewerServiceOptions {
    * Without a policy, nothing is checked.
    */
   trust?: TrustPolicy
-  clock?: Clock
   onRequest?(request: ApprovalRequest, origin: RequestOrigin): void
   onDecision?(request: ApprovalRequest, decision: ApprovalDecision): void
   /** A decision on a request this service saw, made by someone else (or this service). */
   onSettled?(requestId: string, decision: ApprovalDecision): void
   /** A request refused without asking (unverified origin, digest mismatch, unreadable arguments). */
   onRefused?(request: ApprovalRequest, reason: string): void
-  onError?(error: unknown): void
   /** Where orphaned requests are recorded (`approval.orphaned`), e.g. `busAuditLog(...)`. */
   audit?: AuditLog
   /** A request was withdrawn because the agent that asked stopped sending heartbeats. */
@@ -58,16 +46,6 @@ export interface ReviewerServiceOptions {
 export const MISSED_HEARTBEATS = 3
 
 export interface ReviewerService extends RequestService {}
-
-/** The decision's message id was taken before this reviewer stored it: the agent may never see it. */
-export class DecisionNotStoredError extends BusError {
-  constructor(requestId: string) {
-    super(
-      'DECISION_NOT_STORED',
-      `The decision on ${requestId} was not stored: its message id was already taken by another publisher.`,
-    )
-  }
-}
 
 /**
  * A reviewer on the bus: takes approval requests from `approvals.<agent>`, asks its `reviewer`,
@@ -85,21 +63,15 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
 
   const publishDecision = async (request: ApprovalRequest, decision: ApprovalDecision, signal: AbortSignal) => {
     // Quote what was shown; a reviewer cannot re-bind its decision to another call.
-    const unsigned: ApprovalDecisionMessage = {
+    const message: ApprovalDecisionMessage = {
       v: PROTOCOL_VERSION,
       type: 'approval.decision',
       ...decideApproval(request, decision, decision.reviewer, decision.decidedAt),
       // Approve with edited arguments: the agent validates them and runs the edited call.
       ...(decision.arguments === undefined ? {} : { arguments: decision.arguments }),
     }
-    const reply = signer ? signer.sign(unsigned) : unsigned
-    // Unguessable: nobody can store a message under this id first and so silence the decision.
-    const msgId = msgIdPart(`decision-${request.requestId}-${randomBytes(12).toString('hex')}`)
-    const stored = await bus.durablePublish(subjects.approvalDecisions(request.agentId), encodeMessage(reply), {
-      msgId,
-      signal,
-    })
-    if (stored.duplicate) throw new DecisionNotStoredError(request.requestId)
+    const subject = subjects.approvalDecisions(request.agentId)
+    await publishSignedReply(bus, { subject, message, signer, idPrefix: 'decision', requestId: request.requestId }, signal)
   }
 
   const orphans = watchOrphans({ bus, subjects, agentToken, clock })
@@ -166,12 +138,7 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
         if (decisionMismatch(message, decision) !== undefined) return false
         return trust === undefined || trust.check(decision, { toolName: message.toolName }).ok
       },
-      onSettled: (id, message) => {
-        const { body: decision, signer } = openMessage(message)
-        // Shown under the policy's name for the key that signed, never the name the message claims.
-        const named = signer !== undefined ? trust?.nameOf(signer) : undefined
-        options.onSettled?.(id, named === undefined ? decision : { ...decision, reviewer: named })
-      },
+      onSettled: (id, message) => options.onSettled?.(id, signedReply(message, { trust, nameField: 'reviewer' })),
     },
     clock,
     ...(options.onError ? { onError: options.onError } : {}),
