@@ -312,7 +312,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
   })
 
   const inspection = bus.subscribe(
-    `${subjects.prefix}.inspect.*`,
+    subjects.inspect(),
     (message) => {
       let wire: unknown
       try {

@@ -57,9 +57,6 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
   const subjects = options.subjects ?? createSubjects()
   const clock = options.clock ?? systemClock
   const report = createRejectionReporter({ bus, subjects, component: 'reviewer', clock })
-  const agentToken = options.agentId ?? '*'
-  const requestSubject = `${subjects.prefix}.approvals.${agentToken}`
-  const decisionSubject = `${subjects.prefix}.approvals.${agentToken}.decisions`
 
   const publishDecision = async (request: ApprovalRequest, decision: ApprovalDecision, signal: AbortSignal) => {
     // Quote what was shown; a reviewer cannot re-bind its decision to another call.
@@ -74,7 +71,7 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
     await publishSignedReply(bus, { subject, message, signer, idPrefix: 'decision', requestId: request.requestId }, signal)
   }
 
-  const orphans = watchOrphans({ bus, subjects, agentToken, clock })
+  const orphans = watchOrphans({ bus, subjects, agentId: options.agentId, clock })
   /** Marks the request orphaned, for every reviewer: a stored denial by `system` settles it everywhere. */
   const orphan = async (request: ApprovalRequestMessage, silentMs: number) => {
     const shown = requestShown(request)
@@ -110,7 +107,7 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
 
   const service: RequestService = serveDurableRequests({
     bus,
-    subject: requestSubject,
+    subject: subjects.approvals(options.agentId),
     schema: ApprovalRequestMessage,
     idOf: (request) => request.requestId,
     deadlineOf: (request) => request.deadline,
@@ -119,7 +116,7 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
     privatePurpose: 'approvals',
     report,
     settlements: {
-      subject: decisionSubject,
+      subject: subjects.approvalDecisions(options.agentId),
       schema: ApprovalDecisionMessage,
       idOf: (decision) => decision.requestId,
       purpose: 'decided',
@@ -204,10 +201,10 @@ function signerName(options: ReviewerServiceOptions): string {
  * when its agent has been silent for `MISSED_HEARTBEATS` intervals (counted from when this
  * service took the request, so a request found in the log long after its agent died is also caught).
  */
-function watchOrphans(options: { bus: Bus; subjects: Subjects; agentToken: string; clock: Clock }) {
+function watchOrphans(options: { bus: Bus; subjects: Subjects; agentId: string | undefined; clock: Clock }) {
   const { clock } = options
   const lastSeen = new Map<string, number>()
-  const subscription = options.bus.subscribe(`${options.subjects.prefix}.agents.${options.agentToken}.alive`, (message) => {
+  const subscription = options.bus.subscribe(options.subjects.alive(options.agentId), (message) => {
     const decoded = decodeMessage(message.data, ApprovalAliveMessage, { maxBytes: options.bus.maxPayload })
     if (!decoded.ok) return
     const now = clock.now()

@@ -27,10 +27,9 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
   const { bus } = options
   const subjects = options.subjects ?? createSubjects()
   const report = createRejectionReporter({ bus, subjects, component: 'answerer', clock: options.clock })
-  const agentToken = options.agentId ?? '*'
   return serveDurableRequests({
     bus,
-    subject: `${subjects.prefix}.ask.${agentToken}`,
+    subject: subjects.ask(options.agentId),
     schema: QuestionMessage,
     idOf: (question) => question.questionId,
     deadlineOf: (question) => question.deadline,
@@ -39,7 +38,7 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
     privatePurpose: 'questions',
     report,
     settlements: {
-      subject: `${subjects.prefix}.ask.${agentToken}.answers`,
+      subject: subjects.answers(options.agentId),
       schema: AnswerMessage,
       idOf: (answer) => answer.questionId,
       purpose: 'answered',
