@@ -1,4 +1,4 @@
-import { AbortedError, type Clock, randomIds, systemClock, type Tool } from '@signalbox/core'
+import { AbortedError, type AuditLog, type Clock, ConfigError, randomIds, systemClock, type Tool } from '@signalbox/core'
 import { type Bus, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
 import { describeError, stringifyToolOutput, untilAborted } from '@signalbox/core/internal'
 import {
@@ -15,6 +15,10 @@ import {
 import { toWireError } from '../requests/rejections.ts'
 import { MAX_TIMER_MS } from '../requests/request-service.ts'
 import { IdempotencyCache, type IdempotencyCacheOptions } from '../store/idempotency-cache.ts'
+import type { TrustPolicy } from '../trust/policy.ts'
+import { ApprovalInvalidError, type ApprovalRefusal, type ApprovalRefusalReason } from './approval-errors.ts'
+import { DEFAULT_APPROVAL_CLOCK_SKEW_MS, needsApproval, refusedCallAudit, verifyApproval } from './approval-gate.ts'
+import { UsedApprovals } from './used-approvals.ts'
 
 export const TOOL_QUEUE_GROUP = 'signalbox-tools'
 
@@ -35,6 +39,33 @@ export interface ToolHostOptions {
   onResult?(call: { toolName: string; callId: string }, outcome: { ok: boolean; durationMs: number; error?: WireError }): void
   /** How many recent answers are kept by idempotency key, and how long (a retried call gets the first answer). */
   idempotency?: IdempotencyCacheOptions
+  /**
+   * Enforcing mode: a call of a tool that needs approval (its `needsApproval`, run here on the
+   * validated arguments) runs only if it carries the reviewer's signed decision for exactly that
+   * call, signed by a key `trust` allows for the tool, before its deadline, and not used for another
+   * call (protocol §8.6). Anything else is refused (`APPROVAL_REQUIRED`, `APPROVAL_INVALID`) and
+   * audited. Without it the host runs whatever it is sent: the approval gate is the agent's alone.
+   */
+  approvals?: HostApprovalOptions
+  /** A call refused by the enforcing mode (it did not run). */
+  onRefused?(
+    call: { toolName: string; callId: string; agentId: string; runId: string },
+    refusal: WireError & { reason: ApprovalRefusalReason },
+  ): void
+  /** Something the host could not do but that cost no caller its answer (an audit entry that could not be written). */
+  onError?(error: unknown): void
+}
+
+export interface HostApprovalOptions {
+  /** Who may approve which tool (its `keys` and `reviewers`; the rest of a policy is not used here). */
+  trust: TrustPolicy
+  /**
+   * How far apart the clocks of the agent (which set the deadline) and this host may be: a decision
+   * is accepted until its deadline plus this, by the host's clock. Default 30 s.
+   */
+  clockSkewMs?: number
+  /** Where refused calls are recorded (`tool.refused`), e.g. `busAuditLog(...)`. Default: nowhere. */
+  audit?: AuditLog
 }
 
 export interface ToolHost {
@@ -65,6 +96,11 @@ export function serveTools(options: ToolHostOptions): ToolHost {
   const running = new Set<() => void>()
   /** Answers by idempotency key: a call retried after a crash or a reconnect is answered, not run again. */
   const answers = new IdempotencyCache<Reply>({ clock, ...options.idempotency })
+  const enforcing = options.approvals
+  const clockSkewMs = enforcing?.clockSkewMs ?? DEFAULT_APPROVAL_CLOCK_SKEW_MS
+  if (!(clockSkewMs >= 0)) throw new ConfigError(`serveTools: approvals.clockSkewMs must be 0 or more, got ${clockSkewMs}.`)
+  /** Approvals already used, by request id: each lets one call run (its redeliveries get its answer). */
+  const used = new UsedApprovals<Reply>({ clock, retainMs: options.idempotency?.ttlMs ?? 10 * 60_000 })
   let closed = false
 
   const send = (respond: (data: Uint8Array) => boolean, message: Outgoing) => {
@@ -92,6 +128,19 @@ export function serveTools(options: ToolHostOptions): ToolHost {
     } catch {
       // An observer callback must not cost the caller its reply.
     }
+  }
+  /** A refused call: audited, reported, and answered with the reason (the tool does not run). */
+  const refuse = (call: ToolCallMessage, error: ApprovalRefusal): Reply => {
+    const wire = toWireError(error)
+    const audit = enforcing?.audit
+    if (audit !== undefined) {
+      Promise.resolve()
+        .then(() => audit.record(refusedCallAudit(call, error, clock.now())))
+        .catch((cause: unknown) => safely(() => options.onError?.(cause)))
+    }
+    const { toolName, callId, agentId, runId } = call
+    safely(() => options.onRefused?.({ toolName, callId, agentId, runId }, { ...wire, reason: error.reason }))
+    return errorMessage(wire, call.callId)
   }
 
   for (const tool of options.tools) {
@@ -167,7 +216,25 @@ export function serveTools(options: ToolHostOptions): ToolHost {
           }
           const key = message.headers?.[IDEMPOTENCY_KEY_HEADER]
           let remember: ((reply: Reply) => void) | undefined
-          if (key) {
+          if (enforcing !== undefined && (await needsApproval(tool, validation.value))) {
+            const verified = verifyApproval(enforcing.trust, tool.name, call)
+            if (!verified.ok) return send(respond, refuse(call, verified.error))
+            const { decision, deadline } = verified
+            // One decision, one call: the call it first came with (its redeliveries share its answer).
+            const claim = used.claim(decision.requestId, key || `${call.runId}:${call.callId}`, deadline + clockSkewMs)
+            if (claim.kind === 'same') return send(respond, await claim.answer)
+            if (claim.kind === 'other') {
+              const why = 'it was already used for another call; a decision lets one call run'
+              return send(respond, refuse(call, new ApprovalInvalidError(tool.name, 'replayed', why, decision.requestId)))
+            }
+            if (clock.now() > deadline + clockSkewMs) {
+              const why = `its deadline ${new Date(deadline).toISOString()} has passed (tolerance ${clockSkewMs} ms)`
+              const refused = refuse(call, new ApprovalInvalidError(tool.name, 'expired', why, decision.requestId))
+              claim.settle(refused)
+              return send(respond, refused)
+            }
+            remember = claim.settle
+          } else if (key) {
             const first = answers.run(key, () => new Promise<Reply>((resolve) => (remember = resolve)))
             // The same call again: the first call's answer (once it has one), the tool is not run.
             if (first.replayed) return send(respond, await first.promise)
