@@ -15,6 +15,8 @@ export interface ConfigServer {
   readonly port: number
   /** Temp directory of this server (config, store, certificates): deleted by `dispose()`. */
   readonly dir: string
+  /** Everything the server has logged so far (permission violations show here). */
+  readonly log: string
   dispose(): Promise<void>
 }
 
@@ -60,6 +62,9 @@ export async function startConfigServer(
     url: `nats://127.0.0.1:${port}`,
     port,
     dir,
+    get log() {
+      return output
+    },
     async dispose() {
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve))
