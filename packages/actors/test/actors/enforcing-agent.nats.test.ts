@@ -7,13 +7,23 @@
  * for the tool, or no signature at all) gets the call refused, and the model reads why.
  */
 
-import { discoverTools, remoteReviewer, serveReviewer, serveTools } from '@signalbox/actors'
-import { type ApprovalDecision, createAgent, decideApproval, type Reviewer, type Tool, tool } from '@signalbox/core'
+import { discoverTools, remoteReviewer, remoteTool, serveReviewer, serveTools } from '@signalbox/actors'
+import {
+  type ApprovalDecision,
+  type Clock,
+  createAgent,
+  decideApproval,
+  type Reviewer,
+  systemClock,
+  type Tool,
+  tool,
+} from '@signalbox/core'
+import { MemoryRunStore } from '@signalbox/core/store'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createEvidenceBook, createSigner, createTrustPolicy, newUserSeed, type Signer } from '../../src/trust/index.ts'
-import { type Deployment, deploy, nats, readByModel, recordEvents } from './harness.ts'
+import { type Deployment, deferred, deploy, eventually, nats, readByModel, recordEvents } from './harness.ts'
 
 const agentKey = createSigner(newUserSeed())
 const tina = createSigner(newUserSeed())
@@ -85,6 +95,9 @@ async function clawAgent(
   return { agent, provider, events: recordEvents(agent) }
 }
 
+/** The clock of a second host that resumes a run: ten minutes on (the first owner's lease long expired). */
+const laterClock = (): Clock => ({ ...systemClock, now: () => Date.now() + 10 * 60_000 })
+
 describe('an agent calling a tool host that verifies approvals (nats)', () => {
   it('sends the signed decision with the call: the approved call runs once, an edited one with the edit', async () => {
     const d = await deploy(nats)
@@ -146,5 +159,95 @@ describe('an agent calling a tool host that verifies approvals (nats)', () => {
       { callId: 'call_m', reason: 'key-not-allowed' },
       { callId: 'call_u', reason: 'missing' },
     ])
+  }, 30_000)
+
+  it('a stored run resumed mid-call sends the signed decision again from its checkpoint: the host answers the redelivery with the first result, the tool runs once', async () => {
+    const d = await deploy(nats)
+    const release = deferred()
+    const charges: number[] = []
+    const charge: Tool<any> = tool({
+      name: 'charge',
+      description: 'Charge the card. Idempotent by call.',
+      schema: z.object({ cents: z.number().int() }),
+      needsApproval: true,
+      idempotent: true,
+      execute: async ({ cents }) => {
+        charges.push(cents)
+        await release.promise
+        return `charged ${cents}`
+      },
+    })
+    const host = serveTools({
+      bus: await d.bus('host'),
+      subjects: d.subjects,
+      tools: [charge],
+      approvals: { trust: createTrustPolicy({ keys: { [tina.publicKey]: 'tina' }, reviewers: { charge: [tina.publicKey] } }) },
+    })
+    d.defer(() => host.close())
+    await host.ready
+    await reviewerService(d, tina, { call_charge: true })
+
+    const agentOn = async (
+      name: string,
+      store: MemoryRunStore,
+      clock: Clock,
+      script: ConstructorParameters<typeof ScriptedProvider>[0]['script'],
+    ) => {
+      const bus = await d.bus(name)
+      const reviewer = remoteReviewer({ bus, subjects: d.subjects, signer: agentKey })
+      d.defer(() => reviewer.close())
+      // Declared idempotent here: a resumed run calls it again (with the same idempotency key).
+      const remote = {
+        ...remoteTool({
+          bus,
+          subjects: d.subjects,
+          name: 'charge',
+          description: charge.description,
+          parameters: charge.parameters,
+          needsApproval: true,
+        }),
+        idempotent: true,
+      }
+      const provider = new ScriptedProvider({ script })
+      const agent = createAgent({
+        id: 'cashier',
+        provider,
+        tools: [remote],
+        reviewer,
+        store,
+        clock,
+        hostId: name,
+        approvalTimeoutMs: 60_000,
+      })
+      return { agent, provider }
+    }
+    const storeA = new MemoryRunStore()
+    const first = await agentOn('first-host', storeA, systemClock, [
+      { toolCalls: [{ id: 'call_charge', name: 'charge', arguments: { cents: 500 } }] },
+      { content: 'never read' },
+    ])
+    const handle = first.agent.start('charge 5 euros')
+    handle.result.catch(() => {})
+    await eventually(() => charges.length === 1, 10_000, 'the call running on the host')
+    // The first host dies here: the second resumes the run from what was stored while the call ran.
+    const signal = new AbortController().signal
+    const stored = await storeA.load(handle.runId, { signal })
+    expect(stored?.checkpoint.ledger).toMatchObject([{ callId: 'call_charge', state: 'started' }])
+    const later = laterClock()
+    const storeB = new MemoryRunStore({ clock: later })
+    const checkpoint = stored?.checkpoint as NonNullable<typeof stored>['checkpoint']
+    await storeB.create(checkpoint, { signal })
+    const messages = await storeA.readMessages(handle.runId, { length: checkpoint.transcript.length, signal })
+    await storeB.appendMessages(handle.runId, { from: 0, epoch: checkpoint.lease?.epoch ?? 1, messages, signal })
+    first.agent.cancel('the first host is gone')
+    const second = await agentOn('second-host', storeB, later, [{ content: 'charged once' }])
+    const resumed = await second.agent.resume(handle.runId)
+    await eventually(() => host.running === 1, 5_000, 'the first call still running')
+    release.resolve()
+    const result = await resumed.result
+    expect(result).toMatchObject({ status: 'done', output: 'charged once' })
+    // The resumed call carried the approval (else APPROVAL_REQUIRED) and got the first call's result.
+    expect(readByModel(second.provider, 'call_charge')).toBe('charged 500')
+    expect(charges).toEqual([500])
   }, 30_000)
 })
