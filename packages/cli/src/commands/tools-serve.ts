@@ -202,7 +202,10 @@ async function moduleSource(spec: string, approve: string | undefined, cwd: stri
       'CONFIG_INVALID',
       `--approve names ${unknown.map((n) => `"${n}"`).join(', ')}, which ${spec} does not export (its tools: ${tools.map((t) => t.name).join(', ')})`,
     )
-  const marked = tools.map((t) => (all || names.includes(t.name) ? { ...t, needsApproval: true } : t))
+  // A tool may be a class instance: keep its prototype (validate, execute) by delegating to it.
+  const marked = tools.map((t) =>
+    all || names.includes(t.name) ? Object.defineProperty(Object.create(t) as Tool, 'needsApproval', { value: true }) : t,
+  )
   return { tools: marked, close: async () => {} }
 }
 
