@@ -9,6 +9,8 @@ type TrustPolicy = import('@signalbox/actors/trust').TrustPolicy
 
 /** `TOOL_QUEUE_GROUP` of @signalbox/actors (a test keeps them equal; not imported so help stays fast). */
 export const DEFAULT_TOOL_QUEUE = 'signalbox-tools'
+/** `DEFAULT_APPROVAL_CLOCK_SKEW_MS` of @signalbox/actors (the same, kept equal by the same test). */
+export const DEFAULT_CLOCK_SKEW_MS = 30_000
 
 export const toolsServe: Command = {
   name: 'tools serve',
@@ -63,7 +65,7 @@ export const toolsServe: Command = {
       valueName: '<ms>',
       description:
         "with --trust: how far the agents' clocks may be from this host's (a decision counts until its deadline plus this)",
-      default: '30000',
+      default: String(DEFAULT_CLOCK_SKEW_MS),
     },
     queue: {
       type: 'string',
@@ -232,7 +234,7 @@ function approvalLines(
     return [(c) => `${c.yellow('warning')}: --trust given, but no tool needs approval (use --approve): nothing is enforced`]
   const lines: ((c: Colors) => string)[] = [
     (c) =>
-      `${c.green('enforcing approvals')} for ${gated.join(', ')}: signed decisions checked against ${trustFile ?? 'the trust policy'} (clock skew ${clockSkewMs ?? 30_000} ms); refusals audited${signerKey ? `, signed as ${signerKey}` : ' (unsigned: no --signing-key)'}`,
+      `${c.green('enforcing approvals')} for ${gated.join(', ')}: signed decisions checked against ${trustFile ?? 'the trust policy'} (clock skew ${clockSkewMs ?? DEFAULT_CLOCK_SKEW_MS} ms); refusals audited${signerKey ? `, signed as ${signerKey}` : ' (unsigned: no --signing-key)'}`,
   ]
   const { reviewers } = trust.options
   for (const name of gated) {
