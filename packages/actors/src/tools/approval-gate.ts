@@ -8,11 +8,26 @@
  * edit; the binding rule is core's `callApprovalMismatch`), that it was not used for another call,
  * and that its deadline has not passed (give or take `clockSkewMs`).
  */
-import type { AuditEntry, Tool } from '@signalbox/core'
+import type { AuditEntry, AuditLog, Clock, Tool } from '@signalbox/core'
+import { ConfigError } from '@signalbox/core'
 import { callApprovalMismatch } from '@signalbox/core/internal'
-import { ApprovalDecisionMessage, callDigest, type ToolCallMessage } from '@signalbox/core/protocol'
+import {
+  ApprovalDecisionMessage,
+  callDigest,
+  type ErrorMessage,
+  errorMessage,
+  type ToolCallMessage,
+  type WireError,
+} from '@signalbox/core/protocol'
+import { toWireError } from '../requests/rejections.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
-import { ApprovalInvalidError, type ApprovalRefusal, ApprovalRequiredError } from './approval-errors.ts'
+import {
+  ApprovalInvalidError,
+  type ApprovalRefusal,
+  type ApprovalRefusalReason,
+  ApprovalRequiredError,
+} from './approval-errors.ts'
+import { UsedApprovals } from './used-approvals.ts'
 
 /**
  * Clocks of the agent (which set the request's deadline), the reviewer and the host are apart by
@@ -91,5 +106,84 @@ export function refusedCallAudit(call: ToolCallMessage, error: ApprovalRefusal, 
     reason: `${error.code} ${error.reason}${typeof requestId === 'string' ? ` (approval ${requestId})` : ''}: ${error.message}`,
     actor: 'system',
     decidedAt: at,
+  }
+}
+
+export interface ApprovalGateOptions {
+  trust: TrustPolicy
+  clockSkewMs?: number
+  audit?: AuditLog
+  clock: Clock
+  /** How long an answer is kept for the redeliveries of its call, at least (besides the decision's validity). */
+  retainMs: number
+  onRefused?(call: ToolCallMessage, refusal: WireError & { reason: ApprovalRefusalReason }): void
+  onError?(error: unknown): void
+}
+
+/** What the host does with a gated call: answer it now (refused, or a redelivery), or run it and `settle` its answer. */
+export type Admission<Reply> =
+  | { kind: 'answer'; reply: Promise<Reply | ErrorMessage> | ErrorMessage }
+  | { kind: 'run'; settle(reply: Reply): void }
+
+/** The enforcing host's gate: verifies the approval a gated call carries, and lets each decision run one call. */
+export class ApprovalGate<Reply> {
+  readonly #options: ApprovalGateOptions
+  readonly #clockSkewMs: number
+  /** Approvals already used, by request id: each lets one call run (its redeliveries get its answer). */
+  readonly #used: UsedApprovals<Reply | ErrorMessage>
+
+  constructor(options: ApprovalGateOptions) {
+    this.#options = options
+    this.#clockSkewMs = options.clockSkewMs ?? DEFAULT_APPROVAL_CLOCK_SKEW_MS
+    if (!(this.#clockSkewMs >= 0))
+      throw new ConfigError(`serveTools: approvals.clockSkewMs must be 0 or more, got ${this.#clockSkewMs}.`)
+    this.#used = new UsedApprovals({ clock: options.clock, retainMs: options.retainMs })
+  }
+
+  /** `identity`: the call's idempotency key (`<runId>:<callId>` when it has none). */
+  admit(toolName: string, call: ToolCallMessage, identity: string): Admission<Reply> {
+    const verified = verifyApproval(this.#options.trust, toolName, call)
+    if (!verified.ok) return { kind: 'answer', reply: this.#refuse(call, verified.error) }
+    const { decision, deadline } = verified
+    const until = deadline + this.#clockSkewMs
+    const claim = this.#used.claim(decision.requestId, identity, until)
+    if (claim.kind === 'same') return { kind: 'answer', reply: claim.answer }
+    if (claim.kind === 'other') {
+      const why = 'it was already used for another call; a decision lets one call run'
+      return {
+        kind: 'answer',
+        reply: this.#refuse(call, new ApprovalInvalidError(toolName, 'replayed', why, decision.requestId)),
+      }
+    }
+    if (this.#options.clock.now() > until) {
+      const why = `its deadline ${new Date(deadline).toISOString()} has passed (tolerance ${this.#clockSkewMs} ms)`
+      const refused = this.#refuse(call, new ApprovalInvalidError(toolName, 'expired', why, decision.requestId))
+      // Its redeliveries get the same answer.
+      claim.settle(refused)
+      return { kind: 'answer', reply: refused }
+    }
+    return { kind: 'run', settle: (reply) => claim.settle(reply) }
+  }
+
+  /** A refused call: audited, reported, and answered with the reason (the tool does not run). */
+  #refuse(call: ToolCallMessage, error: ApprovalRefusal): ErrorMessage {
+    const { audit, clock, onRefused, onError } = this.#options
+    const wire = toWireError(error)
+    if (audit !== undefined) {
+      Promise.resolve()
+        .then(() => audit.record(refusedCallAudit(call, error, clock.now())))
+        .catch((cause: unknown) => quietly(() => onError?.(cause)))
+    }
+    quietly(() => onRefused?.(call, { ...wire, reason: error.reason }))
+    return errorMessage(wire, call.callId)
+  }
+}
+
+/** An observer callback must not cost the caller its reply. */
+function quietly(fn: () => void): void {
+  try {
+    fn()
+  } catch {
+    // ignored
   }
 }

@@ -1,4 +1,4 @@
-import { AbortedError, type AuditLog, type Clock, ConfigError, randomIds, systemClock, type Tool } from '@signalbox/core'
+import { AbortedError, type AuditLog, type Clock, randomIds, systemClock, type Tool } from '@signalbox/core'
 import { type Bus, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
 import { describeError, stringifyToolOutput, untilAborted } from '@signalbox/core/internal'
 import {
@@ -16,9 +16,8 @@ import { toWireError } from '../requests/rejections.ts'
 import { MAX_TIMER_MS } from '../requests/request-service.ts'
 import { IdempotencyCache, type IdempotencyCacheOptions } from '../store/idempotency-cache.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
-import { ApprovalInvalidError, type ApprovalRefusal, type ApprovalRefusalReason } from './approval-errors.ts'
-import { DEFAULT_APPROVAL_CLOCK_SKEW_MS, needsApproval, refusedCallAudit, verifyApproval } from './approval-gate.ts'
-import { UsedApprovals } from './used-approvals.ts'
+import type { ApprovalRefusalReason } from './approval-errors.ts'
+import { ApprovalGate, needsApproval } from './approval-gate.ts'
 
 export const TOOL_QUEUE_GROUP = 'signalbox-tools'
 
@@ -96,11 +95,17 @@ export function serveTools(options: ToolHostOptions): ToolHost {
   const running = new Set<() => void>()
   /** Answers by idempotency key: a call retried after a crash or a reconnect is answered, not run again. */
   const answers = new IdempotencyCache<Reply>({ clock, ...options.idempotency })
-  const enforcing = options.approvals
-  const clockSkewMs = enforcing?.clockSkewMs ?? DEFAULT_APPROVAL_CLOCK_SKEW_MS
-  if (!(clockSkewMs >= 0)) throw new ConfigError(`serveTools: approvals.clockSkewMs must be 0 or more, got ${clockSkewMs}.`)
-  /** Approvals already used, by request id: each lets one call run (its redeliveries get its answer). */
-  const used = new UsedApprovals<Reply>({ clock, retainMs: options.idempotency?.ttlMs ?? 10 * 60_000 })
+  /** Enforcing mode: gated calls run only with a verified approval, each approval once. */
+  const gate =
+    options.approvals &&
+    new ApprovalGate<Reply>({
+      ...options.approvals,
+      clock,
+      retainMs: options.idempotency?.ttlMs ?? 10 * 60_000,
+      onRefused: ({ toolName, callId, agentId, runId }, refusal) =>
+        options.onRefused?.({ toolName, callId, agentId, runId }, refusal),
+      ...(options.onError ? { onError: options.onError } : {}),
+    })
   let closed = false
 
   const send = (respond: (data: Uint8Array) => boolean, message: Outgoing) => {
@@ -129,20 +134,6 @@ export function serveTools(options: ToolHostOptions): ToolHost {
       // An observer callback must not cost the caller its reply.
     }
   }
-  /** A refused call: audited, reported, and answered with the reason (the tool does not run). */
-  const refuse = (call: ToolCallMessage, error: ApprovalRefusal): Reply => {
-    const wire = toWireError(error)
-    const audit = enforcing?.audit
-    if (audit !== undefined) {
-      Promise.resolve()
-        .then(() => audit.record(refusedCallAudit(call, error, clock.now())))
-        .catch((cause: unknown) => safely(() => options.onError?.(cause)))
-    }
-    const { toolName, callId, agentId, runId } = call
-    safely(() => options.onRefused?.({ toolName, callId, agentId, runId }, { ...wire, reason: error.reason }))
-    return errorMessage(wire, call.callId)
-  }
-
   for (const tool of options.tools) {
     const description: ToolDescriptionMessage = {
       v: PROTOCOL_VERSION,
@@ -216,24 +207,10 @@ export function serveTools(options: ToolHostOptions): ToolHost {
           }
           const key = message.headers?.[IDEMPOTENCY_KEY_HEADER]
           let remember: ((reply: Reply) => void) | undefined
-          if (enforcing !== undefined && (await needsApproval(tool, validation.value))) {
-            const verified = verifyApproval(enforcing.trust, tool.name, call)
-            if (!verified.ok) return send(respond, refuse(call, verified.error))
-            const { decision, deadline } = verified
-            // One decision, one call: the call it first came with (its redeliveries share its answer).
-            const claim = used.claim(decision.requestId, key || `${call.runId}:${call.callId}`, deadline + clockSkewMs)
-            if (claim.kind === 'same') return send(respond, await claim.answer)
-            if (claim.kind === 'other') {
-              const why = 'it was already used for another call; a decision lets one call run'
-              return send(respond, refuse(call, new ApprovalInvalidError(tool.name, 'replayed', why, decision.requestId)))
-            }
-            if (clock.now() > deadline + clockSkewMs) {
-              const why = `its deadline ${new Date(deadline).toISOString()} has passed (tolerance ${clockSkewMs} ms)`
-              const refused = refuse(call, new ApprovalInvalidError(tool.name, 'expired', why, decision.requestId))
-              claim.settle(refused)
-              return send(respond, refused)
-            }
-            remember = claim.settle
+          if (gate !== undefined && (await needsApproval(tool, validation.value))) {
+            const admitted = gate.admit(tool.name, call, key || `${call.runId}:${call.callId}`)
+            if (admitted.kind === 'answer') return send(respond, await admitted.reply)
+            remember = admitted.settle
           } else if (key) {
             const first = answers.run(key, () => new Promise<Reply>((resolve) => (remember = resolve)))
             // The same call again: the first call's answer (once it has one), the tool is not run.
