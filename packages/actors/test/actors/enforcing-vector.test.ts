@@ -5,7 +5,7 @@
  * doc gives. The host's clock is the doc's.
  */
 import { readFileSync } from 'node:fs'
-import { serveTools } from '@signalbox/actors'
+import { ApprovalInvalidError, ApprovalRequiredError, serveTools } from '@signalbox/actors'
 import { type Clock, systemClock, tool } from '@signalbox/core'
 import { createInProcessBus, createSubjects } from '@signalbox/core/bus'
 import { decodeMessage, ErrorMessage, encodeMessage, type ToolCallMessage, ToolResultMessage } from '@signalbox/core/protocol'
@@ -87,5 +87,13 @@ describe('docs/protocol.md §8.6 test vector', () => {
     now = lateTime - 1
     expect(await send({ ...vector, deadline: lateTime + 60_000 })).toBe('dropped into bin 4')
     expect(dropped).toEqual([4, 4])
+  })
+
+  it('the messages the model reads are the ones the doc shows', () => {
+    expect(section).toContain(
+      `| \`APPROVAL_REQUIRED\` | \`missing\`         | \`${new ApprovalRequiredError('<tool>').message}\` |`,
+    )
+    const reason = '<reason>' as ConstructorParameters<typeof ApprovalInvalidError>[1]
+    expect(section).toContain(`\`${new ApprovalInvalidError('<tool>', reason, '<why>').message}\``)
   })
 })
