@@ -12,7 +12,7 @@ import { decodeMessage, ErrorMessage, encodeMessage, type ToolCallMessage, ToolR
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { z } from 'zod'
 import { IDEMPOTENCY_KEY_HEADER } from '../../src/tools/tool-host.ts'
-import { createTrustPolicy, verifySignature } from '../../src/trust/index.ts'
+import { createSigner, createTrustPolicy, newUserSeed, verifySignature } from '../../src/trust/index.ts'
 
 const doc = readFileSync(new URL('../../../../docs/protocol.md', import.meta.url), 'utf8')
 const section = doc.slice(doc.indexOf('### 8.6 Hosts that verify approvals'), doc.indexOf('## 9. Events'))
@@ -95,5 +95,18 @@ describe('docs/protocol.md §8.6 test vector', () => {
     )
     const reason = '<reason>' as ConstructorParameters<typeof ApprovalInvalidError>[1]
     expect(section).toContain(`\`${new ApprovalInvalidError('<tool>', reason, '<why>').message}\``)
+  })
+
+  it('a decision signs its deadline and the digest of its edit, and an edit cannot go unsigned', () => {
+    const signed = createSigner(newUserSeed()).sign(vector.approval as Parameters<ReturnType<typeof createSigner>['sign']>[0])
+    expect(verifySignature(signed).ok).toBe(true)
+    for (const [field, value] of Object.entries({ deadline: 1_767_999_999_000, editedDigest: `sha256:${'1'.repeat(64)}` })) {
+      expect(verifySignature({ ...signed, [field]: value }), field).toMatchObject({ ok: false, code: 'bad-signature' })
+    }
+    // `arguments` rides outside the signed bytes, bound through `editedDigest`: without it, nothing covers the edit.
+    const { editedDigest: _e, ...bare } = signed
+    expect(verifySignature(bare)).toMatchObject({ ok: false, code: 'malformed', reason: expect.stringContaining('editedDigest') })
+    const { signer: _s, signature: _sig, ...fields } = bare
+    expect(() => createSigner(newUserSeed()).sign(fields)).toThrow(/editedDigest is missing/)
   })
 })
