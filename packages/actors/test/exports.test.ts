@@ -16,6 +16,9 @@ describe('@signalbox/actors public surface', () => {
 
   it('root: the participants of a distributed run', () => {
     expect(Object.keys(root).sort()).toEqual([
+      'ApprovalInvalidError',
+      'ApprovalRequiredError',
+      'DEFAULT_APPROVAL_CLOCK_SKEW_MS',
       'RequestWithdrawnError',
       'TOOL_QUEUE_GROUP',
       'busAuditLog',
@@ -104,6 +107,8 @@ describe('@signalbox/actors public surface', () => {
       ([name, value]) => typeof value === 'function' && name.endsWith('Error'),
     )
     expect(errors.map(([name]) => name).sort()).toEqual([
+      'ApprovalInvalidError',
+      'ApprovalRequiredError',
       'ChildRunError',
       'NatsConnectError',
       'NatsCredentialsError',

@@ -55,6 +55,10 @@ export const ErrorCode = {
   TOOL_UNAVAILABLE: 'TOOL_UNAVAILABLE',
   TOOL_BAD_REPLY: 'TOOL_BAD_REPLY',
   TOOL_ARGUMENTS_TOO_LARGE: 'TOOL_ARGUMENTS_TOO_LARGE',
+  /** A tool host that verifies approvals got a call of a gated tool that carries no signed approval. */
+  APPROVAL_REQUIRED: 'APPROVAL_REQUIRED',
+  /** A tool host that verifies approvals refused the approval a call carries (`details.reason` says why). */
+  APPROVAL_INVALID: 'APPROVAL_INVALID',
   // The bus
   BUS_TIMEOUT: 'BUS_TIMEOUT',
   BUS_NO_RESPONDERS: 'BUS_NO_RESPONDERS',

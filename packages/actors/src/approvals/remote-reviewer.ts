@@ -140,13 +140,19 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       : (options.heartbeatMs ?? DEFAULT_APPROVAL_HEARTBEAT_MS)
   const heartbeats = heartbeatMs === undefined ? undefined : new ApprovalHeartbeats(bus, subjects, clock, heartbeatMs)
 
-  /** The decision as the agent applies it (the signer's name from the policy, the evidence kept). */
-  const applied = (request: ApprovalRequest, answer: ApprovalDecisionMessage): ApprovalDecision =>
-    signedReply(answer, {
+  /**
+   * The decision as the agent applies it (the signer's name from the policy, the evidence kept).
+   * A signed one keeps the message as received: a remote tool sends it with the call, for a tool
+   * host that verifies approvals itself (whether or not this agent checks signatures).
+   */
+  const applied = (request: ApprovalRequest, answer: ApprovalDecisionMessage): ApprovalDecision => {
+    const decision = signedReply(answer, {
       trust,
       nameField: 'reviewer',
       evidence: { book: options.evidence, key: `decision:${request.callId}:${request.digest}` },
     })
+    return answer.signer === undefined ? decision : { ...decision, evidence: { ...answer } }
+  }
 
   /** Requests stored by `open`, waiting for `review` to take their decision. */
   const opened = new Map<string, Promise<ApprovalDecision>>()
