@@ -20,7 +20,7 @@ export {
 } from './bus/subjects.ts'
 export { sleep } from './clock.ts'
 export { formatDuration } from './duration.ts'
-export { describeError, deserializeError, serializeError } from './errors.ts'
+export { asError, describeError, deserializeError, serializeError } from './errors.ts'
 export {
   type CallApprovalProblem,
   callApprovalMismatch,
