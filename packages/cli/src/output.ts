@@ -1,5 +1,5 @@
 /** Colours and the one-line renderings of events, ids and times shared by the commands. */
-import type { AgentEvent } from '@signalbox/core'
+import type { AgentEvent, RunStatus } from '@signalbox/core'
 import { formatDuration } from '@signalbox/core/internal'
 import pc from 'picocolors'
 
@@ -63,12 +63,17 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
  * The key fields of one event, on one line (without time, agent and run). `undefined` for
  * events not worth a line of their own (`text.delta`: the watcher coalesces them).
  */
+/** How a finished run's status is colored: green done, yellow cancelled, red failed. */
+export function statusColor(status: RunStatus, c: Colors): (s: string) => string {
+  return status === 'done' ? c.green : status === 'cancelled' ? c.yellow : c.red
+}
+
 export function describeEvent(event: AgentEvent, c: Colors): { label: string; color: (s: string) => string; detail: string } {
   switch (event.type) {
     case 'run.start':
       return { label: event.type, color: c.bold, detail: quote(event.input) }
     case 'run.end': {
-      const color = event.status === 'done' ? c.green : event.status === 'cancelled' ? c.yellow : c.red
+      const color = statusColor(event.status, c)
       const parts = [color(event.status), plural(event.turns, 'turn'), `${event.usage.totalTokens} tokens`]
       if (event.error) parts.push(`${event.error.code}: ${event.error.message}`)
       return { label: event.type, color, detail: parts.join(' · ') }
