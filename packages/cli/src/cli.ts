@@ -7,10 +7,7 @@ import { ErrorCode, SignalboxError } from '@signalbox/core'
 import { CONNECTION_OPTIONS } from './connection-flags.ts'
 import { type Colors, createColorizer } from './output.ts'
 
-/**
- * `DEFAULT_PREFIX` of @signalbox/core (a test keeps them equal). Not imported: this
- * module and `main.ts` stay free of the runtime so `--help` and usage errors answer at once.
- */
+/** `DEFAULT_SUBJECT_PREFIX` of @signalbox/core/bus (a test keeps them equal), without loading the bus. */
 export const DEFAULT_PREFIX = 'signalbox.v1'
 
 /** The CLI's own errors: the person at the command line has to act. */
