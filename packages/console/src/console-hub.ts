@@ -188,17 +188,22 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
   const group = `console-${randomUUID()}`
   const trust = options.agentKeys?.length ? agentKeysPolicy(options.agentKeys, options.agentId, options.trust) : options.trust
   const signer = options.signer ? { signer: options.signer } : {}
+  // Every console sees every request, signs with its own key, and counts only the policy's
+  // reviewers and answerers as settling elsewhere (a forged reply must not drop a request).
+  const asPerson = {
+    bus,
+    subjects,
+    ...scope,
+    mode: 'broadcast' as const,
+    group,
+    clock,
+    ...(trust ? { trust } : {}),
+    ...signer,
+  }
   const origins = new Map<string, RequestOrigin>()
   services.push(
     serveReviewer({
-      bus,
-      subjects,
-      ...scope,
-      mode: 'broadcast',
-      group,
-      clock,
-      ...(trust ? { trust } : {}),
-      ...signer,
+      ...asPerson,
       onRequest: (request, origin) => origins.set(request.requestId, origin),
       ...(options.onRefused ? { onRefused: (request, reason) => options.onRefused?.(request.requestId, reason) } : {}),
       reviewer: {
@@ -231,15 +236,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       onError,
     }),
     serveAnswerer({
-      bus,
-      subjects,
-      ...scope,
-      mode: 'broadcast',
-      group,
-      clock,
-      // Only the policy's answerers answer elsewhere: a forged answer must not drop the question.
-      ...(trust ? { trust } : {}),
-      ...signer,
+      ...asPerson,
       answerer: {
         answer: (question, { signal }) =>
           waitForPerson<Answer>(
