@@ -1,4 +1,5 @@
 import { z } from 'zod/v4'
+import { discriminatedUnion } from '../portable-zod.ts'
 
 /**
  * signalbox wire protocol, version 1. Every message on the bus is one JSON object with
@@ -125,7 +126,7 @@ export const SteerMessage = envelope('steer', {
 export type SteerMessage = z.infer<typeof SteerMessage>
 
 /** Request on `agents.<agent>.control`. */
-export const ControlRequestMessage = z.discriminatedUnion('type', [
+export const ControlRequestMessage = discriminatedUnion('type', [
   envelope('control.cancel', {
     runId: id.optional(),
     reason: z.string().max(1024).optional(),
