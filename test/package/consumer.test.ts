@@ -1,8 +1,10 @@
 /**
  * Installed as a user installs them (see installed.ts): the packed packages pass publint and
  * arethetypeswrong, ship no tests or scratch files, load in plain Node, type-check under
- * `tsc --strict --module nodenext`, run the `signalbox` command and an agent end to end against
- * the scripted model server, and run the README's first example exactly as written.
+ * `tsc --strict --module nodenext` (declaration files included) with zod 4 and with zod 3.25, run
+ * structured output, tools and a reviewer with either zod, run the `signalbox` command and an
+ * agent end to end against the scripted model server, and run the README's first example exactly
+ * as written.
  */
 import { readFileSync } from 'node:fs'
 import { readFile, rename, writeFile } from 'node:fs/promises'
@@ -11,14 +13,28 @@ import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/c
 import { publint } from 'publint'
 import { formatMessage } from 'publint/utils'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildPackAndInstall, type Installed, mustRun, PACKAGES, ROOT, run } from './installed.ts'
+import {
+  buildAndPack,
+  type Installed,
+  installConsumer,
+  mustRun,
+  PACKAGES,
+  type Packed,
+  ROOT,
+  run,
+  ZOD_VERSIONS,
+  type ZodLine,
+} from './installed.ts'
 
 const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
 const attw = path.join(ROOT, 'node_modules', '.bin', 'attw')
 /** What a tarball must never carry. */
 const NOT_SHIPPED = /(^|\/)(test|tests|fixtures|scratch)\/|\.test\.[cm]?[jt]s$|(^|\/)\.p\d+\.mts$|\.tsbuildinfo$/
 
+let packed: Packed
+/** The consumer on zod 4; `consumers` has one per zod major. */
 let installed: Installed
+const consumers = {} as Record<ZodLine, Installed>
 let model: ScriptedModelServer
 
 /** The first ```ts block of the README, unchanged. */
@@ -103,11 +119,111 @@ await bus.close()
 console.log(JSON.stringify({ status: result.status, output: result.output, events }))
 `
 
+/** Every entry point of every package, so tsc reads (and checks) every declaration file they ship. */
+const ENTRY_POINTS_TS = `import type * as core from '@signalbox/core'
+import type * as coreBus from '@signalbox/core/bus'
+import type * as coreInternal from '@signalbox/core/internal'
+import type * as coreProtocol from '@signalbox/core/protocol'
+import type * as coreStore from '@signalbox/core/store'
+import type * as coreTesting from '@signalbox/core/testing'
+import type * as actors from '@signalbox/actors'
+import type * as actorsInspect from '@signalbox/actors/inspect'
+import type * as actorsNats from '@signalbox/actors/nats'
+import type * as actorsStore from '@signalbox/actors/store'
+import type * as actorsSystem from '@signalbox/actors/system'
+import type * as actorsTrust from '@signalbox/actors/trust'
+import type * as cli from '@signalbox/cli'
+import type * as consoleUi from '@signalbox/console'
+import type * as mcp from '@signalbox/mcp'
+import type * as otel from '@signalbox/otel'
+
+export type Everything = [typeof core, typeof coreBus, typeof coreInternal, typeof coreProtocol, typeof coreStore,
+  typeof coreTesting, typeof actors, typeof actorsInspect, typeof actorsNats, typeof actorsStore, typeof actorsSystem,
+  typeof actorsTrust, typeof cli, typeof consoleUi, typeof mcp, typeof otel]
+`
+
+/**
+ * Structured output, a tool and a reviewer over the bus, written as a user of `zod` writes them:
+ * zod 4 from 'zod'; on zod 3.25 the zod 4 API from 'zod/v4', and a zod 3 schema from 'zod'.
+ * The annotations are checked by tsc; the run prints what happened.
+ */
+function zodConsumerTs(line: ZodLine): string {
+  const [zod4, zod3] = line === 'zod 4' ? ['zod', 'zod/v3'] : ['zod/v4', 'zod']
+  return `import { createAgent, OpenAIProvider, policyReviewer, tool } from '@signalbox/core'
+import { createInProcessBus } from '@signalbox/core/bus'
+import { remoteReviewer, serveReviewer } from '@signalbox/actors'
+import { z } from '${zod4}'
+import { z as z3 } from '${zod3}'
+
+const bus = createInProcessBus()
+const reviews = serveReviewer({
+  bus,
+  reviewer: policyReviewer(({ arguments: args }) => (args as { amount: number }).amount <= 100, { name: 'policy' }),
+})
+await reviews.ready
+const refund = tool({
+  name: 'refund',
+  description: 'Refunds part of an order.',
+  schema: z.object({ order: z.string().min(1), amount: z.number().positive() }),
+  needsApproval: ({ amount }) => amount > 10,
+  execute: ({ order, amount }) => {
+    const text: string = 'refunded ' + amount.toFixed(2) + ' on ' + order.toUpperCase()
+    return text
+  },
+})
+const lookup = tool({
+  name: 'lookup',
+  description: 'Finds an order.',
+  schema: z3.object({ order: z3.string(), withItems: z3.boolean().default(false) }),
+  execute: ({ order, withItems }) => {
+    const found: { order: string; items: boolean } = { order, items: withItems }
+    return found
+  },
+})
+const agent = createAgent({
+  id: 'shop',
+  provider: new OpenAIProvider({ baseURL: process.env.MODEL_URL, model: process.env.MODEL }),
+  tools: [lookup, refund],
+  reviewer: remoteReviewer({ bus }),
+  output: z.object({ order: z.string(), refunded: z.number(), status: z.enum(['done', 'refused']) }),
+})
+const events: string[] = []
+agent.on('tool.end', (event) => events.push(event.toolName + ':' + event.outcome))
+agent.on('approval.decided', (event) => events.push('decided:' + event.decision.approved + ':' + event.decision.reviewer))
+const result = await agent.run('Refund 42 on order a-7, please.')
+const receipt: { order: string; refunded: number; status: 'done' | 'refused' } = result.output
+reviews.close()
+await bus.close()
+console.log(JSON.stringify({ status: result.status, receipt, events }))
+`
+}
+
 beforeAll(async () => {
-  installed = await buildPackAndInstall()
+  const built = await buildAndPack()
+  packed = built
+  const lines = Object.keys(ZOD_VERSIONS) as ZodLine[]
+  const projects = await Promise.all(lines.map((line) => installConsumer(built, line)))
+  lines.forEach((line, i) => {
+    consumers[line] = projects[i] as Installed
+  })
+  installed = consumers['zod 4']
   model = await startScriptedModelServer({
     scripts: {
       adder: [{ toolCalls: [{ name: 'add', arguments: { a: 2, b: 3 } }] }, { content: 'The sum is 5.' }],
+      ...Object.fromEntries(
+        (Object.keys(ZOD_VERSIONS) as ZodLine[]).map((line) => [
+          shopModel(line),
+          [
+            {
+              toolCalls: [
+                { name: 'lookup', arguments: { order: 'a-7' } },
+                { name: 'refund', arguments: { order: 'a-7', amount: 42 } },
+              ],
+            },
+            { content: '{"order":"a-7","refunded":42,"status":"done"}' },
+          ],
+        ]),
+      ),
       tiny: [{ toolCalls: [{ name: 'refund', arguments: { order: '42' } }] }, { content: 'Order 42 is refunded.' }],
       'llama3.1': [
         { toolCalls: [{ name: 'book_ticket', arguments: { train: 3, seat_class: 'first' } }] },
@@ -119,8 +235,16 @@ beforeAll(async () => {
   await writeFile(path.join(installed.dir, 'consumer.ts'), CONSUMER_TS)
   await writeFile(path.join(installed.dir, 'agent.ts'), AGENT_MODULE_TS)
   await writeFile(path.join(installed.dir, 'tiny-agent.mjs'), TINY_AGENT_MJS)
-  await writeFile(path.join(installed.dir, 'readme-example.ts'), readmeFirstExample())
-}, 300_000)
+  for (const line of lines) {
+    const { dir } = consumers[line]
+    await writeFile(path.join(dir, 'readme-example.ts'), readmeFirstExample())
+    await writeFile(path.join(dir, 'entry-points.ts'), ENTRY_POINTS_TS)
+    await writeFile(path.join(dir, 'zod-consumer.ts'), zodConsumerTs(line))
+    if (line !== 'zod 4') await writeFile(path.join(dir, 'consumer.ts'), CONSUMER_TS)
+  }
+}, 400_000)
+
+const shopModel = (line: ZodLine) => `shop-${line.replace(/\W+/g, '-')}`
 
 // Type-checking and CLI runs are slow on a loaded machine; nothing here measures time.
 const SLOW = 120_000
@@ -129,7 +253,7 @@ const TSC_TIMEOUT = 300_000
 
 afterAll(async () => {
   await model?.close()
-  await installed?.remove()
+  await packed?.remove()
 })
 
 // Checks that only read run side by side; the last one hides tsx, so it runs alone after them.
@@ -198,19 +322,6 @@ describe.concurrent('installed from the tarballs, outside the workspace', { time
     expect(nested.stdout.trim()).toBe('')
   })
 
-  it(
-    'a consumer file and the README example type-check with tsc --strict --module nodenext',
-    async () => {
-      const ran = await run('node', [tsc, '--strict', '--module', 'nodenext', '--noEmit', 'consumer.ts', 'readme-example.ts'], {
-        cwd: installed.dir,
-        timeoutMs: TSC_TIMEOUT - 5_000,
-      })
-      expect(`${ran.stdout}${ran.stderr}`).toBe('')
-      expect(ran.code).toBe(0)
-    },
-    TSC_TIMEOUT,
-  )
-
   it('`npx signalbox --help` runs the built CLI with plain node', async () => {
     const ran = await mustRun('npx', ['--no-install', 'signalbox', '--help'], { cwd: installed.dir })
     expect(ran.stdout).toMatch(/signalbox/)
@@ -248,6 +359,56 @@ describe.concurrent('installed from the tarballs, outside the workspace', { time
     expect(requests).toHaveLength(3)
     expect(requests[1]?.messages.at(-1)).toMatchObject({ role: 'tool' })
     expect(JSON.stringify(requests[1]?.messages.at(-1))).toContain('Blocked by policy')
+  })
+})
+
+describe.concurrent.each(Object.keys(ZOD_VERSIONS) as ZodLine[])('installed with %s', (line) => {
+  it(
+    'the consumer files, the README example and every declaration file of every entry point type-check (tsc --strict --module nodenext, skipLibCheck off)',
+    async () => {
+      const files = ['consumer.ts', 'readme-example.ts', 'entry-points.ts', 'zod-consumer.ts']
+      const ran = await run('node', [tsc, '--strict', '--module', 'nodenext', '--skipLibCheck', 'false', '--noEmit', ...files], {
+        cwd: consumers[line].dir,
+        timeoutMs: TSC_TIMEOUT - 5_000,
+      })
+      expect(`${ran.stdout}${ran.stderr}`).toBe('')
+      expect(ran.code).toBe(0)
+    },
+    TSC_TIMEOUT,
+  )
+
+  it('structured output, a zod 4 tool, a zod 3 tool and a reviewer over the bus run, and nothing is printed on stderr', async () => {
+    const ran = await mustRun('npx', ['--no-install', 'tsx', 'zod-consumer.ts'], {
+      cwd: consumers[line].dir,
+      env: { MODEL_URL: model.url, MODEL: shopModel(line) },
+    })
+    // zod 3.25's converter printed "Invalid target: draft-07" for every tool.
+    expect(ran.stderr).toBe('')
+    const out = JSON.parse(ran.stdout.trim().split('\n').at(-1) ?? '{}') as { status: string; receipt: unknown; events: string[] }
+    expect(out.status).toBe('done')
+    expect(out.receipt).toEqual({ order: 'a-7', refunded: 42, status: 'done' })
+    expect(out.events.sort()).toEqual(['decided:true:policy', 'lookup:executed', 'refund:executed'])
+    const [first, second] = model.requestsFor(shopModel(line))
+    expect(first?.tools.find((t) => t.name === 'lookup')?.parameters).toEqual({
+      type: 'object',
+      properties: { order: { type: 'string' }, withItems: { type: 'boolean', default: false } },
+      required: ['order'],
+    })
+    expect(first?.tools.find((t) => t.name === 'refund')?.parameters).toMatchObject({
+      properties: { order: { type: 'string', minLength: 1 }, amount: { type: 'number', exclusiveMinimum: 0 } },
+      required: ['order', 'amount'],
+    })
+    expect(first?.body).toMatchObject({
+      response_format: {
+        type: 'json_schema',
+        json_schema: {
+          strict: true,
+          schema: { required: ['order', 'refunded', 'status'], additionalProperties: false },
+        },
+      },
+    })
+    // Each tool's output as the model read it: zod 3 filled the default, the zod 4 schema checked the amount.
+    expect(second?.messages.slice(-2).map((m) => m.content)).toEqual(['{"order":"a-7","items":false}', 'refunded 42.00 on A-7'])
   })
 })
 
