@@ -98,21 +98,35 @@ export class OpenAIProvider implements Provider {
           { ...body, stream: false },
           { signal: options.signal, maxRetries: 0 },
         )
-        return fromCompletion(completion, this.model)
+        return fromCompletion(completion, this.model, this.#where)
       }
-      const stream = await this.#client.chat.completions.create(
-        { ...body, stream: true, stream_options: { include_usage: true } },
-        { signal: options.signal, maxRetries: 0 },
-      )
-      return await assembleStream(stream, this.model, options.onTextDelta)
+      const { data: stream, response } = await this.#client.chat.completions
+        .create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal: options.signal, maxRetries: 0 })
+        .withResponse()
+      // A 200 that is not an event stream (a JSON error, a proxy's page) would read as an empty answer.
+      const type = response.headers.get('content-type') ?? ''
+      if (!type.includes('text/event-stream')) {
+        const body = await bodyOf(response)
+        stream.controller.abort()
+        throw notACompletion(
+          this.#where,
+          `answered 200 with ${type || 'a body without a content type'} instead of an event stream of chat-completion chunks`,
+          body,
+        )
+      }
+      return await assembleStream(stream, this.model, options.onTextDelta, this.#where)
     } catch (error) {
       throw this.#classify(error, options.signal)
     }
   }
 
+  get #where(): string {
+    return `${this.baseURL} (model "${this.model}")`
+  }
+
   #classify(error: unknown, signal: AbortSignal): Error {
     if (error instanceof APIUserAbortError || signal.aborted) return new AbortedError('The model call was aborted.', error)
-    const where = `${this.baseURL} (model "${this.model}")`
+    const where = this.#where
     if (error instanceof APIConnectionError) {
       return new ProviderError(
         `Could not reach the model endpoint ${where}: ${error.message.replace(/\.+$/, '')}. Is the server running?`,
@@ -213,9 +227,39 @@ function toUsage(
   return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens }
 }
 
-function fromCompletion(completion: ChatCompletion, model: string): ProviderResponse {
+/** What came back, short enough for an error message. */
+function preview(value: unknown): string {
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value))
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text
+}
+
+async function bodyOf(response: Response): Promise<string> {
+  try {
+    return await response.text()
+  } catch {
+    return '(unreadable body)'
+  }
+}
+
+/** A 200 whose body is not a chat completion: the endpoint (or a proxy before it) is not what it seems. */
+function notACompletion(where: string, what: string, body: unknown): ProviderError {
+  const shown = body === undefined ? '' : `: ${preview(body)}`
+  return new ProviderError(
+    `The model endpoint ${where} ${what}${shown}. Check that baseURL points at an OpenAI-compatible API (ending with its root, e.g. /v1).`,
+    { retryable: false },
+  )
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
+
+function fromCompletion(completion: ChatCompletion, model: string, where: string): ProviderResponse {
+  // The SDK returns whatever JSON (or text) a 200 carried: check it is a completion before reading it.
+  const choices: unknown = isObject(completion) ? completion.choices : undefined
+  if (!Array.isArray(choices) || (choices.length > 0 && !isObject((choices[0] as { message?: unknown }).message))) {
+    throw notACompletion(where, 'answered 200 with a body that is not a chat completion', completion)
+  }
   const choice = completion.choices[0]
-  if (!choice) throw new ProviderError('The model endpoint returned no choices.', { retryable: true })
+  if (!choice) throw new ProviderError(`The model endpoint ${where} returned no choices.`, { retryable: true })
   const message: AssistantMessage = { role: 'assistant', content: choice.message.content ?? null }
   const calls = choice.message.tool_calls?.filter((c) => c.type === 'function')
   if (calls && calls.length > 0) {
@@ -233,6 +277,7 @@ async function assembleStream(
   stream: AsyncIterable<ChatCompletionChunk>,
   model: string,
   onTextDelta: ((delta: string) => void) | undefined,
+  where: string,
 ): Promise<ProviderResponse> {
   let text = ''
   let sawText = false
@@ -240,7 +285,11 @@ async function assembleStream(
   let usage: Usage | undefined
   let answeredBy = model
   const calls: ToolCall[] = []
+  let chunks = 0
   for await (const chunk of stream) {
+    if (!isObject(chunk) || !Array.isArray(chunk.choices))
+      throw notACompletion(where, 'streamed an event that is not a chat-completion chunk', chunk)
+    chunks++
     if (chunk.model) answeredBy = chunk.model
     if (chunk.usage) usage = toUsage(chunk.usage)
     for (const choice of chunk.choices) {
@@ -263,6 +312,7 @@ async function assembleStream(
       if (choice.finish_reason) finishReason = choice.finish_reason
     }
   }
+  if (chunks === 0) throw notACompletion(where, 'streamed no chat-completion chunk', undefined)
   const message: AssistantMessage = { role: 'assistant', content: sawText ? text : null }
   const toolCalls = calls.filter(Boolean)
   if (toolCalls.length > 0) message.tool_calls = toolCalls
