@@ -8,6 +8,7 @@ import type {
 } from 'openai/resources/chat/completions'
 import { AbortedError, ConfigError, ProviderError } from '../errors.ts'
 import type { AssistantMessage, ToolCall, Usage } from '../messages.ts'
+import { httpStatusError, notACompletion, otherCallError, unreachableError } from './endpoint-errors.ts'
 import type { Provider, ProviderCallOptions, ProviderRequest, ProviderResponse, ToolSpec } from './provider.ts'
 
 export interface OpenAIProviderOptions {
@@ -126,98 +127,21 @@ export class OpenAIProvider implements Provider {
 
   #classify(error: unknown, signal: AbortSignal): Error {
     if (error instanceof APIUserAbortError || signal.aborted) return new AbortedError('The model call was aborted.', error)
-    const where = this.#where
-    if (error instanceof APIConnectionError) {
-      return new ProviderError(
-        `Could not reach the model endpoint ${where}: ${error.message.replace(/\.+$/, '')}. Is the server running?`,
-        {
-          retryable: true,
-          cause: error,
-          code: 'PROVIDER_UNREACHABLE',
-        },
-      )
-    }
-    if (error instanceof APIError) {
-      const status = error.status
-      const detail = error.message
-      const retryAfterMs = parseRetryAfter(error.headers)
-      if (status === 429 || status === 408 || status === 409 || (status !== undefined && status >= 500)) {
-        const providerError = new ProviderError(`The model endpoint ${where} answered ${status}: ${detail}`, {
-          status,
-          retryable: true,
-          cause: error,
-          code: status === 429 ? 'PROVIDER_RATE_LIMITED' : 'PROVIDER_UNAVAILABLE',
-        })
-        if (retryAfterMs !== undefined) (providerError.details as Record<string, unknown>).retryAfterMs = retryAfterMs
-        return providerError
-      }
-      const hint =
-        status === 401 || status === 403
-          ? 'Check the API key (apiKey or OPENAI_API_KEY).'
-          : status === 404
-            ? `Check that the model "${this.model}" exists at ${this.baseURL} (model or SIGNALBOX_MODEL) and that baseURL ends with the API root (e.g. /v1).`
-            : status === 400 || status === 422
-              ? 'The endpoint rejected the request; check the model supports tool calls and the tool schemas.'
-              : 'See the endpoint message.'
-      return new ProviderError(`The model endpoint ${where} refused the request (${status}): ${detail}. ${hint}`, {
-        ...(status === undefined ? {} : { status }),
-        retryable: false,
-        cause: error,
-        code: status === 401 || status === 403 ? 'PROVIDER_AUTH' : status === 404 ? 'PROVIDER_NOT_FOUND' : 'PROVIDER_REJECTED',
-      })
-    }
     if (error instanceof ProviderError) return error
-    // The connection dropped mid-response (e.g. a reset while streaming): transient, worth a retry.
-    if (isConnectionDrop(error)) {
-      return new ProviderError(`The connection to the model endpoint ${where} was lost: ${describeChain(error)}.`, {
-        retryable: true,
+    const where = this.#where
+    if (error instanceof APIConnectionError) return unreachableError(where, error.message, error)
+    if (error instanceof APIError) {
+      return httpStatusError(where, error.status, error.message, {
         cause: error,
-        code: 'PROVIDER_UNREACHABLE',
+        headers: error.headers,
+        hints: {
+          auth: 'Check the API key (apiKey or OPENAI_API_KEY).',
+          notFound: `Check that the model "${this.model}" exists at ${this.baseURL} (model or SIGNALBOX_MODEL) and that baseURL ends with the API root (e.g. /v1).`,
+        },
       })
     }
-    return new ProviderError(`The model call to ${where} failed: ${String((error as Error)?.message ?? error)}`, {
-      retryable: false,
-      cause: error,
-    })
+    return otherCallError(where, error)
   }
-}
-
-const CONNECTION_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CLOSED',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-])
-
-/** A network failure anywhere in the cause chain (undici reports a reset as `TypeError: terminated`). */
-function isConnectionDrop(error: unknown): boolean {
-  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code
-    if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true
-    if (e instanceof TypeError && e.message === 'terminated') return true
-  }
-  return false
-}
-
-function describeChain(error: unknown): string {
-  const parts: string[] = []
-  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    parts.push(e instanceof Error ? e.message : String(e))
-  }
-  return parts.join(': ')
-}
-
-function parseRetryAfter(headers: Headers | undefined): number | undefined {
-  const ms = headers?.get?.('retry-after-ms')
-  if (ms && Number.isFinite(Number(ms))) return Number(ms)
-  const seconds = headers?.get?.('retry-after')
-  if (seconds && Number.isFinite(Number(seconds))) return Number(seconds) * 1000
-  return undefined
 }
 
 function toUsage(
@@ -227,27 +151,12 @@ function toUsage(
   return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens }
 }
 
-/** What came back, short enough for an error message. */
-function preview(value: unknown): string {
-  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value))
-  return text.length > 300 ? `${text.slice(0, 300)}…` : text
-}
-
 async function bodyOf(response: Response): Promise<string> {
   try {
     return await response.text()
   } catch {
     return '(unreadable body)'
   }
-}
-
-/** A 200 whose body is not a chat completion: the endpoint (or a proxy before it) is not what it seems. */
-function notACompletion(where: string, what: string, body: unknown): ProviderError {
-  const shown = body === undefined ? '' : `: ${preview(body)}`
-  return new ProviderError(
-    `The model endpoint ${where} ${what}${shown}. Check that baseURL points at an OpenAI-compatible API (ending with its root, e.g. /v1).`,
-    { retryable: false },
-  )
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
