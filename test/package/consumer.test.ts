@@ -132,6 +132,7 @@ import type * as actorsNats from '@signalbox/actors/nats'
 import type * as actorsStore from '@signalbox/actors/store'
 import type * as actorsSystem from '@signalbox/actors/system'
 import type * as actorsTrust from '@signalbox/actors/trust'
+import type * as aiSdk from '@signalbox/ai-sdk'
 import type * as cli from '@signalbox/cli'
 import type * as consoleUi from '@signalbox/console'
 import type * as mcp from '@signalbox/mcp'
@@ -139,7 +140,7 @@ import type * as otel from '@signalbox/otel'
 
 export type Everything = [typeof core, typeof coreBus, typeof coreInternal, typeof coreProtocol, typeof coreStore,
   typeof coreTesting, typeof actors, typeof actorsInspect, typeof actorsNats, typeof actorsStore, typeof actorsSystem,
-  typeof actorsTrust, typeof cli, typeof consoleUi, typeof mcp, typeof otel]
+  typeof actorsTrust, typeof aiSdk, typeof cli, typeof consoleUi, typeof mcp, typeof otel]
 `
 
 /**
@@ -149,9 +150,11 @@ export type Everything = [typeof core, typeof coreBus, typeof coreInternal, type
  */
 function zodConsumerTs(line: ZodLine): string {
   const [zod4, zod3] = line === 'zod 4' ? ['zod', 'zod/v3'] : ['zod/v4', 'zod']
-  return `import { createAgent, OpenAIProvider, policyReviewer, tool } from '@signalbox/core'
+  return `import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
+import { createAgent, OpenAIProvider, policyReviewer, tool } from '@signalbox/core'
 import { createInProcessBus } from '@signalbox/core/bus'
 import { remoteReviewer, serveReviewer } from '@signalbox/actors'
+import { AiSdkProvider } from '@signalbox/ai-sdk'
 import { z } from '${zod4}'
 import { z as z3 } from '${zod3}'
 
@@ -194,7 +197,23 @@ const result = await agent.run('Refund 42 on order a-7, please.')
 const receipt: { order: string; refunded: number; status: 'done' | 'refused' } = result.output
 reviews.close()
 await bus.close()
-console.log(JSON.stringify({ status: result.status, receipt, events }))
+
+// The same tool and a structured answer, on an AI SDK provider package.
+const compatible = createOpenAICompatible({
+  name: 'shop',
+  baseURL: process.env.MODEL_URL ?? '',
+  includeUsage: true,
+  supportsStructuredOutputs: true,
+})
+const viaAiSdk = createAgent({
+  id: 'shop-ai-sdk',
+  provider: new AiSdkProvider(compatible.chatModel(process.env.MODEL + '-ai-sdk')),
+  tools: [lookup],
+  output: z.object({ order: z.string(), found: z.boolean() }),
+})
+const second = await viaAiSdk.run('Is order a-7 there?')
+const found: { order: string; found: boolean } = second.output
+console.log(JSON.stringify({ status: result.status, receipt, events, aiSdk: { found, tokens: second.usage.totalTokens } }))
 `
 }
 
@@ -221,6 +240,18 @@ beforeAll(async () => {
               ],
             },
             { content: '{"order":"a-7","refunded":42,"status":"done"}' },
+          ],
+        ]),
+      ),
+      ...Object.fromEntries(
+        (Object.keys(ZOD_VERSIONS) as ZodLine[]).map((line) => [
+          `${shopModel(line)}-ai-sdk`,
+          [
+            {
+              toolCalls: [{ name: 'lookup', arguments: { order: 'a-7', withItems: true } }],
+              usage: { promptTokens: 20, completionTokens: 5 },
+            },
+            { content: '{"order":"a-7","found":true}', usage: { promptTokens: 30, completionTokens: 7 } },
           ],
         ]),
       ),
@@ -297,7 +328,7 @@ describe.concurrent('installed from the tarballs, outside the workspace', { time
     const script = `
       const entries = ['@signalbox/core', '@signalbox/core/bus', '@signalbox/core/protocol', '@signalbox/core/testing',
         '@signalbox/actors', '@signalbox/actors/nats', '@signalbox/actors/inspect', '@signalbox/actors/system',
-        '@signalbox/mcp', '@signalbox/cli']
+        '@signalbox/ai-sdk', '@signalbox/mcp', '@signalbox/cli']
       const loaded = {}
       for (const e of entries) loaded[e] = Object.keys(await import(e)).length
       const refused = []
@@ -377,14 +408,19 @@ describe.concurrent.each(Object.keys(ZOD_VERSIONS) as ZodLine[])('installed with
     TSC_TIMEOUT,
   )
 
-  it('structured output, a zod 4 tool, a zod 3 tool and a reviewer over the bus run, and nothing is printed on stderr', async () => {
+  it('structured output, a zod 4 tool, a zod 3 tool and a reviewer over the bus run, on OpenAIProvider and on an AI SDK provider, and nothing is printed on stderr', async () => {
     const ran = await mustRun('npx', ['--no-install', 'tsx', 'zod-consumer.ts'], {
       cwd: consumers[line].dir,
       env: { MODEL_URL: model.url, MODEL: shopModel(line) },
     })
     // zod 3.25's converter printed "Invalid target: draft-07" for every tool.
     expect(ran.stderr).toBe('')
-    const out = JSON.parse(ran.stdout.trim().split('\n').at(-1) ?? '{}') as { status: string; receipt: unknown; events: string[] }
+    const out = JSON.parse(ran.stdout.trim().split('\n').at(-1) ?? '{}') as {
+      status: string
+      receipt: unknown
+      events: string[]
+      aiSdk: unknown
+    }
     expect(out.status).toBe('done')
     expect(out.receipt).toEqual({ order: 'a-7', refunded: 42, status: 'done' })
     expect(out.events.sort()).toEqual(['decided:true:policy', 'lookup:executed', 'refund:executed'])
@@ -409,6 +445,11 @@ describe.concurrent.each(Object.keys(ZOD_VERSIONS) as ZodLine[])('installed with
     })
     // Each tool's output as the model read it: zod 3 filled the default, the zod 4 schema checked the amount.
     expect(second?.messages.slice(-2).map((m) => m.content)).toEqual(['{"order":"a-7","items":false}', 'refunded 42.00 on A-7'])
+    // On @ai-sdk/openai-compatible: the zod 3 tool ran, the answer was parsed, usage counted.
+    expect(out.aiSdk).toEqual({ found: { order: 'a-7', found: true }, tokens: 62 })
+    const viaAiSdk = model.requestsFor(`${shopModel(line)}-ai-sdk`)
+    expect(viaAiSdk[1]?.messages.at(-1)).toMatchObject({ role: 'tool', content: '{"order":"a-7","items":true}' })
+    expect(viaAiSdk[0]?.body).toMatchObject({ response_format: { type: 'json_schema' } })
   })
 })
 

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-export const PACKAGES = ['core', 'actors', 'mcp', 'console', 'otel', 'cli'] as const
+export const PACKAGES = ['core', 'actors', 'ai-sdk', 'mcp', 'console', 'otel', 'cli'] as const
 export type PackageDir = (typeof PACKAGES)[number]
 
 const execFileAsync = promisify(execFile)
@@ -88,7 +88,10 @@ export async function buildAndPack(): Promise<Packed & { base: string }> {
   return { base, tarballs, remove: () => rm(base, { recursive: true, force: true }) }
 }
 
-/** Installs the tarballs, the given zod, tsx and Node's types into a new project beside them. */
+/**
+ * Installs the tarballs, the given zod, an AI SDK provider package, tsx and Node's types into a
+ * new project beside them.
+ */
 export async function installConsumer(packed: Packed & { base: string }, zod: ZodLine): Promise<Installed> {
   const dir = path.join(packed.base, `app${++projects}`)
   await mkdir(dir)
@@ -99,6 +102,7 @@ export async function installConsumer(packed: Packed & { base: string }, zod: Zo
     dependencies: {
       ...Object.fromEntries(PACKAGES.map((name) => [`@signalbox/${name}`, `file:${packed.tarballs[name]}`])),
       zod: ZOD_VERSIONS[zod],
+      '@ai-sdk/openai-compatible': '^2.0.0',
       tsx: '^4.0.0',
       '@types/node': '^20.19.0',
     },
