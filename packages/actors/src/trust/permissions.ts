@@ -8,7 +8,7 @@
 
 import { defaultStreamName } from '@signalbox/actors/nats'
 import { createSubjects, DEFAULT_SUBJECT_PREFIX } from '@signalbox/core/bus'
-import { assertToken } from '@signalbox/core/internal'
+import { assertToken, encodeEventType } from '@signalbox/core/internal'
 
 export const ROLES = ['agent', 'reviewer', 'answerer', 'steering', 'tool-host', 'observer', 'console'] as const
 export type Role = (typeof ROLES)[number]
@@ -164,7 +164,13 @@ export function rolePermissions(role: Role, scope: PermissionScope = {}): RolePe
         { subject: `${P}.tools.${tool}`, why: 'tool calls (queue group signalbox-tools), answered through allow_responses' },
         { subject: `${P}.tools.${tool}.describe`, why: 'description requests' },
       )
-      publish.push({ subject: `${P}.errors.*`, why: 'rejections nobody could be told about' })
+      publish.push(
+        { subject: `${P}.errors.*`, why: 'rejections nobody could be told about' },
+        {
+          subject: `${P}.audit.${agent}.${encodeEventType('tool.refused')}`,
+          why: 'calls refused for want of a valid approval (a host that verifies approvals; durable publish)',
+        },
+      )
       allowResponses = true
       break
     case 'observer':
