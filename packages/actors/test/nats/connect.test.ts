@@ -61,21 +61,17 @@ describe('connectNatsBus, first connection', () => {
     DEFAULT_CONNECT_TIMEOUT_MS + 10_000,
   )
 
-  it(
-    'an unresolvable host fails with NATS_UNREACHABLE saying the name does not resolve',
-    async () => {
-      // `.invalid` never resolves (RFC 2606).
-      const { error, ms } = await failure({ servers: 'nats://signalbox-nowhere.invalid:4222' })
-      expect(error).toBeInstanceOf(NatsConnectError)
-      expect(error).toMatchObject({ code: 'NATS_UNREACHABLE', details: { hostname: 'signalbox-nowhere.invalid' } })
-      expect((error as NatsConnectError).details?.reason).toMatch(/^(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_FAIL|EAI_NODATA)$/)
-      expect((error as Error).message).toMatch(
-        /^cannot reach NATS at nats:\/\/signalbox-nowhere\.invalid:4222: the host name "signalbox-nowhere\.invalid" (does not resolve|could not be looked up now).*\(DNS: /,
-      )
-      expect(ms).toBeLessThan(DEFAULT_CONNECT_TIMEOUT_MS)
-    },
-    DEFAULT_CONNECT_TIMEOUT_MS + 10_000,
-  )
+  it('an unresolvable host fails with NATS_UNREACHABLE saying the name does not resolve', async () => {
+    // `.invalid` never resolves (RFC 2606). A resolver may be slow to say so: the deadline here
+    // is generous, so the test reads the DNS failure, not a timeout.
+    const { error } = await failure({ servers: 'nats://signalbox-nowhere.invalid:4222', connectTimeoutMs: 40_000 })
+    expect(error).toBeInstanceOf(NatsConnectError)
+    expect(error).toMatchObject({ code: 'NATS_UNREACHABLE', details: { hostname: 'signalbox-nowhere.invalid' } })
+    expect((error as NatsConnectError).details?.reason).toMatch(/^(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_FAIL|EAI_NODATA)$/)
+    expect((error as Error).message).toMatch(
+      /^cannot reach NATS at nats:\/\/signalbox-nowhere\.invalid:4222: the host name "signalbox-nowhere\.invalid" (does not resolve|could not be looked up now).*\(DNS: /,
+    )
+  }, 50_000)
 
   it('a server that never answers fails after connectTimeoutMs, saying nothing answered', async () => {
     const port = await silentServer()
