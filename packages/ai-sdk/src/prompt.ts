@@ -10,7 +10,8 @@ import type {
   LanguageModelV3Prompt,
   LanguageModelV3ToolResultPart,
 } from '@ai-sdk/provider'
-import type { Message, ProviderRequest, ToolSpec } from '@signalbox/core'
+import type { Message, ProviderRequest } from '@signalbox/core'
+import { perToolList } from '@signalbox/core/internal'
 
 /** The call options a request makes; the caller adds the signal and its own settings. */
 export function callOptionsOf(
@@ -88,20 +89,12 @@ function parseArguments(text: string): unknown {
   }
 }
 
-/** Built once per tool list, as `OpenAIProvider` does: an agent sends the same list on every call. */
-const toolLists = new WeakMap<readonly ToolSpec[], { specs: ToolSpec[]; tools: LanguageModelV3FunctionTool[] }>()
-
-function toolsOf(specs: readonly ToolSpec[]): LanguageModelV3FunctionTool[] {
-  const cached = toolLists.get(specs)
-  if (cached && cached.specs.length === specs.length && cached.specs.every((spec, i) => spec === specs[i])) return cached.tools
-  const tools = specs.map(
-    (spec): LanguageModelV3FunctionTool => ({
-      type: 'function',
-      name: spec.name,
-      description: spec.description,
-      inputSchema: spec.parameters as JSONSchema7,
-    }),
-  )
-  toolLists.set(specs, { specs: [...specs], tools })
-  return tools
-}
+/** Built once per tool list (an agent sends the same list on every call). */
+const toolsOf = perToolList(
+  (spec): LanguageModelV3FunctionTool => ({
+    type: 'function',
+    name: spec.name,
+    description: spec.description,
+    inputSchema: spec.parameters as JSONSchema7,
+  }),
+)

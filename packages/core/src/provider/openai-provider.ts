@@ -9,7 +9,8 @@ import type {
 import { AbortedError, ConfigError, ProviderError } from '../errors.ts'
 import type { AssistantMessage, ToolCall, Usage } from '../messages.ts'
 import { httpStatusError, notACompletion, otherCallError, unreachableError } from './endpoint-errors.ts'
-import type { Provider, ProviderCallOptions, ProviderRequest, ProviderResponse, ToolSpec } from './provider.ts'
+import type { Provider, ProviderCallOptions, ProviderRequest, ProviderResponse } from './provider.ts'
+import { perToolList } from './tool-lists.ts'
 
 export interface OpenAIProviderOptions {
   /** Default: `OPENAI_BASE_URL`, else OpenAI's API. E.g. `http://localhost:11434/v1` for Ollama. */
@@ -28,30 +29,19 @@ export interface OpenAIProviderOptions {
   client?: OpenAI
 }
 
+/** The tools in the chat-completions wire format. */
+const wireTools = perToolList(
+  (t): ChatCompletionTool => ({
+    type: 'function',
+    function: { name: t.name, description: t.description, parameters: t.parameters },
+  }),
+)
+
 /**
  * Any OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LM Studio...) through
  * the `openai` SDK. The SDK's own retries are off: the agent owns the retry policy, so retries
  * are visible as `model.retry` events and testable with a simulated clock.
  */
-/**
- * The tools in the wire format, built once per tool list: an agent sends the same list on every
- * call (a hook that changes it sends a new one), so a request costs no rebuilding per call.
- */
-const wireToolLists = new WeakMap<readonly ToolSpec[], { specs: ToolSpec[]; wire: ChatCompletionTool[] }>()
-function wireTools(tools: readonly ToolSpec[]): ChatCompletionTool[] {
-  const cached = wireToolLists.get(tools)
-  // Checked spec by spec: a hook may change a list it handed back before.
-  if (cached && cached.specs.length === tools.length && cached.specs.every((spec, i) => spec === tools[i])) return cached.wire
-  const wire = tools.map(
-    (t): ChatCompletionTool => ({
-      type: 'function',
-      function: { name: t.name, description: t.description, parameters: t.parameters },
-    }),
-  )
-  wireToolLists.set(tools, { specs: [...tools], wire })
-  return wire
-}
-
 export class OpenAIProvider implements Provider {
   readonly model: string
   readonly baseURL: string
