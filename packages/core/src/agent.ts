@@ -1,6 +1,5 @@
 import { hostname } from 'node:os'
 import { type Actor, createActor } from 'xstate'
-import type { z } from 'zod'
 import {
   type AgentOptions,
   MemoryAuditLog,
@@ -25,6 +24,7 @@ import type { Message } from './messages.ts'
 import { isName, NAME_RULE } from './names.ts'
 import { type OutputSpec, outputSpec } from './output.ts'
 import { isFinished } from './run-status.ts'
+import type { Schema, SchemaOutput } from './schema.ts'
 import type { StoredRun } from './store/checkpoint.ts'
 import { CheckpointError, RunStoreError } from './store/errors.ts'
 import { type ResumeAllResult, type ResumeOptions, resumeEvery } from './store/resume-all.ts'
@@ -445,7 +445,7 @@ export class Agent<TOutput = string> {
  * console.log(result.output)
  * ```
  */
-export function createAgent<S extends z.ZodType>(options: AgentOptions & { output: S }): Agent<z.output<S>>
+export function createAgent<S extends Schema>(options: Omit<AgentOptions, 'output'> & { output: S }): Agent<SchemaOutput<S>>
 export function createAgent(options: AgentOptions): Agent
 export function createAgent(options: AgentOptions): Agent<unknown> {
   return new Agent<unknown>(options)

@@ -1,5 +1,6 @@
 import { z } from 'zod/v4'
 import { NAME_PATTERN, NAME_RULE } from '../names.ts'
+import { discriminatedUnion } from '../portable-zod.ts'
 import { FINISHED_STATUSES } from '../run-status.ts'
 
 /**
@@ -133,7 +134,7 @@ export const SteerMessage = envelope('steer', {
 export type SteerMessage = z.infer<typeof SteerMessage>
 
 /** Request on `agents.<agent>.control`. */
-export const ControlRequestMessage = z.discriminatedUnion('type', [
+export const ControlRequestMessage = discriminatedUnion('type', [
   envelope('control.cancel', {
     runId: id.optional(),
     reason: z.string().max(1024).optional(),

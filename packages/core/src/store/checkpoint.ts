@@ -1,4 +1,5 @@
 import { z } from 'zod/v4'
+import { discriminatedUnion } from '../portable-zod.ts'
 import { ApprovalDecisionMessage, ApprovalRequestMessage, QuestionMessage } from '../protocol/schemas.ts'
 import { FINISHED_STATUSES } from '../run-status.ts'
 
@@ -44,7 +45,7 @@ const ToolResult = z.object({
 export type LedgerToolResult = z.infer<typeof ToolResult>
 
 /** One tool call of the run: `started` is written before the tool runs, `finished` after. */
-export const LedgerEntry = z.discriminatedUnion('state', [
+export const LedgerEntry = discriminatedUnion('state', [
   z.object({
     state: z.literal('started'),
     callId: z.string().min(1).max(256),
