@@ -10,7 +10,7 @@
  *
  * What runs (each line of output is prefixed with its process's name):
  *   tools     signalbox tools serve examples/distributed/claw-tools.ts     (move_claw, drop_claw)
- *   reviewer  signalbox review --name tina                                 (foreground, interactive)
+ *   reviewer  signalbox review --as tina                                   (foreground, interactive)
  *   agent     signalbox run examples/distributed/claw-agent.ts --scripted  (the claw agent, offline model)
  * When the agent's run ends, the tool host and the reviewer are stopped (SIGTERM) and the demo exits
  * with the agent's exit code.
@@ -185,7 +185,7 @@ async function main(): Promise<number> {
   log(c.dim('1. a tool host serves move_claw and drop_claw (the claw machine lives there)'))
   log(c.dim(`2. a reviewer (Tina) approves calls and answers questions${auto ? ', automatically' : ': that is you'}`))
   const tools = start('tools', c.green, ['tools', 'serve', 'examples/distributed/claw-tools.ts'])
-  const reviewerArgs = ['review', '--name', 'tina', '--agent', 'claw']
+  const reviewerArgs = ['review', '--as', 'tina', '--agent', 'claw']
   if (auto) reviewerArgs.push('--auto', 'approve', '--answer', 'The polar bear!')
   const reviewer = start('reviewer', c.yellow, reviewerArgs, { interactive: !auto })
   await Promise.all([ready(tools, 'serving '), ready(reviewer, 'reviewing approval requests')])

@@ -98,7 +98,9 @@ describe('signalbox over NATS', () => {
 
     const steered = await runCli(['steer', 'gated', ...STEER_TEXT.split(' '), '--from', 'ops', ...bus])
     expect(steered.code, steered.output).toBe(0)
-    expect(steered.stdout).toContain(`✔ queued "${STEER_TEXT}" for every run of gated from ops`)
+    expect(steered.stdout).toContain(
+      `✔ queued "${STEER_TEXT}" from ops for run run_gate_1 of gated in flight: applied at the next tool call`,
+    )
     expect(steered.stderr).toBe('')
     await agent.waitFor(/steering\.queued\s+"pay bob instead" from ops/)
     await writeFile(gate, '')
@@ -113,7 +115,7 @@ describe('signalbox over NATS', () => {
     expect(status.stdout).toContain('gated: 1 run in flight')
     expect(status.stdout).toMatch(/run_gate_1\s+turn\s+2\s+running\.turn\.toolCalls\.awaitingApproval/)
 
-    const cancelled = await runCli(['cancel', 'gated', '--run', 'run_gate_1', '--reason', 'wrong payee', ...bus])
+    const cancelled = await runCli(['cancel', 'gated', '--run', 'run_gate_1', '--reason', 'wrong payee', '--as', 'ops', ...bus])
     expect(cancelled.code, cancelled.output).toBe(0)
     expect(cancelled.stdout).toContain('✘ cancelled gated run_gate_1')
     expect(await agent.exited).toBe(130)

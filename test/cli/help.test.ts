@@ -71,7 +71,7 @@ describe('signalbox help', () => {
   })
 
   it('a command that needs a bus and has none exits 1 with `error [NO_BUS]`', async () => {
-    const result = await runCli(['steer', 'claw', 'stop'])
+    const result = await runCli(['steer', 'claw', 'stop', '--as', 'ops'])
     expect(result.code).toBe(1)
     expect(result.stderr.trim()).toBe('error [NO_BUS]: no bus: pass --nats nats://host:4222 or set SIGNALBOX_NATS_URL')
   })

@@ -27,6 +27,11 @@ export interface OptionSpec {
   default?: string
   /** Allowed values (checked before the command runs). */
   choices?: readonly string[]
+  /**
+   * Older spellings that shipped and keep working: parsed as this flag (its value is this flag's),
+   * shown in help on this flag's line. New flags get none.
+   */
+  aliases?: readonly string[]
 }
 
 export interface CommandIO {
@@ -123,15 +128,18 @@ export function parseCommandArgs(
 ): { values: CommandContext['values']; positionals: string[]; global: GlobalValues } {
   const specs = { ...GLOBAL_OPTIONS, ...command.options }
   const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {}
-  for (const [name, spec] of Object.entries(specs))
+  for (const [name, spec] of Object.entries(specs)) {
     options[name] = { type: spec.type, ...(spec.short ? { short: spec.short } : {}) }
+    for (const alias of spec.aliases ?? []) options[alias] = { type: spec.type }
+  }
   let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] }
   try {
     parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: true }) as typeof parsed
   } catch (error) {
     throw new UsageError(describeParseError(error, command), command)
   }
-  const { values, positionals } = parsed
+  const { positionals } = parsed
+  const values = resolveAliases(parsed.values, specs, command)
   if (values.help) return { values, positionals, global: globalValues(values, io) }
   for (const [name, spec] of Object.entries(specs)) {
     const value = values[name]
@@ -148,6 +156,26 @@ export function parseCommandArgs(
     throw new UsageError(`unexpected argument "${positionals[command.maxArgs]}"`, command)
   }
   return { values, positionals, global: globalValues(values, io) }
+}
+
+/** An alias's value becomes its flag's; the command only ever reads the flag's own name. */
+function resolveAliases(
+  parsed: Record<string, string | boolean | undefined>,
+  specs: Record<string, OptionSpec>,
+  command: Command,
+): Record<string, string | boolean | undefined> {
+  const values = { ...parsed }
+  for (const [name, spec] of Object.entries(specs)) {
+    for (const alias of spec.aliases ?? []) {
+      const given = values[alias]
+      delete values[alias]
+      if (given === undefined) continue
+      if (values[name] !== undefined && values[name] !== given)
+        throw new UsageError(`--${alias} is another spelling of --${name}: pass one of them`, command)
+      values[name] = given
+    }
+  }
+  return values
 }
 
 function globalValues(values: Record<string, string | boolean | undefined>, io: CommandIO): GlobalValues {
@@ -219,6 +247,7 @@ function renderFlag(name: string, spec: OptionSpec, command: Command): [string, 
   const flag = `${spec.short ? `-${spec.short}, ` : '    '}--${name}${spec.valueName ? ` ${spec.valueName}` : ''}`
   let text = spec.description
   if (spec.choices) text += ` (${spec.choices.join(' | ')})`
+  if (spec.aliases?.length) text += ` (alias: --${spec.aliases.join(', --')})`
   if (name === 'nats' && command.bus === 'required') text += ` (required; default: ${spec.default})`
   else if (name === 'nats' && command.bus === 'optional') text += ` (default: ${spec.default}; none: embedded)`
   else if (spec.default !== undefined) text += ` (default: ${spec.default})`

@@ -189,7 +189,7 @@ export async function runAgent(context: CommandContext): Promise<number> {
         c,
         out: { line: print, ...(context.global.json ? { json } : {}) },
         // A person deciding at this terminal needs a name for the audit.
-        name: auto ? `auto-${auto}` : prompter ? whoIsAt(context, ['as']) : 'auto-answer',
+        name: auto ? `auto-${auto}` : prompter ? whoIsAt(context) : 'auto-answer',
         ...(prompter ? { prompter } : {}),
         ...(auto ? { auto } : {}),
         ...(autoAnswer !== undefined ? { autoAnswer } : {}),

@@ -46,7 +46,14 @@ async function agentOnBus() {
   model = await startScriptedModelServer({
     scripts: {
       say: [{ content: 'Hello there, general.' }],
-      pay: [{ toolCalls: [{ name: 'send_payment', arguments: { to: 'bob' } }] }],
+      pay: [
+        { toolCalls: [{ name: 'send_payment', arguments: { to: 'bob' } }] },
+        // The steer test: each correction cancels the call waiting for approval, then the model reads it.
+        { toolCalls: [{ name: 'send_payment', arguments: { to: 'carol' } }] },
+        { content: 'Stopped.' },
+        { toolCalls: [{ name: 'send_payment', arguments: { to: 'bob' } }] },
+        { content: 'Understood: I pay nobody.' },
+      ],
     },
   })
   const reviewer = remoteReviewer({ bus: b, subjects })
@@ -137,9 +144,64 @@ describe('status and cancel', () => {
     expect(status.stderr.trim()).toBe(
       `error [AGENT_NOT_FOUND]: agent "ghost" is not on the bus (nobody answers on ${prefix}.agents.ghost.control); is it running, with this --prefix?`,
     )
+    // Queued durably, but nobody is there to apply it: no tick, and the warning says what happens to it.
     expect(steer.code).toBe(0)
-    expect(steer.stdout).toContain('✔ queued "hello" for every run of ghost from tester')
-    expect(steer.stderr).toContain('warning: agent "ghost" is not on the bus right now')
+    expect(steer.stdout).not.toContain('✔')
+    expect(steer.stdout).toContain('queued (durably) "hello" from tester for ghost')
+    expect(steer.stderr).toContain(
+      'warning: no process of agent "ghost" is on the bus right now: nothing applies it, and runs started later will not read it.',
+    )
+  })
+
+  it('steer says who applies the correction: the runs in flight, the next run, or nobody (a run that is not there)', async () => {
+    const { pay } = await agentOnBus()
+    const once = (type: 'approval.requested' | 'steering.applied') =>
+      new Promise<void>((resolve) => {
+        const off = pay.on(type, () => {
+          off()
+          resolve()
+        })
+      })
+    const applied: string[] = []
+    cleanups.push(pay.on('steering.applied', (event) => applied.push(event.text)))
+    let asked = once('approval.requested')
+    const handle = pay.start('Pay bob', { runId: 'run_pay_2' })
+    await asked
+
+    const missed = await runMain(['steer', 'agent-pay', 'stop', '--run', 'run_gone', '--json', ...busArgs()])
+    expect(missed.code).toBe(0)
+    expect(JSON.parse(missed.stdout)).toMatchObject({
+      runId: 'run_gone',
+      agentOnline: true,
+      runsInFlight: ['run_pay_2'],
+      appliedBy: 'nobody-now',
+    })
+    expect(missed.stderr).toContain(
+      'agent "agent-pay" has no run run_gone in flight (in flight: run_pay_2), so it does not apply it.',
+    )
+
+    asked = once('approval.requested')
+    const busy = await runMain(['steer', 'agent-pay', 'pay', 'carol', ...busArgs()])
+    expect(busy.stdout).toContain(
+      '✔ queued "pay carol" from tester for run run_pay_2 of agent-pay in flight: applied at the next tool call',
+    )
+    expect(busy.stderr).toBe('')
+    await asked
+    const aimed = await runMain(['steer', 'agent-pay', 'stop', '--run', 'run_pay_2', ...busArgs()])
+    expect(aimed.stdout).toContain('✔ queued "stop" from tester for run run_pay_2 of agent-pay: applied at its next tool call')
+    expect((await handle.result).output).toBe('Stopped.')
+    expect(applied).toEqual(['pay carol', 'stop'])
+
+    // No run in flight: the next run gets it, at its first tool call.
+    const idle = await runMain(['steer', 'agent-pay', 'pay', 'nobody', ...busArgs()])
+    expect(idle.code, idle.output).toBe(0)
+    expect(idle.stdout).toContain(
+      '✔ queued "pay nobody" from tester for agent-pay: no run in flight, so its next run starts with it',
+    )
+    expect(idle.stderr).toBe('')
+    const next = await pay.run('Pay bob')
+    expect(next.output).toBe('Understood: I pay nobody.')
+    expect(applied).toEqual(['pay carol', 'stop', 'pay nobody'])
   })
 
   it('steer --json returns the message it stored', async () => {

@@ -128,14 +128,6 @@ describe('who decides, without $USER', () => {
     expect(code).toBe(2)
     expect(errors).toContain('$USER is not set and the audit records a real name: pass --as NAME')
   })
-
-  it('a steering correction needs --from NAME instead of signing "cli"', async () => {
-    const server = await startNatsServer()
-    onTestFinished(() => server.dispose())
-    const refused = await runMain(['steer', 'claw', 'stop', '--nats', server.url], noUser)
-    expect(refused.code).toBe(2)
-    expect(refused.stderr).toContain('pass --from NAME')
-  })
 })
 
 describe('README', () => {

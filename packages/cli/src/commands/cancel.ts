@@ -1,11 +1,12 @@
 import { openBus, signerFrom } from '../bus.ts'
 import { CliError, type Command, EXIT } from '../cli.ts'
+import { whoIsAt } from '../identity.ts'
 import { askAgent, parseMs } from './status.ts'
 
 export const cancel: Command = {
   name: 'cancel',
   summary: "cancel an agent's runs (all in flight, or one)",
-  usage: 'cancel <agent> [--run <runId>] [--reason <text>] [flags]',
+  usage: 'cancel <agent> [--run <runId>] [--reason <text>] [--as <name>] [flags]',
   description: [
     'Sends a control.cancel request to the agent: its model calls and tools are aborted and the',
     'runs end with status "cancelled" (`signalbox run` exits 130). Prints which runs were cancelled.',
@@ -14,7 +15,13 @@ export const cancel: Command = {
   options: {
     run: { type: 'string', valueName: '<runId>', description: 'only this run', default: 'every run in flight' },
     reason: { type: 'string', valueName: '<text>', description: 'why (kept with the run)', default: 'cancelled by <you>' },
-    from: { type: 'string', valueName: '<name>', description: 'who cancels', default: '$USER' },
+    as: {
+      type: 'string',
+      valueName: '<name>',
+      description: 'who cancels (kept with the run and in the audit); required when $USER is not set',
+      default: '$USER',
+      aliases: ['from'],
+    },
     timeout: { type: 'string', valueName: '<ms>', description: 'how long to wait for the reply', default: '5000' },
   },
   bus: 'required',
@@ -27,7 +34,7 @@ export const cancel: Command = {
   async run(context) {
     const agentId = context.positionals[0] as string
     const runId = context.values.run as string | undefined
-    const from = (context.values.from as string | undefined) ?? context.io.env.USER ?? 'cli'
+    const from = whoIsAt(context)
     const reason = context.values.reason as string | undefined
     const timeoutMs = parseMs(context.values.timeout, 5_000)
     const signer = await signerFrom(context)

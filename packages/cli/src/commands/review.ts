@@ -11,7 +11,7 @@ import { REVIEWER_TRUST_OPTIONS, reviewerKeyWarnings, reviewerTrustFrom, reviewe
 export const review: Command = {
   name: 'review',
   summary: 'review approval requests (and answer questions) at this terminal',
-  usage: 'review [--agent <id>] [--mode shared|broadcast] [--name <reviewer>] [--auto approve|deny] [--answer <text>] [flags]',
+  usage: 'review [--agent <id>] [--mode shared|broadcast] [--as <name>] [--auto approve|deny] [--answer <text>] [flags]',
   description: [
     'An interactive reviewer on the bus. Each approval request is shown with the exact call: agent,',
     'run, call id, tool, the arguments (pretty-printed), their digest and the time left. Type y to',
@@ -44,8 +44,8 @@ export const review: Command = {
       valueName: '<name>',
       description: 'who you are (recorded in the audit); required when $USER is not set',
       default: '$USER',
+      aliases: ['name'],
     },
-    name: { type: 'string', valueName: '<reviewer>', description: 'the same as --as' },
     group: {
       type: 'string',
       valueName: '<group>',
@@ -65,13 +65,13 @@ export const review: Command = {
   bus: 'required',
   maxArgs: 0,
   examples: [
-    ['signalbox review --name tina', 'review every agent, interactively'],
+    ['signalbox review --as tina', 'review every agent, interactively'],
     [
       'signalbox review --agent claw --auto approve --answer "The polar bear!"',
       'unattended: approve everything, answer questions',
     ],
     [
-      'signalbox review --name tina --nkey tina.nk --trust trust.json',
+      'signalbox review --as tina --nkey tina.nk --trust trust.json',
       "sign with tina's key; only the policy's reviewers and answerers settle anything elsewhere",
     ],
   ],
@@ -80,7 +80,7 @@ export const review: Command = {
     const agentId = context.values.agent as string | undefined
     const auto = context.values.auto as AutoVerdict | undefined
     const autoAnswer = context.values.answer as string | undefined
-    const name = whoIsAt(context, ['as', 'name'])
+    const name = whoIsAt(context)
     const explicitMode = context.values.mode as ServiceMode | undefined
     const group = (context.values.group as string | undefined) ?? `reviewers${agentId ? `-${agentId}` : ''}`
     const answerGroup = (context.values.group as string | undefined) ?? `answerers${agentId ? `-${agentId}` : ''}`
