@@ -56,8 +56,12 @@ describe('signalbox runs (file store)', () => {
 
     const text = await runMain(['runs', '--store', directory])
     expect(text.code).toBe(0)
-    const lines = text.stdout.split('\n').filter(Boolean)
+    const [header, ...lines] = text.stdout.split('\n').filter(Boolean)
+    // A header names the columns, aligned with them.
+    expect(header).toBe(`${'RUN'.padEnd('run_parked'.length)}  ${'AGENT'.padEnd('trains'.length)}  STATUS     OWNER (LEASE)`)
     expect(lines[0]).toMatch(/^run_parked\s+trains\s+waiting\s+host-a \(lease until \d\d:\d\d:\d\d\.\d{3}\)$/)
+    expect(lines[0]?.indexOf('waiting')).toBe(header?.indexOf('STATUS'))
+    expect(lines[0]?.indexOf('host-a')).toBe(header?.indexOf('OWNER'))
     expect(lines[1]).toMatch(/^\s+waits for approval of drop_claw \(call_1, request_1\), deadline passed$/)
     expect(lines[2]).toMatch(/^run_orphan\s+hotel\s+running\s+host-b \(lease expired\)$/)
     expect(lines[3]).toMatch(/^run_done\s+trains\s+done\s+no owner$/)

@@ -176,8 +176,9 @@ function printRows(context: CommandContext, rows: RunRow[], now: number): void {
     context.out('No stored runs.')
     return
   }
-  const idWidth = Math.max(...rows.map((r) => r.runId.length))
-  const agentWidth = Math.max(...rows.map((r) => r.agentId.length))
+  const idWidth = Math.max('RUN'.length, ...rows.map((r) => r.runId.length))
+  const agentWidth = Math.max('AGENT'.length, ...rows.map((r) => r.agentId.length))
+  context.out(c.bold(`${'RUN'.padEnd(idWidth)}  ${'AGENT'.padEnd(agentWidth)}  ${'STATUS'.padEnd(9)}  OWNER (LEASE)`))
   for (const row of rows) {
     const owner =
       row.owner === undefined
