@@ -20,6 +20,7 @@ import { consoleCommand } from './commands/console.ts'
 import { graph } from './commands/graph.ts'
 import { host } from './commands/host.ts'
 import { inspect } from './commands/inspect.ts'
+import { keysGen } from './commands/keys-gen.ts'
 import { natsPermissions } from './commands/nats-permissions.ts'
 import { review } from './commands/review.ts'
 import { run } from './commands/run.ts'
@@ -46,6 +47,7 @@ export const COMMANDS: readonly Command[] = [
   graph,
   host,
   natsPermissions,
+  keysGen,
 ]
 
 export function defaultIO(): CommandIO {
@@ -89,11 +91,13 @@ export async function main(argv: string[], io: CommandIO = defaultIO()): Promise
     const found = findCommand(argv)
     if (!found) {
       if (first.startsWith('-')) throw new UsageError(`a command comes first (got the flag "${first}")`)
-      if (first === 'tools') {
+      const members = COMMANDS.filter((cmd) => cmd.name.startsWith(`${first} `))
+      if (members.length > 0) {
+        const names = members.map((cmd) => `"${cmd.name}"`).join(' or ')
         throw new UsageError(
           rest[0] === undefined || rest[0].startsWith('-')
-            ? 'tools needs a sub-command: signalbox tools serve <module>'
-            : `no such command "tools ${rest[0]}" (did you mean "tools serve"?)`,
+            ? `${first} needs a sub-command: ${members.map((cmd) => `signalbox ${cmd.usage.split(/[[|]/)[0]?.trim()}`).join(', ')}`
+            : `no such command "${first} ${rest[0]}" (did you mean ${names}?)`,
         )
       }
       throw new UsageError(`unknown command "${first}"${suggest(first)}`)

@@ -116,7 +116,7 @@ function seedFrom(path: string): Uint8Array {
   }
   throw new NatsCredentialsError(
     'NATS_NKEY_INVALID',
-    `${path} holds no valid nkey seed (expected a line such as \`nk -gen user\` prints)`,
+    `${path} holds no valid nkey seed (expected a seed line, as \`signalbox keys gen --out <file>\` writes)`,
   )
 }
 

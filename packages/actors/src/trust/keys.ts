@@ -11,7 +11,7 @@ export function isValidPublicKey(key: unknown): key is string {
   }
 }
 
-/** A fresh user nkey seed (`SU...`), as `nk -gen user` prints it. Keep it secret. */
+/** A fresh user nkey seed (`SU...`), as `signalbox keys gen` (or `nk -gen user`) makes it. Keep it secret. */
 export function newUserSeed(): string {
   return new TextDecoder().decode(createUser().getSeed())
 }

@@ -27,7 +27,7 @@ export function createSigner(seed: string | Uint8Array): Signer {
   try {
     pair = fromSeed(new TextEncoder().encode(text))
   } catch (error) {
-    throw new SigningKeyError('not a valid nkey seed (expected a seed such as the output of `nk -gen user`)', {
+    throw new SigningKeyError('not a valid nkey seed (expected a user seed, SU..., as `signalbox keys gen` makes)', {
       cause: error instanceof Error ? new Error(error.message) : undefined,
     })
   }
