@@ -23,6 +23,7 @@ import {
   terminalAnswerer,
   terminalReviewer,
 } from '@signalbox/core'
+import { demoArgs } from '../shared/demo-args.ts'
 import { type DemoModel, openDemoModel, useRealEndpoint } from '../shared/model.ts'
 import { createTrace, exitQuietlyOnBrokenPipe, type Trace } from '../shared/trace.ts'
 import { ClawMachine, createClawAgent } from './agent.ts'
@@ -40,8 +41,26 @@ import {
 
 exitQuietlyOnBrokenPipe()
 const argv = process.argv.slice(2)
-const auto = argv.includes('--auto')
-const inConsole = argv.includes('--console')
+const flags = demoArgs(
+  [
+    'tsx examples/claw/demo.ts [--auto | --console [--as <name>] [--port <port>] [--contents]] [--scripted]',
+    '',
+    "The claw machine, with a person in the loop: you are Tina. Answer the agent's question, then",
+    'approve or deny the drop (it waits 60 s for your yes). Needs a terminal.',
+    '  --auto      unattended: plays five scenarios (approve, deny, timeout, steer, question)',
+    '  --console   you are Tina in the browser: the signalbox console (--as, --port, --contents)',
+  ],
+  {
+    auto: { type: 'boolean' },
+    console: { type: 'boolean' },
+    as: { type: 'string' },
+    port: { type: 'string' },
+    contents: { type: 'boolean' },
+  },
+  argv,
+)
+const auto = flags.auto === true
+const inConsole = flags.console === true
 const playScenarios = auto && !inConsole && !useRealEndpoint(argv)
 if (!auto && !inConsole && !process.stdin.isTTY) {
   // The terminal prompts need a person at a keyboard; piped or closed stdin would wait for nobody.

@@ -21,7 +21,8 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import pc from 'picocolors'
-import { colorsEnabled, linePrefixer } from '../../packages/cli/src/output.ts'
+import { linePrefixer } from '../shared/line-prefixer.ts'
+import { colorsEnabled } from '../shared/trace.ts'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(here, '../..')

@@ -8,12 +8,19 @@
  */
 import { createAgentSystem } from '@signalbox/actors/system'
 import type { Agent } from '@signalbox/core'
+import { demoArgs } from '../shared/demo-args.ts'
 import { openDemoModel } from '../shared/model.ts'
 import { exitQuietlyOnBrokenPipe } from '../shared/trace.ts'
 import { createBillingAgent, createTriageAgent } from './agents.ts'
 import { BILLING_MODEL, billingScript, HANDOFF_PROMPT, TRIAGE_MODEL, triageScript } from './script.ts'
 
 exitQuietlyOnBrokenPipe()
+demoArgs([
+  'tsx examples/handoff/demo.ts [--scripted]',
+  '',
+  'Hand-off: triage reads the message and hands the conversation to billing, which answers; an',
+  'AgentSystem runs both agents and follows the hand-off.',
+])
 const out = (line = '') => process.stdout.write(`${line}\n`)
 const model = await openDemoModel({ scripts: { [TRIAGE_MODEL]: triageScript, [BILLING_MODEL]: billingScript } })
 

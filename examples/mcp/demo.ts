@@ -10,11 +10,18 @@ import os from 'node:os'
 import path from 'node:path'
 import { createAgent, policyReviewer } from '@signalbox/core'
 import { mcpTools } from '@signalbox/mcp'
+import { demoArgs } from '../shared/demo-args.ts'
 import { openDemoModel } from '../shared/model.ts'
 import { createTrace, exitQuietlyOnBrokenPipe } from '../shared/trace.ts'
 import { FILES_MODEL, filesPrompt, filesScript, TIMETABLE } from './script.ts'
 
 exitQuietlyOnBrokenPipe()
+demoArgs([
+  'tsx examples/mcp/demo.ts [--scripted]',
+  '',
+  'An agent uses the tools of a real MCP server (the reference filesystem server, confined to a',
+  'temp folder); write_file needs a yes, which a policy reviewer gives for Markdown files only.',
+])
 const trace = createTrace()
 const { c } = trace
 const require = createRequire(import.meta.url)

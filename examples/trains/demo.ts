@@ -3,12 +3,20 @@
  * server over HTTP through the real `OpenAIProvider`; set SIGNALBOX_MODEL (and OPENAI_BASE_URL,
  * OPENAI_API_KEY) to use a real endpoint instead, or pass --scripted to force the scripted one.
  */
+import { demoArgs } from '../shared/demo-args.ts'
 import { openDemoModel } from '../shared/model.ts'
 import { createTrace, exitQuietlyOnBrokenPipe } from '../shared/trace.ts'
 import { createTrainsAgent, firstClassPolicy, maskIds } from './agent.ts'
 import { TRAINS_MODEL, TRAINS_PROMPT, trainsScript } from './script.ts'
 
 exitQuietlyOnBrokenPipe()
+demoArgs([
+  'tsx examples/trains/demo.ts [--scripted]   (pnpm demo)',
+  '',
+  'The trains scenario: an agent books a seat; a beforeToolExecution hook refuses first class and',
+  'an afterToolExecution hook masks ID numbers. A coloured trace shows the states, the hooks and',
+  'the events.',
+])
 const trace = createTrace()
 const { c } = trace
 const model = await openDemoModel({ scripts: { [TRAINS_MODEL]: trainsScript } })

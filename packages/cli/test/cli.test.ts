@@ -7,7 +7,7 @@ import { agentModuleProblems, defineAgentModule } from '../src/agent-module.ts'
 import { CliError, commandHelp, DEFAULT_PREFIX, UsageError } from '../src/cli.ts'
 import { DEFAULT_CLOCK_SKEW_MS, DEFAULT_TOOL_QUEUE } from '../src/commands/tools-serve.ts'
 import { COMMANDS, formatError } from '../src/main.ts'
-import { colorsEnabled, formatElapsed, linePrefixer, shortId } from '../src/output.ts'
+import { colorsEnabled, formatElapsed, shortId } from '../src/output.ts'
 import { runMain } from './helpers.ts'
 
 describe('help', () => {
@@ -137,27 +137,5 @@ describe('output', () => {
     expect(formatElapsed(1_540)).toBe('1.5 s')
     expect(formatElapsed(59_600)).toBe('1 min 0 s')
     expect(formatElapsed(119_999)).toBe('2 min 0 s')
-  })
-
-  it('prefixes every line of a stream, partial lines included', () => {
-    let out = ''
-    const write = linePrefixer('a │ ', (text) => {
-      out += text
-    })
-    write('one\ntw')
-    write('o\n')
-    write('three')
-    expect(out).toBe('a │ one\na │ two\na │ three')
-    let prompted = ''
-    const prompt = linePrefixer(
-      'r │ ',
-      (text) => {
-        prompted += text
-      },
-      { promptsEndLines: true },
-    )
-    prompt('Approve? [y/n] ')
-    prompt('✔ approved\n')
-    expect(prompted).toBe('r │ Approve? [y/n] r │ ✔ approved\n')
   })
 })
