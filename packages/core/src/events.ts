@@ -57,6 +57,7 @@ export type AgentEvent = EventBase &
         output: string
         isError: boolean
         outcome: ToolOutcome
+        /** How long the tool ran (from `tool.start`); 0 when it did not run. Not the hooks, not a person's wait. */
         durationMs: number
       }
     | { type: 'approval.requested'; request: ApprovalRequest }

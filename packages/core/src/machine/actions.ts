@@ -74,7 +74,8 @@ export class MachineActions extends RunEvents {
         output: result.output,
         isError: result.isError,
         outcome: result.outcome,
-        durationMs: this.runtime.clock.now() - call.startedAt,
+        // The tool's own time: not the hooks before it, nor the wait for a person's yes.
+        durationMs: call.ranAt === undefined ? 0 : this.runtime.clock.now() - call.ranAt,
       })
     return {
       messages: [...context.messages, message],
@@ -82,6 +83,12 @@ export class MachineActions extends RunEvents {
       callIndex: context.callIndex + 1,
       current: undefined,
     }
+  }
+
+  /** The tool starts: `tool.start`, and the time its run is measured from. */
+  startTool(context: AgentContext): Partial<AgentContext> {
+    this.emitToolStart(context)
+    return { current: { ...(context.current as CurrentCall), ranAt: this.runtime.clock.now() } }
   }
 
   /** The call being handled; the states that use it are entered only with one open. */

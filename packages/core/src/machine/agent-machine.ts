@@ -53,7 +53,7 @@ export const agentMachine = setup({
     emitRunEnd: ({ context }) => partsOf(context).act.emitRunEnd(context),
     emitModelResponse: ({ context }, output: ProviderResponse & { durationMs: number }) =>
       partsOf(context).act.emitModelResponse(context, output),
-    emitToolStart: ({ context }) => partsOf(context).act.emitToolStart(context),
+    startTool: assign(({ context }) => partsOf(context).act.startTool(context)),
     cancel: assign(({ context }, params: { reason: string | undefined }) =>
       partsOf(context).act.cancel(params.reason ?? 'cancelled by request'),
     ),
@@ -396,7 +396,7 @@ export const agentMachine = setup({
                 executingTool: {
                   description: 'The tool runs (locally or on a remote host). A throw becomes an error result.',
                   tags: ['wait', 'tool'],
-                  entry: ['emitToolStart', work('executingTool')],
+                  entry: ['startTool', work('executingTool')],
                   exit: 'stopWork',
                   on: {
                     'work.done': [

@@ -99,6 +99,11 @@ export interface CurrentCall {
   rawArguments: string
   args: unknown
   startedAt: number
+  /**
+   * When the tool started running (entering `executingTool`); absent for a call whose tool never
+   * ran. `tool.end`'s `durationMs` counts from here, so hooks and a person's wait are not in it.
+   */
+  ranAt?: number
   /** Set when the machine can't run the call (unknown tool, bad arguments). */
   invalid: { outcome: ToolOutcome; message: string } | undefined
   approval: ApprovalRequest | undefined
