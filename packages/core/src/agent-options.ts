@@ -14,20 +14,27 @@ import type { Message, Usage } from './messages.ts'
 import type { Provider } from './provider/provider.ts'
 import type { Schema } from './schema.ts'
 import type { RunStore } from './store/run-store.ts'
-import type { Tool } from './tool.ts'
+import type { ApprovalRequestOf, ToolList } from './tool-calls.ts'
 
-export interface AgentOptions {
+/**
+ * `T`: the agent's tools, as `createAgent` infers them from `tools`; it types what the tool hooks
+ * and the reviewer see of a call (`toolName` and the arguments, per tool).
+ */
+export interface AgentOptions<T extends ToolList = ToolList> {
   /** The agent's id on the bus and in events. Default `agent`. */
   id?: string
   provider: Provider
-  tools?: Tool<any>[]
-  hooks?: Hooks | Hooks[]
+  tools?: T
+  hooks?: Hooks<T> | Hooks<T>[]
   /** The system prompt. */
   instructions?: string
   /** Turns (model calls) before the run fails with `MAX_TURNS_EXCEEDED`. Default 10. */
   maxTurns?: number
-  /** Decides on calls to tools that need approval. Without one, such calls are denied. */
-  reviewer?: Reviewer
+  /**
+   * Decides on calls to tools that need approval. Without one, such calls are denied. The requests
+   * it gets are typed by `tools` (`ApprovalRequestOf`): `arguments` per tool, by `toolName`.
+   */
+  reviewer?: Reviewer<ApprovalRequestOf<T>>
   /** Where decisions, timeouts, steering and answers are recorded. Default: in memory (`agent.audit`). */
   audit?: AuditLog
   /** How long a reviewer has before the call is denied by default. Default 5 minutes. */

@@ -32,6 +32,7 @@ import { RunJournal, restoreTranscript } from './store/run-journal.ts'
 import type { RunStore } from './store/run-store.ts'
 import { type RunStream, streamRun } from './stream.ts'
 import { assertToolName, type Tool, toToolSpec } from './tool.ts'
+import type { ToolList } from './tool-calls.ts'
 
 export {
   type AgentOptions,
@@ -445,8 +446,10 @@ export class Agent<TOutput = string> {
  * console.log(result.output)
  * ```
  */
-export function createAgent<S extends Schema>(options: Omit<AgentOptions, 'output'> & { output: S }): Agent<SchemaOutput<S>>
-export function createAgent(options: AgentOptions): Agent
+export function createAgent<S extends Schema, T extends ToolList = ToolList>(
+  options: Omit<AgentOptions<T>, 'output'> & { output: S },
+): Agent<SchemaOutput<S>>
+export function createAgent<T extends ToolList = ToolList>(options: AgentOptions<T>): Agent
 export function createAgent(options: AgentOptions): Agent<unknown> {
   return new Agent<unknown>(options)
 }

@@ -1,6 +1,7 @@
 import { ConfigError, HookError } from './errors.ts'
 import type { AssistantMessage, Message, ToolMessage } from './messages.ts'
 import type { ToolSpec } from './provider/provider.ts'
+import type { ToolCallOf, ToolList } from './tool-calls.ts'
 
 /**
  * Hooks change the loop; events only watch it. Each hook is called at a fixed point and the
@@ -37,12 +38,12 @@ export interface BeforeProviderCallContext extends HookContextBase {
 /** Return messages (trim, add context) and/or tools (hide one for this turn). */
 export type BeforeProviderCallResult = undefined | Message[] | { messages?: Message[]; tools?: ToolSpec[] }
 
-export interface BeforeToolExecutionContext extends HookContextBase {
-  callId: string
-  toolName: string
-  /** The validated arguments. */
-  input: unknown
-}
+/**
+ * `toolName` and `input` (the validated arguments). Typed by the agent's tools (`T`): a union on
+ * `toolName`, so `if (toolName === 'book_ticket') input.seat_class` needs no cast. Untyped
+ * (`toolName: string`, `input: unknown`) without `T`.
+ */
+export type BeforeToolExecutionContext<T extends ToolList = ToolList> = HookContextBase & { callId: string } & ToolCallOf<T>
 
 export type ToolGate =
   | { action: 'allow' }
@@ -57,14 +58,13 @@ export type ToolGate =
  */
 export type BeforeToolExecutionResult = undefined | ToolGate | { authorize: boolean; mockResult?: string }
 
-export interface AfterToolExecutionContext extends HookContextBase {
+/** The call (`toolName`, `input`: typed as in `BeforeToolExecutionContext`) and what it gave. */
+export type AfterToolExecutionContext<T extends ToolList = ToolList> = HookContextBase & {
   callId: string
-  toolName: string
-  input: unknown
   /** What the model would read. */
   output: string
   isError: boolean
-}
+} & ToolCallOf<T>
 /** Return the text the model will read (or `{ output, isError }`); nothing keeps it as is. */
 export type AfterToolExecutionResult = undefined | string | { output: string; isError?: boolean }
 
@@ -76,11 +76,15 @@ export interface AfterTurnContext extends HookContextBase {
 
 type MaybePromise<T> = T | Promise<T>
 
-export interface Hooks {
+/**
+ * The hook points. `Hooks<typeof tools>` (what `createAgent` infers from its `tools`) types the
+ * tool hooks' `toolName` and `input` per tool; plain `Hooks` works for any agent.
+ */
+export interface Hooks<T extends ToolList = ToolList> {
   beforeTurn?: (context: BeforeTurnContext) => MaybePromise<BeforeTurnResult | void>
   beforeProviderCall?: (context: BeforeProviderCallContext) => MaybePromise<BeforeProviderCallResult | void>
-  beforeToolExecution?: (context: BeforeToolExecutionContext) => MaybePromise<BeforeToolExecutionResult | void>
-  afterToolExecution?: (context: AfterToolExecutionContext) => MaybePromise<AfterToolExecutionResult | void>
+  beforeToolExecution?: (context: BeforeToolExecutionContext<T>) => MaybePromise<BeforeToolExecutionResult | void>
+  afterToolExecution?: (context: AfterToolExecutionContext<T>) => MaybePromise<AfterToolExecutionResult | void>
   afterTurn?: (context: AfterTurnContext) => MaybePromise<void>
 }
 

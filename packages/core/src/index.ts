@@ -114,3 +114,4 @@ export {
   tool,
   type ValidationResult,
 } from './tool.ts'
+export type { ApprovalRequestOf, ToolCallOf, ToolList, ToolNameOf } from './tool-calls.ts'

@@ -70,10 +70,10 @@ export class Instruments {
     return next()
   }
 
-  tool<A>(tool: Tool<A>): Tool<A> {
+  tool<A, N extends string>(tool: Tool<A, N>): Tool<A, N> {
     const execute = tool.execute
     // A tool may be a class instance: keep its prototype (validate, getters) by delegating to it.
-    const wrapped: Tool<A> = Object.create(tool)
+    const wrapped: Tool<A, N> = Object.create(tool)
     wrapped.execute = (args, context) =>
       this.run(
         () => ({ kind: 'tool', toolName: tool.name, context }),

@@ -60,8 +60,13 @@ export type { ValidationResult } from './schema.ts'
 
 export type ApprovalRule<A> = boolean | ((args: A) => boolean | Promise<boolean>)
 
-export interface Tool<A = unknown> {
-  readonly name: string
+/**
+ * A tool the model may call. `A` is the type of its arguments; `N` its name, a literal type for a
+ * tool made by `tool({ name: 'book_ticket', ... })`, so hooks and reviewers can tell the agent's
+ * tools apart by `toolName` with typed arguments (see `ToolCallOf`).
+ */
+export interface Tool<A = unknown, N extends string = string> {
+  readonly name: N
   readonly description: string
   /** JSON Schema of the arguments, as sent to the model. */
   readonly parameters: Record<string, unknown>
@@ -80,8 +85,8 @@ export interface Tool<A = unknown> {
   readonly idempotent?: boolean
 }
 
-export interface ToolDefinition<S extends Schema> {
-  name: string
+export interface ToolDefinition<S extends Schema, N extends string = string> {
+  name: N
   description: string
   /** The arguments: a zod 4 schema (`zod`, or `zod/v4` on zod 3.25), or a zod 3 one; an object. */
   schema: S
@@ -113,7 +118,7 @@ export function assertToolName(name: string): void {
  * })
  * ```
  */
-export function tool<S extends Schema>(definition: ToolDefinition<S>): Tool<SchemaOutput<S>> {
+export function tool<S extends Schema, N extends string = string>(definition: ToolDefinition<S, N>): Tool<SchemaOutput<S>, N> {
   assertToolName(definition.name)
   const { schema } = definition
   assertSchema(schema, `Tool "${definition.name}": \`schema\``, 'z.object({ ... })')

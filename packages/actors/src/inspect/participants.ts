@@ -98,7 +98,7 @@ export function inspectToolHost(
  * like a tool on a tool host. The agent machine's own `executeTool` actor shows the call too; this
  * adds the tool as a participant of its own.
  */
-export function inspectTool<A>(tool: Tool<A>, inspector: ManualInspector): Tool<A> {
+export function inspectTool<A, N extends string>(tool: Tool<A, N>, inspector: ManualInspector): Tool<A, N> {
   const tracker = toolTracker(inspector)
   tracker.announce(tool.name)
   return {

@@ -23,8 +23,17 @@ import type { ApprovalDecision, ApprovalRequest, Reviewer } from './types.ts'
  */
 export function policyReviewer(
   policy: (request: ApprovalRequest, options: { signal: AbortSignal }) => Verdict | Promise<Verdict>,
+  options?: { name?: string; clock?: Clock },
+): Reviewer
+/** Typed by the agent's tools: `policyReviewer<ApprovalRequestOf<typeof tools>>((request) => ...)`. */
+export function policyReviewer<R extends ApprovalRequest>(
+  policy: (request: R, options: { signal: AbortSignal }) => Verdict | Promise<Verdict>,
+  options?: { name?: string; clock?: Clock },
+): Reviewer<R>
+export function policyReviewer<R extends ApprovalRequest>(
+  policy: (request: R, options: { signal: AbortSignal }) => Verdict | Promise<Verdict>,
   options: { name?: string; clock?: Clock } = {},
-): Reviewer {
+): Reviewer<R> {
   const name = options.name ?? 'policy'
   const clock = options.clock ?? systemClock
   return {

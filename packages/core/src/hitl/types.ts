@@ -56,22 +56,27 @@ export interface ApprovalDecision {
   evidence?: Record<string, unknown>
 }
 
-export interface Reviewer {
+/**
+ * Decides approval requests. `R` types the requests it is given: `ApprovalRequestOf<typeof tools>`
+ * (what `createAgent({ tools, reviewer })` gives an inline reviewer) has per-tool `arguments`,
+ * told apart by `toolName`; plain `Reviewer` takes any request.
+ */
+export interface Reviewer<R extends ApprovalRequest = ApprovalRequest> {
   /**
    * Makes the request answerable before anyone is told of it: a remote reviewer stores it and
    * starts listening for the decision here. The agent emits `approval.requested` only once this
    * resolves (at once when absent), then calls `review`. Rejecting makes the approval unavailable.
    */
-  open?(request: ApprovalRequest, options: ReviewOptions): Promise<void>
+  open?(request: R, options: ReviewOptions): Promise<void>
   /** Resolves with the reviewer's decision. Must stop waiting when `signal` aborts. */
-  review(request: ApprovalRequest, options: ReviewOptions): Promise<ApprovalDecision>
+  review(request: R, options: ReviewOptions): Promise<ApprovalDecision>
   /**
    * Asked at the deadline of a stored run's request (an agent with a store): the decision that was
    * stored for it by its deadline, by the store's clock (not the time the reviewer wrote), which no
    * process received in time (it was down). The agent applies it instead of denying as a timeout.
    * `undefined` when there is none. Must stop waiting when `signal` aborts.
    */
-  recover?(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<ApprovalDecision | undefined>
+  recover?(request: R, options: { signal: AbortSignal }): Promise<ApprovalDecision | undefined>
 }
 
 /** What the agent gives its reviewer with each request (`open` and `review`). */
