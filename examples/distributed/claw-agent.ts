@@ -9,7 +9,6 @@
  * `--scripted` plays a small rule-based model offline, which reacts to whatever the reviewer
  * answers, approves or denies; without it, pass --model / --base-url for a real one.
  */
-// A relative import: `examples` does not depend on @signalbox/cli (see examples/distributed/README.md).
 import { defineAgentModule } from '@signalbox/cli'
 import { CLAW_INSTRUCTIONS } from '../claw/agent.ts'
 import { INTERACTIVE_MODEL, INTERACTIVE_PROMPT, interactiveClaw } from '../claw/script.ts'

@@ -11,7 +11,7 @@ const EXAMPLES = fileURLToPath(new URL('../../examples', import.meta.url))
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    if (entry.name === 'node_modules') return []
+    if (entry.name === 'node_modules' || entry.name.startsWith('.')) return []
     const full = path.join(dir, entry.name)
     return entry.isDirectory() ? sources(full) : /\.[cm]?[jt]s$/.test(entry.name) ? [full] : []
   })
