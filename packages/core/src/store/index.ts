@@ -13,7 +13,13 @@ export {
   StoredRunStatus,
 } from './checkpoint.ts'
 export { decodeCheckpoint, encodeCheckpoint } from './codec.ts'
-export { CheckpointError, type CheckpointErrorCode, RunStoreError, type RunStoreErrorCode } from './errors.ts'
+export {
+  CheckpointError,
+  type CheckpointErrorCode,
+  RunStoreError,
+  type RunStoreErrorCode,
+  StoreUnavailableError,
+} from './errors.ts'
 export { FileRunStore, type FileRunStoreOptions } from './file-run-store.ts'
 export {
   findCall,
