@@ -34,7 +34,12 @@ async function connectTo(servers: string[], name: string): Promise<NatsConnectio
 }
 
 /** An agent that calls `step` until it has run `steps` times, then answers "done". */
-function stepper(id: string, store: KvRunStore, steps: number, onStep: (runId: string, n: number) => Promise<void> | void): Agent {
+function stepper(
+  id: string,
+  store: KvRunStore,
+  steps: number,
+  onStep: (runId: string, n: number) => Promise<void> | void,
+): Agent {
   const step = tool({
     name: 'step',
     description: 'One step.',
@@ -65,7 +70,9 @@ describe('KvRunStore on a 3-node cluster (R3)', () => {
     const bucket = `runs_${randomBytes(4).toString('hex')}`
     // One host per node, each creating the bucket as it starts (as hosts do).
     const stores = await Promise.all(
-      cluster.urls.map(async (url, i) => new KvRunStore({ connection: await connectTo([url], `host-${i}`), bucket, replicas: 3 })),
+      cluster.urls.map(
+        async (url, i) => new KvRunStore({ connection: await connectTo([url], `host-${i}`), bucket, replicas: 3 }),
+      ),
     )
     const agents = stores.map((store, i) => stepper(`host${i}`, store, 3, () => {}))
     const runIds = agents.flatMap((_, a) => Array.from({ length: 100 }, (_, i) => `run_${a}_${i}`))
@@ -84,8 +91,15 @@ describe('KvRunStore on a 3-node cluster (R3)', () => {
     }
     const sample = runIds[150] as string
     const stored = await stores[2]?.load(sample, { signal: signal() })
-    const messages = await stores[2]?.readMessages(sample, { length: stored?.checkpoint.transcript.length ?? 0, signal: signal() })
-    expect(messages?.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(['step 1 done', 'step 2 done', 'step 3 done'])
+    const messages = await stores[2]?.readMessages(sample, {
+      length: stored?.checkpoint.transcript.length ?? 0,
+      signal: signal(),
+    })
+    expect(messages?.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual([
+      'step 1 done',
+      'step 2 done',
+      'step 3 done',
+    ])
 
     // A write on one node is what the next operation on another reads: 100 saves, each read back elsewhere.
     const run = await stores[0]?.load(sample, { signal: signal() })

@@ -8,7 +8,9 @@ export {
   type LedgerToolResult,
   PendingApproval,
   PendingQuestion,
+  RESUMABLE_RUN_STATUSES,
   RunLease,
+  RunParking,
   type StoredRun,
   StoredRunStatus,
 } from './checkpoint.ts'
@@ -40,12 +42,14 @@ export {
   type MessagesToAppend,
   parseBatch,
 } from './message-log.ts'
+export { type PruneRunsOptions, type PruneRunsResult, pruneRuns } from './prune.ts'
 export type { ResumeAllResult, ResumeOptions } from './resume-all.ts'
 export {
   type ClaimOptions,
   claimRun,
   type ListRunsOptions,
   matchesListing,
+  parkRun,
   type RunListing,
   type RunStore,
   runIdOfKey,
