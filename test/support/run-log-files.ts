@@ -1,9 +1,11 @@
 /**
  * Reaching into a `FileRunStore` directory the way a crash, a full disk or a newer signalbox
  * would leave it: the run's current log (`<dir>/<run>/log.<n>`, format in
- * packages/core/src/store/run-log.ts, generations in run-dir.ts).
+ * packages/core/src/store/run-log.ts, generations in run-dir.ts). The helpers that damage a log
+ * first drop the store's commit logs (commit-log.ts), as if they had been retired: otherwise the
+ * next store would write the acknowledged records back, as it does after a power loss.
  */
-import { readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { runKey } from '@signalbox/core/store'
 
@@ -31,8 +33,14 @@ export function checkpointLines(file: string): { start: number; end: number }[] 
   return lines
 }
 
+/** Removes the store's commit logs (what a store would write back into its run logs). */
+export function dropCommitLogs(storeDir: string): void {
+  for (const name of readdirSync(storeDir)) if (name.startsWith('.commit-')) rmSync(path.join(storeDir, name))
+}
+
 /** Cuts the log in the middle of its first checkpoint record: no complete checkpoint is left. */
 export function cutInsideFirstCheckpoint(storeDir: string, runId: string): void {
+  dropCommitLogs(storeDir)
   const file = runLogFile(storeDir, runId)
   const first = checkpointLines(file)[0]
   if (!first) throw new Error(`no checkpoint record in ${file}`)
@@ -41,6 +49,7 @@ export function cutInsideFirstCheckpoint(storeDir: string, runId: string): void 
 
 /** Replaces the payload of the log's last checkpoint record by `edit(payload)`, as a whole record (its length updated). */
 export function rewriteLatestCheckpoint(storeDir: string, runId: string, edit: (json: string) => string): void {
+  dropCommitLogs(storeDir)
   const file = runLogFile(storeDir, runId)
   const bytes = readFileSync(file)
   const last = checkpointLines(file).at(-1)

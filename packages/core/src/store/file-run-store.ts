@@ -16,6 +16,7 @@ import { type Clock, systemClock } from '../clock.ts'
 import type { Message } from '../messages.ts'
 import type { Checkpoint, StoredRun } from './checkpoint.ts'
 import { decodeCheckpoint, encodeCheckpoint } from './codec.ts'
+import { CommitLog, recoverCommitLogs } from './commit-log.ts'
 import { CheckpointError, RunStoreError } from './errors.ts'
 import {
   type AppendMessagesOptions,
@@ -66,6 +67,12 @@ export interface FileRunStoreOptions {
    * 32 checkpoints, 256 KiB: a load reads at most about that much, however long the run.
    */
   compactAfter?: { checkpoints?: number; bytes?: number }
+  /**
+   * Group commit (with `fsync`; default true): a synced write waits for a flush of this store's
+   * commit log, shared by every run this store writes, instead of a flush of its run's log (see
+   * `commit-log.ts`). false: each synced write flushes its run's log.
+   */
+  groupCommit?: boolean
 }
 
 /** A run's current log, open: its generation, what this process knows of it, and its size when opened. */
@@ -81,6 +88,11 @@ interface KnownLog {
   generation: number
   file: string
   chain: LogChain
+  /**
+   * The log holds bytes this store has not made durable itself (written before it first read the
+   * log, or by another process since): its next synced write flushes the log, not the commit log.
+   */
+  unsynced: boolean
 }
 
 /**
@@ -104,6 +116,9 @@ export class FileRunStore implements RunStore {
   #writes = 0
   /** Per run directory, what this process knows of the run's current log. */
   readonly #logs = new Map<string, KnownLog>()
+  readonly #commitLog: CommitLog | undefined
+  /** Commit logs of other processes, written back before this store reads or writes anything. */
+  #recovered: Promise<void> | undefined
 
   constructor(options: FileRunStoreOptions) {
     this.#directory = path.resolve(options.directory)
@@ -111,10 +126,30 @@ export class FileRunStore implements RunStore {
     this.#fsync = options.fsync ?? true
     this.#compactCheckpoints = Math.max(2, options.compactAfter?.checkpoints ?? 32)
     this.#compactBytes = Math.max(1024, options.compactAfter?.bytes ?? 256 * 1024)
+    this.#commitLog =
+      this.#fsync && options.groupCommit !== false
+        ? new CommitLog({
+            directory: this.#directory,
+            writer: this.#writerPrefix,
+            syncDirectory: () => syncPath(this.#directory),
+          })
+        : undefined
+  }
+
+  /** Runs once, before this store's first read or write. */
+  #ready(): Promise<void> {
+    if (this.#recovered === undefined) {
+      this.#recovered = recoverCommitLogs(this.#directory, (name) => this.#commitLog?.owns(name) ?? false)
+      this.#recovered.catch(() => {
+        this.#recovered = undefined
+      })
+    }
+    return this.#recovered
   }
 
   async create(checkpoint: Checkpoint, options: { signal: AbortSignal }): Promise<number> {
     options.signal.throwIfAborted()
+    await this.#ready()
     const runId = checkpoint.runId
     const record = checkpointRecord(1, this.#nextWriter(), encodeCheckpoint(checkpoint))
     const dir = this.#runDir(runId)
@@ -142,6 +177,10 @@ export class FileRunStore implements RunStore {
     }
     this.#logs.delete(dir)
     if (this.#fsync) await syncPath(dir)
+    // Its content is synced (and was written by this store): its next synced write can use the commit log.
+    this.#openLog(runId, dir, constants.O_RDONLY, (log) => {
+      if (log.generation === 1 && log.known.chain.revision === 1) log.known.unsynced = false
+    })
     return 1
   }
 
@@ -157,6 +196,7 @@ export class FileRunStore implements RunStore {
 
   async #save(checkpoint: Checkpoint, options: SaveOptions, batch: MessageBatch | undefined): Promise<number> {
     options.signal.throwIfAborted()
+    await this.#ready()
     const runId = checkpoint.runId
     const expected = options.revision
     const sync = this.#fsync && options.sync !== false
@@ -183,9 +223,11 @@ export class FileRunStore implements RunStore {
         const bytes = parts.length === 1 ? record.bytes : Buffer.concat(parts)
         writeAll(fd, bytes)
         const after = fstatSync(fd)
+        let entry: number | undefined
         if (after.size === before.size + bytes.byteLength && before.size === known.chain.scanned) {
           // Nothing else was appended since this process last read the log, nor during the write: the
           // record is the next line after the chain's newest, so it is revision expected + 1.
+          entry = this.#commitLog?.record(path.join(dir, logName(log.generation)), known.file, before.size, bytes)
           const offset = after.size - record.bytes.byteLength + record.payload
           known.chain = {
             revision: expected + 1,
@@ -201,11 +243,12 @@ export class FileRunStore implements RunStore {
               if (w === writer) mine = true
             },
           })
+          known.unsynced = true
           if (!mine) throw conflict(runId, expected, known.chain.revision)
         }
         // Compacted now: the next log is published synced (it holds this checkpoint).
         if (seal) await this.#completeSeal(runId, dir, log)
-        else if (sync) await fdatasync(fd)
+        else if (sync) await this.#durable(fd, known, entry)
         return expected + 1
       } finally {
         closeSync(fd)
@@ -215,6 +258,7 @@ export class FileRunStore implements RunStore {
 
   async load(runId: string, options: { signal: AbortSignal }): Promise<StoredRun | undefined> {
     options.signal.throwIfAborted()
+    await this.#ready()
     const dir = this.#runDir(runId)
     const log = this.#openLog(runId, dir, constants.O_RDONLY)
     if (log === undefined) return undefined
@@ -236,6 +280,7 @@ export class FileRunStore implements RunStore {
   }
 
   async list(options: ListRunsOptions): Promise<RunListing> {
+    await this.#ready()
     const listing: RunListing = { runs: [], errors: [] }
     let entries: string[]
     try {
@@ -263,6 +308,7 @@ export class FileRunStore implements RunStore {
 
   async appendMessages(runId: string, options: AppendMessagesOptions): Promise<void> {
     options.signal.throwIfAborted()
+    await this.#ready()
     const batch: MessageBatch = { from: options.from, epoch: options.epoch, messages: options.messages }
     const record = messagesRecord(JSON.stringify(batch))
     const dir = this.#runDir(runId)
@@ -279,10 +325,13 @@ export class FileRunStore implements RunStore {
         const torn = before.size > known.chain.scanned
         writeAll(fd, torn ? Buffer.concat([Buffer.from('\n'), record]) : record)
         const after = fstatSync(fd)
+        let entry: number | undefined
         if (after.size === before.size + record.byteLength + (torn ? 1 : 0) && !torn) {
           // Nothing else was appended: the batch is the next line, before any seal.
+          entry = this.#commitLog?.record(path.join(dir, logName(log.generation)), known.file, before.size, record)
           known.chain = { ...known.chain, scanned: after.size }
         } else {
+          known.unsynced = true
           let counted = false
           known.chain = scanLog(runId, readRange(fd, known.chain.scanned, after.size), known.chain, {
             onBatch: (_payload, line) => {
@@ -292,7 +341,7 @@ export class FileRunStore implements RunStore {
           // Appended after a seal: it belongs in the next log.
           if (!counted) continue
         }
-        if (sync) await fdatasync(fd)
+        if (sync) await this.#durable(fd, known, entry)
         return
       } finally {
         closeSync(fd)
@@ -302,6 +351,7 @@ export class FileRunStore implements RunStore {
 
   async readMessages(runId: string, options: { length: number; signal: AbortSignal }): Promise<Message[]> {
     options.signal.throwIfAborted()
+    await this.#ready()
     const dir = this.#runDir(runId)
     for (;;) {
       const files = readRunDir(runId, dir)
@@ -343,6 +393,7 @@ export class FileRunStore implements RunStore {
 
   async delete(runId: string, options: { signal: AbortSignal }): Promise<void> {
     options.signal.throwIfAborted()
+    await this.#ready()
     const dir = this.#runDir(runId)
     // Rename first (atomic), so a reader never sees half a deleted run; then remove at leisure.
     const trash = path.join(this.#directory, `.deleted-${randomBytes(6).toString('hex')}`)
@@ -371,7 +422,19 @@ export class FileRunStore implements RunStore {
    * was appended since it last read it is read). Undefined when the run has no log. A log
    * compacted away meanwhile is followed to its successor.
    */
-  #openLog(runId: string, dir: string, flags: number): OpenLog | undefined {
+  #openLog(runId: string, dir: string, flags: number, use?: (log: OpenLog) => void): OpenLog | undefined {
+    if (use === undefined) return this.#findLog(runId, dir, flags)
+    const log = this.#findLog(runId, dir, flags)
+    if (log === undefined) return undefined
+    try {
+      use(log)
+    } finally {
+      closeSync(log.fd)
+    }
+    return undefined
+  }
+
+  #findLog(runId: string, dir: string, flags: number): OpenLog | undefined {
     let generation = this.#logs.get(dir)?.generation
     for (;;) {
       if (generation === undefined) {
@@ -406,13 +469,26 @@ export class FileRunStore implements RunStore {
     let known = this.#logs.get(dir)
     const file = fileIdentity(stat)
     if (known === undefined || known.generation !== generation || known.file !== file || known.chain.scanned > stat.size) {
-      known = { generation, file, chain: emptyChain() }
+      known = { generation, file, chain: emptyChain(), unsynced: true }
       this.#logs.set(dir, known)
     }
     if (stat.size > known.chain.scanned) {
+      // Appended by someone else since this store last read or wrote it.
       known.chain = scanLog(runId, readRange(fd, known.chain.scanned, stat.size), known.chain)
+      known.unsynced = true
     }
     return known
+  }
+
+  /**
+   * Makes a synced write durable: the flush of the commit log that covers its entry, or, when the
+   * log holds bytes this store did not commit itself (or the write has no entry), a flush of the
+   * run's log, which covers everything in it.
+   */
+  async #durable(fd: number, known: KnownLog, entry: number | undefined): Promise<void> {
+    if (entry !== undefined && !known.unsynced && this.#commitLog) return this.#commitLog.flush(entry)
+    await fdatasync(fd)
+    known.unsynced = false
   }
 
   /** Publishes the successor of a sealed log (synced when this store syncs: it holds the run's newest checkpoint). */
