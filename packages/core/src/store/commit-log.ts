@@ -7,6 +7,7 @@ import {
   readdirSync,
   unlinkSync,
   writeSync,
+  writevSync,
 } from 'node:fs'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -67,15 +68,16 @@ export class CommitLog {
     this.#syncFile = options.syncFile ?? fdatasync
   }
 
-  /** Records an append of `bytes` at `offset` of the run log `file` (identity `identity`); returns its entry's number. */
-  record(file: string, identity: string, offset: number, bytes: Buffer): number {
+  /**
+   * Records an append of `bytes` at `offset` of the run log `name` (relative to the store's
+   * directory; its identity `identity`); returns its entry's number.
+   */
+  record(name: string, identity: string, offset: number, bytes: Buffer): number {
     if (this.#fd === undefined || this.#size > ROTATE_BYTES) this.#open()
-    const relative = path.relative(this.#directory, file)
-    const header = Buffer.from(`W ${relative} ${identity} ${offset} ${bytes.byteLength}\n`)
-    const entry = Buffer.concat([header, bytes])
-    writeAll(this.#fd as number, entry)
-    this.#size += entry.byteLength
-    this.#touched.set(file, identity)
+    const header = Buffer.from(`W ${name} ${identity} ${offset} ${bytes.byteLength}\n`)
+    writeBoth(this.#fd as number, header, bytes)
+    this.#size += header.byteLength + bytes.byteLength
+    this.#touched.set(name, identity)
     return ++this.#written
   }
 
@@ -145,8 +147,8 @@ export class CommitLog {
 /** Syncs the run logs a flushed, rotated-out commit log covered, then removes it. */
 async function retire(directory: string, old: { fd: number; name: string; touched: Map<string, string> }): Promise<void> {
   try {
-    for (const [file, identity] of old.touched) {
-      const fd = openIfExists(file, constants.O_RDONLY)
+    for (const [name, identity] of old.touched) {
+      const fd = openIfExists(path.join(directory, name), constants.O_RDONLY)
       if (fd === undefined) continue
       try {
         if (fileIdentity(fstatSync(fd)) === identity) await fdatasync(fd)
@@ -258,6 +260,13 @@ async function restore(file: string, entries: Entry[]): Promise<void> {
   } finally {
     closeSync(fd)
   }
+}
+
+/** One entry, header and bytes, in one write (one syscall, no copy). */
+function writeBoth(fd: number, header: Buffer, bytes: Buffer): void {
+  const written = writevSync(fd, [header, bytes])
+  const total = header.byteLength + bytes.byteLength
+  if (written < total) writeAll(fd, Buffer.concat([header, bytes]).subarray(written))
 }
 
 function writeAt(fd: number, bytes: Buffer, position: number): void {

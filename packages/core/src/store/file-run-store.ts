@@ -25,6 +25,7 @@ import {
   type MessagesToAppend,
   parseBatch,
 } from './message-log.ts'
+import { OpenFiles } from './open-files.ts'
 import {
   completeSeal,
   fileIdentity,
@@ -63,8 +64,9 @@ export interface FileRunStoreOptions {
   fsync?: boolean
   /**
    * When a run's log is compacted (sealed and continued in a fresh one that starts with its newest
-   * checkpoint): once it holds this many checkpoints or bytes, whichever comes first. Default
-   * 32 checkpoints, 256 KiB: a load reads at most about that much, however long the run.
+   * checkpoint): once it holds this many bytes, or this many checkpoints, whichever comes first.
+   * Default 256 KiB and no checkpoint count: a load reads at most about that much, however long
+   * the run, and a short run is never compacted.
    */
   compactAfter?: { checkpoints?: number; bytes?: number }
   /**
@@ -81,6 +83,10 @@ interface OpenLog {
   generation: number
   stat: Stats
   known: KnownLog
+  /** Gives the file back (kept open for the next write, or closed). */
+  close(): void
+  /** The file is done with (compacted away): closed when given back, not kept. */
+  forget(): void
 }
 
 /** What this process last read or wrote of a run's current log, and of which file (see `fileIdentity`). */
@@ -116,6 +122,7 @@ export class FileRunStore implements RunStore {
   #writes = 0
   /** Per run directory, what this process knows of the run's current log. */
   readonly #logs = new Map<string, KnownLog>()
+  readonly #files = new OpenFiles()
   readonly #commitLog: CommitLog | undefined
   /** Commit logs of other processes, written back before this store reads or writes anything. */
   #recovered: Promise<void> | undefined
@@ -124,7 +131,7 @@ export class FileRunStore implements RunStore {
     this.#directory = path.resolve(options.directory)
     this.#clock = options.clock ?? systemClock
     this.#fsync = options.fsync ?? true
-    this.#compactCheckpoints = Math.max(2, options.compactAfter?.checkpoints ?? 32)
+    this.#compactCheckpoints = Math.max(2, options.compactAfter?.checkpoints ?? Number.POSITIVE_INFINITY)
     this.#compactBytes = Math.max(1024, options.compactAfter?.bytes ?? 256 * 1024)
     this.#commitLog =
       this.#fsync && options.groupCommit !== false
@@ -178,7 +185,7 @@ export class FileRunStore implements RunStore {
     this.#logs.delete(dir)
     if (this.#fsync) await syncPath(dir)
     // Its content is synced (and was written by this store): its next synced write can use the commit log.
-    this.#openLog(runId, dir, constants.O_RDONLY, (log) => {
+    this.#openLog(runId, dir, false, (log) => {
       if (log.generation === 1 && log.known.chain.revision === 1) log.known.unsynced = false
     })
     return 1
@@ -203,7 +210,7 @@ export class FileRunStore implements RunStore {
     const json = Buffer.from(encodeCheckpoint(checkpoint), 'utf8')
     const dir = this.#runDir(runId)
     for (;;) {
-      const log = this.#openLog(runId, dir, constants.O_RDWR | constants.O_APPEND)
+      const log = this.#openLog(runId, dir, true)
       if (log === undefined) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
       const { fd, known, stat: before } = log
       try {
@@ -227,7 +234,7 @@ export class FileRunStore implements RunStore {
         if (after.size === before.size + bytes.byteLength && before.size === known.chain.scanned) {
           // Nothing else was appended since this process last read the log, nor during the write: the
           // record is the next line after the chain's newest, so it is revision expected + 1.
-          entry = this.#commitLog?.record(path.join(dir, logName(log.generation)), known.file, before.size, bytes)
+          entry = this.#commitLog?.record(`${runKey(runId)}/${logName(log.generation)}`, known.file, before.size, bytes)
           const offset = after.size - record.bytes.byteLength + record.payload
           known.chain = {
             revision: expected + 1,
@@ -251,7 +258,7 @@ export class FileRunStore implements RunStore {
         else if (sync) await this.#durable(fd, known, entry)
         return expected + 1
       } finally {
-        closeSync(fd)
+        log.close()
       }
     }
   }
@@ -260,7 +267,7 @@ export class FileRunStore implements RunStore {
     options.signal.throwIfAborted()
     await this.#ready()
     const dir = this.#runDir(runId)
-    const log = this.#openLog(runId, dir, constants.O_RDONLY)
+    const log = this.#openLog(runId, dir, false)
     if (log === undefined) return undefined
     try {
       const { chain } = log.known
@@ -275,7 +282,7 @@ export class FileRunStore implements RunStore {
       const payload = readRange(log.fd, chain.latest.offset, chain.latest.offset + chain.latest.length)
       return { checkpoint: decodeCheckpoint(runId, payload), revision: chain.revision }
     } finally {
-      closeSync(log.fd)
+      log.close()
     }
   }
 
@@ -314,7 +321,7 @@ export class FileRunStore implements RunStore {
     const dir = this.#runDir(runId)
     const sync = this.#fsync && options.sync !== false
     for (;;) {
-      const log = this.#openLog(runId, dir, constants.O_RDWR | constants.O_APPEND)
+      const log = this.#openLog(runId, dir, true)
       if (log === undefined) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
       const { fd, known, stat: before } = log
       try {
@@ -328,7 +335,7 @@ export class FileRunStore implements RunStore {
         let entry: number | undefined
         if (after.size === before.size + record.byteLength + (torn ? 1 : 0) && !torn) {
           // Nothing else was appended: the batch is the next line, before any seal.
-          entry = this.#commitLog?.record(path.join(dir, logName(log.generation)), known.file, before.size, record)
+          entry = this.#commitLog?.record(`${runKey(runId)}/${logName(log.generation)}`, known.file, before.size, record)
           known.chain = { ...known.chain, scanned: after.size }
         } else {
           known.unsynced = true
@@ -344,7 +351,7 @@ export class FileRunStore implements RunStore {
         if (sync) await this.#durable(fd, known, entry)
         return
       } finally {
-        closeSync(fd)
+        log.close()
       }
     }
   }
@@ -404,6 +411,7 @@ export class FileRunStore implements RunStore {
       throw error
     }
     this.#logs.delete(dir)
+    this.#files.dropUnder(`${dir}${path.sep}`)
     if (this.#fsync) await syncPath(this.#directory)
     await rm(trash, { recursive: true, force: true })
   }
@@ -422,19 +430,23 @@ export class FileRunStore implements RunStore {
    * was appended since it last read it is read). Undefined when the run has no log. A log
    * compacted away meanwhile is followed to its successor.
    */
-  #openLog(runId: string, dir: string, flags: number, use?: (log: OpenLog) => void): OpenLog | undefined {
-    if (use === undefined) return this.#findLog(runId, dir, flags)
-    const log = this.#findLog(runId, dir, flags)
-    if (log === undefined) return undefined
+  #openLog(runId: string, dir: string, write: boolean, use?: (log: OpenLog) => void): OpenLog | undefined {
+    const log = this.#findLog(runId, dir, write)
+    if (use === undefined || log === undefined) return log
     try {
       use(log)
     } finally {
-      closeSync(log.fd)
+      log.close()
     }
     return undefined
   }
 
-  #findLog(runId: string, dir: string, flags: number): OpenLog | undefined {
+  /**
+   * The run's current log, open (kept open between writes), with what this process knows of it
+   * brought up to date (only what was appended since it last read it is read). Undefined when the
+   * run has no log. A log compacted away (or deleted) meanwhile is followed to its successor.
+   */
+  #findLog(runId: string, dir: string, write: boolean): OpenLog | undefined {
     let generation = this.#logs.get(dir)?.generation
     for (;;) {
       if (generation === undefined) {
@@ -444,22 +456,32 @@ export class FileRunStore implements RunStore {
           return undefined
         }
       }
-      const fd = openIfExists(path.join(dir, logName(generation)), flags)
+      const file = path.join(dir, logName(generation))
+      const handle = write ? this.#files.acquire(file) : this.#files.acquireIfOpen(file)
+      const fd = handle?.fd ?? openIfExists(file, constants.O_RDONLY)
       if (fd === undefined) {
         generation = undefined
         continue
       }
+      const close = () => (handle ? this.#files.release(handle) : closeSync(fd))
+      const forget = () => handle && this.#files.drop(handle)
       try {
         const stat = fstatSync(fd)
+        if (stat.nlink === 0 && handle) {
+          // Kept open, then unlinked (compacted, deleted): open the path again.
+          this.#files.drop(handle)
+          close()
+          continue
+        }
         const known = this.#known(runId, dir, generation, fd, stat)
         if (known.chain.sealed && existsSync(path.join(dir, logName(generation + 1)))) {
-          closeSync(fd)
+          close()
           generation += 1
           continue
         }
-        return { fd, generation, stat, known }
+        return { fd, generation, stat, known, close, forget }
       } catch (error) {
-        closeSync(fd)
+        close()
         throw error
       }
     }
@@ -497,6 +519,7 @@ export class FileRunStore implements RunStore {
       file: (fd) => this.#syncFile(fd),
       dir: (dir) => (this.#fsync ? syncPath(dir) : Promise.resolve()),
     })
+    log.forget()
     this.#logs.delete(dir)
   }
 

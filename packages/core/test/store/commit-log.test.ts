@@ -41,9 +41,7 @@ describe('CommitLog', () => {
         await sync(fd)
       },
     })
-    const entries = Array.from({ length: 200 }, (_, i) =>
-      log.record(path.join(directory, `r${i}`, 'log.1'), 'id', 0, Buffer.from(`x${i}\n`)),
-    )
+    const entries = Array.from({ length: 200 }, (_, i) => log.record(`r${i}/log.1`, 'id', 0, Buffer.from(`x${i}\n`)))
     await Promise.all(entries.map((seq) => log.flush(seq)))
     expect(flushes.length).toBeLessThanOrEqual(2)
     expect(await log.flush(entries.at(-1) as number)).toBeUndefined() // covered: no new flush
@@ -51,8 +49,8 @@ describe('CommitLog', () => {
 
     // One written while a flush is in flight is not covered by it.
     const before = flushes.length
-    const first = log.flush(log.record(path.join(directory, 'r0', 'log.1'), 'id', 10, Buffer.from('y\n')))
-    const late = log.record(path.join(directory, 'r1', 'log.1'), 'id', 10, Buffer.from('z\n'))
+    const first = log.flush(log.record('r0/log.1', 'id', 10, Buffer.from('y\n')))
+    const late = log.record('r1/log.1', 'id', 10, Buffer.from('z\n'))
     const second = log.flush(late)
     await Promise.all([first, second])
     expect(flushes.length).toBe(before + 2)

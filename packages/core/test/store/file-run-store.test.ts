@@ -223,7 +223,7 @@ describe('FileRunStore on disk', () => {
 describe('FileRunStore: compaction', () => {
   it('keeps a long run cheap to load: the log is sealed and continued, the transcript kept whole', async () => {
     const directory = await tempDir()
-    const store = new FileRunStore({ directory })
+    const store = new FileRunStore({ directory, compactAfter: { checkpoints: 32 } })
     let revision = await store.create(sampleCheckpoint({ runId: 'run_long', transcript: { length: 0 } }), { signal: signal() })
     const sizes: number[] = []
     for (let n = 1; n <= 400; n++) {
@@ -256,6 +256,18 @@ describe('FileRunStore: compaction', () => {
       'RUN_REVISION_CONFLICT',
       'run_long',
     )
+    // By default, by size: 256 KiB of log at most.
+    const bySize = new FileRunStore({ directory })
+    revision = 401
+    for (let n = 401; n <= 700; n++) {
+      revision = await bySize.save(sampleCheckpoint({ runId: 'run_long', transcript: { length: 400 } }), {
+        revision,
+        signal: signal(),
+        sync: false,
+      })
+      expect((await stat(runLogFile(directory, 'run_long'))).size).toBeLessThan(256 * 1024 + 4_096)
+    }
+    expect((await readdir(path.join(directory, 'run_long'))).filter((name) => name.startsWith('log.'))).toEqual(['log.14'])
   })
 
   it('a seal left unfinished (its writer killed) loads as the newest checkpoint, and the next writer finishes it', async () => {
