@@ -246,9 +246,14 @@ export class Agent<TOutput = string> {
           input: undefined as never,
         })
       } catch (cause) {
-        throw new CheckpointError('CHECKPOINT_INVALID', runId, `the stored machine snapshot cannot be restored: ${String(cause)}`, {
-          cause,
-        })
+        throw new CheckpointError(
+          'CHECKPOINT_INVALID',
+          runId,
+          `the stored machine snapshot cannot be restored: ${String(cause)}`,
+          {
+            cause,
+          },
+        )
       }
     } catch (error) {
       // A run this store cannot load would fail the same way at every try: parked with why, once.
