@@ -55,6 +55,7 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
         ? { ok: true, value: args }
         : { ok: false, issues: ['(root): the arguments must be a JSON object'] },
     async execute(args, context) {
+      const approval = context.approval?.decision.evidence
       const call: ToolCallMessage = {
         v: PROTOCOL_VERSION,
         type: 'tool.call',
@@ -66,6 +67,9 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
         // A little before our own timeout: a live host whose tool hangs answers TOOL_TIMEOUT itself
         // (more telling than our "did not answer", which then means the host itself is gone).
         deadline: context.clock.now() + timeoutMs - Math.min(1_000, Math.floor(timeoutMs / 10)),
+        // The reviewer's signed decision, exactly as received: a host that verifies approvals checks
+        // the reviewer's signature, not this agent's word (protocol §8.6). None when unsigned.
+        ...(approval ? { approval } : {}),
       }
       let response: Awaited<ReturnType<Bus['request']>>
       try {
@@ -76,7 +80,7 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
           headers: { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey(context.runId, context.callId) },
         })
       } catch (error) {
-        if (error instanceof BusNoRespondersError) {
+        if (BusNoRespondersError.is(error)) {
           throw new ToolError(
             'TOOL_UNAVAILABLE',
             `No tool host is serving "${name}" right now. Try another way, or tell the person.`,
@@ -85,7 +89,7 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
             },
           )
         }
-        if (error instanceof BusTimeoutError) {
+        if (BusTimeoutError.is(error)) {
           throw new ToolError(
             'TOOL_TIMEOUT',
             `"${name}" did not answer within ${formatDuration(timeoutMs)} (its host may have stopped).`,
@@ -94,7 +98,7 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
             },
           )
         }
-        if (error instanceof BusPayloadTooLargeError) {
+        if (BusPayloadTooLargeError.is(error)) {
           throw new ToolError(
             'TOOL_ARGUMENTS_TOO_LARGE',
             `The arguments for "${name}" are ${error.size} bytes; the bus carries at most ${error.max}. Send less.`,
@@ -111,7 +115,8 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
         if (reply.inReplyTo !== undefined && reply.inReplyTo !== call.callId) {
           throw new ToolError('TOOL_BAD_REPLY', `The host of "${name}" answered call ${reply.inReplyTo}, not ${call.callId}.`)
         }
-        throw new ToolError(reply.error.code, reply.error.message)
+        // The host's details go on (the issues of refused arguments: the model reads them as for a local tool).
+        throw new ToolError(reply.error.code, reply.error.message, reply.error.details ? { details: reply.error.details } : {})
       }
       if (reply.callId !== call.callId) {
         throw new ToolError('TOOL_BAD_REPLY', `The host of "${name}" answered call ${reply.callId}, not ${call.callId}.`)

@@ -7,8 +7,9 @@
  */
 
 import { defaultStreamName } from '@signalbox/actors/nats'
+import { ErrorCode, SignalboxError } from '@signalbox/core'
 import { createSubjects, DEFAULT_SUBJECT_PREFIX } from '@signalbox/core/bus'
-import { assertToken } from '@signalbox/core/internal'
+import { assertToken, encodeEventType } from '@signalbox/core/internal'
 
 export const ROLES = ['agent', 'reviewer', 'answerer', 'steering', 'tool-host', 'observer', 'console'] as const
 export type Role = (typeof ROLES)[number]
@@ -49,8 +50,10 @@ export interface RolePermissions {
   allowResponses: boolean
 }
 
-export class PermissionScopeError extends Error {
-  readonly code = 'PERMISSION_SCOPE_INVALID'
+export class PermissionScopeError extends SignalboxError {
+  constructor(message: string) {
+    super(ErrorCode.PERMISSION_SCOPE_INVALID, message, { fault: 'user' })
+  }
 }
 
 interface Consumer {
@@ -164,7 +167,13 @@ export function rolePermissions(role: Role, scope: PermissionScope = {}): RolePe
         { subject: `${P}.tools.${tool}`, why: 'tool calls (queue group signalbox-tools), answered through allow_responses' },
         { subject: `${P}.tools.${tool}.describe`, why: 'description requests' },
       )
-      publish.push({ subject: `${P}.errors.*`, why: 'rejections nobody could be told about' })
+      publish.push(
+        { subject: `${P}.errors.*`, why: 'rejections nobody could be told about' },
+        {
+          subject: `${P}.audit.${agent}.${encodeEventType('tool.refused')}`,
+          why: 'calls refused for want of a valid approval (a host that verifies approvals; durable publish)',
+        },
+      )
       allowResponses = true
       break
     case 'observer':

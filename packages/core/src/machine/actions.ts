@@ -6,6 +6,7 @@ import {
   MaxTurnsExceededError,
   RunCancelledError,
   type SerializedError,
+  SignalboxError,
   serializeError,
 } from '../errors.ts'
 import { deepFreeze, type ToolOutcome } from '../events.ts'
@@ -151,7 +152,7 @@ export class MachineActions extends RunEvents {
 
   failWithHookError(error: unknown): Partial<AgentContext> {
     return {
-      error: serializeError(error instanceof HookError ? error : new HookError('unknown', error)),
+      error: serializeError(HookError.is(error) ? error : new HookError('unknown', error)),
       stopReason: 'hook_error',
     }
   }
@@ -277,7 +278,9 @@ export class MachineActions extends RunEvents {
   /** A decision that quotes the pending call: applied, audited, and on a denial read by the model. */
   approvalDecided(context: AgentContext, decision: ApprovalDecision): Partial<AgentContext> {
     const request = this.pendingRequest(context)
-    this.runtime.journals?.get(context.run.runId)?.decisionApplied(decision)
+    // The checkpoint keeps what identifies the decision; the signed message rides with the call only.
+    const { evidence: _evidence, ...applied } = decision
+    this.runtime.journals?.get(context.run.runId)?.decisionApplied(applied)
     const edit = checkEditedArguments(this.runtime.tools.get(request.toolName), decision)
     if (edit.kind !== 'none')
       return approveEdited({
@@ -298,7 +301,7 @@ export class MachineActions extends RunEvents {
       actor: decision.reviewer,
       decidedAt: decision.decidedAt,
     })
-    if (decision.approved) return {}
+    if (decision.approved) return { current: context.current ? { ...context.current, approved: decision } : undefined }
     return this.setResult(context, {
       output: approvalDeniedText(request, decision),
       isError: true,
@@ -444,5 +447,5 @@ export class MachineActions extends RunEvents {
 export function gateResult(gate: ToolGate): CallResult {
   if (gate.action === 'deny') return { output: gate.reason, isError: true, outcome: 'denied' }
   if (gate.action === 'respond') return { output: gate.result, isError: false, outcome: 'responded' }
-  throw new Error('allow has no result')
+  throw new SignalboxError(ErrorCode.INTERNAL_ERROR, 'allow has no result')
 }

@@ -1,5 +1,7 @@
 import { z } from 'zod/v4'
+import { discriminatedUnion } from '../portable-zod.ts'
 import { ApprovalDecisionMessage, ApprovalRequestMessage, QuestionMessage } from '../protocol/schemas.ts'
+import { FINISHED_STATUSES } from '../run-status.ts'
 
 /**
  * What a stored run holds to continue where it stood, version 2. Persisted data is versioned like
@@ -21,9 +23,9 @@ const count = z.number().int().nonnegative()
  * `parked`: stored, not finished, but it cannot be continued (its stored state cannot be loaded:
  * see `RunParking`); no host claims it again, a person looks at it.
  */
-export const StoredRunStatus = z.enum(['running', 'waiting', 'done', 'failed', 'cancelled', 'parked'])
+export const StoredRunStatus = z.enum(['running', 'waiting', ...FINISHED_STATUSES, 'parked'])
 export type StoredRunStatus = z.infer<typeof StoredRunStatus>
-export const FINISHED_RUN_STATUSES: readonly StoredRunStatus[] = ['done', 'failed', 'cancelled']
+export const FINISHED_RUN_STATUSES: readonly StoredRunStatus[] = FINISHED_STATUSES
 /** The runs a host may continue: not finished, not parked. */
 export const RESUMABLE_RUN_STATUSES: readonly StoredRunStatus[] = ['running', 'waiting']
 
@@ -65,7 +67,7 @@ const ToolResult = z.object({
 export type LedgerToolResult = z.infer<typeof ToolResult>
 
 /** One tool call of the run: `started` is written before the tool runs, `finished` after. */
-export const LedgerEntry = z.discriminatedUnion('state', [
+export const LedgerEntry = discriminatedUnion('state', [
   z.object({
     state: z.literal('started'),
     callId: z.string().min(1).max(256),

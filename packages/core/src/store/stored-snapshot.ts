@@ -1,4 +1,5 @@
 import type { Message } from '../messages.ts'
+import { finishedStatus } from '../run-status.ts'
 import type { StoredRunStatus } from './checkpoint.ts'
 
 /** What the journal reads from the running actor (the agent machine's snapshot, loosely typed here). */
@@ -55,10 +56,7 @@ export function withoutCallOutput(persisted: PersistedSnapshot): PersistedSnapsh
 }
 
 export function storedStatus(snapshot: JournaledSnapshot, waiting: boolean): StoredRunStatus {
-  if (snapshot.status !== 'active') {
-    const status = snapshot.context.status
-    return status === 'done' || status === 'cancelled' ? status : 'failed'
-  }
+  if (snapshot.status !== 'active') return finishedStatus(snapshot.context.status)
   return waiting ? 'waiting' : 'running'
 }
 
