@@ -497,7 +497,7 @@ function toRunResult(
 
 /** A stored run whose state cannot be loaded (as opposed to a store that could not be reached, or a lost race). */
 function cannotBeLoaded(error: unknown): error is CheckpointError | RunStoreError {
-  return error instanceof CheckpointError || (error instanceof RunStoreError && error.code === 'RUN_TRANSCRIPT_GAP')
+  return CheckpointError.is(error) || RunStoreError.is(error, 'RUN_TRANSCRIPT_GAP')
 }
 
 function assertAgentId(id: string): void {

@@ -36,7 +36,7 @@ export async function retryTransient<T>(options: RetryOptions, attempt: (ambiguo
     try {
       return await attempt(ambiguous)
     } catch (error) {
-      if (error instanceof RunStoreError || error instanceof CheckpointError || error instanceof AbortedError) throw error
+      if (RunStoreError.is(error) || CheckpointError.is(error) || AbortedError.is(error)) throw error
       if (!isTransient(error)) throw error
       if (isUnknownOutcome(error)) ambiguous = true
       const pause = backoffDelay(n, PACING)

@@ -166,7 +166,7 @@ export class FileRunStore implements RunStore {
       try {
         return (readRunDir(runId, dir)?.logs.length ?? 0) > 0
       } catch (error) {
-        if (error instanceof CheckpointError) return true // stored by an older signalbox
+        if (CheckpointError.is(error)) return true // stored by an older signalbox
         throw error
       }
     }

@@ -48,7 +48,7 @@ export async function pruneRuns(store: RunStore, options: PruneRunsOptions): Pro
       try {
         await store.delete(run.checkpoint.runId, { signal: options.signal })
       } catch (error) {
-        if (!(error instanceof RunStoreError)) throw error
+        if (!RunStoreError.is(error)) throw error
         result.errors.push(error)
         continue
       }
