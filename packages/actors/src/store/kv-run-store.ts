@@ -117,7 +117,7 @@ export class KvRunStore implements RunStore {
       if (current !== null && ambiguous && sameBytes(current.value, value)) return current.revision
       throw new RunStoreError('RUN_REVISION_CONFLICT', runId, 'the run already exists.', { expected: 0 })
     })
-    this.#known.add(runId)
+    this.#remember(runId)
     return revision
   }
 
@@ -158,7 +158,7 @@ export class KvRunStore implements RunStore {
       const entry = await kv.get(key)
       if (entry === null || entry.operation !== 'PUT') return undefined
       const stored = { checkpoint: decodeCheckpoint(runId, entry.value), revision: entry.revision }
-      this.#known.add(runId)
+      this.#remember(runId)
       return stored
     })
   }
@@ -195,7 +195,7 @@ export class KvRunStore implements RunStore {
         if (run === null || run.operation !== 'PUT') {
           throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
         }
-        this.#known.add(runId)
+        this.#remember(runId)
       }
       // Not a compare-and-set: the same batch stored twice (a retry) is the same value.
       await kv.put(key, value)
@@ -224,6 +224,12 @@ export class KvRunStore implements RunStore {
       await jsm.streams.purge(stream, { filter: `${subjectOf(this.#bucket, logPrefix(runId))}.>` })
     })
     this.#known.delete(runId)
+  }
+
+  /** Bounded: a long-lived host forgets the oldest runs (their next append checks again). */
+  #remember(runId: string): void {
+    if (this.#known.size >= 10_000) this.#known.delete(this.#known.values().next().value as string)
+    this.#known.add(runId)
   }
 
   #manager(): Promise<JetStreamManager> {

@@ -1,14 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import {
-  closeSync,
-  constants,
-  existsSync,
-  fdatasync as fdatasyncCallback,
-  fstatSync,
-  fsync as fsyncCallback,
-  type Stats,
-  unlinkSync,
-} from 'node:fs'
+import { closeSync, constants, fdatasync as fdatasyncCallback, fstatSync, fsync as fsyncCallback, unlinkSync } from 'node:fs'
 import { mkdir, open, readdir, rename, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -25,10 +16,8 @@ import {
   type MessagesToAppend,
   parseBatch,
 } from './message-log.ts'
-import { OpenFiles } from './open-files.ts'
 import {
   completeSeal,
-  fileIdentity,
   isCode,
   logName,
   openIfExists,
@@ -39,7 +28,8 @@ import {
   transcriptName,
   writeAll,
 } from './run-dir.ts'
-import { checkpointRecord, emptyChain, type LogChain, messagesRecord, RUN_LOG_HEADER, scanLog } from './run-log.ts'
+import { checkpointRecord, emptyChain, messagesRecord, RUN_LOG_HEADER, scanLog } from './run-log.ts'
+import { type KnownLog, type OpenLog, RunLogs } from './run-logs.ts'
 import {
   type ClaimOptions,
   claimRun,
@@ -77,30 +67,6 @@ export interface FileRunStoreOptions {
   groupCommit?: boolean
 }
 
-/** A run's current log, open: its generation, what this process knows of it, and its size when opened. */
-interface OpenLog {
-  fd: number
-  generation: number
-  stat: Stats
-  known: KnownLog
-  /** Gives the file back (kept open for the next write, or closed). */
-  close(): void
-  /** The file is done with (compacted away): closed when given back, not kept. */
-  forget(): void
-}
-
-/** What this process last read or wrote of a run's current log, and of which file (see `fileIdentity`). */
-interface KnownLog {
-  generation: number
-  file: string
-  chain: LogChain
-  /**
-   * The log holds bytes this store has not made durable itself (written before it first read the
-   * log, or by another process since): its next synced write flushes the log, not the commit log.
-   */
-  unsynced: boolean
-}
-
 /**
  * The embedded run store: a directory, no server. Per run, `<dir>/<run>/` holds an append-only
  * log of its checkpoints and message batches (format and compare-and-set rule in `run-log.ts`,
@@ -121,8 +87,8 @@ export class FileRunStore implements RunStore {
   readonly #writerPrefix = randomBytes(6).toString('hex')
   #writes = 0
   /** Per run directory, what this process knows of the run's current log. */
-  readonly #logs = new Map<string, KnownLog>()
-  readonly #files = new OpenFiles()
+  /** What this store knows of each run's current log, and the logs it keeps open. */
+  readonly #logs = new RunLogs()
   readonly #commitLog: CommitLog | undefined
   /** Commit logs of other processes, written back before this store reads or writes anything. */
   #recovered: Promise<void> | undefined
@@ -182,10 +148,10 @@ export class FileRunStore implements RunStore {
       unlinkSync(path.join(dir, logName(1)))
       throw conflict(runId, 0, 0)
     }
-    this.#logs.delete(dir)
+    this.#logs.forget(dir)
     if (this.#fsync) await syncPath(dir)
     // Its content is synced (and was written by this store): its next synced write can use the commit log.
-    this.#openLog(runId, dir, false, (log) => {
+    this.#logs.open(runId, dir, false, (log) => {
       if (log.generation === 1 && log.known.chain.revision === 1) log.known.unsynced = false
     })
     return 1
@@ -210,7 +176,7 @@ export class FileRunStore implements RunStore {
     const json = Buffer.from(encodeCheckpoint(checkpoint), 'utf8')
     const dir = this.#runDir(runId)
     for (;;) {
-      const log = this.#openLog(runId, dir, true)
+      const log = this.#logs.open(runId, dir, true)
       if (log === undefined) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
       const { fd, known, stat: before } = log
       try {
@@ -267,7 +233,7 @@ export class FileRunStore implements RunStore {
     options.signal.throwIfAborted()
     await this.#ready()
     const dir = this.#runDir(runId)
-    const log = this.#openLog(runId, dir, false)
+    const log = this.#logs.open(runId, dir, false)
     if (log === undefined) return undefined
     try {
       const { chain } = log.known
@@ -321,7 +287,7 @@ export class FileRunStore implements RunStore {
     const dir = this.#runDir(runId)
     const sync = this.#fsync && options.sync !== false
     for (;;) {
-      const log = this.#openLog(runId, dir, true)
+      const log = this.#logs.open(runId, dir, true)
       if (log === undefined) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
       const { fd, known, stat: before } = log
       try {
@@ -410,8 +376,7 @@ export class FileRunStore implements RunStore {
       if (isCode(error, 'ENOENT')) return
       throw error
     }
-    this.#logs.delete(dir)
-    this.#files.dropUnder(`${dir}${path.sep}`)
+    this.#logs.forgetRun(dir)
     if (this.#fsync) await syncPath(this.#directory)
     await rm(trash, { recursive: true, force: true })
   }
@@ -430,78 +395,6 @@ export class FileRunStore implements RunStore {
    * was appended since it last read it is read). Undefined when the run has no log. A log
    * compacted away meanwhile is followed to its successor.
    */
-  #openLog(runId: string, dir: string, write: boolean, use?: (log: OpenLog) => void): OpenLog | undefined {
-    const log = this.#findLog(runId, dir, write)
-    if (use === undefined || log === undefined) return log
-    try {
-      use(log)
-    } finally {
-      log.close()
-    }
-    return undefined
-  }
-
-  /**
-   * The run's current log, open (kept open between writes), with what this process knows of it
-   * brought up to date (only what was appended since it last read it is read). Undefined when the
-   * run has no log. A log compacted away (or deleted) meanwhile is followed to its successor.
-   */
-  #findLog(runId: string, dir: string, write: boolean): OpenLog | undefined {
-    let generation = this.#logs.get(dir)?.generation
-    for (;;) {
-      if (generation === undefined) {
-        generation = readRunDir(runId, dir)?.logs.at(-1)
-        if (generation === undefined) {
-          this.#logs.delete(dir)
-          return undefined
-        }
-      }
-      const file = path.join(dir, logName(generation))
-      const handle = write ? this.#files.acquire(file) : this.#files.acquireIfOpen(file)
-      const fd = handle?.fd ?? openIfExists(file, constants.O_RDONLY)
-      if (fd === undefined) {
-        generation = undefined
-        continue
-      }
-      const close = () => (handle ? this.#files.release(handle) : closeSync(fd))
-      const forget = () => handle && this.#files.drop(handle)
-      try {
-        const stat = fstatSync(fd)
-        if (stat.nlink === 0 && handle) {
-          // Kept open, then unlinked (compacted, deleted): open the path again.
-          this.#files.drop(handle)
-          close()
-          continue
-        }
-        const known = this.#known(runId, dir, generation, fd, stat)
-        if (known.chain.sealed && existsSync(path.join(dir, logName(generation + 1)))) {
-          close()
-          generation += 1
-          continue
-        }
-        return { fd, generation, stat, known, close, forget }
-      } catch (error) {
-        close()
-        throw error
-      }
-    }
-  }
-
-  #known(runId: string, dir: string, generation: number, fd: number, stat: Stats): KnownLog {
-    let known = this.#logs.get(dir)
-    const file = fileIdentity(stat)
-    if (known === undefined || known.generation !== generation || known.file !== file || known.chain.scanned > stat.size) {
-      known = { generation, file, chain: emptyChain(), unsynced: true }
-      this.#logs.set(dir, known)
-    }
-    if (stat.size > known.chain.scanned) {
-      // Appended by someone else since this store last read or wrote it.
-      known.chain = scanLog(runId, readRange(fd, known.chain.scanned, stat.size), known.chain)
-      known.unsynced = true
-    }
-    return known
-  }
-
   /**
    * Makes a synced write durable: the flush of the commit log that covers its entry, or, when the
    * log holds bytes this store did not commit itself (or the write has no entry), a flush of the
@@ -520,7 +413,7 @@ export class FileRunStore implements RunStore {
       dir: (dir) => (this.#fsync ? syncPath(dir) : Promise.resolve()),
     })
     log.forget()
-    this.#logs.delete(dir)
+    this.#logs.forget(dir)
   }
 
   #syncFile(fd: number): Promise<void> {
