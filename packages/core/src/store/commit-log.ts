@@ -242,7 +242,15 @@ async function restore(file: string, entries: Entry[]): Promise<void> {
     let wrote = false
     for (const entry of entries.filter((e) => e.identity === identity).sort((a, b) => a.offset - b.offset)) {
       const end = entry.offset + entry.bytes.byteLength
-      if (end <= size) continue // present (a live process's entry, or restored already)
+      if (end <= size) {
+        // Present (a live process's entry, or restored already); unless a crash left zeros there
+        // (a size that reached the disk before its data).
+        const there = readRange(fd, entry.offset, end)
+        if (there.equals(entry.bytes) || there.some((byte) => byte !== 0)) continue
+        writeAt(fd, entry.bytes, entry.offset)
+        wrote = true
+        continue
+      }
       if (size > entry.offset) {
         // Cut short: what is there must be the start of this entry.
         if (!readRange(fd, entry.offset, size).equals(entry.bytes.subarray(0, size - entry.offset))) continue

@@ -4,7 +4,7 @@
  * the commit log kept) the next store writes every committed record back.
  */
 import { fdatasync } from 'node:fs'
-import { mkdtemp, readdir, rm, stat, truncate } from 'node:fs/promises'
+import { mkdtemp, open, readdir, rm, stat, truncate } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -83,6 +83,23 @@ describe('FileRunStore group commit after a power loss', () => {
     expect(
       await after.save(sampleCheckpoint({ runId: 'r1', status: 'done', transcript: { length: 10 } }), { revision: 11, signal }),
     ).toBe(12)
+  })
+
+  it('writes committed records back over zeros (a size that reached the disk before its data)', async () => {
+    const directory = await tempDir()
+    const store = new FileRunStore({ directory })
+    let revision = await store.create(sampleCheckpoint({ runId: 'r0' }), { signal })
+    const created = (await stat(runLogFile(directory, 'r0'))).size
+    for (let n = 0; n < 3; n++) revision = await store.save(sampleCheckpoint({ runId: 'r0', savedAt: n }), { revision, signal })
+    const file = runLogFile(directory, 'r0')
+    const size = (await stat(file)).size
+    const handle = await open(file, 'r+')
+    await handle.write(Buffer.alloc(size - created), 0, size - created, created)
+    await handle.close()
+    expect(await new FileRunStore({ directory }).load('r0', { signal })).toMatchObject({
+      revision: 4,
+      checkpoint: { savedAt: 2 },
+    })
   })
 
   it('removes the commit log of a process that is gone once its records are back, and keeps a live one', async () => {
