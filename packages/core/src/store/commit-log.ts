@@ -18,7 +18,12 @@ const fdatasync = promisify(fdatasyncCallback)
 /** Commit logs are named `.commit-<pid>-<writer>` in the store's directory (skipped by listings: a dot). */
 const COMMIT_LOG = /^\.commit-(\d+)-[0-9a-f]+$/
 /** A commit log this long is replaced by a fresh one once the run logs it covers are synced. */
-const ROTATE_BYTES = 8 * 1024 * 1024
+const ROTATE_BYTES = 64 * 1024 * 1024
+/**
+ * Flushes in flight at once: a write made while one flush runs starts the next at once instead of
+ * waiting for it to end (the file system joins them in its journal), and no more pile up.
+ */
+const MAX_FLUSHES = 2
 const NEWLINE = 0x0a
 
 /**
@@ -42,10 +47,11 @@ export class CommitLog {
   #size = 0
   /** Run logs with entries in the current commit log: synced before that commit log is removed. */
   #touched = new Map<string, string>()
-  /** Entries appended so far, and the count the last completed flush covered. */
+  /** Entries appended so far, the newest a completed flush covered, and the newest a started one covers. */
   #written = 0
   #flushed = 0
-  #flushing = false
+  #covered = 0
+  #inFlight = 0
   /** A commit log created since the last flush: its directory entry is synced with the flush. */
   #newFile = false
   /** Rotated out, not yet flushed: its fd, name and run logs. */
@@ -85,13 +91,21 @@ export class CommitLog {
   flush(seq: number): Promise<void> {
     if (seq <= this.#flushed) return Promise.resolve()
     const waiting = new Promise<void>((resolve, reject) => this.#waiters.push({ seq, resolve, reject }))
-    if (!this.#flushing) void this.#flush()
+    this.#next()
     return waiting
   }
 
+  /** Starts a flush for the writes no flush in flight covers, unless enough are in flight. */
+  #next(): void {
+    if (this.#inFlight >= MAX_FLUSHES) return
+    if (!this.#waiters.some((waiter) => waiter.seq > this.#covered)) return
+    void this.#flush()
+  }
+
   async #flush(): Promise<void> {
-    this.#flushing = true
+    this.#inFlight++
     const upTo = this.#written
+    this.#covered = upTo
     const retired = this.#retired
     this.#retired = []
     const newFile = this.#newFile
@@ -107,16 +121,18 @@ export class CommitLog {
     } catch (error) {
       failure = error
       if (newFile) this.#newFile = true
+      this.#retired.unshift(...retired)
     }
-    const due = this.#waiters.filter((w) => w.seq <= upTo)
-    this.#waiters = this.#waiters.filter((w) => w.seq > upTo)
+    this.#inFlight--
+    const settled = failure === undefined ? this.#flushed : upTo
+    const due = this.#waiters.filter((w) => w.seq <= settled)
+    this.#waiters = this.#waiters.filter((w) => w.seq > settled)
     for (const waiter of due) {
       if (failure === undefined) waiter.resolve()
       else waiter.reject(failure)
     }
     // The next group: everything written meanwhile.
-    if (this.#waiters.length > 0) void this.#flush()
-    else this.#flushing = false
+    this.#next()
     if (failure === undefined) for (const old of retired) void retire(this.#directory, old)
   }
 
