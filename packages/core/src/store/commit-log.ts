@@ -31,8 +31,8 @@ const NEWLINE = 0x0a
  * this process's commit log (which file, which file identity, at which offset, the same bytes),
  * and a synced write waits for an `fdatasync` of the commit log that covers its entry, not of the
  * run's log: one flush covers the writes of every run of the process made since the last one.
- * Flushes run back to back: one starts at once when none is in flight, else as soon as the one in
- * flight ends (so a single run waits one flush, as before, and 200 runs share each flush).
+ * A flush starts at once for writes no flush in flight covers, two at most in flight (more wait
+ * for one to end): a single run waits one flush, as before, and 200 runs share each flush.
  *
  * After a power loss, a run's log may have lost what was appended since it was last synced; the
  * commit logs still hold those bytes, synced. `recoverCommitLogs` (every store runs it before its
