@@ -189,7 +189,7 @@ export class MachineActions extends RunEvents {
 
   /** A tool threw (or timed out): the model reads the error and the run goes on. */
   toolFailed(context: AgentContext, error: unknown): Partial<AgentContext> {
-    return this.setResult(context, failedToolResult(error))
+    return this.setResult(context, failedToolResult(error, context.current?.toolName))
   }
 
   handedOver(context: AgentContext): Partial<AgentContext> {
@@ -332,7 +332,7 @@ export class MachineActions extends RunEvents {
     return this.setResult(context, {
       output: approvalUnavailableText(request, reason),
       isError: true,
-      outcome: 'approval_timeout',
+      outcome: 'approval_unavailable',
     })
   }
 
