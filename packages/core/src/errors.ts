@@ -22,6 +22,8 @@ export const ErrorCode = {
   QUESTION_FAILED: 'QUESTION_FAILED',
   QUESTION_TIMEOUT: 'QUESTION_TIMEOUT',
   TOOL_TIMEOUT: 'TOOL_TIMEOUT',
+  /** A remote tool host refused the call's arguments (the local check is the same: `invalid_arguments`). */
+  TOOL_INVALID_ARGUMENTS: 'TOOL_INVALID_ARGUMENTS',
   BUS_TIMEOUT: 'BUS_TIMEOUT',
   BUS_NO_RESPONDERS: 'BUS_NO_RESPONDERS',
   BUS_PAYLOAD_TOO_LARGE: 'BUS_PAYLOAD_TOO_LARGE',

@@ -111,7 +111,8 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
         if (reply.inReplyTo !== undefined && reply.inReplyTo !== call.callId) {
           throw new ToolError('TOOL_BAD_REPLY', `The host of "${name}" answered call ${reply.inReplyTo}, not ${call.callId}.`)
         }
-        throw new ToolError(reply.error.code, reply.error.message)
+        // The host's details go on (the issues of refused arguments: the model reads them as for a local tool).
+        throw new ToolError(reply.error.code, reply.error.message, reply.error.details ? { details: reply.error.details } : {})
       }
       if (reply.callId !== call.callId) {
         throw new ToolError('TOOL_BAD_REPLY', `The host of "${name}" answered call ${reply.callId}, not ${call.callId}.`)

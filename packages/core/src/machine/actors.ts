@@ -236,7 +236,7 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
         })
         return output
       } catch (error) {
-        if (journal && !args.signal.aborted) journal.finishCall(call.callId, failedToolResult(error))
+        if (journal && !args.signal.aborted) journal.finishCall(call.callId, failedToolResult(error, call.toolName))
         throw error
       }
     }),
