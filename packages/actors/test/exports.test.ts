@@ -42,6 +42,7 @@ describe('@signalbox/actors public surface', () => {
       'defaultStreamName',
       'mergeCredentials',
       'natsCredentialsFromEnv',
+      'redactUrlSecrets',
     ])
   })
 

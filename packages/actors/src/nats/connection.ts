@@ -7,8 +7,8 @@ import { AbortedError } from '@signalbox/core'
 import { BusError, type BusStatus } from '@signalbox/core/bus'
 import { untilAborted } from '@signalbox/core/internal'
 import { type Deferred, deferred, type Outcome, raceOutcome } from './async.ts'
-import { classifyConnectError, dialNats, redactUrls } from './connect-errors.ts'
-import { credentialOf, natsConnectOptions, serverList } from './credentials.ts'
+import { classifyConnectError, dialNats } from './connect-errors.ts'
+import { busCredentials, credentialOf, natsConnectOptions, redactUrlSecrets, serverList } from './credentials.ts'
 import { defaultConnectionName, type NatsBusOptions } from './options.ts'
 
 /** Connects with the transport's reconnect settings; aborting stops waiting for the first connect. */
@@ -26,10 +26,8 @@ export async function openConnection(options: NatsBusOptions): Promise<NatsConne
     reconnectJitter: Math.min(100, reconnectTimeWait),
     pingInterval: options.pingIntervalMs ?? 10_000,
     ...(options.inboxPrefix !== undefined ? { inboxPrefix: options.inboxPrefix } : {}),
-    ...(options.user !== undefined ? { user: options.user } : {}),
-    ...(options.pass !== undefined ? { pass: options.pass } : {}),
-    ...(options.token !== undefined ? { token: options.token } : {}),
-    ...natsConnectOptions(options.credentials),
+    // One set of credentials: those in the server URLs too (and the URLs without them).
+    ...natsConnectOptions(busCredentials(options)),
   })
   try {
     return await untilAborted(connecting, signal, 'Connecting to NATS')
@@ -42,7 +40,9 @@ export async function openConnection(options: NatsBusOptions): Promise<NatsConne
         servers: serverList(options.credentials?.servers ?? options.servers),
         credential: credentialOf(options),
       }) ??
-      new BusError('BUS_CONNECT_FAILED', `Could not connect to NATS at ${redactUrls(String(options.servers))}.`, { cause: error })
+      new BusError('BUS_CONNECT_FAILED', `Could not connect to NATS at ${redactUrlSecrets(String(options.servers))}.`, {
+        cause: error,
+      })
     )
   }
 }
