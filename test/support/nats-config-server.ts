@@ -15,7 +15,33 @@ export interface ConfigServer {
   readonly port: number
   /** Temp directory of this server (config, store, certificates): deleted by `dispose()`. */
   readonly dir: string
+  /** Everything the server has logged so far. */
+  log(): string
+  /** The permission violations the server has logged so far (publish and subscribe). */
+  violations(): PermissionViolation[]
   dispose(): Promise<void>
+}
+
+export interface PermissionViolation {
+  kind: 'Publish' | 'Subscription'
+  user: string
+  subject: string
+  /** The log line. */
+  line: string
+}
+
+/** `[ERR] 127.0.0.1:43096 - cid:4 - "v3.3.1:nats.js" - Publish Violation - User "a", Subject "y.z"` */
+const VIOLATION = /(Publish|Subscription) Violation - User "([^"]*)", Subject "([^"]*)"/
+
+/** The permission violations in a nats-server log. */
+export function parseViolations(log: string): PermissionViolation[] {
+  const found: PermissionViolation[] = []
+  for (const line of log.split('\n')) {
+    const match = VIOLATION.exec(line)
+    if (match)
+      found.push({ kind: match[1] as PermissionViolation['kind'], user: match[2] as string, subject: match[3] as string, line })
+  }
+  return found
 }
 
 const live = new Set<ChildProcess>()
@@ -60,6 +86,8 @@ export async function startConfigServer(
     url: `nats://127.0.0.1:${port}`,
     port,
     dir,
+    log: () => output,
+    violations: () => parseViolations(output),
     async dispose() {
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve))

@@ -303,7 +303,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
   })
 
   const inspection = bus.subscribe(
-    `${subjects.prefix}.inspect.*`,
+    subjects.pattern('inspect'),
     (message) => {
       let wire: unknown
       try {

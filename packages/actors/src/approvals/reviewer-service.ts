@@ -79,9 +79,9 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
   const subjects = options.subjects ?? createSubjects()
   const clock = options.clock ?? systemClock
   const report = createRejectionReporter({ bus, subjects, component: 'reviewer', clock })
-  const agentToken = options.agentId ?? '*'
-  const requestSubject = `${subjects.prefix}.approvals.${agentToken}`
-  const decisionSubject = `${subjects.prefix}.approvals.${agentToken}.decisions`
+  const scope = options.agentId === undefined ? {} : { agent: options.agentId }
+  const requestSubject = subjects.pattern('approvals', scope)
+  const decisionSubject = subjects.pattern('approvalDecisions', scope)
 
   const publishDecision = async (request: ApprovalRequest, decision: ApprovalDecision, signal: AbortSignal) => {
     // Quote what was shown; a reviewer cannot re-bind its decision to another call.
@@ -102,7 +102,7 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
     if (stored.duplicate) throw new DecisionNotStoredError(request.requestId)
   }
 
-  const orphans = watchOrphans({ bus, subjects, agentToken, clock })
+  const orphans = watchOrphans({ bus, subject: subjects.pattern('alive', scope), clock })
   /** Marks the request orphaned, for every reviewer: a stored denial by `system` settles it everywhere. */
   const orphan = async (request: ApprovalRequestMessage, silentMs: number) => {
     const { v: _v, type: _type, heartbeatMs: _h, ...shown } = request
@@ -230,10 +230,10 @@ function signerName(options: ReviewerServiceOptions): string {
  * when its agent has been silent for `MISSED_HEARTBEATS` intervals (counted from when this
  * service took the request, so a request found in the log long after its agent died is also caught).
  */
-function watchOrphans(options: { bus: Bus; subjects: Subjects; agentToken: string; clock: Clock }) {
+function watchOrphans(options: { bus: Bus; subject: string; clock: Clock }) {
   const { clock } = options
   const lastSeen = new Map<string, number>()
-  const subscription = options.bus.subscribe(`${options.subjects.prefix}.agents.${options.agentToken}.alive`, (message) => {
+  const subscription = options.bus.subscribe(options.subject, (message) => {
     const decoded = decodeMessage(message.data, ApprovalAliveMessage, { maxBytes: options.bus.maxPayload })
     if (!decoded.ok) return
     const now = clock.now()

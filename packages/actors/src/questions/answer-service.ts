@@ -38,10 +38,10 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
   const { bus } = options
   const subjects = options.subjects ?? createSubjects()
   const report = createRejectionReporter({ bus, subjects, component: 'answerer', clock: options.clock })
-  const agentToken = options.agentId ?? '*'
+  const scope = options.agentId === undefined ? {} : { agent: options.agentId }
   return serveDurableRequests({
     bus,
-    subject: `${subjects.prefix}.ask.${agentToken}`,
+    subject: subjects.pattern('ask', scope),
     schema: QuestionMessage,
     idOf: (question) => question.questionId,
     deadlineOf: (question) => question.deadline,
@@ -50,7 +50,7 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
     privatePurpose: 'questions',
     report,
     settlements: {
-      subject: `${subjects.prefix}.ask.${agentToken}.answers`,
+      subject: subjects.pattern('answers', scope),
       schema: AnswerMessage,
       idOf: (answer) => answer.questionId,
       purpose: 'answered',

@@ -381,6 +381,11 @@ describe('the claw scenario under least privilege', () => {
     tina.close()
     host.close()
     watch.unsubscribe()
+    // The server refused only the attacks: everything the roles did for their jobs was granted.
+    expect(server.violations().map((v) => [v.kind, v.user, v.subject])).toEqual([
+      ['Publish', 'mallory', subjects.approvals('claw')],
+      ['Publish', 'mallory', subjects.audit('claw', 'approval.granted')],
+    ])
   }, 90_000)
 
   it('an answerer in the default (broadcast) mode answers under its own user; the answer is signed, checked and audited', async () => {
@@ -416,6 +421,7 @@ describe('the claw scenario under least privilege', () => {
     expect(audit.of('question.answered')).toMatchObject([{ actor: 'ann', decision: 'Bin 3.' }])
     service.close()
     answerer.close()
+    expect(server.violations().filter((v) => v.user === 'ann' || v.user === 'claw')).toEqual([])
   }, 30_000)
 
   it("no role reads another's inbox or deletes the reviewers' consumer", async () => {

@@ -15,7 +15,15 @@ import {
   type RolePermissions,
   rolePermissions,
 } from '@signalbox/actors/trust'
-import { createSubjects, defaultDurableSubjects } from '@signalbox/core/bus'
+import {
+  createSubjects,
+  defaultDurableSubjects,
+  SUBJECT_FAMILIES,
+  type SubjectFamily,
+  type SubjectFamilyName,
+  subjectCovers,
+  subjectMatches,
+} from '@signalbox/core/bus'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type ConfigServer, startConfigServer } from '../../../../test/support/nats-config-server.ts'
 
@@ -205,6 +213,94 @@ describe('forbidden actions fail', () => {
     const steering = clients.steering as NatsConnection
     await expectPublishDenied(steering, subjects.approvalDecisions('claw'))
     await expectSubscribeDenied(steering, `${prefix}.approvals.*`)
+  })
+})
+
+describe('one source: the subject families', () => {
+  const all = createSubjects(prefix)
+  /** A concrete subject of each family, with sample tokens (what the code builds at run time). */
+  const sample = (family: SubjectFamilyName, agent = 'claw') =>
+    all.pattern(family, {
+      agent,
+      tool: 'drop_claw',
+      run: 'run_1',
+      type: 'tool.end',
+      kind: 'approval.granted',
+      component: 'reviewer',
+      runtime: 'rt1',
+    })
+
+  it('every subject builder is a family (a new subject cannot be added without saying who uses it)', () => {
+    const builders = Object.entries(all)
+      .filter(([name, value]) => typeof value === 'function' && !['pattern', 'eventsAll'].includes(name))
+      .map(([name]) => name)
+    expect(builders.sort()).toEqual(Object.keys(SUBJECT_FAMILIES).sort())
+  })
+
+  it('every family but the reserved one is published by some role and read by another', () => {
+    for (const [name, family] of Object.entries(SUBJECT_FAMILIES) as [SubjectFamilyName, SubjectFamily][]) {
+      if (name === 'directory') continue
+      expect(Object.keys(family.publish ?? {}).length, name).toBeGreaterThan(0)
+      expect(Object.keys({ ...family.subscribe, ...family.consume }).length, name).toBeGreaterThan(0)
+    }
+  })
+
+  it("each subject the code builds is granted to every role that uses it, and to no role that doesn't", () => {
+    const scopeOf = (role: Role) =>
+      role === 'agent' ? { prefix, agent: 'claw', children: ['flights'] } : { prefix, ...(role === 'tool-host' ? {} : {}) }
+    for (const role of ROLES) {
+      const p = rolePermissions(role, scopeOf(role))
+      const publishes = (subject: string) =>
+        p.publish.some((r) => subjectMatches(r.subject, subject)) && !p.deny.some((r) => subjectMatches(r.subject, subject))
+      const subscribes = (subject: string) => p.subscribe.some((r) => subjectCovers(r.subject, subject))
+      for (const [name, family] of Object.entries(SUBJECT_FAMILIES) as [SubjectFamilyName, SubjectFamily][]) {
+        const use = family.publish?.[role]
+        const subject = sample(name, use?.agents === 'children' ? 'flights' : 'claw')
+        expect(publishes(subject), `${role} publishes ${subject}`).toBe(use !== undefined)
+        const sub = family.subscribe?.[role]
+        expect(subscribes(sample(name)), `${role} subscribes ${sample(name)}`).toBe(sub !== undefined)
+        for (const consumer of family.consume?.[role] ?? []) {
+          const consumerName = consumer.group ?? `${p.name}_${consumer.purpose}`
+          // The filter the code uses: the agent's own subject, or every agent's for the other roles.
+          const filter =
+            role === 'agent' ? all.pattern(name, consumer.agents === 'children' ? {} : { agent: 'claw' }) : all.pattern(name)
+          const create = `$JS.API.CONSUMER.CREATE.${S}.${consumerName}.${filter}`
+          expect(publishes(create), `${role} creates ${create}`).toBe(true)
+          expect(publishes(`$JS.API.CONSUMER.MSG.NEXT.${S}.${consumerName}`), `${role} pulls ${consumerName}`).toBe(true)
+          expect(publishes(`$JS.ACK.${S}.${consumerName}.1.2.3.4.5`), `${role} acks ${consumerName}`).toBe(true)
+        }
+      }
+    }
+  })
+
+  it("the agents' heartbeats are granted: the agent publishes them, reviewers and the console hear them", () => {
+    const alive = all.alive('claw')
+    expect(rolePermissions('agent', { prefix, agent: 'claw' }).publish.map((r) => r.subject)).toContain(alive)
+    for (const role of ['reviewer', 'console'] as const) {
+      expect(rolePermissions(role, { prefix }).subscribe.map((r) => r.subject)).toContain(all.pattern('alive'))
+    }
+  })
+
+  it('a parent agent is granted its children only: their runs, cancels, heartbeats and results', () => {
+    const lone = rolePermissions('agent', { prefix, agent: 'claw' })
+    const parent = rolePermissions('agent', { prefix, agent: 'claw', children: ['flights'] })
+    const granted = (p: RolePermissions) => p.publish.map((r) => r.subject)
+    expect(granted(lone)).not.toContain(all.agentRun('flights'))
+    expect(granted(parent)).toContain(all.agentRun('flights'))
+    expect(granted(parent)).toContain(all.control('flights'))
+    expect(granted(parent)).not.toContain(all.agentRun('hotels'))
+    expect(granted(parent)).toContain(all.pattern('runHeartbeat'))
+    expect(granted(parent)).toContain(`$JS.API.CONSUMER.CREATE.${S}.claw_results.${all.pattern('runResult')}`)
+    expect(granted(lone).some((s) => s.includes('claw_results'))).toBe(false)
+    // Every agent may be hosted: it answers run requests for itself and publishes their results.
+    expect(lone.subscribe.map((r) => r.subject)).toContain(all.agentRun('claw'))
+    expect(granted(lone)).toContain(all.pattern('runResult'))
+  })
+
+  it('a user with several roles gets each role’s grants (a person who reviews and answers)', () => {
+    const both = rolePermissions(['reviewer', 'answerer'], { prefix, name: 'tina' })
+    expect(both.role).toBe('reviewer+answerer')
+    expect(both.consumers).toEqual(expect.arrayContaining(['reviewers', 'tina_decided', 'tina_questions', 'tina_answered']))
   })
 })
 
