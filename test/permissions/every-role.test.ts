@@ -93,9 +93,9 @@ describe('every role under the generated permissions', () => {
     const watch = watchEvents({ bus: observerBus as NatsBus, subjects, onEvent: (event) => events.push(event) })
     cleanups.push(() => watch.unsubscribe())
     const inspected: string[] = []
-    const inspection = (observerBus as NatsBus).subscribe(subjects.pattern('inspect'), (message) =>
-      inspected.push(message.subject),
-    )
+    const inspection = (observerBus as NatsBus).subscribe(subjects.pattern('inspect'), (message) => {
+      inspected.push(message.subject)
+    })
     cleanups.push(() => inspection.unsubscribe())
     await Promise.all([watch.ready, inspection.ready])
 
