@@ -22,7 +22,7 @@ import { busAuditLog } from '../audit/bus-audit.ts'
 import { DurableRequester } from '../requests/durable-request.ts'
 import { RejectedReplies } from '../requests/rejected-replies.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
-import type { TrustPolicy } from '../trust/policy.ts'
+import { provenActor, type TrustPolicy } from '../trust/policy.ts'
 import type { Signer } from '../trust/sign.ts'
 import { type EvidenceBook, signedAuditLog } from '../trust/signed-audit.ts'
 
@@ -104,8 +104,10 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
     report,
     onRejected: ({ reply, reason, context: request }) => {
       const at = clock.now()
-      const byAgent = rejections.record(request.requestId, reply, reason, () =>
-        rejectedDecisionAudit({ run: request, request, decision: reply, reason, at }),
+      // Audited under who provably sent it, never the reviewer it names (without a policy: that name).
+      const actor = trust === undefined ? undefined : provenActor(trust, reply)
+      const byAgent = rejections.record(request.requestId, reply, reason, actor, () =>
+        rejectedDecisionAudit({ run: request, request, decision: reply, reason, at, actor }),
       )
       const event = {
         type: 'approval.rejected' as const,

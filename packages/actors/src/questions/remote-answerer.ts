@@ -6,7 +6,7 @@ import { defaultAudit } from '../approvals/remote-reviewer.ts'
 import { DurableRequester } from '../requests/durable-request.ts'
 import { RejectedReplies } from '../requests/rejected-replies.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
-import type { TrustPolicy } from '../trust/policy.ts'
+import { provenActor, type TrustPolicy } from '../trust/policy.ts'
 import type { Signer } from '../trust/sign.ts'
 import type { EvidenceBook } from '../trust/signed-audit.ts'
 
@@ -65,8 +65,10 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
     ...(options.replayAnswers ? { replay: true } : {}),
     // Recorded like refused decisions: by the asking agent when it gave a sink, else here.
     onRejected: ({ reply, reason, context: question }) => {
-      rejections.record(question.questionId, reply, reason, () =>
-        rejectedAnswerAudit({ question, answer: reply, reason, at: clock.now() }),
+      // Audited under who provably sent it, never the name it claims (without a policy: that name).
+      const actor = trust === undefined ? undefined : provenActor(trust, reply)
+      rejections.record(question.questionId, reply, reason, actor, () =>
+        rejectedAnswerAudit({ question, answer: reply, reason, at: clock.now(), actor }),
       )
     },
   })

@@ -175,6 +175,29 @@ function check(
   return { ok: true, signer, name }
 }
 
+/** The audited actor of a message that carries no signature that verifies: nothing says who sent it. */
+export const UNVERIFIED_ACTOR = 'unverified'
+
+/** The name a message gives its sender: a decision's `reviewer`, an answer's `answeredBy`, a correction's or cancel's `from`. */
+export function claimedName(message: unknown): string | undefined {
+  if (message === null || typeof message !== 'object') return undefined
+  const m = message as Record<string, unknown>
+  const claimed = m.type === 'approval.decision' ? m.reviewer : m.type === 'answer' ? m.answeredBy : m.from
+  return typeof claimed === 'string' ? claimed : undefined
+}
+
+/**
+ * Who provably sent `message`, the name it is audited under (one rule, docs/protocol.md §19.5):
+ * the policy's name for the key whose signature verifies, the key itself when the policy does not
+ * name it, `unverified` when no signature verifies. Never the name the message claims.
+ */
+export function provenActor(policy: TrustPolicy, message: unknown): string {
+  if (message === null || typeof message !== 'object') return UNVERIFIED_ACTOR
+  const signature = verifySignature(message as Signed)
+  if (!signature.ok) return UNVERIFIED_ACTOR
+  return policy.nameOf(signature.signer) ?? signature.signer
+}
+
 /** Why a signed message is not acceptable under `policy`, or undefined when it is. */
 export function whyNotAcceptable(
   policy: TrustPolicy,

@@ -194,7 +194,8 @@ export type EventMessage = z.infer<typeof EventMessage>
 
 /** Written to `audit.<agent>.<kind>` (durable): who decided what, when, and what they saw. */
 export const AuditMessage = envelope('audit', {
-  entry: z.object({
+  // Loose: a field added later in v1 is kept, not stripped, so the writer's signature over it still verifies.
+  entry: z.looseObject({
     /** See `AuditKind`; readers accept kinds added later in v1 (additive). */
     kind: z.string().min(1).max(128),
     agentId: name,
@@ -209,6 +210,8 @@ export const AuditMessage = envelope('audit', {
     decision: z.string().optional(),
     reason: z.string().optional(),
     actor: z.string(),
+    /** The name the recorded message gave itself, when it is not the actor (the policy's name for the key that signed). */
+    claimed: z.string().optional(),
     requestedAt: epochMs.optional(),
     decidedAt: epochMs,
     latencyMs: z.number().optional(),
