@@ -13,5 +13,18 @@ export { type AuditFilter, busAuditLog, matchesAudit, readAudit } from './audit/
 export { type AnswerServiceOptions, serveAnswerer } from './questions/answer-service.ts'
 export { type RemoteAnswerer, type RemoteAnswererOptions, remoteAnswerer } from './questions/remote-answerer.ts'
 export type { RequestService, ServiceMode } from './requests/request-service.ts'
+export {
+  ApprovalInvalidError,
+  type ApprovalRefusal,
+  type ApprovalRefusalReason,
+  ApprovalRequiredError,
+} from './tools/approval-errors.ts'
+export { DEFAULT_APPROVAL_CLOCK_SKEW_MS } from './tools/approval-gate.ts'
 export { discoverTools, type RemoteToolOptions, remoteTool } from './tools/remote-tool.ts'
-export { serveTools, TOOL_QUEUE_GROUP, type ToolHost, type ToolHostOptions } from './tools/tool-host.ts'
+export {
+  type HostApprovalOptions,
+  serveTools,
+  TOOL_QUEUE_GROUP,
+  type ToolHost,
+  type ToolHostOptions,
+} from './tools/tool-host.ts'

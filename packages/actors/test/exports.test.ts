@@ -15,6 +15,9 @@ describe('@signalbox/actors public surface', () => {
 
   it('root: the participants of a distributed run', () => {
     expect(Object.keys(root).sort()).toEqual([
+      'ApprovalInvalidError',
+      'ApprovalRequiredError',
+      'DEFAULT_APPROVAL_CLOCK_SKEW_MS',
       'TOOL_QUEUE_GROUP',
       'busAuditLog',
       'connectAgent',

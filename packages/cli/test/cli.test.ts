@@ -1,11 +1,11 @@
 /** The command framework, help, errors and output helpers, in this process (no bus). */
-import { TOOL_QUEUE_GROUP } from '@signalbox/actors'
+import { DEFAULT_APPROVAL_CLOCK_SKEW_MS, TOOL_QUEUE_GROUP } from '@signalbox/actors'
 import { ConfigError, SignalboxError } from '@signalbox/core'
 import { DEFAULT_SUBJECT_PREFIX } from '@signalbox/core/bus'
 import { describe, expect, it } from 'vitest'
 import { agentModuleProblems, defineAgentModule } from '../src/agent-module.ts'
 import { commandHelp, DEFAULT_PREFIX } from '../src/cli.ts'
-import { DEFAULT_TOOL_QUEUE } from '../src/commands/tools-serve.ts'
+import { DEFAULT_CLOCK_SKEW_MS, DEFAULT_TOOL_QUEUE } from '../src/commands/tools-serve.ts'
 import { COMMANDS, formatError } from '../src/main.ts'
 import { colorsEnabled, formatDuration, linePrefixer, shortId } from '../src/output.ts'
 import { runMain } from './helpers.ts'
@@ -48,6 +48,7 @@ describe('help', () => {
   it('keeps the defaults it shows in step with the packages', () => {
     expect(DEFAULT_PREFIX).toBe(DEFAULT_SUBJECT_PREFIX)
     expect(DEFAULT_TOOL_QUEUE).toBe(TOOL_QUEUE_GROUP)
+    expect(DEFAULT_CLOCK_SKEW_MS).toBe(DEFAULT_APPROVAL_CLOCK_SKEW_MS)
   })
 })
 

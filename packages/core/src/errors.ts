@@ -41,6 +41,10 @@ export const ErrorCode = {
   HANDOFF_LIMIT: 'HANDOFF_LIMIT',
   CHILD_FAILED: 'CHILD_FAILED',
   OUTPUT_INVALID: 'OUTPUT_INVALID',
+  /** A tool host that verifies approvals got a call of a gated tool that carries no signed approval. */
+  APPROVAL_REQUIRED: 'APPROVAL_REQUIRED',
+  /** A tool host that verifies approvals refused the approval a call carries (`details.reason` says why). */
+  APPROVAL_INVALID: 'APPROVAL_INVALID',
 } as const
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
 

@@ -108,6 +108,7 @@ export {
   type ApprovalRule,
   type DurableQuestion,
   type Tool,
+  type ToolApproval,
   type ToolContext,
   type ToolDefinition,
   tool,

@@ -21,7 +21,14 @@ export {
 export { sleep } from './clock.ts'
 export { formatDuration } from './duration.ts'
 export { describeError, deserializeError, serializeError } from './errors.ts'
-export { decisionMismatch, rejectedAnswerAudit, rejectedDecisionAudit } from './hitl/decision.ts'
+export {
+  type CallApprovalProblem,
+  callApprovalMismatch,
+  decisionMismatch,
+  type PendingCall,
+  rejectedAnswerAudit,
+  rejectedDecisionAudit,
+} from './hitl/decision.ts'
 export { HookChain } from './hooks.ts'
 export { type AgentMachine, agentMachine } from './machine/agent-machine.ts'
 export { statePath } from './machine/state-path.ts'

@@ -2,7 +2,7 @@ import { z } from 'zod/v4'
 import type { Clock } from './clock.ts'
 import { ConfigError } from './errors.ts'
 import type { AgentEvent } from './events.ts'
-import type { AuditLog, Question } from './hitl/types.ts'
+import type { ApprovalDecision, ApprovalRequest, AuditLog, Question } from './hitl/types.ts'
 import type { IdGenerator } from './ids.ts'
 import type { ToolSpec } from './provider/provider.ts'
 
@@ -29,6 +29,18 @@ export interface ToolContext {
    * same absolute deadline) instead of asking anew.
    */
   durableQuestion?: DurableQuestion
+  /**
+   * Set for a call that a reviewer approved: the request and the decision that let it run (with the
+   * signed message as received, `decision.evidence`, when the reviewer signs). A remote tool sends
+   * the signed decision with the call, so a tool host can verify the approval itself.
+   */
+  approval?: ToolApproval
+}
+
+/** See `ToolContext.approval`. */
+export interface ToolApproval {
+  readonly request: ApprovalRequest
+  readonly decision: ApprovalDecision
 }
 
 /** See `ToolContext.durableQuestion`. */

@@ -149,13 +149,19 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       : (options.heartbeatMs ?? DEFAULT_APPROVAL_HEARTBEAT_MS)
   const heartbeats = heartbeatMs === undefined ? undefined : new ApprovalHeartbeats(bus, subjects, clock, heartbeatMs)
 
-  /** The decision as the agent applies it (the signer's name from the policy, the evidence kept). */
+  /**
+   * The decision as the agent applies it (the signer's name from the policy, the evidence kept).
+   * A signed one keeps the message as received: a remote tool sends it with the call, for a tool
+   * host that verifies approvals itself (whether or not this agent checks signatures).
+   */
   const applied = (request: ApprovalRequest, answer: ApprovalDecisionMessage): ApprovalDecision => {
     const { v: _v, type: _type, signer: signedBy, signature: _signature, ...decision } = answer
-    if (trust === undefined || signedBy === undefined) return decision
+    if (signedBy === undefined) return decision
+    const signed = { ...decision, evidence: { ...answer } }
+    if (trust === undefined) return signed
     options.evidence?.remember(`decision:${request.callId}:${request.digest}`, answer)
     // The name shown and audited is the policy's name for the key, never the string the message carries.
-    return { ...decision, reviewer: trust.nameOf(signedBy) ?? decision.reviewer }
+    return { ...signed, reviewer: trust.nameOf(signedBy) ?? decision.reviewer }
   }
 
   /** Requests stored by `open`, waiting for `review` to take their decision. */

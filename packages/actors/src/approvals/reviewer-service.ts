@@ -7,6 +7,7 @@ import {
   ApprovalAliveMessage,
   ApprovalDecisionMessage,
   ApprovalRequestMessage,
+  callDigest,
   decodeMessage,
   encodeMessage,
   PROTOCOL_VERSION,
@@ -89,8 +90,11 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
       v: PROTOCOL_VERSION,
       type: 'approval.decision',
       ...decideApproval(request, decision, decision.reviewer, decision.decidedAt),
-      // Approve with edited arguments: the agent validates them and runs the edited call.
-      ...(decision.arguments === undefined ? {} : { arguments: decision.arguments }),
+      // Approve with edited arguments: the agent validates them and runs the edited call. Their
+      // digest is signed with the rest, so the signature covers the edit.
+      ...(decision.arguments === undefined
+        ? {}
+        : { arguments: decision.arguments, editedDigest: callDigest(request.toolName, decision.arguments) }),
     }
     const reply = signer ? signer.sign(unsigned) : unsigned
     // Unguessable: nobody can store a message under this id first and so silence the decision.

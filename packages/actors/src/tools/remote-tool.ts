@@ -55,6 +55,7 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
         ? { ok: true, value: args }
         : { ok: false, issues: ['(root): the arguments must be a JSON object'] },
     async execute(args, context) {
+      const approval = context.approval?.decision.evidence
       const call: ToolCallMessage = {
         v: PROTOCOL_VERSION,
         type: 'tool.call',
@@ -66,6 +67,9 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
         // A little before our own timeout: a live host whose tool hangs answers TOOL_TIMEOUT itself
         // (more telling than our "did not answer", which then means the host itself is gone).
         deadline: context.clock.now() + timeoutMs - Math.min(1_000, Math.floor(timeoutMs / 10)),
+        // The reviewer's signed decision, exactly as received: a host that verifies approvals checks
+        // the reviewer's signature, not this agent's word (protocol §8.6). None when unsigned.
+        ...(approval ? { approval } : {}),
       }
       let response: Awaited<ReturnType<Bus['request']>>
       try {

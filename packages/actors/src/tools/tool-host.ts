@@ -1,4 +1,4 @@
-import { AbortedError, type Clock, randomIds, systemClock, type Tool } from '@signalbox/core'
+import { AbortedError, type AuditLog, type Clock, randomIds, systemClock, type Tool } from '@signalbox/core'
 import { type Bus, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
 import { describeError, stringifyToolOutput, untilAborted } from '@signalbox/core/internal'
 import {
@@ -15,6 +15,9 @@ import {
 import { toWireError } from '../requests/rejections.ts'
 import { MAX_TIMER_MS } from '../requests/request-service.ts'
 import { IdempotencyCache, type IdempotencyCacheOptions } from '../store/idempotency-cache.ts'
+import type { TrustPolicy } from '../trust/policy.ts'
+import type { ApprovalRefusalReason } from './approval-errors.ts'
+import { ApprovalGate, needsApproval } from './approval-gate.ts'
 
 export const TOOL_QUEUE_GROUP = 'signalbox-tools'
 
@@ -35,6 +38,33 @@ export interface ToolHostOptions {
   onResult?(call: { toolName: string; callId: string }, outcome: { ok: boolean; durationMs: number; error?: WireError }): void
   /** How many recent answers are kept by idempotency key, and how long (a retried call gets the first answer). */
   idempotency?: IdempotencyCacheOptions
+  /**
+   * Enforcing mode: a call of a tool that needs approval (its `needsApproval`, run here on the
+   * validated arguments) runs only if it carries the reviewer's signed decision for exactly that
+   * call, signed by a key `trust` allows for the tool, before its deadline, and not used for another
+   * call (protocol §8.6). Anything else is refused (`APPROVAL_REQUIRED`, `APPROVAL_INVALID`) and
+   * audited. Without it the host runs whatever it is sent: the approval gate is the agent's alone.
+   */
+  approvals?: HostApprovalOptions
+  /** A call refused by the enforcing mode (it did not run). */
+  onRefused?(
+    call: { toolName: string; callId: string; agentId: string; runId: string },
+    refusal: WireError & { reason: ApprovalRefusalReason },
+  ): void
+  /** Something the host could not do but that cost no caller its answer (an audit entry that could not be written). */
+  onError?(error: unknown): void
+}
+
+export interface HostApprovalOptions {
+  /** Who may approve which tool (its `keys` and `reviewers`; the rest of a policy is not used here). */
+  trust: TrustPolicy
+  /**
+   * How far apart the clocks of the agent (which set the deadline) and this host may be: a decision
+   * is accepted until its deadline plus this, by the host's clock. Default 30 s.
+   */
+  clockSkewMs?: number
+  /** Where refused calls are recorded (`tool.refused`), e.g. `busAuditLog(...)`. Default: nowhere. */
+  audit?: AuditLog
 }
 
 export interface ToolHost {
@@ -65,6 +95,17 @@ export function serveTools(options: ToolHostOptions): ToolHost {
   const running = new Set<() => void>()
   /** Answers by idempotency key: a call retried after a crash or a reconnect is answered, not run again. */
   const answers = new IdempotencyCache<Reply>({ clock, ...options.idempotency })
+  /** Enforcing mode: gated calls run only with a verified approval, each approval once. */
+  const gate =
+    options.approvals &&
+    new ApprovalGate<Reply>({
+      ...options.approvals,
+      clock,
+      retainMs: options.idempotency?.ttlMs ?? 10 * 60_000,
+      onRefused: ({ toolName, callId, agentId, runId }, refusal) =>
+        options.onRefused?.({ toolName, callId, agentId, runId }, refusal),
+      ...(options.onError ? { onError: options.onError } : {}),
+    })
   let closed = false
 
   const send = (respond: (data: Uint8Array) => boolean, message: Outgoing) => {
@@ -93,7 +134,6 @@ export function serveTools(options: ToolHostOptions): ToolHost {
       // An observer callback must not cost the caller its reply.
     }
   }
-
   for (const tool of options.tools) {
     const description: ToolDescriptionMessage = {
       v: PROTOCOL_VERSION,
@@ -167,7 +207,11 @@ export function serveTools(options: ToolHostOptions): ToolHost {
           }
           const key = message.headers?.[IDEMPOTENCY_KEY_HEADER]
           let remember: ((reply: Reply) => void) | undefined
-          if (key) {
+          if (gate !== undefined && (await needsApproval(tool, validation.value))) {
+            const admitted = gate.admit(tool.name, call, key || `${call.runId}:${call.callId}`)
+            if (admitted.kind === 'answer') return send(respond, await admitted.reply)
+            remember = admitted.settle
+          } else if (key) {
             const first = answers.run(key, () => new Promise<Reply>((resolve) => (remember = resolve)))
             // The same call again: the first call's answer (once it has one), the tool is not run.
             if (first.replayed) return send(respond, await first.promise)

@@ -2,7 +2,8 @@
  * The bytes a signature covers (docs/protocol.md, "Signing"): a fixed domain tag, then the JSON
  * object of exactly the fields listed for the message's `type` that the message carries, keys
  * sorted, no whitespace. Fixed lists (not "every field") keep the encoding reproducible by a
- * foreign signer from the doc alone; the argument digest stands in for the arguments.
+ * foreign signer from the doc alone; the argument digest stands in for the arguments (and the
+ * edited digest for edited ones).
  */
 import { canonicalJson } from '@signalbox/core/protocol'
 
@@ -11,7 +12,19 @@ export const SIGNATURE_DOMAIN = 'signalbox-signature-v1\n'
 /** Signed field lists per message type; `signer` is always included, `signature` never. */
 export const SIGNED_FIELDS = {
   'approval.request': ['v', 'type', 'requestId', 'agentId', 'runId', 'callId', 'toolName', 'digest', 'deadline', 'requestedAt'],
-  'approval.decision': ['v', 'type', 'requestId', 'callId', 'digest', 'approved', 'reason', 'reviewer', 'decidedAt'],
+  'approval.decision': [
+    'v',
+    'type',
+    'requestId',
+    'callId',
+    'digest',
+    'approved',
+    'reason',
+    'reviewer',
+    'decidedAt',
+    'editedDigest',
+    'deadline',
+  ],
   answer: ['v', 'type', 'questionId', 'answer', 'answeredBy', 'answeredAt'],
   steer: ['v', 'type', 'agentId', 'steerId', 'text', 'from', 'runId', 'sentAt'],
   'control.cancel': ['v', 'type', 'agentId', 'runId', 'reason', 'from', 'sentAt'],
@@ -48,6 +61,9 @@ export function encodingProblem(message: Signed): string | undefined {
   for (const field of REQUIRED[message.type]) {
     if (message[field] === undefined) return `${field} is missing`
   }
+  // Edited arguments are covered through their digest, as the call's are through `digest`.
+  if (message.type === 'approval.decision' && message.arguments !== undefined && message.editedDigest === undefined)
+    return 'editedDigest is missing (edited arguments are signed through it)'
   for (const field of SIGNED_FIELDS[message.type]) {
     const value = message[field]
     if (value === undefined) continue

@@ -124,6 +124,7 @@ export function rolePermissions(role: Role | readonly Role[], scope: PermissionS
       subjects.pattern(family, {
         ...(a === '*' ? {} : { agent: a }),
         ...(tool === '*' ? {} : { tool }),
+        ...use.tokens,
       }),
     )
   }

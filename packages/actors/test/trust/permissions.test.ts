@@ -21,6 +21,8 @@ import {
   SUBJECT_FAMILIES,
   type SubjectFamily,
   type SubjectFamilyName,
+  type SubjectToken,
+  type SubjectUse,
   subjectCovers,
   subjectMatches,
 } from '@signalbox/core/bus'
@@ -219,7 +221,7 @@ describe('forbidden actions fail', () => {
 describe('one source: the subject families', () => {
   const all = createSubjects(prefix)
   /** A concrete subject of each family, with sample tokens (what the code builds at run time). */
-  const sample = (family: SubjectFamilyName, agent = 'claw') =>
+  const sample = (family: SubjectFamilyName, agent = 'claw', limited: Partial<Record<SubjectToken, string>> = {}) =>
     all.pattern(family, {
       agent,
       tool: 'drop_claw',
@@ -228,6 +230,7 @@ describe('one source: the subject families', () => {
       kind: 'approval.granted',
       component: 'reviewer',
       runtime: 'rt1',
+      ...limited,
     })
 
   it('every subject builder is a family (a new subject cannot be added without saying who uses it)', () => {
@@ -254,8 +257,8 @@ describe('one source: the subject families', () => {
         p.publish.some((r) => subjectMatches(r.subject, subject)) && !p.deny.some((r) => subjectMatches(r.subject, subject))
       const subscribes = (subject: string) => p.subscribe.some((r) => subjectCovers(r.subject, subject))
       for (const [name, family] of Object.entries(SUBJECT_FAMILIES) as [SubjectFamilyName, SubjectFamily][]) {
-        const use = family.publish?.[role]
-        const subject = sample(name, use?.agents === 'children' ? 'flights' : 'claw')
+        const use = family.publish?.[role] as SubjectUse | undefined
+        const subject = sample(name, use?.agents === 'children' ? 'flights' : 'claw', use?.tokens)
         expect(publishes(subject), `${role} publishes ${subject}`).toBe(use !== undefined)
         const sub = family.subscribe?.[role]
         expect(subscribes(sample(name)), `${role} subscribes ${sample(name)}`).toBe(sub !== undefined)

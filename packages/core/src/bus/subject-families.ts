@@ -25,6 +25,8 @@ export interface SubjectUse {
    * standing for them).
    */
   agents?: 'self' | 'children'
+  /** Tokens the use is limited to (e.g. one audit kind), on top of the role's scope. */
+  tokens?: Partial<Record<SubjectToken, string>>
 }
 
 /** A JetStream consumer a role reads the family through. */
@@ -145,7 +147,13 @@ export const SUBJECT_FAMILIES = {
   audit: {
     template: 'audit.{agent?}.{kind?}',
     transport: 'durable',
-    publish: { agent: { why: 'its audit entries (durable publish)' } },
+    publish: {
+      agent: { why: 'its audit entries (durable publish)' },
+      'tool-host': {
+        why: 'calls refused for want of a valid approval (a host that verifies approvals; durable publish)',
+        tokens: { kind: 'tool.refused' },
+      },
+    },
     consume: {
       observer: [{ purpose: 'audit', why: 'reading the audit trail' }],
       console: [{ purpose: 'audit', why: 'reading the audit trail' }],

@@ -151,8 +151,9 @@ export interface Subjects {
   directory(): string
   /**
    * A subscription pattern of one family: the tokens given are literal (checked like every id),
-   * each one left out is `*` (an optional last one: `>`). `pattern('approvals')` is every agent's
-   * requests, `pattern('approvals', { agent: 'claw' })` claw's only.
+   * each one left out is `*` (optional ones with none given after them: `>`). `pattern('approvals')`
+   * is every agent's requests, `pattern('approvals', { agent: 'claw' })` claw's only,
+   * `pattern('audit', { kind: 'tool.refused' })` one kind of every agent's trail.
    */
   pattern(family: SubjectFamilyName, tokens?: Partial<Record<SubjectToken, string>>): string
 }
@@ -171,7 +172,8 @@ export function buildSubject(
   wildcards = false,
 ): string {
   const parts = [prefix]
-  for (const part of SUBJECT_FAMILIES[family].template.split('.')) {
+  const template = SUBJECT_FAMILIES[family].template.split('.')
+  for (const [index, part] of template.entries()) {
     const variable = /^\{(\w+)(\?)?\}$/.exec(part)
     if (variable === null) {
       parts.push(part)
@@ -180,7 +182,9 @@ export function buildSubject(
     const name = variable[1] as SubjectToken
     const value = tokens[name]
     if (value === undefined) {
-      if (variable[2] === '?') {
+      // Optional and nothing given after it: the rest of the subject.
+      const later = template.slice(index + 1).some((next) => tokens[/^\{(\w+)/.exec(next)?.[1] as SubjectToken] !== undefined)
+      if (variable[2] === '?' && !later) {
         parts.push('>')
         break
       }

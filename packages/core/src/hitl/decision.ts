@@ -1,16 +1,19 @@
 /**
  * The approval-binding rule, in one place: a decision counts only when it quotes the exact call
- * its reviewer was shown (request id, call id, argument digest) and says who decided. The agent
- * machine, the remote reviewer and the reviewer service all check decisions with this module.
+ * its reviewer was shown (request id, call id, argument digest, and the request's deadline when it
+ * quotes one), says who decided, and, when it edits the arguments, carries the digest of the edit.
+ * The agent machine, the remote reviewer, the reviewer service and the tool hosts that verify
+ * approvals all check decisions with this module.
  */
+import { callDigest } from './digest.ts'
 import type { ApprovalDecision, ApprovalRequest, AuditEntry, Question } from './types.ts'
 
 /** A reviewer's answer: a plain yes/no, or a yes/no with the reason the model will read. */
 export type Verdict = boolean | { approved: boolean; reason?: string | undefined }
 
 /**
- * A decision bound to `request`: it quotes the request's ids and digest, so it cannot be
- * applied to any other call.
+ * A decision bound to `request`: it quotes the request's ids, digest and deadline, so it cannot be
+ * applied to any other call, nor used after the request's deadline.
  */
 export function decideApproval(
   request: ApprovalRequest,
@@ -27,26 +30,91 @@ export function decideApproval(
     ...(reason === undefined ? {} : { reason }),
     reviewer,
     decidedAt,
+    deadline: request.deadline,
   }
 }
+
+/** What a decision is checked against: the request it answers. */
+export type PendingCall = Pick<ApprovalRequest, 'requestId' | 'callId' | 'digest' | 'toolName' | 'deadline'>
 
 /**
  * Why `decision` cannot be applied to `request`, or `undefined` when it can. `decision` may be
  * anything (it can come from a peer): its shape is checked before its binding.
  */
-export function decisionMismatch(
-  request: Pick<ApprovalRequest, 'requestId' | 'callId' | 'digest'> | undefined,
-  decision: unknown,
-): string | undefined {
+export function decisionMismatch(request: PendingCall | undefined, decision: unknown): string | undefined {
   if (!request) return 'no approval is pending'
+  const shape = shapeProblem(decision)
+  if (shape !== undefined) return shape
+  const d = decision as Partial<ApprovalDecision>
+  if (d.requestId !== request.requestId) return `requestId ${String(d.requestId)} does not match the pending request`
+  if (d.callId !== request.callId) return `callId ${String(d.callId)} does not match the pending call ${request.callId}`
+  if (d.digest !== request.digest) return 'the digest does not match the pending call (arguments differ from what was shown)'
+  if (d.deadline !== undefined && d.deadline !== request.deadline)
+    return `the decision quotes deadline ${String(d.deadline)}, not the request's ${request.deadline}`
+  return editProblem(request.toolName, d)
+}
+
+/** Why a tool host refuses the decision a call carries (`callApprovalMismatch`). */
+export type CallApprovalProblem = { code: 'malformed' | 'denied' | 'wrong-call' | 'wrong-digest'; reason: string }
+
+/**
+ * Why `decision` does not approve exactly `call` as a tool host receives it, or `undefined` when it
+ * does. A host has no request to compare with, so it checks the decision against the call itself:
+ * an approval, of this call id, whose digest (the edited digest, for an edit) is the digest of the
+ * arguments the host is asked to run, quoting the deadline it holds until. Who signed it and when
+ * are the host's other checks.
+ */
+export function callApprovalMismatch(
+  call: { callId: string; toolName: string; arguments: unknown },
+  decision: unknown,
+): CallApprovalProblem | undefined {
+  const shape = shapeProblem(decision)
+  if (shape !== undefined) return { code: 'malformed', reason: shape }
+  const d = decision as Partial<ApprovalDecision>
+  if (typeof d.requestId !== 'string' || d.requestId === '') return { code: 'malformed', reason: 'the decision has no requestId' }
+  if (typeof d.deadline !== 'number')
+    return {
+      code: 'malformed',
+      reason: "the decision does not quote its request's deadline, so nobody can tell until when it holds",
+    }
+  if (!d.approved) return { code: 'denied', reason: `the decision denies the call${d.reason ? ` (${d.reason})` : ''}` }
+  if (d.callId !== call.callId) return { code: 'wrong-call', reason: `it approves call ${String(d.callId)}, not ${call.callId}` }
+  if (d.arguments !== undefined && d.editedDigest === undefined)
+    return { code: 'malformed', reason: 'it edits the arguments without the digest of the edit (editedDigest)' }
+  const edit = editProblem(call.toolName, d)
+  if (edit !== undefined) return { code: 'wrong-digest', reason: edit }
+  let digest: string
+  try {
+    digest = callDigest(call.toolName, call.arguments)
+  } catch {
+    return { code: 'wrong-digest', reason: 'the arguments of the call cannot be digested' }
+  }
+  if (digest !== (d.editedDigest ?? d.digest)) {
+    const approved = d.editedDigest !== undefined ? 'other (edited) arguments' : 'other arguments'
+    return { code: 'wrong-digest', reason: `it approves ${call.toolName} with ${approved}, not the ones in this call` }
+  }
+  return undefined
+}
+
+function shapeProblem(decision: unknown): string | undefined {
   if (!decision || typeof decision !== 'object') return 'the decision is not an object'
   const d = decision as Partial<ApprovalDecision>
   if (typeof d.approved !== 'boolean') return 'the decision has no boolean "approved"'
   if (typeof d.reviewer !== 'string' || d.reviewer === '') return 'the decision does not say who decided'
-  if (d.requestId !== request.requestId) return `requestId ${String(d.requestId)} does not match the pending request`
-  if (d.callId !== request.callId) return `callId ${String(d.callId)} does not match the pending call ${request.callId}`
-  if (d.digest !== request.digest) return 'the digest does not match the pending call (arguments differ from what was shown)'
   return undefined
+}
+
+/** An edit's digest must be the digest of the edited arguments (it is what a signature covers). */
+function editProblem(toolName: string, d: Partial<ApprovalDecision>): string | undefined {
+  if (d.editedDigest === undefined) return undefined
+  if (d.arguments === undefined) return 'the decision has an editedDigest but no edited arguments'
+  let digest: string
+  try {
+    digest = callDigest(toolName, d.arguments)
+  } catch {
+    return 'the edited arguments cannot be digested'
+  }
+  return digest === d.editedDigest ? undefined : 'the editedDigest does not match the edited arguments'
 }
 
 /**

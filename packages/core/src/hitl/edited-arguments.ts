@@ -69,7 +69,7 @@ export function approveEdited(deps: ApproveEditedDeps): Partial<AgentContext> {
   const editedDigest = callDigest(request.toolName, edit.args)
   deps.emit(context, { type: 'approval.decided', request, decision, latencyMs: decision.decidedAt - request.requestedAt })
   deps.auditApproval(context, request, { ...outcome, kind: 'approval.granted' }, { edited: edit.args, editedDigest })
-  return { current: context.current ? { ...context.current, args: edit.args } : undefined }
+  return { current: context.current ? { ...context.current, args: edit.args, approved: decision } : undefined }
 }
 
 /**

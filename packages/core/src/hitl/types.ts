@@ -41,9 +41,19 @@ export interface ApprovalDecision {
    * validates them against the tool's schema; invalid ones are refused, never run.
    */
   arguments?: unknown
+  /** With `arguments`: the digest (§1.7 of the protocol) of the edited call. A signature covers it, and so the edit. */
+  editedDigest?: string
+  /** The request's deadline, quoted: until when the approval holds (a tool host that verifies approvals checks it). */
+  deadline?: number
   /** Who decided (a person, a policy, a service). */
   reviewer: string
   decidedAt: number
+  /**
+   * The signed message this decision came in, exactly as received (remote reviewers, when the
+   * reviewer signs). A remote tool sends it with the call, so a tool host can check the reviewer's
+   * signature itself instead of taking the agent's word.
+   */
+  evidence?: Record<string, unknown>
 }
 
 export interface Reviewer {
@@ -146,6 +156,8 @@ export const AUDIT_KINDS = [
   'tool.outcome_unknown',
   /** A request whose agent stopped answering (no store): withdrawn and denied by `system`. */
   'approval.orphaned',
+  /** A tool host that verifies approvals refused a call: it carried no valid signed approval for exactly that call. */
+  'tool.refused',
   'steering.applied',
   'question.answered',
   'question.timeout',

@@ -277,7 +277,9 @@ export class MachineActions extends RunEvents {
   /** A decision that quotes the pending call: applied, audited, and on a denial read by the model. */
   approvalDecided(context: AgentContext, decision: ApprovalDecision): Partial<AgentContext> {
     const request = this.pendingRequest(context)
-    this.runtime.journals?.get(context.run.runId)?.decisionApplied(decision)
+    // The checkpoint keeps what identifies the decision; the signed message rides with the call only.
+    const { evidence: _evidence, ...applied } = decision
+    this.runtime.journals?.get(context.run.runId)?.decisionApplied(applied)
     const edit = checkEditedArguments(this.runtime.tools.get(request.toolName), decision)
     if (edit.kind !== 'none')
       return approveEdited({
@@ -298,7 +300,7 @@ export class MachineActions extends RunEvents {
       actor: decision.reviewer,
       decidedAt: decision.decidedAt,
     })
-    if (decision.approved) return {}
+    if (decision.approved) return { current: context.current ? { ...context.current, approved: decision } : undefined }
     return this.setResult(context, {
       output: approvalDeniedText(request, decision),
       isError: true,

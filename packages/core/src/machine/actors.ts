@@ -323,6 +323,7 @@ async function runTool(
         emit: (event: ToolEmittedEvent) =>
           runtime.events.emit({ ...base, at: runtime.clock.now(), ...event } as Parameters<typeof runtime.events.emit>[0]),
         ...(journal ? { durableQuestion: durableQuestion(journal, call.callId) } : {}),
+        ...(call.approval && call.approved ? { approval: { request: call.approval, decision: call.approved } } : {}),
       }),
     )
     // A tool that ignores its signal must not hold the run: the timeout wins the race.

@@ -1,6 +1,6 @@
 import type { SerializedError } from '../errors.ts'
 import type { RunStatus, ToolOutcome } from '../events.ts'
-import type { ApprovalRequest } from '../hitl/types.ts'
+import type { ApprovalDecision, ApprovalRequest } from '../hitl/types.ts'
 import type { AssistantMessage, Message, ToolCall, ToolMessage, Usage } from '../messages.ts'
 import type { ToolSpec } from '../provider/provider.ts'
 
@@ -102,6 +102,8 @@ export interface CurrentCall {
   /** Set when the machine can't run the call (unknown tool, bad arguments). */
   invalid: { outcome: ToolOutcome; message: string } | undefined
   approval: ApprovalRequest | undefined
+  /** The decision that approved the call (set once approved): the tool is told which approval let it run. */
+  approved?: ApprovalDecision
   result: { output: string; isError: boolean; outcome: ToolOutcome } | undefined
 }
 

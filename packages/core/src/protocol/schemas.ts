@@ -24,6 +24,8 @@ const token = z
 /** Agent ids and tool names: what the chat-completions API and subjects both accept. */
 const name = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, "_" or "-"')
 const epochMs = z.number().int().nonnegative()
+/** A call digest (§1.7): sha256 over the canonical JSON of the tool name and the arguments. */
+const digest = z.string().regex(/^sha256:[0-9a-f]{64}$/)
 const runPath = z.array(id).max(64)
 /** Agent ids of the runs of a `runPath`, root first (child runs only). */
 const agentPath = z.array(name).max(64)
@@ -56,7 +58,7 @@ export const ApprovalRequestMessage = envelope('approval.request', {
   callId: id,
   toolName: name,
   arguments: z.unknown(),
-  digest: z.string().regex(/^sha256:[0-9a-f]{64}$/),
+  digest,
   deadline: epochMs,
   requestedAt: epochMs,
   /** The tool's JSON Schema, so a reviewer can check an edit before sending it. Not in the digest. */
@@ -74,11 +76,15 @@ export type ApprovalRequestMessage = z.infer<typeof ApprovalRequestMessage>
 export const ApprovalDecisionMessage = envelope('approval.decision', {
   requestId: id,
   callId: id,
-  digest: z.string().regex(/^sha256:[0-9a-f]{64}$/),
+  digest,
   approved: z.boolean(),
   reason: z.string().max(4096).optional(),
   /** Approve with edited arguments: run the call with these instead (validated by the agent). */
   arguments: z.unknown().optional(),
+  /** With `arguments`: the digest of the edited call, so a signature covers the edit. */
+  editedDigest: digest.optional(),
+  /** The request's deadline, quoted: until when the approval holds (a tool host that verifies checks it). */
+  deadline: epochMs.optional(),
   reviewer: z.string().min(1).max(256),
   decidedAt: epochMs,
   ...signed,
@@ -154,6 +160,12 @@ export const ToolCallMessage = envelope('tool.call', {
   runId: id,
   arguments: z.unknown(),
   deadline: epochMs,
+  /**
+   * The signed `approval.decision` that approved this call, as the agent received it: a tool host
+   * that verifies approvals checks it (§8.6). Decoded by that host, not here, so a bad one is
+   * refused with the reason instead of failing the whole call.
+   */
+  approval: z.record(z.string(), z.unknown()).optional(),
 })
 export type ToolCallMessage = z.infer<typeof ToolCallMessage>
 

@@ -99,7 +99,9 @@ export function codeBlocks(markdown: string): { lang: string; body: string; line
   const blocks: { lang: string; body: string; line: number }[] = []
   const lines = markdown.split('\n')
   for (let i = 0; i < lines.length; i++) {
-    const open = /^```(\S*)\s*$/.exec(lines[i] as string)
+    // The whole info string is the block's `lang` (`json signing-input` is not a `json` example), so
+    // a fence with one does not shift which fences open and which close the blocks after it.
+    const open = /^```(\S*(?:[ \t]+\S+)*)[ \t]*$/.exec(lines[i] as string)
     if (!open) continue
     const start = i
     const body: string[] = []

@@ -201,9 +201,7 @@ describe('docs/protocol.md §14 against a real nats-server', () => {
     try {
       await reviewer.next(/^INFO .*\r\n/)
       reviewer.send(CONNECT)
-      const created = JSON.parse(
-        await reviewer.request(createSubject as string, config as string, 1),
-      )
+      const created = JSON.parse(await reviewer.request(createSubject as string, config as string, 1))
       expect(created).toMatchObject({ type: 'io.nats.jetstream.api.v1.consumer_create_response', name: 'reviewers' })
       expect(created.config).toMatchObject({
         filter_subject: `${DEFAULT_SUBJECT_PREFIX}.approvals.*`,

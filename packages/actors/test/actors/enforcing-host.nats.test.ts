@@ -1,0 +1,357 @@
+/**
+ * A tool host that verifies approvals itself, over real NATS, called by a raw bus client (what a
+ * compromised agent is): a gated call runs only with the reviewer's signed decision for exactly
+ * that call, by a key the host's policy allows for the tool, before its deadline, once. Everything
+ * else is refused with the reason, audited on the bus as `tool.refused`, and never runs.
+ */
+
+import { busAuditLog, readAudit, serveTools } from '@signalbox/actors'
+import { type Clock, decideApproval, systemClock, type Tool, tool } from '@signalbox/core'
+import type { Bus } from '@signalbox/core/bus'
+import {
+  type ApprovalDecisionMessage,
+  callDigest,
+  decodeMessage,
+  ErrorMessage,
+  encodeMessage,
+  type ToolCallMessage,
+  ToolResultMessage,
+} from '@signalbox/core/protocol'
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { IDEMPOTENCY_KEY_HEADER } from '../../src/tools/tool-host.ts'
+import { createSigner, createTrustPolicy, newUserSeed, type Signer } from '../../src/trust/index.ts'
+import { type Deployment, deferred, deploy, nats, trackedAudit } from './harness.ts'
+
+const tina = createSigner(newUserSeed())
+const mallory = createSigner(newUserSeed())
+const eve = createSigner(newUserSeed())
+/** tina approves drop_claw; mallory is known, but only for move_claw; eve is unknown. */
+const policy = createTrustPolicy({
+  keys: { [tina.publicKey]: 'tina', [mallory.publicKey]: 'mallory' },
+  reviewers: { drop_claw: [tina.publicKey], move_claw: [mallory.publicKey] },
+})
+
+const Reply = z.discriminatedUnion('type', [ToolResultMessage, ErrorMessage])
+type Reply = z.infer<typeof Reply>
+
+function clawTools(gate?: Promise<void>) {
+  const dropped: number[] = []
+  const moved: string[] = []
+  const tools: Tool<any>[] = [
+    tool({
+      name: 'drop_claw',
+      description: 'Drop the claw into a bin. Irreversible.',
+      schema: z.object({ bin: z.number().int() }),
+      needsApproval: true,
+      execute: async ({ bin }) => {
+        dropped.push(bin)
+        await gate
+        return `dropped into bin ${bin}`
+      },
+    }),
+    tool({
+      name: 'move_claw',
+      description: 'Move the claw.',
+      schema: z.object({ to: z.string() }),
+      execute: ({ to }) => {
+        moved.push(to)
+        return `moved to ${to}`
+      },
+    }),
+    tool({
+      name: 'refund',
+      description: 'Refund credits; more than 5 needs approval.',
+      schema: z.object({ credits: z.number().int() }),
+      needsApproval: ({ credits }) => credits > 5,
+      execute: ({ credits }) => `refunded ${credits}`,
+    }),
+  ]
+  return { tools, dropped, moved }
+}
+
+async function enforcingHost(d: Deployment, options: { gate?: Promise<void>; clock?: Clock } = {}) {
+  const bus = await d.bus('host')
+  const audit = trackedAudit(busAuditLog({ bus, subjects: d.subjects }))
+  const claw = clawTools(options.gate)
+  const refusals: { callId: string; code: string; reason: string }[] = []
+  const host = serveTools({
+    bus,
+    subjects: d.subjects,
+    tools: claw.tools,
+    approvals: { trust: policy, audit: audit.log },
+    ...(options.clock ? { clock: options.clock } : {}),
+    onRefused: (call, refusal) => refusals.push({ callId: call.callId, code: refusal.code, reason: refusal.reason }),
+  })
+  d.defer(() => host.close())
+  await host.ready
+  return { ...claw, audit, refusals, host }
+}
+
+let counter = 0
+/** A reviewer's signed approval of `call`, as the reviewer service makes it (deadline a minute away). */
+function approvalOf(
+  signer: Signer,
+  call: { callId: string; toolName?: string; arguments: unknown },
+  over: Partial<ApprovalDecisionMessage> = {},
+  now = Date.now(),
+): ApprovalDecisionMessage {
+  const toolName = call.toolName ?? 'drop_claw'
+  const request = {
+    requestId: `req-${++counter}`,
+    agentId: 'claw',
+    runId: 'run-1',
+    runPath: [],
+    callId: call.callId,
+    toolName,
+    arguments: call.arguments,
+    digest: callDigest(toolName, call.arguments),
+    deadline: now + 60_000,
+    requestedAt: now,
+  }
+  return signer.sign({ v: 1, type: 'approval.decision', ...decideApproval(request, true, 'tina', now), ...over })
+}
+
+/** What a raw client (a compromised agent) sends: any call, any approval, any idempotency key. */
+async function callTool(
+  bus: Bus,
+  d: Deployment,
+  call: { callId: string; toolName?: string; arguments: unknown; approval?: unknown; key?: string; runId?: string },
+): Promise<Reply> {
+  const toolName = call.toolName ?? 'drop_claw'
+  const runId = call.runId ?? 'run-1'
+  const message: ToolCallMessage = {
+    v: 1,
+    type: 'tool.call',
+    callId: call.callId,
+    toolName,
+    agentId: 'claw',
+    runId,
+    arguments: call.arguments,
+    deadline: Date.now() + 60_000,
+    ...(call.approval !== undefined ? { approval: call.approval as Record<string, unknown> } : {}),
+  }
+  const response = await bus.request(d.subjects.tool(toolName), encodeMessage(message), {
+    timeoutMs: 5_000,
+    headers: { [IDEMPOTENCY_KEY_HEADER]: call.key ?? `${runId}:${call.callId}` },
+  })
+  const decoded = decodeMessage(response.data, Reply)
+  if (!decoded.ok) throw decoded.error
+  return decoded.value
+}
+
+const refusal = (reply: Reply) =>
+  reply.type === 'error' ? { code: reply.error.code, reason: reply.error.details?.reason, message: reply.error.message } : reply
+
+describe('a tool host that verifies approvals (nats)', () => {
+  it('refuses a compromised agent calling a gated tool directly: no decision, forged, for another call or other arguments, by a key not allowed, expired', async () => {
+    const d = await deploy(nats)
+    const host = await enforcingHost(d)
+    const attacker = await d.bus('compromised-agent')
+    const args = { bin: 3 }
+    const now = Date.now()
+    const { signer: _s, signature: _sig, ...unsigned } = approvalOf(tina, { callId: 'c-unsigned', arguments: args })
+    const cases: [string, Parameters<typeof callTool>[2], string, string | RegExp][] = [
+      ['no decision', { callId: 'c-none', arguments: args }, 'missing', /carries none/],
+      ['not a decision', { callId: 'c-junk', arguments: args, approval: { approved: true } }, 'malformed', /approval\.decision/],
+      ['unsigned', { callId: 'c-unsigned', arguments: args, approval: unsigned }, 'unsigned', /not signed/],
+      [
+        'altered after signing',
+        {
+          callId: 'c-altered',
+          arguments: args,
+          approval: {
+            ...approvalOf(tina, { callId: 'c-altered', arguments: { bin: 9 } }),
+            digest: callDigest('drop_claw', args),
+          },
+        },
+        'bad-signature',
+        /does not verify/,
+      ],
+      [
+        'for another call',
+        { callId: 'c-other', arguments: args, approval: approvalOf(tina, { callId: 'c-approved', arguments: args }) },
+        'wrong-call',
+        /approves call c-approved, not c-other/,
+      ],
+      [
+        'for other arguments',
+        { callId: 'c-args', arguments: { bin: 9 }, approval: approvalOf(tina, { callId: 'c-args', arguments: args }) },
+        'wrong-digest',
+        /other arguments/,
+      ],
+      [
+        'signed by a key not allowed for this tool',
+        { callId: 'c-mallory', arguments: args, approval: approvalOf(mallory, { callId: 'c-mallory', arguments: args }) },
+        'key-not-allowed',
+        /mallory .* may not approve or deny calls of drop_claw/,
+      ],
+      [
+        'signed by an unknown key',
+        { callId: 'c-eve', arguments: args, approval: approvalOf(eve, { callId: 'c-eve', arguments: args }) },
+        'unknown-key',
+        /unknown key/,
+      ],
+      [
+        'a denial',
+        {
+          callId: 'c-denied',
+          arguments: args,
+          approval: approvalOf(tina, { callId: 'c-denied', arguments: args }, { approved: false, reason: 'no' }),
+        },
+        'denied',
+        /denies the call/,
+      ],
+      [
+        'expired (deadline + 30 s passed)',
+        {
+          callId: 'c-late',
+          arguments: args,
+          approval: approvalOf(tina, { callId: 'c-late', arguments: args }, { deadline: now - 30_001 }),
+        },
+        'expired',
+        /deadline .* has passed/,
+      ],
+      [
+        'no deadline quoted',
+        {
+          callId: 'c-undated',
+          arguments: args,
+          approval: approvalOf(tina, { callId: 'c-undated', arguments: args }, { deadline: undefined }),
+        },
+        'malformed',
+        /deadline/,
+      ],
+    ]
+    for (const [name, call, reason, message] of cases) {
+      const reply = await callTool(attacker, d, call)
+      expect(refusal(reply), name).toMatchObject({
+        code: reason === 'missing' ? 'APPROVAL_REQUIRED' : 'APPROVAL_INVALID',
+        reason,
+        message: expect.stringMatching(message),
+      })
+      expect(reply.type === 'error' && reply.inReplyTo, name).toBe(call.callId)
+    }
+    // Nothing ran; every refusal was reported and audited on the bus, with why.
+    expect(host.dropped).toEqual([])
+    expect(host.refusals.map((r) => r.reason)).toEqual(cases.map(([, , reason]) => reason))
+    await host.audit.settled()
+    const stored = await readAudit({ bus: attacker, subjects: d.subjects, filter: { agentId: 'claw' } })
+    const refused = stored.filter((e) => e.kind === 'tool.refused')
+    expect(refused.map((e) => e.callId)).toEqual(cases.map(([, call]) => call.callId))
+    expect(refused[6]).toMatchObject({
+      toolName: 'drop_claw',
+      shown: args,
+      digest: callDigest('drop_claw', args),
+      decision: 'refused',
+      actor: 'system',
+      reason: expect.stringMatching(/^APPROVAL_INVALID key-not-allowed \(approval req-\d+\): /),
+    })
+  })
+
+  it('runs an approved call exactly once: a redelivery gets the same result, the same decision for another call is refused as a replay', async () => {
+    const d = await deploy(nats)
+    const release = deferred()
+    const host = await enforcingHost(d, { gate: release.promise })
+    const agent = await d.bus('agent')
+    const call = { callId: 'c-drop', arguments: { bin: 3 } }
+    const approval = approvalOf(tina, call)
+
+    const first = callTool(agent, d, { ...call, approval })
+    // Delivered again while the first still runs (a reconnect, a retried request): it waits for the same answer.
+    await expect.poll(() => host.dropped).toEqual([3])
+    const redelivered = callTool(agent, d, { ...call, approval })
+    // The same decision presented with another call. With another call id the binding refuses it;
+    // with the same call id under another idempotency key (another run, or any other key) it is a replay.
+    const [otherCall, ...replays] = await Promise.all([
+      callTool(agent, d, { callId: 'c-drop-2', arguments: { bin: 3 }, approval }),
+      callTool(agent, d, { ...call, approval, runId: 'run-2' }),
+      callTool(agent, d, { ...call, approval, key: 'another-key' }),
+    ])
+    expect(refusal(otherCall as Reply)).toMatchObject({ reason: 'wrong-call' })
+    for (const reply of replays) {
+      expect(refusal(reply)).toMatchObject({
+        code: 'APPROVAL_INVALID',
+        reason: 'replayed',
+        message: expect.stringMatching(/already used/),
+      })
+    }
+    release.resolve()
+    expect(await first).toEqual({ v: 1, type: 'tool.result', callId: 'c-drop', output: 'dropped into bin 3' })
+    expect(await redelivered).toEqual(await first)
+    // And once it has finished, still the same answer, still not run again.
+    expect(await callTool(agent, d, { ...call, approval })).toEqual(await first)
+    expect(host.dropped).toEqual([3])
+    expect(host.refusals.map((r) => r.reason).sort()).toEqual(['replayed', 'replayed', 'wrong-call'])
+  })
+
+  it('edited arguments: runs the edit the reviewer signed, and refuses the call as it was shown', async () => {
+    const d = await deploy(nats)
+    const host = await enforcingHost(d)
+    const agent = await d.bus('agent')
+    const shown = { callId: 'c-edit', arguments: { bin: 3 } }
+    const edit = { bin: 4 }
+    const approval = approvalOf(tina, shown, { arguments: edit, editedDigest: callDigest('drop_claw', edit) })
+
+    const asShown = await callTool(agent, d, { ...shown, approval, key: 'k-shown' })
+    expect(refusal(asShown)).toMatchObject({
+      reason: 'wrong-digest',
+      message: expect.stringMatching(/other \(edited\) arguments/),
+    })
+    // An edit whose signed digest is not the edit's: refused even with the arguments it names.
+    const swapped = { ...approval, arguments: { bin: 5 } }
+    expect(refusal(await callTool(agent, d, { ...shown, arguments: { bin: 5 }, approval: swapped }))).toMatchObject({
+      reason: 'wrong-digest',
+    })
+    // The edit without its digest cannot be signed over, so it is not the reviewer's.
+    const { editedDigest: _e, ...unsignedEdit } = approval
+    expect(refusal(await callTool(agent, d, { ...shown, arguments: edit, approval: unsignedEdit }))).toMatchObject({
+      reason: 'malformed',
+    })
+    const ran = await callTool(agent, d, { ...shown, arguments: edit, approval })
+    expect(ran).toMatchObject({ type: 'tool.result', output: 'dropped into bin 4' })
+    expect(host.dropped).toEqual([4])
+  })
+
+  it('judges the deadline by its own clock, with 30 s of tolerance for skew', async () => {
+    const d = await deploy(nats)
+    let offset = 0
+    const clock: Clock = { ...systemClock, now: () => Date.now() + offset }
+    const host = await enforcingHost(d, { clock })
+    const agent = await d.bus('agent')
+    const now = Date.now()
+    // The host's clock is 25 s past the deadline: within the tolerance.
+    offset = 25_000
+    const inTime = { callId: 'c-skewed', arguments: { bin: 1 } }
+    const reply = await callTool(agent, d, { ...inTime, approval: approvalOf(tina, inTime, { deadline: now }) })
+    expect(reply).toMatchObject({ type: 'tool.result' })
+    // 35 s past it: expired, by the host's clock although the sender's says otherwise.
+    offset = 35_000
+    const late = { callId: 'c-late', arguments: { bin: 2 } }
+    const expired = await callTool(agent, d, { ...late, approval: approvalOf(tina, late, { deadline: now }) })
+    expect(refusal(expired)).toMatchObject({ reason: 'expired' })
+    expect(host.dropped).toEqual([1])
+  })
+
+  it('only gated calls need an approval: other tools, and a tool whose rule says this call needs none, run as sent', async () => {
+    const d = await deploy(nats)
+    const host = await enforcingHost(d)
+    const agent = await d.bus('agent')
+    expect(await callTool(agent, d, { toolName: 'move_claw', callId: 'c-move', arguments: { to: 'penguin' } })).toMatchObject({
+      type: 'tool.result',
+    })
+    expect(await callTool(agent, d, { toolName: 'refund', callId: 'c-small', arguments: { credits: 2 } })).toMatchObject({
+      type: 'tool.result',
+      output: 'refunded 2',
+    })
+    // The rule runs on the host: a large refund needs an approval by a key allowed for `refund` (none is).
+    expect(refusal(await callTool(agent, d, { toolName: 'refund', callId: 'c-big', arguments: { credits: 9 } }))).toMatchObject({
+      code: 'APPROVAL_REQUIRED',
+    })
+    const approval = approvalOf(tina, { toolName: 'refund', callId: 'c-big', arguments: { credits: 9 } })
+    expect(
+      refusal(await callTool(agent, d, { toolName: 'refund', callId: 'c-big', arguments: { credits: 9 }, approval })),
+    ).toMatchObject({ reason: 'key-not-allowed' })
+    expect(host.moved).toEqual(['penguin'])
+  })
+})
