@@ -39,8 +39,9 @@ const users: Record<string, { roles: Role[]; permissions: RolePermissions }> = {
 const add = (user: string, roles: Role[], scope: Parameters<typeof rolePermissions>[1] = {}) => {
   users[user] = { roles, permissions: rolePermissions(roles, { prefix, runBucket, name: user, ...scope }) }
 }
-add('travel', ['agent'], { agent: 'travel', children: ['flights'] })
-add('flights', ['agent'], { agent: 'flights' })
+add('travel', ['agent'], { agent: 'travel', children: ['flights', 'hotels'] })
+// One host, one user, two agents on one connection (each with its own consumers).
+add('bookings', ['agent'], { agent: ['flights', 'hotels'] })
 add('toolhost', ['tool-host'])
 add('tina', ['reviewer', 'answerer'])
 add('operator', ['steering'])
@@ -83,7 +84,7 @@ describe('every role under the generated permissions', () => {
   it('delegation across hosts, stored runs, remote tools, review, answers, control, observation and the console: no violation', async () => {
     // The agents' users create the stream; the others wait for it.
     const travelBus = await busOf('travel')
-    const flightsBus = await busOf('flights')
+    const flightsBus = await busOf('bookings')
     const [toolBus, tinaBus, operatorBus, observerBus, samBus] = await Promise.all(
       ['toolhost', 'tina', 'operator', 'observer', 'sam'].map(busOf),
     )
@@ -155,9 +156,38 @@ describe('every role under the generated permissions', () => {
     const inspector = createBusInspector({ bus: flightsBus, subjects, runtimeId: 'flights-host' })
     const flightsReviewer = remoteReviewer({ bus: flightsBus, subjects })
     const flightsAnswerer = remoteAnswerer({ bus: flightsBus, subjects })
+    const hotelsReviewer = remoteReviewer({ bus: flightsBus, subjects })
     cleanups.push(
       () => flightsReviewer.close(),
       () => flightsAnswerer.close(),
+      () => hotelsReviewer.close(),
+    )
+    const hotelsBooked: string[] = []
+    flightsSystem.add(
+      createAgent({
+        id: 'hotels',
+        reviewer: hotelsReviewer,
+        audit: busAuditLog({ bus: flightsBus, subjects }),
+        provider: new ScriptedProvider({
+          script: [
+            { toolCalls: [{ id: 'c_hotel', name: 'book_hotel', arguments: { hotel: 'Miraflores' } }] },
+            { content: 'Booked Miraflores.' },
+          ],
+        }),
+        tools: [
+          tool({
+            name: 'book_hotel',
+            description: 'Books a hotel. Irreversible.',
+            schema: z.object({ hotel: z.string() }),
+            needsApproval: true,
+            execute: ({ hotel }) => {
+              hotelsBooked.push(hotel)
+              return `booked ${hotel}`
+            },
+          }),
+        ],
+        approvalTimeoutMs: 30_000,
+      }),
     )
     flightsSystem.add(
       createAgent({
@@ -206,11 +236,16 @@ describe('every role under the generated permissions', () => {
         id: 'travel',
         provider: new ScriptedProvider({
           script: [
-            { toolCalls: [{ id: 'c_ask', name: 'ask_flights', arguments: { task: 'Book me to Lima.' } }] },
+            {
+              toolCalls: [
+                { id: 'c_ask', name: 'ask_flights', arguments: { task: 'Book me to Lima.' } },
+                { id: 'c_hotel', name: 'ask_hotels', arguments: { task: 'A hotel in Lima.' } },
+              ],
+            },
             { content: 'Your flight AF123 to Lima is booked.' },
           ],
         }),
-        tools: [delegateTool(travelSystem, 'flights')],
+        tools: [delegateTool(travelSystem, 'flights'), delegateTool(travelSystem, 'hotels')],
       }),
     )
     await travelSystem.serve()
@@ -228,6 +263,7 @@ describe('every role under the generated permissions', () => {
     expect(result.output).toBe('Your flight AF123 to Lima is booked.')
     expect(lookups).toEqual(['Lima'])
     expect(booked).toEqual(['AF123'])
+    expect(hotelsBooked).toEqual(['Miraflores'])
 
     // The observer read everything.
     const trail = await readAudit({ bus: observerBus as NatsBus, subjects, idleMs: 500 })
@@ -235,6 +271,7 @@ describe('every role under the generated permissions', () => {
       expect.arrayContaining([
         ['flights', 'question.answered', 'tina'],
         ['flights', 'approval.granted', 'tina'],
+        ['hotels', 'approval.granted', 'tina'],
       ]),
     )
     const listing = await new KvRunStore({ connection: (observerBus as NatsBus).connection, bucket: runBucket }).list({

@@ -18,7 +18,7 @@ import { type ConfigServer, startConfigServer } from '../support/nats-config-ser
 
 const prefix = 'slow.v1'
 const subjects = createSubjects(prefix)
-const HEARTBEAT_MS = 150
+const HEARTBEAT_MS = 200
 /** What a reviewer service waits for before withdrawing a request: three heartbeats, and a second look half one later. */
 const ORPHAN_WINDOW_MS = 3 * HEARTBEAT_MS + HEARTBEAT_MS / 2
 
@@ -67,21 +67,21 @@ describe('an approval that takes longer than the orphan window, under the genera
     )
     const probe = await connectNatsBus({ servers: server.url, prefix, user: 'probe', pass: 'pw-probe', name: 'probe' })
     cleanups.push(() => probe.close())
-    let beats = 0
-    const beatWaiters: { count: number; resolve: () => void }[] = []
-    const heard = probe.subscribe(subjects.alive('claw'), () => {
-      beats++
+    // Heartbeats carry the agent's clock (`at`): the test waits for one sent a given time after another.
+    const beatWaiters: { at: number; resolve: () => void }[] = []
+    const heard = probe.subscribe(subjects.alive('claw'), (message) => {
+      const { at } = JSON.parse(message.text()) as { at: number }
       for (const waiter of [...beatWaiters]) {
-        if (beats >= waiter.count) {
+        if (at >= waiter.at) {
           beatWaiters.splice(beatWaiters.indexOf(waiter), 1)
           waiter.resolve()
         }
       }
     })
     await heard.ready
-    const heartbeatsFromNow = (n: number) =>
+    const heartbeatSentAfter = (at: number) =>
       new Promise<void>((resolve) => {
-        beatWaiters.push({ count: beats + n, resolve })
+        beatWaiters.push({ at, resolve })
       })
 
     // The agent: no run store, so its pending request promises heartbeats.
@@ -132,8 +132,8 @@ describe('an approval that takes longer than the orphan window, under the genera
       reviewer: policyReviewer(
         async () => {
           shownAt.push(Date.now())
-          // Past the window for sure: eight heartbeats (1.2 s) against a window of 525 ms.
-          await heartbeatsFromNow(8)
+          // Past the window for sure: until the agent sent a heartbeat twice the window after the person was shown it.
+          await heartbeatSentAfter((shownAt[0] as number) + 2 * ORPHAN_WINDOW_MS)
           decidedAfterMs = Date.now() - (shownAt[0] as number)
           return { approved: true, reason: 'bin 3 is the penguin' }
         },

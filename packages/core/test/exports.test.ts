@@ -76,6 +76,7 @@ describe('@signalbox/core public surface', () => {
       'KV_BUCKETS',
       'ROLES',
       'SUBJECT_FAMILIES',
+      'agentPurpose',
       'createInProcessBus',
       'createSubjects',
       'defaultDurableSubjects',

@@ -8,7 +8,7 @@ import {
   type ReviewOptions,
   systemClock,
 } from '@signalbox/core'
-import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { agentPurpose, type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { decisionMismatch, rejectedDecisionAudit } from '@signalbox/core/internal'
 import {
   type ApprovalAliveMessage,
@@ -100,7 +100,8 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
     replySubjectOf: (request) => subjects.approvalDecisions(request.agentId),
     replyName: 'Decision',
     ...(options.replayDecisions ? { replay: true } : {}),
-    purpose: 'decisions',
+    // One consumer per agent (a host's connection serves several): `<user>_<agent>_decisions`.
+    purposeOf: (request) => agentPurpose('decisions', request.agentId),
     report,
     onRejected: ({ reply, reason, context: request }) => {
       const at = clock.now()

@@ -1,5 +1,5 @@
 import { type Answer, type Answerer, type AuditLog, type Clock, type Question, systemClock } from '@signalbox/core'
-import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { agentPurpose, type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { rejectedAnswerAudit } from '@signalbox/core/internal'
 import { AnswerMessage, PROTOCOL_VERSION, type QuestionMessage } from '@signalbox/core/protocol'
 import { defaultAudit } from '../approvals/remote-reviewer.ts'
@@ -60,7 +60,7 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
     idOf: (answer) => answer.questionId,
     replySubjectOf: (question) => subjects.answers(question.agentId),
     replyName: 'Answer',
-    purpose: 'answers',
+    purposeOf: (question) => agentPurpose('answers', question.agentId),
     report,
     ...(options.replayAnswers ? { replay: true } : {}),
     // Recorded like refused decisions: by the asking agent when it gave a sink, else here.

@@ -11,6 +11,7 @@
 import { defaultStreamName } from '@signalbox/actors/nats'
 import { SignalboxError } from '@signalbox/core'
 import {
+  agentPurpose,
   type BucketAccess,
   type ConsumerUse,
   createSubjects,
@@ -35,8 +36,11 @@ export interface PermissionScope {
   prefix?: string
   /** JetStream stream. Default: the bus's stream for the prefix. */
   stream?: string
-  /** The agent this user is (agent role; required) or may act on (others). Default `*`: every agent. */
-  agent?: string
+  /**
+   * The agent this user is (agent role; required), or the agents (a host serving several on one
+   * connection: give `name` too); for the other roles the agent they may act on. Default `*`: every agent.
+   */
+  agent?: string | readonly string[]
   /**
    * Agent role: the agents it delegates to (starts runs of, cancels). Default none: a parent agent
    * lists its children (`signalbox nats permissions --child <id>`); `['*']`: any agent.
@@ -107,27 +111,31 @@ export function rolePermissions(role: Role | readonly Role[], scope: PermissionS
   const prefix = scope.prefix ?? DEFAULT_SUBJECT_PREFIX
   const subjects = createSubjects(prefix)
   const stream = scope.stream ?? defaultStreamName(prefix)
-  const agent = scope.agent ?? '*'
+  const agents = scope.agent === undefined ? ['*'] : typeof scope.agent === 'string' ? [scope.agent] : [...scope.agent]
+  const [agent = '*'] = agents
   const tool = scope.tool ?? '*'
   const children = scope.children ?? []
-  if (roles.includes('agent') && agent === '*')
-    throw new PermissionScopeError('the agent role needs --agent <id>: an agent user is one agent')
-  if (children.length > 0 && !roles.includes('agent')) throw new PermissionScopeError('--child is for the agent role')
-  const name = scope.name ?? (roles.includes('agent') ? agent : (roles[0] as Role).replace('-', ''))
-  for (const token of [agent, tool, name, stream, ...children]) if (token !== '*') assertToken(token)
+  const isAgent = roles.includes('agent')
+  if (isAgent && (agents.length === 0 || agents.includes('*')))
+    throw new PermissionScopeError('the agent role needs --agent <id>: the agent (or agents) the user is')
+  if (!isAgent && agents.length > 1) throw new PermissionScopeError('several agents are for the agent role (a host)')
+  if (agents.length > 1 && scope.name === undefined)
+    throw new PermissionScopeError('a user of several agents needs --name (its inbox and consumer names)')
+  if (children.length > 0 && !isAgent) throw new PermissionScopeError('--child is for the agent role')
+  const name = scope.name ?? (isAgent ? agent : (roles[0] as Role).replace('-', ''))
+  for (const token of [...agents, tool, name, stream, ...children]) if (token !== '*') assertToken(token)
 
-  /** The subject of `family` for a use: the scope's agent (or its children) and tool, every other token open. */
-  const subjectsOf = (family: SubjectFamilyName, use: SubjectUse): string[] => {
-    const perAgent = SUBJECT_FAMILIES[family].template.includes('{agent')
-    const agents = use.agents === 'children' && perAgent ? children : [agent]
-    return agents.map((a) =>
-      subjects.pattern(family, {
-        ...(a === '*' ? {} : { agent: a }),
-        ...(tool === '*' ? {} : { tool }),
-        ...use.tokens,
-      }),
-    )
-  }
+  /** The subjects of `family` for a use: the scope's agents (or its children) and tool, every other token open. */
+  const agentsOf = (family: SubjectFamilyName, use: SubjectUse): readonly string[] =>
+    !SUBJECT_FAMILIES[family].template.includes('{agent') ? ['*'] : use.agents === 'children' ? children : agents
+  const subjectFor = (family: SubjectFamilyName, use: SubjectUse, a: string): string =>
+    subjects.pattern(family, {
+      ...(a === '*' ? {} : { agent: a }),
+      ...(tool === '*' ? {} : { tool }),
+      ...use.tokens,
+    })
+  const subjectsOf = (family: SubjectFamilyName, use: SubjectUse): string[] =>
+    agentsOf(family, use).map((a) => subjectFor(family, use, a))
   /** A parent's uses (delegation) exist only for an agent that has children. */
   const applies = (use: SubjectUse) => use.agents !== 'children' || children.length > 0
 
@@ -151,13 +159,16 @@ export function rolePermissions(role: Role | readonly Role[], scope: PermissionS
       if (denied) deny.push({ subject: subjects.pattern(familyName), why: denied.why })
       for (const use of family.consume?.[r] ?? []) {
         if (!applies(use)) continue
-        const [filter] = subjectsOf(familyName, use) as [string]
-        consumers.push({
-          name: consumerName(use, name, agent, scope.group),
-          filter,
-          why: use.why,
-          shared: use.group !== undefined,
-        })
+        // One consumer per agent when the code keeps one per agent, else one on the scope's subject.
+        const owners = use.perAgent ? agentsOf(familyName, use) : [agentsOf(familyName, use)[0] ?? '*']
+        for (const owner of owners) {
+          consumers.push({
+            name: consumerName(use, name, owner, scope.group),
+            filter: subjectFor(familyName, use, owner),
+            why: use.why,
+            shared: use.group !== undefined,
+          })
+        }
       }
     }
   }
@@ -200,7 +211,8 @@ export function rolePermissions(role: Role | readonly Role[], scope: PermissionS
 }
 
 function consumerName(use: ConsumerUse, name: string, agent: string, group: string | undefined): string {
-  if (use.group === undefined) return `${name}_${use.purpose ?? 'private'}`
+  const purpose = use.purpose ?? 'private'
+  if (use.group === undefined) return `${name}_${use.perAgent ? agentPurpose(purpose, agent) : purpose}`
   return group ?? (agent === '*' ? use.group : `${use.group}-${agent}`)
 }
 

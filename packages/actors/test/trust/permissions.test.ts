@@ -16,6 +16,7 @@ import {
   rolePermissions,
 } from '@signalbox/actors/trust'
 import {
+  agentPurpose,
   createSubjects,
   defaultDurableSubjects,
   SUBJECT_FAMILIES,
@@ -115,7 +116,7 @@ describe('each role does its job under its permissions', () => {
     const request = await pullOne(reviewer, 'reviewers', `${prefix}.approvals.*`)
     expect(request.requestId).toBe('r1')
     await jetstream(reviewer).publish(subjects.approvalDecisions('claw'), encode({ type: 'approval.decision', requestId: 'r1' }))
-    const decision = await pullOne(agent, 'claw_decisions', subjects.approvalDecisions('claw'))
+    const decision = await pullOne(agent, 'claw_claw_decisions', subjects.approvalDecisions('claw'))
     expect(decision.requestId).toBe('r1')
     // The agent writes its own audit entry; the observer reads the trail.
     await jetstream(agent).publish(subjects.audit('claw', 'approval.granted'), encode({ type: 'audit', requestId: 'r1' }))
@@ -131,10 +132,10 @@ describe('each role does its job under its permissions', () => {
       subjects.answers('claw'),
       encode({ type: 'answer', questionId: 'q1' }),
     )
-    expect((await pullOne(agent, 'claw_answers', subjects.answers('claw'))).questionId).toBe('q1')
+    expect((await pullOne(agent, 'claw_claw_answers', subjects.answers('claw'))).questionId).toBe('q1')
 
     await jetstream(clients.steering as NatsConnection).publish(subjects.steer('claw'), encode({ type: 'steer', steerId: 's1' }))
-    expect((await pullOne(agent, 'claw_steer', subjects.steer('claw'))).steerId).toBe('s1')
+    expect((await pullOne(agent, 'claw_claw_steer', subjects.steer('claw'))).steerId).toBe('s1')
 
     const host = clients['tool-host'] as NatsConnection
     host.subscribe(subjects.tool('drop_claw'), {
@@ -263,7 +264,8 @@ describe('one source: the subject families', () => {
         const sub = family.subscribe?.[role]
         expect(subscribes(sample(name)), `${role} subscribes ${sample(name)}`).toBe(sub !== undefined)
         for (const consumer of family.consume?.[role] ?? []) {
-          const consumerName = consumer.group ?? `${p.name}_${consumer.purpose}`
+          const purpose = consumer.perAgent ? agentPurpose(consumer.purpose ?? '', 'claw') : consumer.purpose
+          const consumerName = consumer.group ?? `${p.name}_${purpose}`
           // The filter the code uses: the agent's own subject, or every agent's for the other roles.
           const filter =
             role === 'agent' ? all.pattern(name, consumer.agents === 'children' ? {} : { agent: 'claw' }) : all.pattern(name)
@@ -298,6 +300,21 @@ describe('one source: the subject families', () => {
     // Every agent may be hosted: it answers run requests for itself and publishes their results.
     expect(lone.subscribe.map((r) => r.subject)).toContain(all.agentRun('claw'))
     expect(granted(lone)).toContain(all.pattern('runResult'))
+  })
+
+  it('a host serving several agents on one connection: one consumer per agent, each on its own subject', () => {
+    const host = rolePermissions('agent', { prefix, agent: ['planner', 'trains'], name: 'hosta' })
+    expect(host.consumers).toEqual(
+      expect.arrayContaining(['hosta_planner_decisions', 'hosta_trains_decisions', 'hosta_planner_steer', 'hosta_trains_steer']),
+    )
+    const granted = host.publish.map((r) => r.subject)
+    expect(granted).toContain(`$JS.API.CONSUMER.CREATE.${S}.hosta_trains_steer.${all.steer('trains')}`)
+    expect(granted).toContain(all.approvals('planner'))
+    expect(granted).toContain(all.alive('trains'))
+    expect(host.subscribe.map((r) => r.subject)).toEqual(
+      expect.arrayContaining([all.agentRun('planner'), all.agentRun('trains')]),
+    )
+    expect(() => rolePermissions('agent', { prefix, agent: ['planner', 'trains'] })).toThrow(/--name/)
   })
 
   it('a user with several roles gets each role’s grants (a person who reviews and answers)', () => {

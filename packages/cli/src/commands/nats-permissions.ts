@@ -21,8 +21,9 @@ export const natsPermissions: Command = {
     agent: {
       type: 'string',
       valueName: '<id>',
-      description: 'the agent (required for --role agent)',
+      description: 'the agent (required for --role agent; several for a host that serves them on one connection, with --name)',
       default: 'every agent (*)',
+      multiple: true,
     },
     child: {
       type: 'string',
@@ -58,6 +59,7 @@ export const natsPermissions: Command = {
   examples: [
     ['signalbox nats permissions --role agent --agent claw', 'the claw agent user'],
     ['signalbox nats permissions --role agent --agent travel --child flights,hotels', 'a parent agent that delegates'],
+    ['signalbox nats permissions --role agent --agent flights,hotels --name bookings', 'a host serving two agents'],
     ['signalbox nats permissions --role reviewer,answerer --prefix prod.v1 --nkey UA...', 'a person reviewing with an nkey'],
   ],
   async run(context) {
@@ -69,9 +71,13 @@ export const natsPermissions: Command = {
       ?.split(',')
       .map((c) => c.trim())
       .filter(Boolean)
+    const agents = text('agent')
+      ?.split(',')
+      .map((a) => a.trim())
+      .filter(Boolean)
     const scope = {
       prefix: context.global.prefix,
-      ...(text('agent') ? { agent: text('agent') } : {}),
+      ...(agents ? { agent: agents.length === 1 ? (agents[0] as string) : agents } : {}),
       ...(children ? { children } : {}),
       ...(text('tool') ? { tool: text('tool') } : {}),
       ...(text('name') ? { name: text('name') } : {}),

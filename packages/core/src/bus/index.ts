@@ -28,6 +28,7 @@ export {
 } from './errors.ts'
 export { createInProcessBus, InProcessBus, type InProcessBusOptions } from './in-process-bus.ts'
 export {
+  agentPurpose,
   type BucketAccess,
   type ConsumerUse,
   DEFAULT_DIRECTORY_BUCKET,

@@ -33,6 +33,11 @@ export interface SubjectUse {
 export interface ConsumerUse extends SubjectUse {
   /** A private consumer, named `<user>_<purpose>` (the bus's `consumerPrefix`). */
   purpose?: string
+  /**
+   * One per agent: the purpose is `agentPurpose(purpose, agent)`, so a connection serving several
+   * agents (a host) has one consumer for each, never one that replaces another's.
+   */
+  perAgent?: boolean
   /** A durable consumer shared by a pool (its default name; the deployment may choose another). */
   group?: 'reviewers' | 'answerers'
 }
@@ -72,7 +77,7 @@ export const SUBJECT_FAMILIES = {
     transport: 'durable',
     publish: { reviewer: { why: 'decisions (durable publish)' }, console: { why: 'decisions (durable publish)' } },
     consume: {
-      agent: [{ purpose: 'decisions', why: 'decisions on its approval requests' }],
+      agent: [{ purpose: 'decisions', perAgent: true, why: 'decisions on its approval requests' }],
       reviewer: [{ purpose: 'decided', why: 'decisions already made (skip what others decided)' }],
       console: [{ purpose: 'decided', why: 'decisions already made (skip what others decided)' }],
     },
@@ -95,7 +100,7 @@ export const SUBJECT_FAMILIES = {
     transport: 'durable',
     publish: { answerer: { why: 'answers (durable publish)' }, console: { why: 'answers (durable publish)' } },
     consume: {
-      agent: [{ purpose: 'answers', why: 'answers to its questions' }],
+      agent: [{ purpose: 'answers', perAgent: true, why: 'answers to its questions' }],
       answerer: [{ purpose: 'answered', why: 'questions already answered' }],
       console: [{ purpose: 'answered', why: 'questions already answered' }],
     },
@@ -105,7 +110,7 @@ export const SUBJECT_FAMILIES = {
     template: 'agents.{agent}.steer',
     transport: 'durable',
     publish: { steering: { why: 'steering (durable publish)' }, console: { why: 'steering (durable publish)' } },
-    consume: { agent: [{ purpose: 'steer', why: 'steering (durable)' }] },
+    consume: { agent: [{ purpose: 'steer', perAgent: true, why: 'steering (durable)' }] },
   },
   alive: {
     template: 'agents.{agent}.alive',
@@ -202,6 +207,11 @@ export const SUBJECT_FAMILIES = {
 } as const satisfies Record<string, SubjectFamily>
 
 export type SubjectFamilyName = keyof typeof SUBJECT_FAMILIES
+
+/** The purpose of a consumer kept per agent (`<agent>_<purpose>`: named `<user>_<agent>_<purpose>`). */
+export function agentPurpose(purpose: string, agentId: string): string {
+  return `${agentId}_${purpose}`
+}
 
 /** What a role does with a JetStream KV bucket: `write` creates it, puts and deletes; `read` gets, lists and watches. */
 export type BucketAccess = 'read' | 'write'
