@@ -45,6 +45,8 @@ export interface ReviewConsole {
     options?: { elsewhere?: boolean },
   ): void
   answered(question: Question | undefined, answer: Answer, options?: { elsewhere?: boolean }): void
+  /** Prints that the agent withdrew a request (a correction cancelled the call): nobody decides it any more. */
+  withdrawnByAgent(request: ApprovalRequest, withdrawal: { reason: string; by?: string }): void
 }
 
 const AUTO_DENY_REASON = 'denied automatically by the reviewer (--auto deny)'
@@ -238,6 +240,12 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
           decision,
         },
         `${verdict} ${what} ${by}${reason}${latency}`,
+      )
+    },
+    withdrawnByAgent(request, { reason, by }) {
+      emit(
+        { type: 'approval.withdrawn', requestId: request.requestId, reason, ...(by !== undefined ? { by } : {}) },
+        `${c.yellow('↩ withdrawn')}${by !== undefined ? ` by ${c.bold(by)}` : ''}: ${describeCall(request)}: ${reason}`,
       )
     },
     answered(question, answer, extra = {}) {

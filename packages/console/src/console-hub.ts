@@ -143,6 +143,28 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
     emit({ type: 'inbox.settled', settled: done })
   }
 
+  /**
+   * The agent withdrew a request (a correction cancelled the call): it leaves the inbox at once,
+   * saying by whom. Decided here while the withdrawal was on its way, the agent refused that
+   * decision (already settled): the item says withdrawn, the agent's word.
+   */
+  const withdrawn = (id: string, reason: string, by: string | undefined) => {
+    if (pending.has(id)) return settle(id, 'withdrawn', by, reason)
+    const index = settled.findIndex((s) => s.id === id)
+    const done = settled[index]
+    if (done === undefined || (done.outcome !== 'approved' && done.outcome !== 'denied')) return
+    const corrected: SettledItem = {
+      ...done,
+      outcome: 'withdrawn',
+      ...(by === undefined ? {} : { by }),
+      reason,
+      at: clock.now(),
+    }
+    if (by === undefined) delete corrected.by
+    settled[index] = corrected
+    emit({ type: 'inbox.settled', settled: corrected })
+  }
+
   const settleDecision = (id: string, decision: ApprovalDecision) => {
     const edited = decision.approved && decision.arguments !== undefined
     settle(id, decision.approved ? 'approved' : 'denied', decision.reviewer, edited ? 'with edited arguments' : decision.reason)
@@ -218,6 +240,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       },
       onDecision: (request, decision) => settleDecision(request.requestId, decision),
       onSettled: settleDecision,
+      onWithdrawn: (id, { reason, by }) => withdrawn(id, reason, by),
       onError,
     }),
     serveAnswerer({

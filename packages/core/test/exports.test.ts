@@ -92,6 +92,7 @@ describe('@signalbox/core public surface', () => {
       'ApprovalAliveMessage',
       'ApprovalDecisionMessage',
       'ApprovalRequestMessage',
+      'ApprovalWithdrawnMessage',
       'AuditMessage',
       'ControlReplyMessage',
       'ControlRequestMessage',

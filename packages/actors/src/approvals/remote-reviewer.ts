@@ -14,6 +14,7 @@ import {
   type ApprovalAliveMessage,
   ApprovalDecisionMessage,
   type ApprovalRequestMessage,
+  type ApprovalWithdrawnMessage,
   encodeMessage,
   PROTOCOL_VERSION,
 } from '@signalbox/core/protocol'
@@ -167,6 +168,33 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
 
   /** Requests stored by `open`, waiting for `review` to take their decision. */
   const opened = new Map<string, Promise<ApprovalDecision>>()
+  /** Requests sent and not decided: a withdrawal is published for them, once. */
+  const undecided = new Map<string, { request: ApprovalRequest; durable: boolean }>()
+
+  /** Tells the reviewers the agent no longer waits for `request` (durable, signed by the agent's key). */
+  const publishWithdrawal = (request: ApprovalRequest, withdrawal: { reason: string; by?: string | undefined }) => {
+    if (!undecided.delete(request.requestId)) return
+    const unsigned: ApprovalWithdrawnMessage = {
+      v: PROTOCOL_VERSION,
+      type: 'approval.withdrawn',
+      requestId: request.requestId,
+      agentId: request.agentId,
+      callId: request.callId,
+      digest: request.digest,
+      reason: withdrawal.reason,
+      ...(withdrawal.by !== undefined ? { by: withdrawal.by } : {}),
+      withdrawnAt: clock.now(),
+    }
+    const message = signer ? signer.sign(unsigned) : unsigned
+    bus
+      .durablePublish(subjects.approvalWithdrawals(request.agentId), encodeMessage(message), {
+        msgId: `withdrawn-${request.requestId}`,
+        signal: AbortSignal.timeout(30_000),
+      })
+      .catch(() => {
+        // Best effort: without it the request leaves the reviewers at its deadline, or as orphaned.
+      })
+  }
   const send = async (
     request: ApprovalRequest,
     { signal, durable = false }: ReviewOptions,
@@ -192,6 +220,23 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
     })
     const decided = reply.then((answer) => applied(request, answer))
     decided.catch(() => {})
+    undecided.set(request.requestId, { request, durable })
+    decided.then(
+      () => undecided.delete(request.requestId),
+      () => {},
+    )
+    // The agent stopped waiting without a decision. The machine names a correction (`withdraw`) in
+    // the same step; anything else (a cancel, the run's end) is said here. Not at the deadline
+    // (reviewers know it), and not for a stored run's request (it resumes: a process stopping is no withdrawal).
+    signal.addEventListener(
+      'abort',
+      () =>
+        queueMicrotask(() => {
+          if (durable || clock.now() >= request.deadline) undecided.delete(request.requestId)
+          else publishWithdrawal(request, { reason: 'the agent stopped waiting for it (its run was cancelled or ended)' })
+        }),
+      { once: true },
+    )
     if (heartbeats && beating) {
       heartbeats.add(request)
       const stop = () => heartbeats.remove(request)
@@ -224,6 +269,9 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       signal.throwIfAborted()
       const reply = await requester.storedInTime(request.requestId, request, request.deadline, (r) => check(request, r))
       return reply === undefined ? undefined : applied(request, reply)
+    },
+    withdraw(request, withdrawal) {
+      publishWithdrawal(request, withdrawal)
     },
     close() {
       heartbeats?.close()

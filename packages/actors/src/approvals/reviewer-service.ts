@@ -7,6 +7,7 @@ import {
   ApprovalAliveMessage,
   ApprovalDecisionMessage,
   ApprovalRequestMessage,
+  ApprovalWithdrawnMessage,
   callDigest,
   decodeMessage,
   encodeMessage,
@@ -14,7 +15,7 @@ import {
   ProtocolError,
 } from '@signalbox/core/protocol'
 import { createRejectionReporter, msgIdPart } from '../requests/rejections.ts'
-import { type RequestService, type ServiceMode, serveDurableRequests } from '../requests/request-service.ts'
+import { type RequestService, type ServiceMode, type Settlements, serveDurableRequests } from '../requests/request-service.ts'
 import { watchSilence } from '../silence.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
 import type { Signer } from '../trust/sign.ts'
@@ -53,6 +54,12 @@ export interface ReviewerServiceOptions {
   audit?: AuditLog
   /** A request was withdrawn because the agent that asked stopped sending heartbeats. */
   onOrphaned?(request: ApprovalRequest): void
+  /**
+   * The agent withdrew a request (a correction cancelled the call, its run stopped): it is no
+   * longer asked here, and a decision on it would be refused. With a policy that names `agents`,
+   * only a withdrawal signed by the agent's key counts.
+   */
+  onWithdrawn?(requestId: string, withdrawal: { reason: string; by?: string; withdrawnAt: number }): void
 }
 
 /** Heartbeats an agent may miss before its request counts as orphaned. */
@@ -140,6 +147,24 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
     options.onOrphaned?.(shown)
   }
 
+  const withdrawals: Settlements<typeof ApprovalWithdrawnMessage> = {
+    subject: subjects.pattern('approvalWithdrawals', scope),
+    schema: ApprovalWithdrawnMessage,
+    idOf: (withdrawal) => withdrawal.requestId,
+    purpose: 'withdrawn',
+    abortReason: 'settled elsewhere: withdrawn by the agent',
+    // Anyone allowed to publish here is an agent (permissions); with the agents' keys, only theirs count.
+    trusted: (withdrawal) => trust?.options.agents === undefined || trust.check(withdrawal, { agentId: withdrawal.agentId }).ok,
+    matches: (request, withdrawal) => {
+      const message = request as ApprovalRequestMessage
+      return (
+        message.agentId === withdrawal.agentId && message.callId === withdrawal.callId && message.digest === withdrawal.digest
+      )
+    },
+    onSettled: (id, { reason, by, withdrawnAt }) =>
+      options.onWithdrawn?.(id, { reason, ...(by !== undefined ? { by } : {}), withdrawnAt }),
+  }
+
   const service: RequestService = serveDurableRequests({
     bus,
     subject: requestSubject,
@@ -176,6 +201,7 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
         options.onSettled?.(id, named === undefined ? decision : { ...decision, reviewer: named })
       },
     },
+    withdrawals,
     clock,
     ...(options.onError ? { onError: options.onError } : {}),
     decide: async (message, signal) => {

@@ -115,7 +115,8 @@ function allowedFor(options: TrustPolicyOptions, message: Signed, context: Trust
       return options.steerers
     case 'control.cancel':
       return options.controllers
-    case 'approval.request': {
+    case 'approval.request':
+    case 'approval.withdrawn': {
       const agents = options.agents ?? {}
       const agent = typeof message.agentId === 'string' ? message.agentId : undefined
       return agent !== undefined && Object.hasOwn(agents, agent) ? agents[agent] : agents['*']
@@ -131,6 +132,7 @@ const WHAT: Record<string, string> = {
   steer: 'steer',
   'control.cancel': 'cancel',
   'approval.request': 'send approval requests',
+  'approval.withdrawn': 'withdraw approval requests',
 }
 
 function check(
@@ -149,7 +151,11 @@ function check(
   if ((type === 'steer' || type === 'control.cancel') && context.agentId !== undefined && message.agentId !== context.agentId) {
     return { ok: false, code: 'wrong-agent', reason: `signed for agent ${JSON.stringify(message.agentId)}, not this one`, signer }
   }
-  if (type === 'approval.request' && context.agentId !== undefined && message.agentId !== context.agentId) {
+  if (
+    (type === 'approval.request' || type === 'approval.withdrawn') &&
+    context.agentId !== undefined &&
+    message.agentId !== context.agentId
+  ) {
     return { ok: false, code: 'wrong-agent', reason: `the request names agent ${JSON.stringify(message.agentId)}`, signer }
   }
   if (

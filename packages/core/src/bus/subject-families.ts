@@ -83,6 +83,15 @@ export const SUBJECT_FAMILIES = {
     },
     deny: { agent: { why: 'an agent never decides its own calls' } },
   },
+  approvalWithdrawals: {
+    template: 'approvals.{agent}.withdrawn',
+    transport: 'durable',
+    publish: { agent: { why: 'approval requests it no longer waits for (a correction, a cancel; durable publish)' } },
+    consume: {
+      reviewer: [{ purpose: 'withdrawn', why: 'requests their agents withdrew (stop showing them)' }],
+      console: [{ purpose: 'withdrawn', why: 'requests their agents withdrew (stop showing them)' }],
+    },
+  },
   ask: {
     template: 'ask.{agent}',
     transport: 'durable',

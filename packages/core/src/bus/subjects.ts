@@ -8,6 +8,7 @@
  * Layout (prefix `signalbox.v1`):
  *   <prefix>.approvals.<agent>             approval requests
  *   <prefix>.approvals.<agent>.decisions   decisions on them
+ *   <prefix>.approvals.<agent>.withdrawn   requests the agent no longer waits for
  *   <prefix>.ask.<agent>                   questions to a human
  *   <prefix>.ask.<agent>.answers           their answers
  *   <prefix>.agents.<agent>.steer          steering
@@ -122,6 +123,8 @@ export interface Subjects {
   approvals(agentId: string): string
   /** Decisions on one agent's approval requests. */
   approvalDecisions(agentId: string): string
+  /** One agent's approval requests it no longer waits for (withdrawn: a correction, a cancel). */
+  approvalWithdrawals(agentId: string): string
   /** Questions from one agent to a human. */
   ask(agentId: string): string
   /** Answers to one agent's questions. */
@@ -206,6 +209,7 @@ export function createSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): Subject
     prefix,
     approvals: (agent) => build('approvals', { agent }),
     approvalDecisions: (agent) => build('approvalDecisions', { agent }),
+    approvalWithdrawals: (agent) => build('approvalWithdrawals', { agent }),
     ask: (agent) => build('ask', { agent }),
     answers: (agent) => build('answers', { agent }),
     steer: (agent) => build('steer', { agent }),

@@ -72,6 +72,12 @@ export interface Reviewer {
    * `undefined` when there is none. Must stop waiting when `signal` aborts.
    */
   recover?(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<ApprovalDecision | undefined>
+  /**
+   * The agent no longer waits for a decision on `request`: a correction cancelled the call (`by`
+   * sent it). Called once the review's signal has aborted; a remote reviewer tells every reviewer,
+   * so the request leaves their inboxes at once instead of waiting for a decision nobody applies.
+   */
+  withdraw?(request: ApprovalRequest, withdrawal: { reason: string; by?: string }): void
 }
 
 /** What the agent gives its reviewer with each request (`open` and `review`). */

@@ -322,6 +322,24 @@ export const ApprovalAliveMessage = envelope('approval.alive', {
 })
 export type ApprovalAliveMessage = z.infer<typeof ApprovalAliveMessage>
 
+/**
+ * Agent → reviewers, on `approvals.<agent>.withdrawn` (durable): the agent no longer waits for a
+ * decision on this request (a correction cancelled the call, the run was cancelled or ended), so
+ * reviewers stop showing it at once. Quotes the request like a decision does.
+ */
+export const ApprovalWithdrawnMessage = envelope('approval.withdrawn', {
+  requestId: id,
+  agentId: name,
+  callId: id,
+  digest,
+  reason: z.string().min(1).max(4096),
+  /** Who withdrew it, when a person did: the sender of the correction or cancel, as the agent names them. */
+  by: z.string().min(1).max(256).optional(),
+  withdrawnAt: epochMs,
+  ...signed,
+})
+export type ApprovalWithdrawnMessage = z.infer<typeof ApprovalWithdrawnMessage>
+
 /** A host announcing the agents it serves (directory entry). */
 export const DirectoryEntryMessage = envelope('directory.entry', {
   agentId: name,
@@ -339,6 +357,7 @@ export const PROTOCOL_MESSAGES = {
   'approval.request': ApprovalRequestMessage,
   'approval.decision': ApprovalDecisionMessage,
   'approval.alive': ApprovalAliveMessage,
+  'approval.withdrawn': ApprovalWithdrawnMessage,
   question: QuestionMessage,
   answer: AnswerMessage,
   steer: SteerMessage,
