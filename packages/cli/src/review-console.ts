@@ -4,9 +4,11 @@
  * y/n and, on no, a reason the model reads. Questions get a free-text answer. With `auto`, the
  * same screens are printed and answered without typing (for demos and unattended runs).
  */
+
+import { withdrawalOf } from '@signalbox/actors'
 import type { Answer, Answerer, ApprovalDecision, ApprovalRequest, Question, Reviewer } from '@signalbox/core'
 import { AbortedError, decideApproval } from '@signalbox/core'
-import { type Colors, clockTime, formatDuration, quote } from './output.ts'
+import { type Colors, clockTime, formatElapsed, quote } from './output.ts'
 import type { Prompter } from './prompter.ts'
 
 export type AutoVerdict = 'approve' | 'deny'
@@ -62,12 +64,12 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
 
   const timeLeft = (deadline: number) => {
     const left = deadline - now()
-    return left <= 0 ? c.red('expired') : `${formatDuration(left)} (until ${clockTime(deadline)})`
+    return left <= 0 ? c.red('expired') : `${formatElapsed(left)} (until ${clockTime(deadline)})`
   }
 
   const shortTimeLeft = (deadline: number) => {
     const left = deadline - now()
-    return left <= 0 ? 'expired' : `${formatDuration(left)} left`
+    return left <= 0 ? 'expired' : `${formatElapsed(left)} left`
   }
 
   function requestBlock(request: ApprovalRequest): string {
@@ -110,7 +112,9 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
   /** Why a prompt went away before anyone decided, on the screen. */
   function withdrawn(request: ApprovalRequest, signal: AbortSignal): void {
     const reason = signal.reason instanceof Error ? signal.reason.message : String(signal.reason ?? '')
-    if (/settled elsewhere/.test(reason)) return // reported by `decided(..., { elsewhere: true })`
+    // Reported by `decided(..., { elsewhere: true })`, or by `withdrawnByAgent`.
+    const withdrawal = withdrawalOf(signal.reason)
+    if (withdrawal === 'settled-elsewhere' || withdrawal === 'withdrawn' || /settled elsewhere/.test(reason)) return
     if (now() >= request.deadline - 100 || /expired/.test(reason)) {
       emit(
         {
@@ -227,7 +231,7 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
     decided(request, decision, extra = {}) {
       const verdict = decision.approved ? c.green('✔ approved') : c.red('✘ denied')
       const what = request ? describeCall(request) : c.dim(`(call ${decision.callId})`)
-      const latency = request ? ` · ${formatDuration(decision.decidedAt - request.requestedAt)}` : ''
+      const latency = request ? ` · ${formatElapsed(decision.decidedAt - request.requestedAt)}` : ''
       const by = extra.elsewhere
         ? `by ${c.bold(decision.reviewer)} ${c.dim('(another reviewer)')}`
         : `by ${c.bold(decision.reviewer)}`

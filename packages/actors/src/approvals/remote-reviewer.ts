@@ -19,13 +19,13 @@ import {
   PROTOCOL_VERSION,
 } from '@signalbox/core/protocol'
 import { publishEvent } from '../agents/agent-connection.ts'
-import { busAuditLog } from '../audit/bus-audit.ts'
 import { DurableRequester } from '../requests/durable-request.ts'
-import { RejectedReplies } from '../requests/rejected-replies.ts'
+import { rejectedReplies } from '../requests/rejected-replies.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
+import { signedReply, signerProblem } from '../requests/signed-replies.ts'
 import { provenActor, type TrustPolicy } from '../trust/policy.ts'
 import type { Signer } from '../trust/sign.ts'
-import { type EvidenceBook, signedAuditLog } from '../trust/signed-audit.ts'
+import type { EvidenceBook } from '../trust/signed-audit.ts'
 
 export interface RemoteReviewerOptions {
   bus: Bus
@@ -87,12 +87,7 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
   const { bus, trust, signer } = options
   const subjects = options.subjects ?? createSubjects()
   const clock = options.clock ?? systemClock
-  let audit: AuditLog | undefined
-  const rejections = new RejectedReplies(() => {
-    if (options.audit === false) return undefined
-    audit ??= options.audit ?? defaultAudit(bus, subjects, signer)
-    return audit
-  })
+  const rejections = rejectedReplies(options.audit, { bus, subjects, signer })
   const report = createRejectionReporter({ bus, subjects, component: 'agent-approvals', clock })
   const requester = new DurableRequester<typeof ApprovalDecisionMessage, ApprovalRequest>({
     bus,
@@ -133,16 +128,14 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
   })
 
   /** Why `decision` may not be applied to `request`: binding first, then who signed it. */
-  const check = (request: ApprovalRequest, decision: ApprovalDecisionMessage): string | undefined => {
-    const mismatch = decisionMismatch(request, decision)
-    if (mismatch !== undefined || trust === undefined) return mismatch
-    const verdict = trust.check(decision, { toolName: request.toolName, agentId: request.agentId })
-    if (!verdict.ok) return `${verdict.code}: ${verdict.reason}`
-    if (signer !== undefined && verdict.signer === signer.publicKey) {
-      return "own-key: signed with the agent's own key: an agent never decides its own calls"
-    }
-    return undefined
-  }
+  const check = (request: ApprovalRequest, decision: ApprovalDecisionMessage): string | undefined =>
+    decisionMismatch(request, decision) ??
+    signerProblem(decision, {
+      trust,
+      signer,
+      context: { toolName: request.toolName, agentId: request.agentId },
+      ownKey: 'decides its own calls',
+    })
 
   // A run that replays its decisions resumes after a crash: its requests must stay open, not be orphaned.
   const heartbeatMs =
@@ -157,13 +150,12 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
    * host that verifies approvals itself (whether or not this agent checks signatures).
    */
   const applied = (request: ApprovalRequest, answer: ApprovalDecisionMessage): ApprovalDecision => {
-    const { v: _v, type: _type, signer: signedBy, signature: _signature, ...decision } = answer
-    if (signedBy === undefined) return decision
-    const signed = { ...decision, evidence: { ...answer } }
-    if (trust === undefined) return signed
-    options.evidence?.remember(`decision:${request.callId}:${request.digest}`, answer)
-    // The name shown and audited is the policy's name for the key, never the string the message carries.
-    return { ...signed, reviewer: trust.nameOf(signedBy) ?? decision.reviewer }
+    const decision = signedReply(answer, {
+      trust,
+      nameField: 'reviewer',
+      evidence: { book: options.evidence, key: `decision:${request.callId}:${request.digest}` },
+    })
+    return answer.signer === undefined ? decision : { ...decision, evidence: { ...answer } }
   }
 
   /** Requests stored by `open`, waiting for `review` to take their decision. */
@@ -208,34 +200,41 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       ...(beating ? { heartbeatMs } : {}),
     }
     const message = signer ? signer.sign(unsigned) : unsigned
-    const { reply } = await requester.send({
-      id: request.requestId,
-      context: request,
-      subject: subjects.approvals(request.agentId),
-      message,
-      check: (decision) => check(request, decision),
-      // A stored run may have been decided while no process ran: read the decisions from the start.
-      ...(durable ? { replay: true } : {}),
-      signal,
-    })
+    // Until decided, a withdrawal is owed. The agent stopped waiting without a decision: the machine
+    // names a correction (`withdraw`) in the same step; anything else (a cancel, the run's end) is
+    // said here. Not at the deadline (reviewers know it), and not for a stored run's request (it
+    // resumes: a process that stops is no withdrawal). Watched from before the request is stored:
+    // a person may see it, and the run stop, before its store is confirmed here.
+    undecided.set(request.requestId, { request, durable })
+    const stopped = () =>
+      queueMicrotask(() => {
+        if (durable || clock.now() >= request.deadline) undecided.delete(request.requestId)
+        else publishWithdrawal(request, { reason: 'the agent stopped waiting for it (its run was cancelled or ended)' })
+      })
+    if (signal.aborted) stopped()
+    else signal.addEventListener('abort', stopped, { once: true })
+    let reply: Promise<ApprovalDecisionMessage>
+    try {
+      ;({ reply } = await requester.send({
+        id: request.requestId,
+        context: request,
+        subject: subjects.approvals(request.agentId),
+        message,
+        check: (decision) => check(request, decision),
+        // A stored run may have been decided while no process ran: read the decisions from the start.
+        ...(durable ? { replay: true } : {}),
+        signal,
+      }))
+    } catch (error) {
+      // Not sent, or given up while sending (the abort above says so to whoever saw it).
+      if (!signal.aborted) undecided.delete(request.requestId)
+      throw error
+    }
     const decided = reply.then((answer) => applied(request, answer))
     decided.catch(() => {})
-    undecided.set(request.requestId, { request, durable })
     decided.then(
       () => undecided.delete(request.requestId),
       () => {},
-    )
-    // The agent stopped waiting without a decision. The machine names a correction (`withdraw`) in
-    // the same step; anything else (a cancel, the run's end) is said here. Not at the deadline
-    // (reviewers know it), and not for a stored run's request (it resumes: a process stopping is no withdrawal).
-    signal.addEventListener(
-      'abort',
-      () =>
-        queueMicrotask(() => {
-          if (durable || clock.now() >= request.deadline) undecided.delete(request.requestId)
-          else publishWithdrawal(request, { reason: 'the agent stopped waiting for it (its run was cancelled or ended)' })
-        }),
-      { once: true },
     )
     if (heartbeats && beating) {
       heartbeats.add(request)
@@ -278,12 +277,6 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       requester.close(new BusClosedError('the bus reviewer was closed'))
     },
   }
-}
-
-/** The audit trail on the bus, signed with the agent's key when it has one. */
-export function defaultAudit(bus: Bus, subjects: Subjects, signer: Signer | undefined): AuditLog {
-  const log = busAuditLog({ bus, subjects })
-  return signer ? signedAuditLog({ log, signer }) : log
 }
 
 /**

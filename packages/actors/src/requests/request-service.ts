@@ -1,9 +1,10 @@
-import { AbortedError, type Clock, type SignalboxError, systemClock } from '@signalbox/core'
+import { type Clock, type SignalboxError, systemClock } from '@signalbox/core'
 import type { Bus, DurableMessage, Subscription } from '@signalbox/core/bus'
 import { untilAborted } from '@signalbox/core/internal'
 import { decodeMessage } from '@signalbox/core/protocol'
 import type { z } from 'zod/v4'
 import type { RejectionReporter } from './rejections.ts'
+import { RequestWithdrawnError, type WithdrawalReason } from './withdrawal.ts'
 
 export type ServiceMode = 'shared' | 'broadcast'
 
@@ -28,8 +29,8 @@ export interface Settlements<R extends z.ZodType> {
   onSettled?(id: string, reply: z.output<R>): void
   /** The watcher consumer's purpose (`decided`, `answered`): its name under least privilege. */
   purpose?: string
-  /** Why a request in flight here stops (the person's wait aborts with it). Default `settled elsewhere`. */
-  abortReason?: string
+  /** Why a request in flight here stops (the decider's signal aborts with it). Default `settled-elsewhere`. */
+  withdrawal?: WithdrawalReason
 }
 
 export interface RequestServiceOptions<
@@ -53,7 +54,7 @@ export interface RequestServiceOptions<
   group: string
   /**
    * Asks whoever decides (a person, a policy) for the reply. Its signal aborts at the deadline,
-   * at a stop, and when the request is settled elsewhere.
+   * at a stop, and when the request is settled elsewhere, with a `RequestWithdrawnError` naming which.
    */
   decide(request: z.output<S>, signal: AbortSignal): Promise<Reply>
   /**
@@ -139,7 +140,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     lifetimes.add(lifetime)
     // Clamped: a timer past 2^31-1 ms fires at once in Node, which would expire a far-off request now.
     const deadline = clock.setTimeout(
-      () => lifetime.abort(new AbortedError('the request expired')),
+      () => lifetime.abort(new RequestWithdrawnError('expired')),
       Math.min(remaining, MAX_TIMER_MS),
     )
     const keepAlive = setInterval(() => message.working(), ACK_WAIT_MS / 3)
@@ -216,7 +217,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
         const seen = settlements.get(source) as Map<string, unknown>
         seen.set(id, decoded.value)
         if (seen.size > 10_000) seen.delete(seen.keys().next().value as string)
-        if (running) running.controller.abort(new AbortedError(source.abortReason ?? 'settled elsewhere'))
+        if (running) running.controller.abort(new RequestWithdrawnError(source.withdrawal ?? 'settled-elsewhere'))
         source.onSettled?.(id, decoded.value)
       },
       { deliverAll: true, signal: stop.signal, ...(source.purpose ? { purpose: source.purpose } : {}) },
@@ -251,11 +252,11 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     },
     settled(id) {
       markHandled(id)
-      inFlight.get(id)?.controller.abort(new AbortedError('settled elsewhere'))
+      inFlight.get(id)?.controller.abort(new RequestWithdrawnError('settled-elsewhere'))
     },
     close() {
       stop.abort()
-      for (const lifetime of lifetimes) lifetime.abort(new AbortedError('the service is stopping'))
+      for (const lifetime of lifetimes) lifetime.abort(new RequestWithdrawnError('stopping'))
       subscription.unsubscribe()
       for (const watch of watches) watch.unsubscribe()
     },

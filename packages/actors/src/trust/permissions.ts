@@ -9,7 +9,7 @@
  */
 
 import { defaultStreamName } from '@signalbox/actors/nats'
-import { SignalboxError } from '@signalbox/core'
+import { ErrorCode, SignalboxError } from '@signalbox/core'
 import {
   agentPurpose,
   type BucketAccess,
@@ -86,7 +86,7 @@ export interface RolePermissions {
 
 export class PermissionScopeError extends SignalboxError {
   constructor(message: string) {
-    super('PERMISSION_SCOPE_INVALID', message, { fault: 'user' })
+    super(ErrorCode.PERMISSION_SCOPE_INVALID, message, { fault: 'user' })
   }
 }
 

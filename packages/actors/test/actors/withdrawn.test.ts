@@ -86,7 +86,7 @@ for (const transport of TRANSPORTS) {
       const operator = await d.bus('operator')
       await sendSteering({ bus: operator, subjects: d.subjects, agentId: 'claw', text: 'No, wait! Leave bin 9.', from: 'sam' })
       // Gone from the person's screen, as withdrawn (not settled by a decision, not orphaned).
-      expect(await within(stopped.promise, 10_000, 'the person stops')).toMatch(/withdrawn by the agent/)
+      expect(await within(stopped.promise, 10_000, 'the person stops')).toBe('The agent withdrew the request.')
       await eventually(() => withdrawn[0], 10_000, 'the withdrawal reported')
       expect(withdrawn).toEqual([
         { id: request.requestId, reason: 'a correction cancelled the call', by: 'sam', withdrawnAt: expect.any(Number) },

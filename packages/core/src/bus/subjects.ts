@@ -117,21 +117,25 @@ export function defaultDurableSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX):
   return [`${prefix}.approvals.>`, `${prefix}.audit.>`, `${prefix}.agents.*.steer`, `${prefix}.ask.>`, `${prefix}.runs.>`]
 }
 
+/**
+ * The builders that take an agent (or runtime) id build, without one, the wildcard over every
+ * agent (`approvals()` → `<prefix>.approvals.*`): a subject to subscribe to, never to publish on.
+ */
 export interface Subjects {
   readonly prefix: string
-  /** Approval requests for one agent. */
-  approvals(agentId: string): string
-  /** Decisions on one agent's approval requests. */
-  approvalDecisions(agentId: string): string
-  /** One agent's approval requests it no longer waits for (withdrawn: a correction, a cancel). */
-  approvalWithdrawals(agentId: string): string
-  /** Questions from one agent to a human. */
-  ask(agentId: string): string
-  /** Answers to one agent's questions. */
-  answers(agentId: string): string
+  /** Approval requests for one agent, or every agent's. */
+  approvals(agentId?: string): string
+  /** Decisions on one agent's approval requests, or on every agent's. */
+  approvalDecisions(agentId?: string): string
+  /** One agent's approval requests it no longer waits for (withdrawn: a correction, a cancel), or every agent's. */
+  approvalWithdrawals(agentId?: string): string
+  /** Questions from one agent to a human, or from every agent. */
+  ask(agentId?: string): string
+  /** Answers to one agent's questions, or to every agent's. */
+  answers(agentId?: string): string
   steer(agentId: string): string
-  /** Heartbeats of an agent's pending approval requests (agents without a run store). */
-  alive(agentId: string): string
+  /** Heartbeats of an agent's pending approval requests (agents without a run store), or of every agent's. */
+  alive(agentId?: string): string
   control(agentId: string): string
   tool(toolName: string): string
   /** One event type of one agent (`tool.end` → `...events.tool_end`), or all of its events (`...events.>`). */
@@ -150,7 +154,8 @@ export interface Subjects {
   toolDescribe(toolName: string): string
   /** Rejections of messages that had nobody to reply to, per component. */
   errors(component?: string): string
-  inspect(runtimeId: string): string
+  /** The inspection relay of one runtime, or of every runtime. */
+  inspect(runtimeId?: string): string
   directory(): string
   /**
    * A subscription pattern of one family: the tokens given are literal (checked like every id),
@@ -205,15 +210,18 @@ export function createSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): Subject
   for (const token of prefix.split('.')) assertToken(token)
   const build = (family: SubjectFamilyName, tokens: Partial<Record<SubjectToken, string | undefined>>) =>
     buildSubject(prefix, family, tokens)
+  /** Without the id, the wildcard over every agent (or runtime): to subscribe to, never to publish on. */
+  const any = (family: SubjectFamilyName, tokens: Partial<Record<SubjectToken, string | undefined>>) =>
+    buildSubject(prefix, family, tokens, true)
   return {
     prefix,
-    approvals: (agent) => build('approvals', { agent }),
-    approvalDecisions: (agent) => build('approvalDecisions', { agent }),
-    approvalWithdrawals: (agent) => build('approvalWithdrawals', { agent }),
-    ask: (agent) => build('ask', { agent }),
-    answers: (agent) => build('answers', { agent }),
+    approvals: (agent) => any('approvals', { agent }),
+    approvalDecisions: (agent) => any('approvalDecisions', { agent }),
+    approvalWithdrawals: (agent) => any('approvalWithdrawals', { agent }),
+    ask: (agent) => any('ask', { agent }),
+    answers: (agent) => any('answers', { agent }),
     steer: (agent) => build('steer', { agent }),
-    alive: (agent) => build('alive', { agent }),
+    alive: (agent) => any('alive', { agent }),
     control: (agent) => build('control', { agent }),
     tool: (tool) => build('tool', { tool }),
     events: (agent, type) => build('events', { agent, type }),
@@ -225,7 +233,7 @@ export function createSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): Subject
     runHeartbeat: (run) => build('runHeartbeat', { run }),
     toolDescribe: (tool) => build('toolDescribe', { tool }),
     errors: (component) => build('errors', { component }),
-    inspect: (runtime) => build('inspect', { runtime }),
+    inspect: (runtime) => any('inspect', { runtime }),
     directory: () => build('directory', {}),
     pattern: (family, tokens = {}) => buildSubject(prefix, family, tokens, true),
   }
