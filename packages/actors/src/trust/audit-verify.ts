@@ -8,10 +8,10 @@
  * not required to; the entry must agree with it and name its sender as the policy does.
  */
 
-import { fromPublic } from '@nats-io/nkeys'
 import type { AuditEntry } from '@signalbox/core'
 import { auditSigningInput } from './audit-signature.ts'
 import type { Signed } from './canonical.ts'
+import { verifyEd25519 } from './ed25519.ts'
 import { claimedName, provenActor, type TrustPolicy } from './policy.ts'
 import { verifySignature } from './sign.ts'
 
@@ -110,7 +110,7 @@ function reportEntry(entry: AuditEntry, index: number, options: AuditVerifyOptio
   } else {
     let valid = false
     try {
-      valid = fromPublic(signer).verify(auditSigningInput(entry, signer), Buffer.from(signature, 'base64url'))
+      valid = verifyEd25519(signer, auditSigningInput(entry, signer), Buffer.from(signature, 'base64url'))
     } catch {
       valid = false
     }
