@@ -3,7 +3,9 @@
  * one user per role, raw NATS clients (with each role's inbox prefix and consumer names). Each role
  * does its job; what it must not do fails with a permission violation and leaves nothing behind.
  */
+import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import path from 'node:path'
 import { AckPolicy, DeliverPolicy, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { connect, errors, type NatsConnection } from '@nats-io/transport-node'
 import { defaultStreamName } from '@signalbox/actors/nats'
@@ -30,6 +32,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type ConfigServer, startConfigServer } from '../../../../test/support/nats-config-server.ts'
 
+const ROOT = path.resolve(import.meta.dirname, '../../../..')
 const prefix = 'perm.v1'
 const S = defaultStreamName(prefix)
 const subjects = createSubjects(prefix)
@@ -239,6 +242,25 @@ describe('one source: the subject families', () => {
       .filter(([name, value]) => typeof value === 'function' && !['pattern', 'eventsAll'].includes(name))
       .map(([name]) => name)
     expect(builders.sort()).toEqual(Object.keys(SUBJECT_FAMILIES).sort())
+  })
+
+  it('every consumer the code makes has its purpose in the table (else no role could be granted it)', () => {
+    const sources = execFileSync('git', ['ls-files', 'packages/*/src/**/*.ts'], { cwd: ROOT, encoding: 'utf8' })
+      .split('\n')
+      .filter((file) => file && !file.endsWith('subject-families.ts'))
+    const inCode = new Set<string>()
+    for (const file of sources) {
+      const text = readFileSync(path.join(ROOT, file), 'utf8')
+      for (const [, purpose] of text.matchAll(/(?:purpose: |privatePurpose: |agentPurpose\()'([a-z_]+)'/g))
+        inCode.add(purpose as string)
+    }
+    const inTable = new Set(
+      Object.values(SUBJECT_FAMILIES as Record<string, SubjectFamily>).flatMap((family) =>
+        Object.values(family.consume ?? {}).flatMap((uses) => (uses ?? []).map((use) => use.purpose)),
+      ),
+    )
+    expect(inCode.size).toBeGreaterThanOrEqual(9)
+    expect([...inCode].filter((purpose) => !inTable.has(purpose))).toEqual([])
   })
 
   it('every family but the reserved one is published by some role and read by another', () => {
