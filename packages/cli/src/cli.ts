@@ -25,8 +25,10 @@ export interface OptionSpec {
   description: string
   /** Shown in help as `(default: ...)`. */
   default?: string
-  /** Allowed values (checked before the command runs). */
+  /** Allowed values (checked before the command runs; of each item, for a list). */
   choices?: readonly string[]
+  /** A list: the flag may be repeated and each value may list several, comma-separated; the command reads them joined by commas. */
+  multiple?: boolean
   /**
    * Older spellings that shipped and keep working: parsed as this flag (its value is this flag's),
    * shown in help on this flag's line. New flags get none.
@@ -127,26 +129,32 @@ export function parseCommandArgs(
   io: CommandIO,
 ): { values: CommandContext['values']; positionals: string[]; global: GlobalValues } {
   const specs = { ...GLOBAL_OPTIONS, ...command.options }
-  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {}
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = {}
   for (const [name, spec] of Object.entries(specs)) {
-    options[name] = { type: spec.type, ...(spec.short ? { short: spec.short } : {}) }
-    for (const alias of spec.aliases ?? []) options[alias] = { type: spec.type }
+    const multiple = spec.multiple ? { multiple: true } : {}
+    options[name] = { type: spec.type, ...(spec.short ? { short: spec.short } : {}), ...multiple }
+    for (const alias of spec.aliases ?? []) options[alias] = { type: spec.type, ...multiple }
   }
-  let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] }
+  let parsed: { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] }
   try {
     parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: true }) as typeof parsed
   } catch (error) {
     throw new UsageError(describeParseError(error, command), command)
   }
   const { positionals } = parsed
-  const values = resolveAliases(parsed.values, specs, command)
+  const joined: CommandContext['values'] = {}
+  for (const [name, value] of Object.entries(parsed.values)) joined[name] = Array.isArray(value) ? value.join(',') : value
+  const values = resolveAliases(joined, specs, command)
   if (values.help) return { values, positionals, global: globalValues(values, io) }
   for (const [name, spec] of Object.entries(specs)) {
     const value = values[name]
-    if (spec.choices && typeof value === 'string' && !spec.choices.includes(value)) {
-      throw new UsageError(`--${name} must be one of ${spec.choices.join(', ')} (got "${value}")`, command)
+    const items = typeof value === 'string' ? (spec.multiple ? value.split(',').map((v) => v.trim()) : [value]) : []
+    for (const item of items) {
+      if (spec.choices && !spec.choices.includes(item)) {
+        throw new UsageError(`--${name} must be one of ${spec.choices.join(', ')} (got "${item}")`, command)
+      }
+      if (spec.type === 'string' && item === '') throw new UsageError(`--${name} needs a value`, command)
     }
-    if (spec.type === 'string' && value === '') throw new UsageError(`--${name} needs a value`, command)
   }
   if (command.minArgs !== undefined && positionals.length < command.minArgs) {
     const missing = (command.args ?? []).slice(positionals.length).map(([name]) => name)
@@ -247,6 +255,7 @@ function renderFlag(name: string, spec: OptionSpec, command: Command): [string, 
   const flag = `${spec.short ? `-${spec.short}, ` : '    '}--${name}${spec.valueName ? ` ${spec.valueName}` : ''}`
   let text = spec.description
   if (spec.choices) text += ` (${spec.choices.join(' | ')})`
+  if (spec.multiple) text += '; repeat it, or separate with commas'
   if (spec.aliases?.length) text += ` (alias: --${spec.aliases.join(', --')})`
   if (name === 'nats' && command.bus === 'required') text += ` (required; default: ${spec.default})`
   else if (name === 'nats' && command.bus === 'optional') text += ` (default: ${spec.default}; none: embedded)`

@@ -66,6 +66,12 @@ describe('signalbox runs (file store)', () => {
     expect(lines[2]).toMatch(/^run_orphan\s+hotel\s+running\s+host-b \(lease expired\)$/)
     expect(lines[3]).toMatch(/^run_done\s+trains\s+done\s+no owner$/)
     expect(lines).toHaveLength(4)
+    // In colour too: the columns line up once the colour codes are taken out.
+    const coloured = await runMain(['runs', '--store', directory], { env: { NO_COLOR: undefined, FORCE_COLOR: '1' } })
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the ANSI escape
+    const plain = coloured.stdout.replace(/\x1b\[[0-9;]*m/g, '')
+    expect(coloured.stdout).not.toBe(plain)
+    expect(plain).toBe(text.stdout)
 
     const json = await runMain(['runs', '--store', directory, '--json', '--status', 'waiting,running'])
     expect(json.code).toBe(0)
@@ -116,9 +122,9 @@ describe('signalbox runs (file store)', () => {
     const both = await runMain(['runs', '--store', '.', '--bucket', 'b'])
     expect(both.code).toBe(2)
     expect(both.stderr).toContain('exactly one of --store')
-    const status = await runMain(['runs', '--store', '.', '--status', 'parked'])
+    const status = await runMain(['runs', '--store', '.', '--status', 'sleeping'])
     expect(status.code).toBe(2)
-    expect(status.stderr).toContain('unknown status "parked"')
+    expect(status.stderr).toContain('unknown status "sleeping"')
     const noBucket = await runMain(['runs', '--bucket', `no_such_${randomBytes(4).toString('hex')}`, '--nats', NATS_URL])
     expect(noBucket.code).toBe(2)
     expect(noBucket.stderr).toContain('no such KV bucket')

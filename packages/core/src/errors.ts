@@ -48,6 +48,7 @@ export const ErrorCode = {
   // Tools, local and remote (the host's codes are also sent on the wire)
   TOOL_TIMEOUT: 'TOOL_TIMEOUT',
   TOOL_UNKNOWN: 'TOOL_UNKNOWN',
+  /** A remote tool host refused the call's arguments (the local check is the same: `invalid_arguments`). */
   TOOL_INVALID_ARGUMENTS: 'TOOL_INVALID_ARGUMENTS',
   TOOL_FAILED: 'TOOL_FAILED',
   TOOL_HOST_STOPPED: 'TOOL_HOST_STOPPED',
@@ -106,6 +107,7 @@ export const ErrorCode = {
   RUN_STORE_TOO_LARGE: 'RUN_STORE_TOO_LARGE',
   RUN_TRANSCRIPT_GAP: 'RUN_TRANSCRIPT_GAP',
   RUN_NOT_RESUMABLE: 'RUN_NOT_RESUMABLE',
+  RUN_STORE_UNAVAILABLE: 'RUN_STORE_UNAVAILABLE',
   // Agent systems and run trees
   TREE_BUDGET_EXCEEDED: 'TREE_BUDGET_EXCEEDED',
   TREE_DEPTH_EXCEEDED: 'TREE_DEPTH_EXCEEDED',
