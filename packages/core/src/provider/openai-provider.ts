@@ -25,6 +25,11 @@ export interface OpenAIProviderOptions {
   extraBody?: Record<string, unknown>
   /** Use an existing client instead of building one. */
   client?: OpenAI
+  /**
+   * Who serves the model, for telemetry (`gen_ai.provider.name`). Default `openai`: the OpenAI
+   * API's conventions (an OpenAI-compatible server may be named, e.g. `ollama`).
+   */
+  providerName?: string
 }
 
 /**
@@ -54,6 +59,7 @@ function wireTools(tools: readonly ToolSpec[]): ChatCompletionTool[] {
 export class OpenAIProvider implements Provider {
   readonly model: string
   readonly baseURL: string
+  readonly providerName: string
   readonly #client: OpenAI
   readonly #stream: boolean
   readonly #extraBody: Record<string, unknown>
@@ -66,6 +72,7 @@ export class OpenAIProvider implements Provider {
       )
     }
     this.model = model
+    this.providerName = options.providerName ?? 'openai'
     this.#stream = options.stream ?? true
     this.#extraBody = options.extraBody ?? {}
     this.#client =
@@ -225,7 +232,13 @@ function fromCompletion(completion: ChatCompletion, model: string): ProviderResp
       function: { name: c.function.name, arguments: c.function.arguments },
     }))
   }
-  return { message, finishReason: choice.finish_reason, usage: toUsage(completion.usage), model: completion.model ?? model }
+  return {
+    message,
+    finishReason: choice.finish_reason,
+    usage: toUsage(completion.usage),
+    model: completion.model ?? model,
+    ...(typeof completion.id === 'string' && completion.id !== '' ? { id: completion.id } : {}),
+  }
 }
 
 /** Assembles text and tool-call deltas (arguments arrive in fragments, keyed by index). */
@@ -239,9 +252,11 @@ async function assembleStream(
   let finishReason = 'stop'
   let usage: Usage | undefined
   let answeredBy = model
+  let id: string | undefined
   const calls: ToolCall[] = []
   for await (const chunk of stream) {
     if (chunk.model) answeredBy = chunk.model
+    if (typeof chunk.id === 'string' && chunk.id !== '') id ??= chunk.id
     if (chunk.usage) usage = toUsage(chunk.usage)
     for (const choice of chunk.choices) {
       const delta = choice.delta
@@ -266,5 +281,5 @@ async function assembleStream(
   const message: AssistantMessage = { role: 'assistant', content: sawText ? text : null }
   const toolCalls = calls.filter(Boolean)
   if (toolCalls.length > 0) message.tool_calls = toolCalls
-  return { message, finishReason, usage, model: answeredBy }
+  return { message, finishReason, usage, model: answeredBy, ...(id === undefined ? {} : { id }) }
 }

@@ -7,6 +7,7 @@ import type {
   LedgerEntry,
   LedgerToolResult,
   PendingQuestion,
+  RunCarry,
   StoredRunStatus,
 } from './checkpoint.ts'
 import { CHECKPOINT_VERSION } from './checkpoint.ts'
@@ -46,6 +47,8 @@ export interface RunJournalOptions {
   resumed?: { checkpoint: Checkpoint; revision: number }
   /** For a new run: the last steering message the agent had consumed when the run began. */
   steeringCursor?: number
+  /** For a new run: what its instrumentations keep with it (asked at each save until it gives something). */
+  carry?: () => RunCarry | undefined
   /** The run cannot go on: a write failed or another process took it (compare-and-set lost). */
   onLost?(error: unknown): void
 }
@@ -75,6 +78,8 @@ export class RunJournal {
   /** The question the call in hand waits on (`ask_human`), kept until it is answered or timed out. */
   #questions: PendingQuestion[]
   #steeringCursor: number | undefined
+  /** What the instrumentations keep with the run: kept as first stored, across resumes. */
+  #carried: RunCarry | undefined
   /** A save that waits for its turn (not started): later requests join it. */
   #queued: Promise<void> | undefined
   /** Whether the queued save must be synced (one request that needs it is enough). */
@@ -107,6 +112,7 @@ export class RunJournal {
     this.#questions = stored ? [...stored.checkpoint.pending.questions] : []
     this.#resumedWait = stored?.checkpoint.pending.approvals[0]?.requestId
     this.#steeringCursor = stored ? stored.checkpoint.steeringCursor : options.steeringCursor
+    this.#carried = stored?.checkpoint.carry
     this.onLost = options.onLost ?? (() => {})
   }
 
@@ -346,9 +352,19 @@ export class RunJournal {
       ledger,
       // A finished run has no owner: nothing is left to drive.
       ...(finished ? {} : { lease: { owner: this.#options.owner, epoch: this.#epoch, expiresAt: now + this.#options.leaseMs } }),
+      ...(this.#carry() ? { carry: this.#carried } : {}),
       createdAt: this.#createdAt,
       savedAt: now,
     }
+  }
+
+  /** What the instrumentations keep with the run, asked of them until they give something. */
+  #carry(): RunCarry | undefined {
+    if (this.#carried === undefined) {
+      const given = this.#options.carry?.()
+      if (given !== undefined && Object.keys(given).length > 0) this.#carried = given
+    }
+    return this.#carried
   }
 
   /** A parked run keeps its lease: a save every `leaseMs / 3` (through the queue) extends it. */
