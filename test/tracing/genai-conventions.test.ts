@@ -5,13 +5,7 @@
  */
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { resourceFromAttributes } from '@opentelemetry/resources'
-import {
-  AggregationTemporality,
-  type DataPoint,
-  type Histogram,
-  MeterProvider,
-  MetricReader,
-} from '@opentelemetry/sdk-metrics'
+import { AggregationTemporality, type DataPoint, type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { createAgent, OpenAIProvider, tool } from '@signalbox/core'
 import { traceAgent, withRunAttributes } from '@signalbox/otel'
@@ -80,7 +74,10 @@ describe('traceAgent: the GenAI semantic conventions', () => {
     const { server, provider } = await scriptedModel({
       'gpt-test': [
         { error: { status: 503, message: 'overloaded' }, headers: { 'retry-after-ms': '0' } },
-        { toolCalls: [{ id: 'c1', name: 'look_up', arguments: { train: 'IC 512' } }], usage: { promptTokens: 40, completionTokens: 7 } },
+        {
+          toolCalls: [{ id: 'c1', name: 'look_up', arguments: { train: 'IC 512' } }],
+          usage: { promptTokens: 40, completionTokens: 7 },
+        },
         { content: 'It leaves at 9:12.', usage: { promptTokens: 60, completionTokens: 9 } },
       ],
     })
@@ -152,7 +149,10 @@ describe('traceAgent: the GenAI semantic conventions', () => {
     const { server, provider } = await scriptedModel({
       'gpt-test': [
         { error: { status: 503, message: 'overloaded' }, headers: { 'retry-after-ms': '0' } },
-        { toolCalls: [{ id: 'c1', name: 'look_up', arguments: { train: 'IC 512' } }], usage: { promptTokens: 40, completionTokens: 7 } },
+        {
+          toolCalls: [{ id: 'c1', name: 'look_up', arguments: { train: 'IC 512' } }],
+          usage: { promptTokens: 40, completionTokens: 7 },
+        },
         { content: 'It leaves at 9:12.', usage: { promptTokens: 60, completionTokens: 9 } },
       ],
     })

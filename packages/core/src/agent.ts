@@ -16,11 +16,11 @@ import type { AuditLog } from './hitl/types.ts'
 import { HookChain } from './hooks.ts'
 import { type IdGenerator, randomIds } from './ids.ts'
 import { type Instrumentation, Instruments } from './instrumentation.ts'
+import { eventFields } from './machine/actors.ts'
 import { type AgentMachine, agentMachine } from './machine/agent-machine.ts'
 import { type AgentParts, bindAgentParts, createAgentParts } from './machine/agent-parts.ts'
 import type { AgentOutput, SteeringItem } from './machine/context.ts'
 import { type BudgetCheck, defaultRetryPolicy } from './machine/runtime.ts'
-import { eventFields } from './machine/actors.ts'
 import { withRunWorker } from './machine/worker.ts'
 import type { Message } from './messages.ts'
 import { type OutputSpec, outputSpec } from './output.ts'
@@ -259,8 +259,7 @@ export class Agent<TOutput = string> {
     const { run } = actor.getSnapshot().context
     this.#instruments.run(
       () => ({ kind: 'resume', agentId: this.id, runId: run.runId, carried }),
-      () =>
-        this.#events.emit({ ...eventFields(run), at: this.#clock.now(), type: 'run.start', input: run.input, resumed: true }),
+      () => this.#events.emit({ ...eventFields(run), at: this.#clock.now(), type: 'run.start', input: run.input, resumed: true }),
     )
   }
 

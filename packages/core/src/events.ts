@@ -36,8 +36,8 @@ export type ToolOutcome =
   | 'outcome_unknown'
 
 export type AgentEvent = EventBase &
+  /** `resumed`: a stored run this process continues (after a restart or a takeover); `input` is its first input. */
   (
-    /** `resumed`: a stored run this process continues (after a restart or a takeover); `input` is its first input. */
     | { type: 'run.start'; input: string; resumed?: true }
     | { type: 'run.end'; status: RunStatus; output?: string; error?: SerializedError; turns: number; usage: Usage }
     | { type: 'run.error'; error: SerializedError }

@@ -235,8 +235,7 @@ export class AgentSpans {
     const active = context.active()
     const activeSpan = trace.getSpan(active)
     const parented = activeSpan !== undefined && isSpanContextValid(activeSpan.spanContext())
-    const parent =
-      parented || event.parentRunId === undefined ? active : (openRuns.get(event.parentRunId)?.context ?? active)
+    const parent = parented || event.parentRunId === undefined ? active : (openRuns.get(event.parentRunId)?.context ?? active)
     const { model, providerName, server } = this.#options
     const span = this.#tracer.startSpan(
       `${Operation.invokeAgent} ${event.agentId}`,
