@@ -40,6 +40,7 @@ describe('@signalbox/core public surface', () => {
       'ToolError',
       'allow',
       'askHumanTool',
+      'askPerson',
       'createAgent',
       'decideApproval',
       'defaultRetryPolicy',

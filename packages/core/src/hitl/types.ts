@@ -102,6 +102,11 @@ export interface Question {
   agentPath?: string[]
   callId: string
   question: string
+  /**
+   * JSON Schema the answer must match, the answer text being that value as JSON (e.g. the fields
+   * an MCP server asks the user for): an answerer that can, shows a form.
+   */
+  answerSchema?: Record<string, unknown>
   deadline: number
   askedAt: number
 }

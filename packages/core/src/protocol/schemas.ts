@@ -100,6 +100,8 @@ export const QuestionMessage = envelope('question', {
   agentPath: agentPath.optional(),
   callId: id,
   question: z.string().min(1).max(16_384),
+  /** JSON Schema of the answer (the answer is that value as JSON text): answerers may show a form. */
+  answerSchema: z.record(z.string(), z.unknown()).optional(),
   deadline: epochMs,
   askedAt: epochMs,
 })
