@@ -117,13 +117,22 @@ export async function askPerson(context: ToolContext, text: string, options: Ask
     }
     recordQuietly(
       context,
-      rejectedAnswerAudit({ question: asked, answer: outcome.answer, reason: problem, at: clock.now(), toolName: options.toolName }),
+      rejectedAnswerAudit({
+        question: asked,
+        answer: outcome.answer,
+        reason: problem,
+        at: clock.now(),
+        toolName: options.toolName,
+      }),
     )
     if (asked.deadline <= clock.now()) {
       await timedOut(context, asked, options.toolName, clock)
       return { answered: false, question: asked, waitedMs: asked.deadline - firstAskedAt }
     }
-    asked = ask(`${text}\n\n(The answer "${clip(outcome.answer.answer)}" was not accepted: ${problem}. Please answer again.)`, asked.deadline)
+    asked = ask(
+      `${text}\n\n(The answer "${clip(outcome.answer.answer)}" was not accepted: ${problem}. Please answer again.)`,
+      asked.deadline,
+    )
   }
 }
 
