@@ -4,13 +4,14 @@ import { CliError } from './cli.ts'
 /**
  * The tools of the MCP server behind `--mcp`: a command line (started as a child process, no
  * shell) or an `http(s)://` URL (Streamable HTTP). `approve` names the tools that need a
- * reviewer's yes (comma-separated, or `all`). `close()` stops the server.
+ * reviewer's yes (comma-separated, or `all`); the others get the default of their annotations
+ * (`destructiveHint` asks). `mcp` is the toolset (for tracing); `close()` stops the server.
  */
 export async function loadMcpTools(
   spec: string,
   approve: string | undefined,
   signal: AbortSignal | undefined,
-): Promise<{ name: string; tools: Tool<any>[]; close(): Promise<void> }> {
+): Promise<{ name: string; tools: Tool<any>[]; mcp: import('@signalbox/mcp').McpToolset; close(): Promise<void> }> {
   const { mcpTools, parseCommandLine } = await import('@signalbox/mcp')
   const names = (approve ?? '')
     .split(',')
@@ -22,7 +23,7 @@ export async function loadMcpTools(
   try {
     const tools = await toolset.tools(signal ? { signal } : {})
     if (tools.length === 0) throw new CliError('MCP_NO_TOOLS', `the MCP server "${toolset.name}" offers no tools`)
-    return { name: toolset.name, tools, close: () => toolset.close() }
+    return { name: toolset.name, tools, mcp: toolset, close: () => toolset.close() }
   } catch (error) {
     await toolset.close()
     throw error

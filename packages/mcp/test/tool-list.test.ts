@@ -29,7 +29,7 @@ describe.each(TRANSPORTS)('our MCP server over %s', (transport: Transport) => {
     expect(denied.map((t) => t.name)).not.toContain('o_delete_record')
     expect(denied.map((t) => t.name)).toContain('o_lookup')
     const predicate = await (await toolset({ filter: (tool) => tool.annotations?.readOnlyHint === true })).tools()
-    expect(predicate.map((t) => t.name)).toEqual(['lookup', 'show_meta'])
+    expect(predicate.map((t) => t.name)).toEqual(['lookup', 'show_meta', 'out_of_stock', 'crash'])
     const typo = await toolset({ filter: { allow: ['lookup', 'lokup'] } })
     const error = await typo.tools().catch((e: unknown) => e)
     expect(error).toBeInstanceOf(ConfigError)

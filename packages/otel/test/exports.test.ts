@@ -22,6 +22,7 @@ describe('@signalbox/otel exports', () => {
       'parseTraceparent',
       'traceAgent',
       'traceAnswerer',
+      'traceMcp',
       'traceReviewer',
       'traceTools',
       'withRunAttributes',

@@ -113,6 +113,7 @@ export const toolsServe: Command = {
       import('@signalbox/actors/trust'),
     ])
     const tracing = await commandTracing(context, 'signalbox-tools')
+    if (tracing && 'mcp' in source) tracing.mcp(source.mcp as import('@signalbox/otel').InstrumentableMcp)
     const opened = await openBus(context, 'tools')
     const { subjects, url } = opened
     const bus = tracing ? tracing.bus(opened.bus) : opened.bus
