@@ -134,6 +134,7 @@ export function rolePermissions(role: Role, scope: PermissionScope = {}): RolePe
         { subject: `${P}.audit.${agent}.>`, why: 'its audit entries (durable publish)' },
         { subject: `${P}.tools.${tool}`, why: 'tool calls (requests)' },
         { subject: `${P}.tools.${tool}.describe`, why: 'remote tool descriptions (requests)' },
+        { subject: `${P}.tools`, why: 'what the tool hosts serve (request to every host)' },
         { subject: `${P}.errors.*`, why: 'rejections nobody could be told about' },
       )
       subscribe.push({ subject: control, why: 'cancel and status requests (answered through allow_responses)' })
@@ -163,6 +164,7 @@ export function rolePermissions(role: Role, scope: PermissionScope = {}): RolePe
       subscribe.push(
         { subject: `${P}.tools.${tool}`, why: 'tool calls (queue group signalbox-tools), answered through allow_responses' },
         { subject: `${P}.tools.${tool}.describe`, why: 'description requests' },
+        { subject: `${P}.tools`, why: 'tool list requests (every host answers, through allow_responses)' },
       )
       publish.push(
         { subject: `${P}.errors.*`, why: 'rejections nobody could be told about' },

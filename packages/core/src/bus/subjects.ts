@@ -16,6 +16,7 @@
  *   <prefix>.runs.<runId>.result           how a remote run ended (durable)
  *   <prefix>.heartbeats.<runId>            a parent's heartbeats for its remote child
  *   <prefix>.tools.<tool>.describe         a remote tool's description (request/reply)
+ *   <prefix>.tools                         what the tool hosts serve (request-many, every host answers)
  *   <prefix>.audit.<agent>.<kind>          audit trail
  *   <prefix>.errors.<component>            rejected messages nobody could be told about
  *   <prefix>.inspect.<runtime>             inspection relay
@@ -141,6 +142,8 @@ export interface Subjects {
   runHeartbeat(runId: string): string
   /** A remote tool's description (request/reply). */
   toolDescribe(toolName: string): string
+  /** What the tool hosts serve: every host answers (request-many). */
+  toolCatalog(): string
   /** Rejections of messages that had nobody to reply to, per component. */
   errors(component?: string): string
   inspect(runtimeId: string): string
@@ -171,6 +174,7 @@ export function createSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): Subject
     runResult: (runId) => `${prefix}.runs.${assertToken(runId)}.result`,
     runHeartbeat: (runId) => `${prefix}.heartbeats.${assertToken(runId)}`,
     toolDescribe: (toolName) => `${prefix}.tools.${assertToken(toolName)}.describe`,
+    toolCatalog: () => `${prefix}.tools`,
     errors: (component) => `${prefix}.errors.${component === undefined ? '>' : assertToken(component)}`,
     inspect: (runtimeId) => `${prefix}.inspect.${assertToken(runtimeId)}`,
     directory: () => `${prefix}.directory`,

@@ -190,6 +190,17 @@ export const ToolDescriptionMessage = envelope('tool.description', {
 })
 export type ToolDescriptionMessage = z.infer<typeof ToolDescriptionMessage>
 
+/** Anyone → every tool host, on `tools`: which tools do you serve? */
+export const ToolListMessage = envelope('tool.list', {})
+export type ToolListMessage = z.infer<typeof ToolListMessage>
+/** A tool host's answer: each tool it serves, described as `tool.describe` would. */
+export const ToolCatalogMessage = envelope('tool.catalog', {
+  /** The host (for logs; tools are addressed by name, never by host). */
+  hostId: z.string().min(1).max(256).optional(),
+  tools: z.array(ToolDescriptionMessage.omit({ v: true, type: true })).max(1000),
+})
+export type ToolCatalogMessage = z.infer<typeof ToolCatalogMessage>
+
 /** Any reply that is a failure: bad input, unknown tool, a tool that threw. */
 export const ErrorMessage = envelope('error', {
   error: WireError,
@@ -348,6 +359,8 @@ export const PROTOCOL_MESSAGES = {
   'tool.result': ToolResultMessage,
   'tool.describe': ToolDescribeMessage,
   'tool.description': ToolDescriptionMessage,
+  'tool.list': ToolListMessage,
+  'tool.catalog': ToolCatalogMessage,
   error: ErrorMessage,
   event: EventMessage,
   audit: AuditMessage,
