@@ -1,113 +1,87 @@
 /**
  * Installed as a user installs them (see installed.ts): the packed packages pass publint and
  * arethetypeswrong, ship no tests or scratch files, load in plain Node, type-check under
- * `tsc --strict --module nodenext`, run the `signalbox` command and an agent end to end against
- * the scripted model server, and run the README's first example exactly as written.
+ * `tsc --strict --module nodenext` (declaration files included) with zod 4 and with zod 3.25, run
+ * structured output, tools and a reviewer with either zod, run the `signalbox` command and an
+ * agent end to end against the scripted model server, and run the README's first example exactly
+ * as written.
  */
-import { readFileSync } from 'node:fs'
 import { readFile, rename, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { publint } from 'publint'
 import { formatMessage } from 'publint/utils'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildPackAndInstall, type Installed, mustRun, PACKAGES, ROOT, run } from './installed.ts'
+import {
+  AGENT_MODULE_TS,
+  CONSUMER_TS,
+  ENTRY_POINTS_TS,
+  readmeFirstExample,
+  TINY_AGENT_MJS,
+  zodConsumerTs,
+} from './consumer-files.ts'
+import {
+  buildAndPack,
+  type Installed,
+  installConsumer,
+  mustRun,
+  PACKAGES,
+  type Packed,
+  ROOT,
+  run,
+  ZOD_VERSIONS,
+  type ZodLine,
+} from './installed.ts'
 
 const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
 const attw = path.join(ROOT, 'node_modules', '.bin', 'attw')
 /** What a tarball must never carry. */
 const NOT_SHIPPED = /(^|\/)(test|tests|fixtures|scratch)\/|\.test\.[cm]?[jt]s$|(^|\/)\.p\d+\.mts$|\.tsbuildinfo$/
 
+let packed: Packed
+/** The consumer on zod 4; `consumers` has one per zod major. */
 let installed: Installed
+const consumers = {} as Record<ZodLine, Installed>
 let model: ScriptedModelServer
 
-/** The first ```ts block of the README, unchanged. */
-function readmeFirstExample(): string {
-  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8')
-  const match = /```ts\n([\s\S]*?)```/.exec(readme)
-  if (!match?.[1]) throw new Error('README.md has no ```ts code block')
-  return match[1]
-}
-
-const CONSUMER_TS = `import { createAgent, type RunResult, tool, ToolError } from '@signalbox/core'
-import { createInProcessBus, type Bus } from '@signalbox/core/bus'
-import { decodeMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
-import { startScriptedModelServer, type Scripts } from '@signalbox/core/testing'
-import { remoteReviewer, serveReviewer } from '@signalbox/actors'
-import { createLocalInspector } from '@signalbox/actors/inspect'
-import { connectNatsBus, type NatsBusOptions } from '@signalbox/actors/nats'
-import { createAgentSystem } from '@signalbox/actors/system'
-import { defineAgentModule } from '@signalbox/cli'
-import { mcpTools } from '@signalbox/mcp'
-import { z } from 'zod'
-
-const add = tool({
-  name: 'add',
-  description: 'Adds two numbers.',
-  schema: z.object({ a: z.number(), b: z.number() }),
-  execute: ({ a, b }) => {
-    const sum: number = a + b
-    return sum
-  },
-})
-const bus: Bus = createInProcessBus()
-const scripts: Scripts = { m: [{ content: 'hi' }] }
-const options: NatsBusOptions = { servers: 'nats://127.0.0.1:4222' }
-export const used = [add, bus, scripts, options, createAgent, ToolError, decodeMessage, PROTOCOL_VERSION, startScriptedModelServer,
-  remoteReviewer, serveReviewer, createLocalInspector, connectNatsBus, createAgentSystem, defineAgentModule, mcpTools]
-export async function output(result: Promise<RunResult>): Promise<string> {
-  return (await result).output
-}
-`
-
-const AGENT_MODULE_TS = `import { defineAgentModule } from '@signalbox/cli'
-import { tool } from '@signalbox/core'
-import { z } from 'zod'
-
-const add = tool({
-  name: 'add',
-  description: 'Adds two numbers.',
-  schema: z.object({ a: z.number(), b: z.number() }),
-  execute: ({ a, b }: { a: number; b: number }) => String(a + b),
-})
-
-export default defineAgentModule({ id: 'adder', instructions: 'You add numbers with the add tool.', tools: [add] })
-`
-
-const TINY_AGENT_MJS = `import { createAgent, OpenAIProvider, policyReviewer, tool } from '@signalbox/core'
-import { createInProcessBus } from '@signalbox/core/bus'
-import { remoteReviewer, serveReviewer } from '@signalbox/actors'
-import { z } from 'zod'
-
-const bus = createInProcessBus()
-const reviews = serveReviewer({ bus, reviewer: policyReviewer(() => true, { name: 'policy' }) })
-await reviews.ready
-const refund = tool({
-  name: 'refund',
-  description: 'Refunds an order.',
-  schema: z.object({ order: z.string() }),
-  needsApproval: true,
-  execute: ({ order }) => 'refunded ' + order,
-})
-const agent = createAgent({
-  id: 'shop',
-  provider: new OpenAIProvider({ baseURL: process.env.MODEL_URL, model: 'tiny' }),
-  tools: [refund],
-  reviewer: remoteReviewer({ bus }),
-})
-const events = []
-agent.on('tool.end', (event) => events.push(event.toolName + ':' + event.outcome))
-const result = await agent.run('Refund order 42, please.')
-reviews.close()
-await bus.close()
-console.log(JSON.stringify({ status: result.status, output: result.output, events }))
-`
-
 beforeAll(async () => {
-  installed = await buildPackAndInstall()
+  const built = await buildAndPack()
+  packed = built
+  const lines = Object.keys(ZOD_VERSIONS) as ZodLine[]
+  const projects = await Promise.all(lines.map((line) => installConsumer(built, line)))
+  lines.forEach((line, i) => {
+    consumers[line] = projects[i] as Installed
+  })
+  installed = consumers['zod 4']
   model = await startScriptedModelServer({
     scripts: {
       adder: [{ toolCalls: [{ name: 'add', arguments: { a: 2, b: 3 } }] }, { content: 'The sum is 5.' }],
+      ...Object.fromEntries(
+        (Object.keys(ZOD_VERSIONS) as ZodLine[]).map((line) => [
+          shopModel(line),
+          [
+            {
+              toolCalls: [
+                { name: 'lookup', arguments: { order: 'a-7' } },
+                { name: 'refund', arguments: { order: 'a-7', amount: 42 } },
+              ],
+            },
+            { content: '{"order":"a-7","refunded":42,"status":"done"}' },
+          ],
+        ]),
+      ),
+      ...Object.fromEntries(
+        (Object.keys(ZOD_VERSIONS) as ZodLine[]).map((line) => [
+          `${shopModel(line)}-ai-sdk`,
+          [
+            {
+              toolCalls: [{ name: 'lookup', arguments: { order: 'a-7', withItems: true } }],
+              usage: { promptTokens: 20, completionTokens: 5 },
+            },
+            { content: '{"order":"a-7","found":true}', usage: { promptTokens: 30, completionTokens: 7 } },
+          ],
+        ]),
+      ),
       tiny: [{ toolCalls: [{ name: 'refund', arguments: { order: '42' } }] }, { content: 'Order 42 is refunded.' }],
       'llama3.1': [
         { toolCalls: [{ name: 'book_ticket', arguments: { train: 3, seat_class: 'first' } }] },
@@ -119,8 +93,16 @@ beforeAll(async () => {
   await writeFile(path.join(installed.dir, 'consumer.ts'), CONSUMER_TS)
   await writeFile(path.join(installed.dir, 'agent.ts'), AGENT_MODULE_TS)
   await writeFile(path.join(installed.dir, 'tiny-agent.mjs'), TINY_AGENT_MJS)
-  await writeFile(path.join(installed.dir, 'readme-example.ts'), readmeFirstExample())
-}, 300_000)
+  for (const line of lines) {
+    const { dir } = consumers[line]
+    await writeFile(path.join(dir, 'readme-example.ts'), readmeFirstExample())
+    await writeFile(path.join(dir, 'entry-points.ts'), ENTRY_POINTS_TS)
+    await writeFile(path.join(dir, 'zod-consumer.ts'), zodConsumerTs(line))
+    if (line !== 'zod 4') await writeFile(path.join(dir, 'consumer.ts'), CONSUMER_TS)
+  }
+}, 400_000)
+
+const shopModel = (line: ZodLine) => `shop-${line.replace(/\W+/g, '-')}`
 
 // Type-checking and CLI runs are slow on a loaded machine; nothing here measures time.
 const SLOW = 120_000
@@ -129,7 +111,7 @@ const TSC_TIMEOUT = 300_000
 
 afterAll(async () => {
   await model?.close()
-  await installed?.remove()
+  await packed?.remove()
 })
 
 // Checks that only read run side by side; the last one hides tsx, so it runs alone after them.
@@ -173,7 +155,7 @@ describe.concurrent('installed from the tarballs, outside the workspace', { time
     const script = `
       const entries = ['@signalbox/core', '@signalbox/core/bus', '@signalbox/core/protocol', '@signalbox/core/testing',
         '@signalbox/actors', '@signalbox/actors/nats', '@signalbox/actors/inspect', '@signalbox/actors/system',
-        '@signalbox/mcp', '@signalbox/cli']
+        '@signalbox/ai-sdk', '@signalbox/mcp', '@signalbox/cli']
       const loaded = {}
       for (const e of entries) loaded[e] = Object.keys(await import(e)).length
       const refused = []
@@ -197,19 +179,6 @@ describe.concurrent('installed from the tarballs, outside the workspace', { time
     })
     expect(nested.stdout.trim()).toBe('')
   })
-
-  it(
-    'a consumer file and the README example type-check with tsc --strict --module nodenext',
-    async () => {
-      const ran = await run('node', [tsc, '--strict', '--module', 'nodenext', '--noEmit', 'consumer.ts', 'readme-example.ts'], {
-        cwd: installed.dir,
-        timeoutMs: TSC_TIMEOUT - 5_000,
-      })
-      expect(`${ran.stdout}${ran.stderr}`).toBe('')
-      expect(ran.code).toBe(0)
-    },
-    TSC_TIMEOUT,
-  )
 
   it('`npx signalbox --help` runs the built CLI with plain node', async () => {
     const ran = await mustRun('npx', ['--no-install', 'signalbox', '--help'], { cwd: installed.dir })
@@ -248,6 +217,66 @@ describe.concurrent('installed from the tarballs, outside the workspace', { time
     expect(requests).toHaveLength(3)
     expect(requests[1]?.messages.at(-1)).toMatchObject({ role: 'tool' })
     expect(JSON.stringify(requests[1]?.messages.at(-1))).toContain('Blocked by policy')
+  })
+})
+
+describe.concurrent.each(Object.keys(ZOD_VERSIONS) as ZodLine[])('installed with %s', (line) => {
+  it(
+    'the consumer files, the README example and every declaration file of every entry point type-check (tsc --strict --module nodenext, skipLibCheck off)',
+    async () => {
+      const files = ['consumer.ts', 'readme-example.ts', 'entry-points.ts', 'zod-consumer.ts']
+      const ran = await run('node', [tsc, '--strict', '--module', 'nodenext', '--skipLibCheck', 'false', '--noEmit', ...files], {
+        cwd: consumers[line].dir,
+        timeoutMs: TSC_TIMEOUT - 5_000,
+      })
+      expect(`${ran.stdout}${ran.stderr}`).toBe('')
+      expect(ran.code).toBe(0)
+    },
+    TSC_TIMEOUT,
+  )
+
+  it('structured output, a zod 4 tool, a zod 3 tool and a reviewer over the bus run, on OpenAIProvider and on an AI SDK provider, and nothing is printed on stderr', async () => {
+    const ran = await mustRun('npx', ['--no-install', 'tsx', 'zod-consumer.ts'], {
+      cwd: consumers[line].dir,
+      env: { MODEL_URL: model.url, MODEL: shopModel(line) },
+    })
+    // zod 3.25's converter printed "Invalid target: draft-07" for every tool.
+    expect(ran.stderr).toBe('')
+    const out = JSON.parse(ran.stdout.trim().split('\n').at(-1) ?? '{}') as {
+      status: string
+      receipt: unknown
+      events: string[]
+      aiSdk: unknown
+    }
+    expect(out.status).toBe('done')
+    expect(out.receipt).toEqual({ order: 'a-7', refunded: 42, status: 'done' })
+    expect(out.events.sort()).toEqual(['decided:true:policy', 'lookup:executed', 'refund:executed'])
+    const [first, second] = model.requestsFor(shopModel(line))
+    expect(first?.tools.find((t) => t.name === 'lookup')?.parameters).toEqual({
+      type: 'object',
+      properties: { order: { type: 'string' }, withItems: { type: 'boolean', default: false } },
+      required: ['order'],
+    })
+    expect(first?.tools.find((t) => t.name === 'refund')?.parameters).toMatchObject({
+      properties: { order: { type: 'string', minLength: 1 }, amount: { type: 'number', exclusiveMinimum: 0 } },
+      required: ['order', 'amount'],
+    })
+    expect(first?.body).toMatchObject({
+      response_format: {
+        type: 'json_schema',
+        json_schema: {
+          strict: true,
+          schema: { required: ['order', 'refunded', 'status'], additionalProperties: false },
+        },
+      },
+    })
+    // Each tool's output as the model read it: zod 3 filled the default, the zod 4 schema checked the amount.
+    expect(second?.messages.slice(-2).map((m) => m.content)).toEqual(['{"order":"a-7","items":false}', 'refunded 42.00 on A-7'])
+    // On @ai-sdk/openai-compatible: the zod 3 tool ran, the answer was parsed, usage counted.
+    expect(out.aiSdk).toEqual({ found: { order: 'a-7', found: true }, tokens: 62 })
+    const viaAiSdk = model.requestsFor(`${shopModel(line)}-ai-sdk`)
+    expect(viaAiSdk[1]?.messages.at(-1)).toMatchObject({ role: 'tool', content: '{"order":"a-7","items":true}' })
+    expect(viaAiSdk[0]?.body).toMatchObject({ response_format: { type: 'json_schema' } })
   })
 })
 

@@ -1,6 +1,6 @@
 /**
  * The packages as a user gets them: built once, packed with pnpm (which applies `publishConfig`),
- * and installed with npm into a fresh project outside the workspace. Shared by the tests in this
+ * and installed with npm into fresh projects outside the workspace (one per zod major). Shared by the tests in this
  * folder; dependencies (openai, xstate, zod...) come from npm's cache when they are there.
  */
 import { execFile } from 'node:child_process'
@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-export const PACKAGES = ['core', 'actors', 'mcp', 'console', 'otel', 'cli'] as const
+export const PACKAGES = ['core', 'actors', 'ai-sdk', 'mcp', 'console', 'otel', 'cli'] as const
 export type PackageDir = (typeof PACKAGES)[number]
 
 const execFileAsync = promisify(execFile)
@@ -48,23 +48,32 @@ export async function mustRun(command: string, args: string[], options: Paramete
   return ran
 }
 
+/** The zod a consumer installs: the peer range's two majors. */
+export const ZOD_VERSIONS = { 'zod 4': '^4.0.0', 'zod 3.25': '~3.25.0' } as const
+export type ZodLine = keyof typeof ZOD_VERSIONS
+
+export interface Packed {
+  /** Tarball path per package folder. */
+  tarballs: Record<PackageDir, string>
+  /** Deletes the tarballs and every project installed from them. */
+  remove(): Promise<void>
+}
+
 export interface Installed {
   /** The consumer project, outside the workspace. */
   dir: string
   /** Tarball path per package folder. */
   tarballs: Record<PackageDir, string>
-  /** Deletes the project and the tarballs. */
-  remove(): Promise<void>
 }
 
-/** Builds, packs and installs the packages (plus zod 4, tsx and Node's types) into a new project. */
-export async function buildPackAndInstall(): Promise<Installed> {
+let projects = 0
+
+/** Builds the packages and packs each with pnpm (which applies `publishConfig`), into a temporary folder. */
+export async function buildAndPack(): Promise<Packed & { base: string }> {
   await mustRun('pnpm', ['build'], { cwd: ROOT, timeoutMs: 120_000 })
   const base = await mkdtemp(path.join(tmpdir(), 'signalbox-consumer-'))
   const packs = path.join(base, 'packs')
-  const dir = path.join(base, 'app')
   await mkdir(packs)
-  await mkdir(dir)
   await Promise.all(
     PACKAGES.map((name) => mustRun('pnpm', ['pack', '--pack-destination', packs], { cwd: path.join(ROOT, 'packages', name) })),
   )
@@ -76,13 +85,24 @@ export async function buildPackAndInstall(): Promise<Installed> {
       return [name, path.join(packs, file)]
     }),
   ) as Record<PackageDir, string>
+  return { base, tarballs, remove: () => rm(base, { recursive: true, force: true }) }
+}
+
+/**
+ * Installs the tarballs, the given zod, an AI SDK provider package, tsx and Node's types into a
+ * new project beside them.
+ */
+export async function installConsumer(packed: Packed & { base: string }, zod: ZodLine): Promise<Installed> {
+  const dir = path.join(packed.base, `app${++projects}`)
+  await mkdir(dir)
   const manifest = {
     name: 'signalbox-consumer',
     private: true,
     type: 'module',
     dependencies: {
-      ...Object.fromEntries(PACKAGES.map((name) => [`@signalbox/${name}`, `file:${tarballs[name]}`])),
-      zod: '^4.0.0',
+      ...Object.fromEntries(PACKAGES.map((name) => [`@signalbox/${name}`, `file:${packed.tarballs[name]}`])),
+      zod: ZOD_VERSIONS[zod],
+      '@ai-sdk/openai-compatible': '^2.0.0',
       tsx: '^4.0.0',
       '@types/node': '^20.19.0',
     },
@@ -92,5 +112,5 @@ export async function buildPackAndInstall(): Promise<Installed> {
     cwd: dir,
     timeoutMs: 150_000,
   })
-  return { dir, tarballs, remove: () => rm(base, { recursive: true, force: true }) }
+  return { dir, tarballs: packed.tarballs }
 }

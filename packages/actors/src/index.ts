@@ -13,6 +13,7 @@ export { type AuditFilter, busAuditLog, matchesAudit, readAudit } from './audit/
 export { type AnswerServiceOptions, serveAnswerer } from './questions/answer-service.ts'
 export { type RemoteAnswerer, type RemoteAnswererOptions, remoteAnswerer } from './questions/remote-answerer.ts'
 export type { RequestService, ServiceMode } from './requests/request-service.ts'
+export { RequestWithdrawnError, type WithdrawalReason, withdrawalOf } from './requests/withdrawal.ts'
 export {
   ApprovalInvalidError,
   type ApprovalRefusal,

@@ -4,6 +4,7 @@ import * as nats from '@signalbox/actors/nats'
 import * as store from '@signalbox/actors/store'
 import * as system from '@signalbox/actors/system'
 import * as trust from '@signalbox/actors/trust'
+import { ErrorCode, SignalboxError } from '@signalbox/core'
 import { describe, expect, it } from 'vitest'
 import manifest from '../package.json' with { type: 'json' }
 
@@ -18,6 +19,7 @@ describe('@signalbox/actors public surface', () => {
       'ApprovalInvalidError',
       'ApprovalRequiredError',
       'DEFAULT_APPROVAL_CLOCK_SKEW_MS',
+      'RequestWithdrawnError',
       'TOOL_QUEUE_GROUP',
       'busAuditLog',
       'connectAgent',
@@ -33,6 +35,7 @@ describe('@signalbox/actors public surface', () => {
       'serveReviewer',
       'serveTools',
       'watchEvents',
+      'withdrawalOf',
     ])
   })
 
@@ -97,6 +100,30 @@ describe('@signalbox/actors public surface', () => {
       'startInspectionRelay',
       'statechartToMermaid',
     ])
+  })
+
+  it('every error class it exports is a SignalboxError (is() works across copies of the package)', () => {
+    const errors = Object.entries({ ...root, ...nats, ...system, ...inspect, ...trust, ...store }).filter(
+      ([name, value]) => typeof value === 'function' && name.endsWith('Error'),
+    )
+    expect(errors.map(([name]) => name).sort()).toEqual([
+      'ApprovalInvalidError',
+      'ApprovalRequiredError',
+      'ChildRunError',
+      'NatsConnectError',
+      'NatsCredentialsError',
+      'PermissionScopeError',
+      'RequestWithdrawnError',
+      'SigningKeyError',
+      'TrustPolicyError',
+    ])
+    for (const [name, value] of errors) {
+      expect((value as { prototype: unknown }).prototype, name).toBeInstanceOf(SignalboxError)
+      expect((value as { is: unknown }).is, name).toBe(SignalboxError.is)
+    }
+    expect(() => trust.rolePermissions('nobody' as trust.Role)).toThrow(
+      expect.objectContaining({ code: ErrorCode.PERMISSION_SCOPE_INVALID, fault: 'user' }),
+    )
   })
 
   it('keeps its request plumbing and the core bus out of every entry point', () => {

@@ -18,6 +18,7 @@
  */
 import { type Answerer, ConfigError, type Hooks, type Tool } from '@signalbox/core'
 import type { Bus, Subjects } from '@signalbox/core/bus'
+import { isName, NAME_RULE } from '@signalbox/core/internal'
 import type { Scripts } from '@signalbox/core/testing'
 
 export interface AgentModuleContext {
@@ -61,8 +62,6 @@ export interface AgentModule {
   input?: string
 }
 
-const AGENT_ID = /^[a-zA-Z0-9_-]{1,64}$/
-
 /** Checks an agent module definition and returns it (use it as the module's default export). */
 export function defineAgentModule<M extends AgentModule>(definition: M): M {
   const problems = agentModuleProblems(definition)
@@ -77,8 +76,7 @@ export function agentModuleProblems(value: unknown): string[] {
     return ['the default export must be an object: export default defineAgentModule({ id, instructions, ... })']
   const m = value as Record<string, unknown>
   const problems: string[] = []
-  if (typeof m.id !== 'string' || !AGENT_ID.test(m.id))
-    problems.push(`id must be 1-64 letters, digits, "_" or "-" (got ${JSON.stringify(m.id)})`)
+  if (!isName(m.id)) problems.push(`id must be ${NAME_RULE} (got ${JSON.stringify(m.id)})`)
   if (typeof m.instructions !== 'string' || m.instructions.trim() === '')
     problems.push('instructions must be a non-empty string (the system prompt)')
   if (m.tools !== undefined && typeof m.tools !== 'function') {

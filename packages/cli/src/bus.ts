@@ -58,7 +58,7 @@ export async function openBus(context: CommandContext, role: string): Promise<{ 
     })
     return { bus, subjects, url }
   } catch (error) {
-    if (error instanceof AbortedError || signal.aborted) {
+    if (AbortedError.is(error) || signal.aborted) {
       throw new CliError(
         'BUS_CONNECT_FAILED',
         `could not reach NATS at ${url} within ${CONNECT_TIMEOUT_MS / 1000} s (is nats-server running, with JetStream: -js?)`,

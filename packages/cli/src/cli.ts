@@ -3,25 +3,17 @@
  * `parseArgs` (strict), global flags shared by all, help generated from the same definitions.
  */
 import { parseArgs } from 'node:util'
+import { ErrorCode, SignalboxError } from '@signalbox/core'
 import { CONNECTION_OPTIONS } from './connection-flags.ts'
 import { type Colors, createColorizer } from './output.ts'
 
-/**
- * `DEFAULT_PREFIX` of @signalbox/core (a test keeps them equal). Not imported: this
- * module and `main.ts` stay free of the runtime so `--help` and usage errors answer at once.
- */
+/** `DEFAULT_SUBJECT_PREFIX` of @signalbox/core/bus (a test keeps them equal), without loading the bus. */
 export const DEFAULT_PREFIX = 'signalbox.v1'
 
-/** The CLI's own errors, shaped like `SignalboxError` (a stable `code`), without loading the runtime. */
-export class CodedError extends Error {
-  readonly code: string
-  readonly fault = 'user' as const
-  readonly details: Record<string, unknown> | undefined
-  constructor(code: string, message: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause })
-    this.name = new.target.name
-    this.code = code
-    this.details = options.details
+/** The CLI's own errors: the person at the command line has to act. */
+export class CodedError extends SignalboxError {
+  constructor(code: ErrorCode, message: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
+    super(code, message, { ...options, fault: 'user' })
   }
 }
 
@@ -95,7 +87,7 @@ export const EXIT = { ok: 0, failed: 1, usage: 2, cancelled: 130 } as const
 export class UsageError extends CodedError {
   readonly command: Command | undefined
   constructor(message: string, command?: Command) {
-    super('USAGE', message)
+    super(ErrorCode.USAGE, message)
     this.command = command
   }
 }

@@ -21,7 +21,7 @@ export async function importUserModule(spec: string, cwd: string): Promise<{ fil
       return { file, exports: (await import(`${url}?ts-loader`)) as Record<string, unknown> }
     }
   } catch (error) {
-    if (error instanceof CliError) throw error
+    if (CliError.is(error)) throw error
     const detail = error instanceof Error ? error.message : String(error)
     throw new CliError('MODULE_LOAD_FAILED', `could not load ${spec}: ${detail}`, { cause: error })
   }

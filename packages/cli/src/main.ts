@@ -107,7 +107,7 @@ export async function main(argv: string[], io: CommandIO = defaultIO()): Promise
     const context: CommandContext = { ...parsed, io, c, out, err, command }
     return await command.run(context)
   } catch (error) {
-    if (error instanceof UsageError) {
+    if (UsageError.is(error)) {
       const usageOf = error.command ?? command
       err(`${ce.red('error [USAGE]')}: ${error.message}`)
       err('')

@@ -1,5 +1,6 @@
 /** Colours and the one-line renderings of events, ids and times shared by the commands. */
-import type { AgentEvent } from '@signalbox/core'
+import type { AgentEvent, RunStatus } from '@signalbox/core'
+import { formatDuration } from '@signalbox/core/internal'
 import pc from 'picocolors'
 
 export type Colors = ReturnType<typeof pc.createColors>
@@ -53,13 +54,8 @@ export function quote(text: string, max = 120): string {
   return flat.length > max ? `${flat.slice(0, max - 2)}…"` : flat
 }
 
-export function formatDuration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)} ms`
-  if (ms < 9_950) return `${(ms / 1000).toFixed(1)} s`
-  const seconds = Math.round(ms / 1000)
-  if (seconds < 60) return `${seconds} s`
-  return `${Math.floor(seconds / 60)} min ${seconds % 60} s`
-}
+/** A measured time on a terminal line: `12 ms`, `1.5 s`, `1 min 5 s`. */
+export const formatElapsed = (ms: number): string => formatDuration(ms, 'elapsed')
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
 
@@ -67,12 +63,17 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
  * The key fields of one event, on one line (without time, agent and run). `undefined` for
  * events not worth a line of their own (`text.delta`: the watcher coalesces them).
  */
+/** How a finished run's status is colored: green done, yellow cancelled, red failed. */
+export function statusColor(status: RunStatus, c: Colors): (s: string) => string {
+  return status === 'done' ? c.green : status === 'cancelled' ? c.yellow : c.red
+}
+
 export function describeEvent(event: AgentEvent, c: Colors): { label: string; color: (s: string) => string; detail: string } {
   switch (event.type) {
     case 'run.start':
       return { label: event.type, color: c.bold, detail: quote(event.input) }
     case 'run.end': {
-      const color = event.status === 'done' ? c.green : event.status === 'cancelled' ? c.yellow : c.red
+      const color = statusColor(event.status, c)
       const parts = [color(event.status), plural(event.turns, 'turn'), `${event.usage.totalTokens} tokens`]
       if (event.error) parts.push(`${event.error.code}: ${event.error.message}`)
       return { label: event.type, color, detail: parts.join(' · ') }
@@ -96,14 +97,14 @@ export function describeEvent(event: AgentEvent, c: Colors): { label: string; co
       const parts = [event.finishReason]
       if (event.message.content) parts.push(quote(event.message.content, 90))
       if (calls.length > 0) parts.push(`→ ${calls.join(', ')}`)
-      parts.push(formatDuration(event.durationMs))
+      parts.push(formatElapsed(event.durationMs))
       return { label: event.type, color: c.blue, detail: parts.join(' · ') }
     }
     case 'model.retry':
       return {
         label: event.type,
         color: c.yellow,
-        detail: `attempt ${event.attempt} failed (${event.error.code}), retry in ${formatDuration(event.delayMs)}`,
+        detail: `attempt ${event.attempt} failed (${event.error.code}), retry in ${formatElapsed(event.delayMs)}`,
       }
     case 'text.delta':
       return { label: 'text', color: c.dim, detail: quote(event.delta) }
@@ -119,7 +120,7 @@ export function describeEvent(event: AgentEvent, c: Colors): { label: string; co
       return {
         label: event.type,
         color,
-        detail: `${event.toolName} · ${color(event.outcome)} · ${formatDuration(event.durationMs)} · ${quote(event.output, 100)}`,
+        detail: `${event.toolName} · ${color(event.outcome)} · ${formatElapsed(event.durationMs)} · ${quote(event.output, 100)}`,
       }
     }
     case 'approval.requested': {
@@ -136,7 +137,7 @@ export function describeEvent(event: AgentEvent, c: Colors): { label: string; co
       return {
         label: event.type,
         color: c.yellow,
-        detail: `${event.request.toolName} ${verdict} by ${decision.reviewer}${decision.reason ? ` · ${quote(decision.reason)}` : ''} · ${formatDuration(event.latencyMs)}`,
+        detail: `${event.request.toolName} ${verdict} by ${decision.reviewer}${decision.reason ? ` · ${quote(decision.reason)}` : ''} · ${formatElapsed(event.latencyMs)}`,
       }
     }
     case 'approval.timeout':
@@ -161,7 +162,7 @@ export function describeEvent(event: AgentEvent, c: Colors): { label: string; co
       return {
         label: event.type,
         color: c.yellow,
-        detail: `${quote(event.answer)} by ${event.answeredBy} · ${formatDuration(event.latencyMs)}`,
+        detail: `${quote(event.answer)} by ${event.answeredBy} · ${formatElapsed(event.latencyMs)}`,
       }
     case 'question.timeout':
       return { label: event.type, color: c.red, detail: `no answer to ${quote(event.question.question)}` }

@@ -6,7 +6,7 @@
  */
 import type { Answer, Answerer, ApprovalDecision, ApprovalRequest, Question, Reviewer } from '@signalbox/core'
 import { AbortedError, decideApproval } from '@signalbox/core'
-import { type Colors, clockTime, formatDuration, quote } from './output.ts'
+import { type Colors, clockTime, formatElapsed, quote } from './output.ts'
 import type { Prompter } from './prompter.ts'
 
 export type AutoVerdict = 'approve' | 'deny'
@@ -60,12 +60,12 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
 
   const timeLeft = (deadline: number) => {
     const left = deadline - now()
-    return left <= 0 ? c.red('expired') : `${formatDuration(left)} (until ${clockTime(deadline)})`
+    return left <= 0 ? c.red('expired') : `${formatElapsed(left)} (until ${clockTime(deadline)})`
   }
 
   const shortTimeLeft = (deadline: number) => {
     const left = deadline - now()
-    return left <= 0 ? 'expired' : `${formatDuration(left)} left`
+    return left <= 0 ? 'expired' : `${formatElapsed(left)} left`
   }
 
   function requestBlock(request: ApprovalRequest): string {
@@ -225,7 +225,7 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
     decided(request, decision, extra = {}) {
       const verdict = decision.approved ? c.green('✔ approved') : c.red('✘ denied')
       const what = request ? describeCall(request) : c.dim(`(call ${decision.callId})`)
-      const latency = request ? ` · ${formatDuration(decision.decidedAt - request.requestedAt)}` : ''
+      const latency = request ? ` · ${formatElapsed(decision.decidedAt - request.requestedAt)}` : ''
       const by = extra.elsewhere
         ? `by ${c.bold(decision.reviewer)} ${c.dim('(another reviewer)')}`
         : `by ${c.bold(decision.reviewer)}`

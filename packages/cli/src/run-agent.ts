@@ -43,7 +43,7 @@ import { CliError, type CommandContext, EXIT, NO_BUS_MESSAGE, UsageError } from 
 import { parseMs } from './commands/status.ts'
 import { whoIsAt } from './identity.ts'
 import { loadAgentModule } from './load-module.ts'
-import { type Colors, eventLine, formatDuration, quote } from './output.ts'
+import { type Colors, eventLine, formatElapsed, quote } from './output.ts'
 import { createPrompter, type Prompter } from './prompter.ts'
 import { type AutoVerdict, createReviewConsole } from './review-console.ts'
 import { commandTracing } from './tracing.ts'
@@ -127,7 +127,7 @@ export async function runAgent(context: CommandContext): Promise<number> {
         ...(model ? { model } : {}),
       })
     } catch (error) {
-      if (error instanceof ConfigError)
+      if (ConfigError.is(error))
         throw new CliError(
           'NO_MODEL',
           "no model: pass --model <name> (or set SIGNALBOX_MODEL), or --scripted to play the module's script offline",
@@ -170,7 +170,7 @@ export async function runAgent(context: CommandContext): Promise<number> {
         remote = await findRemoteTools(bus, subjects, def.remoteTools, waitToolsMs, () =>
           context.err(
             c.dim(
-              `waiting up to ${formatDuration(waitToolsMs)} for a tool host serving ${def.remoteTools?.join(', ')} (signalbox tools serve <module> --prefix ${subjects.prefix})...`,
+              `waiting up to ${formatElapsed(waitToolsMs)} for a tool host serving ${def.remoteTools?.join(', ')} (signalbox tools serve <module> --prefix ${subjects.prefix})...`,
             ),
           ),
         )
@@ -284,7 +284,7 @@ export async function runAgent(context: CommandContext): Promise<number> {
     try {
       result = await handle.result
     } catch (error) {
-      if (!(error instanceof RunFailedError)) throw error
+      if (!RunFailedError.is(error)) throw error
       result = error.result
     }
 
@@ -333,7 +333,7 @@ async function findRemoteTools(
     try {
       return await discoverTools({ bus, subjects, names, timeoutMs: 2_000 })
     } catch (error) {
-      if (!(error instanceof BusNoRespondersError || error instanceof BusTimeoutError)) throw error
+      if (!(BusNoRespondersError.is(error) || BusTimeoutError.is(error))) throw error
       if (Date.now() >= deadline) {
         const missing = names.filter((name) => error.subject === subjects.toolDescribe(name))
         throw new CliError(
@@ -384,7 +384,7 @@ function traceRun(c: Colors, mode: 'embedded' | 'nats', subjects: Subjects, writ
 }
 
 function printResult(print: (line: string) => void, c: Colors, result: RunResult, durationMs: number): void {
-  const summary = `${result.turns} turn${result.turns === 1 ? '' : 's'} · ${result.usage.totalTokens} tokens · ${formatDuration(durationMs)}`
+  const summary = `${result.turns} turn${result.turns === 1 ? '' : 's'} · ${result.usage.totalTokens} tokens · ${formatElapsed(durationMs)}`
   print('')
   if (result.status === 'done') {
     print(c.bold('Final answer'))
@@ -403,7 +403,7 @@ function printAudit(print: (line: string) => void, c: Colors, entries: AuditEntr
   print(c.bold('Audit'))
   for (const entry of entries) {
     const reason = entry.reason ? ` ${quote(entry.reason, 80)}` : ''
-    const latency = entry.latencyMs === undefined ? '' : c.dim(` · ${formatDuration(entry.latencyMs)}`)
+    const latency = entry.latencyMs === undefined ? '' : c.dim(` · ${formatElapsed(entry.latencyMs)}`)
     print(`  ${entry.kind.padEnd(18)} ${entry.toolName ?? '-'} · ${entry.actor}: ${entry.decision ?? ''}${reason}${latency}`)
   }
 }

@@ -6,6 +6,7 @@
  * `console`): the same file, read for whose requests, decisions and answers to believe.
  * Runtime-free until the files are read.
  */
+import type { ErrorCode } from '@signalbox/core'
 import { CliError, type CommandContext, type OptionSpec, UsageError } from './cli.ts'
 
 export const TRUST_OPTIONS: Record<string, OptionSpec> = {
@@ -84,7 +85,7 @@ export async function agentTrustFrom(context: CommandContext): Promise<AgentTrus
   return { trust, signer, trustFile, signingKeyFile }
 }
 
-async function readText(context: CommandContext, file: string, what: string, code: string): Promise<string> {
+async function readText(context: CommandContext, file: string, what: string, code: ErrorCode): Promise<string> {
   const [{ readFile }, path] = await Promise.all([import('node:fs/promises'), import('node:path')])
   try {
     return await readFile(path.resolve(context.io.cwd, file), 'utf8')

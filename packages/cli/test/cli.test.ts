@@ -4,10 +4,10 @@ import { ConfigError, SignalboxError } from '@signalbox/core'
 import { DEFAULT_SUBJECT_PREFIX } from '@signalbox/core/bus'
 import { describe, expect, it } from 'vitest'
 import { agentModuleProblems, defineAgentModule } from '../src/agent-module.ts'
-import { commandHelp, DEFAULT_PREFIX } from '../src/cli.ts'
+import { CliError, commandHelp, DEFAULT_PREFIX, UsageError } from '../src/cli.ts'
 import { DEFAULT_CLOCK_SKEW_MS, DEFAULT_TOOL_QUEUE } from '../src/commands/tools-serve.ts'
 import { COMMANDS, formatError } from '../src/main.ts'
-import { colorsEnabled, formatDuration, linePrefixer, shortId } from '../src/output.ts'
+import { colorsEnabled, formatElapsed, linePrefixer, shortId } from '../src/output.ts'
 import { runMain } from './helpers.ts'
 
 describe('help', () => {
@@ -86,6 +86,12 @@ describe('errors', () => {
     expect(formatError(new Error('boom'))).toBe('error [UNEXPECTED]: boom')
   })
 
+  it("the command's own errors are SignalboxErrors (the person at the command line acts)", () => {
+    expect(SignalboxError.is(new UsageError('no'), 'USAGE')).toBe(true)
+    expect(new CliError('NO_BUS', 'no bus')).toMatchObject({ name: 'CliError', code: 'NO_BUS', fault: 'user' })
+    expect(UsageError.is(new CliError('NO_BUS', 'no bus'))).toBe(false)
+  })
+
   it('a missing module is a clear error, exit 1', async () => {
     const result = await runMain(['tools', 'serve', 'nowhere/tools.ts', '--nats', 'nats://127.0.0.1:4222'])
     expect(result.code).toBe(1)
@@ -127,10 +133,10 @@ describe('output', () => {
   it('short ids, durations', () => {
     expect(shortId('run_3f2a9c1e-1442-4fcf-a815-376570538465')).toBe('run_3f2a9c1e')
     expect(shortId('run_gate_1')).toBe('run_gate_1')
-    expect(formatDuration(12)).toBe('12 ms')
-    expect(formatDuration(1_540)).toBe('1.5 s')
-    expect(formatDuration(59_600)).toBe('1 min 0 s')
-    expect(formatDuration(119_999)).toBe('2 min 0 s')
+    expect(formatElapsed(12)).toBe('12 ms')
+    expect(formatElapsed(1_540)).toBe('1.5 s')
+    expect(formatElapsed(59_600)).toBe('1 min 0 s')
+    expect(formatElapsed(119_999)).toBe('2 min 0 s')
   })
 
   it('prefixes every line of a stream, partial lines included', () => {

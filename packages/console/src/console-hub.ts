@@ -15,11 +15,21 @@ import {
   serveAnswerer,
   serveReviewer,
   watchEvents,
+  withdrawalOf,
 } from '@signalbox/actors'
 import { isInspectorWireEvent } from '@signalbox/actors/inspect'
 import { agentKeysPolicy, type Signer, type TrustPolicy } from '@signalbox/actors/trust'
-import { AbortedError, type Answer, type ApprovalDecision, type AuditEntry, type Clock, systemClock } from '@signalbox/core'
+import {
+  AbortedError,
+  type Answer,
+  type ApprovalDecision,
+  type AuditEntry,
+  type Clock,
+  SignalboxError,
+  systemClock,
+} from '@signalbox/core'
 import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { finishedStatus } from '@signalbox/core/internal'
 import { eventView, ObservedEvent } from './event-view.ts'
 import type { InboxItem, RunView, ServerMessage, SettledItem, SettledOutcome } from './view-model.ts'
 
@@ -154,10 +164,10 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       let waiting = true
       const onAbort = () => {
         waiting = false
-        const why = signal.reason instanceof Error ? signal.reason.message : String(signal.reason ?? '')
+        const withdrawal = withdrawalOf(signal.reason)
         // Settled elsewhere: the settlement watcher reports who. A stop leaves the item for others.
-        if (/expired/.test(why) || clock.now() >= item.deadline) settle(item.id, 'timed out', undefined)
-        else if (!/settled elsewhere/.test(why)) pending.delete(item.id)
+        if (withdrawal === 'expired' || clock.now() >= item.deadline) settle(item.id, 'timed out', undefined)
+        else if (withdrawal !== 'settled-elsewhere') pending.delete(item.id)
         reject(signal.reason ?? new AbortedError('withdrawn'))
       }
       const settleHere = (reply: ApprovalDecision | Answer): boolean => {
@@ -178,17 +188,22 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
   const group = `console-${randomUUID()}`
   const trust = options.agentKeys?.length ? agentKeysPolicy(options.agentKeys, options.agentId, options.trust) : options.trust
   const signer = options.signer ? { signer: options.signer } : {}
+  // Every console sees every request, signs with its own key, and counts only the policy's
+  // reviewers and answerers as settling elsewhere (a forged reply must not drop a request).
+  const asPerson = {
+    bus,
+    subjects,
+    ...scope,
+    mode: 'broadcast' as const,
+    group,
+    clock,
+    ...(trust ? { trust } : {}),
+    ...signer,
+  }
   const origins = new Map<string, RequestOrigin>()
   services.push(
     serveReviewer({
-      bus,
-      subjects,
-      ...scope,
-      mode: 'broadcast',
-      group,
-      clock,
-      ...(trust ? { trust } : {}),
-      ...signer,
+      ...asPerson,
       onRequest: (request, origin) => origins.set(request.requestId, origin),
       ...(options.onRefused ? { onRefused: (request, reason) => options.onRefused?.(request.requestId, reason) } : {}),
       reviewer: {
@@ -221,15 +236,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       onError,
     }),
     serveAnswerer({
-      bus,
-      subjects,
-      ...scope,
-      mode: 'broadcast',
-      group,
-      clock,
-      // Only the policy's answerers answer elsewhere: a forged answer must not drop the question.
-      ...(trust ? { trust } : {}),
-      ...signer,
+      ...asPerson,
       answerer: {
         answer: (question, { signal }) =>
           waitForPerson<Answer>(
@@ -288,8 +295,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       const run = runOf(event)
       run.updatedAt = event.at
       if (event.type === 'run.end') {
-        const status = event.status
-        run.status = status === 'done' || status === 'failed' || status === 'cancelled' ? status : 'failed'
+        run.status = finishedStatus(event.status)
         // The run no longer waits: its open requests leave the inbox (a late decision would be refused).
         for (const [id, entry] of pending) {
           if (entry.item.runId === event.runId) settle(id, 'withdrawn', undefined, `the run ended (${run.status})`)
@@ -303,7 +309,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
   })
 
   const inspection = bus.subscribe(
-    `${subjects.prefix}.inspect.*`,
+    subjects.inspect(),
     (message) => {
       let wire: unknown
       try {
@@ -428,12 +434,9 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
 }
 
 /** A page asked for something the console cannot do (an unknown run, an empty correction). */
-export class ConsoleRequestError extends Error {
-  override readonly name = 'ConsoleRequestError'
-  constructor(
-    readonly code: 'UNKNOWN_RUN' | 'BAD_REQUEST',
-    message: string,
-  ) {
-    super(message)
+export class ConsoleRequestError extends SignalboxError {
+  declare readonly code: 'UNKNOWN_RUN' | 'BAD_REQUEST'
+  constructor(code: 'UNKNOWN_RUN' | 'BAD_REQUEST', message: string) {
+    super(code, message, { fault: 'user' })
   }
 }

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { ErrorCode, SignalboxError } from '@signalbox/core'
 import { describeError } from '@signalbox/core/internal'
 import { z } from 'zod/v4'
 import { type ConsoleHub, ConsoleRequestError, type DecideResult } from './console-hub.ts'
@@ -125,9 +126,8 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       if (response.headersSent) return response.end()
       if (error instanceof z.ZodError)
         return json(response, 400, { error: { code: 'BAD_REQUEST', message: z.prettifyError(error) } })
-      if (error instanceof ConsoleRequestError)
-        return json(response, 404, { error: { code: error.code, message: error.message } })
-      if (error instanceof BodyError) return json(response, 400, { error: { code: 'BAD_REQUEST', message: error.message } })
+      if (ConsoleRequestError.is(error)) return json(response, 404, { error: { code: error.code, message: error.message } })
+      if (BodyError.is(error)) return json(response, 400, { error: { code: error.code, message: error.message } })
       json(response, 502, { error: { code: 'BUS_ERROR', message: describeError(error) } })
     })
   })
@@ -169,7 +169,11 @@ function decided(response: ServerResponse, result: DecideResult): void {
   json(response, 409, { error: { code: result.code, message: `already settled: ${by}` }, settled: result.settled })
 }
 
-class BodyError extends Error {}
+class BodyError extends SignalboxError {
+  constructor(message: string) {
+    super(ErrorCode.BAD_REQUEST, message, { fault: 'user' })
+  }
+}
 
 async function readJson(request: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = []

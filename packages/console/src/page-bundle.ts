@@ -4,6 +4,7 @@
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import { ErrorCode, SignalboxError } from '@signalbox/core'
 import { build } from 'esbuild'
 
 let cached: Promise<string> | undefined
@@ -20,7 +21,7 @@ export function pageScript(): Promise<string> {
     logLevel: 'silent',
   }).then((result) => {
     const file = result.outputFiles[0]
-    if (!file) throw new Error('esbuild produced no page script')
+    if (!file) throw new SignalboxError(ErrorCode.INTERNAL_ERROR, 'esbuild produced no page script')
     return file.text
   })
   cached.catch(() => {

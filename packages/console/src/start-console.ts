@@ -1,5 +1,5 @@
 import type { Signer, TrustPolicy } from '@signalbox/actors/trust'
-import { type Clock, ConfigError, createAgent, type Provider, systemClock } from '@signalbox/core'
+import { type Clock, ConfigError, createAgent, type Provider, ProviderError, systemClock } from '@signalbox/core'
 import type { Bus, Subjects } from '@signalbox/core/bus'
 import { type ConsoleHub, createConsoleHub } from './console-hub.ts'
 import { startConsoleServer } from './console-server.ts'
@@ -103,7 +103,7 @@ function agentChart(): Promise<ChartLayout> {
   const provider: Provider = {
     model: 'none',
     complete: async () => {
-      throw new Error('the console never calls the model')
+      throw new ProviderError('the console never calls the model', { retryable: false })
     },
   }
   chart ??= layoutStatechart(createAgent({ id: 'console', provider }).machine)

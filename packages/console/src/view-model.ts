@@ -3,7 +3,7 @@
  * the page bundle imports them too.
  */
 import type { RequestOrigin } from '@signalbox/actors'
-import type { AuditEntry } from '@signalbox/core'
+import type { AuditEntry, RunStatus as FinishedStatus } from '@signalbox/core'
 import type { ChartLayout } from './statechart-layout.ts'
 
 export interface InboxApproval {
@@ -58,7 +58,7 @@ export interface SettledItem {
   at: number
 }
 
-export type RunStatus = 'running' | 'done' | 'failed' | 'cancelled'
+export type RunStatus = 'running' | FinishedStatus
 
 /** One line of a run's recent events; `detail` carries contents only when they are allowed. */
 export interface EventView {

@@ -1,6 +1,6 @@
 /** The console's bus side on an in-process bus: the inbox, one decision per item, the public surface. */
 import { remoteReviewer } from '@signalbox/actors'
-import { type ApprovalRequest, ConfigError } from '@signalbox/core'
+import { type ApprovalRequest, ConfigError, SignalboxError } from '@signalbox/core'
 import { InProcessBus } from '@signalbox/core/bus'
 import { type ApprovalRequestMessage, callDigest, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
 import { describe, expect, it, onTestFinished } from 'vitest'
@@ -42,6 +42,12 @@ describe('@signalbox/console', () => {
       'layoutStatechart',
       'startConsole',
     ])
+  })
+
+  it('its request error is a SignalboxError with the code the page reads', () => {
+    const error = new consolePackage.ConsoleRequestError('UNKNOWN_RUN', 'no run r1 seen on the bus')
+    expect(SignalboxError.is(error, 'UNKNOWN_RUN')).toBe(true)
+    expect(error).toMatchObject({ name: 'ConsoleRequestError', code: 'UNKNOWN_RUN', fault: 'user' })
   })
 
   it('startConsole needs a reviewer name', async () => {

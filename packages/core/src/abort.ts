@@ -9,7 +9,7 @@ import { AbortedError, SignalboxError } from './errors.ts'
 export function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined, what = 'The operation'): Promise<T> {
   if (signal === undefined) return work
   const abortError = () =>
-    signal.reason instanceof SignalboxError ? signal.reason : new AbortedError(`${what} was aborted.`, signal.reason)
+    SignalboxError.is(signal.reason) ? signal.reason : new AbortedError(`${what} was aborted.`, signal.reason)
   if (signal.aborted) {
     work.catch(() => {})
     return Promise.reject(abortError())

@@ -1,6 +1,5 @@
 /** What an agent is made of and what its runs give back: options, results, the run handle, the default audit log. */
 import type { Actor, InspectionEvent, Observer } from 'xstate'
-import type { z } from 'zod'
 import type { Clock } from './clock.ts'
 import { type SerializedError, SignalboxError } from './errors.ts'
 import type { RunStatus } from './events.ts'
@@ -13,6 +12,7 @@ import type { SteeringItem, StopReason } from './machine/context.ts'
 import type { BudgetCheck, RetryPolicy, SteeringPolicy } from './machine/runtime.ts'
 import type { Message, Usage } from './messages.ts'
 import type { Provider } from './provider/provider.ts'
+import type { Schema } from './schema.ts'
 import type { RunStore } from './store/run-store.ts'
 import type { Tool } from './tool.ts'
 
@@ -51,12 +51,12 @@ export interface AgentOptions {
   /** How long a run's lease lasts without a write; renewed every third of it. Default 30 s. */
   leaseMs?: number
   /**
-   * A zod schema the final answer must match. It is sent as `response_format` (JSON Schema, strict
+   * A zod schema the final answer must match (zod 4, `zod/v4` of zod 3.25, or zod 3). It is sent as `response_format` (JSON Schema, strict
    * when the schema allows), the answer is parsed and checked, the model gets one retry with the
    * problems, then the run fails with `OutputValidationError` (`OUTPUT_INVALID`). `result.output`
    * is then the parsed value, typed from the schema.
    */
-  output?: z.ZodType
+  output?: Schema
 }
 
 export interface RunOptions {

@@ -1,6 +1,5 @@
 import { hostname } from 'node:os'
 import { type Actor, createActor } from 'xstate'
-import type { z } from 'zod'
 import {
   type AgentOptions,
   MemoryAuditLog,
@@ -10,7 +9,7 @@ import {
   type RunResult,
 } from './agent-options.ts'
 import { type Clock, systemClock } from './clock.ts'
-import { ConfigError, RunCancelledError } from './errors.ts'
+import { asError, ConfigError, RunCancelledError } from './errors.ts'
 import { type AgentEventType, deepFreeze, EventEmitter, type EventListener } from './events.ts'
 import type { AuditLog } from './hitl/types.ts'
 import { HookChain } from './hooks.ts'
@@ -23,8 +22,11 @@ import type { AgentOutput, SteeringItem } from './machine/context.ts'
 import { type BudgetCheck, defaultRetryPolicy } from './machine/runtime.ts'
 import { withRunWorker } from './machine/worker.ts'
 import type { Message } from './messages.ts'
+import { isName, NAME_RULE } from './names.ts'
 import { type OutputSpec, outputSpec } from './output.ts'
 import type { Provider } from './provider/provider.ts'
+import { isFinished } from './run-status.ts'
+import type { Schema, SchemaOutput } from './schema.ts'
 import type { StoredRun } from './store/checkpoint.ts'
 import { CheckpointError, RunStoreError } from './store/errors.ts'
 import { type ResumeAllResult, type ResumeOptions, resumeEvery } from './store/resume-all.ts'
@@ -222,7 +224,7 @@ export class Agent<TOutput = string> {
     if (stored.agentId !== this.id) {
       throw new RunStoreError('RUN_NOT_RESUMABLE', runId, `it belongs to agent "${stored.agentId}", not "${this.id}".`)
     }
-    if (stored.status === 'done' || stored.status === 'failed' || stored.status === 'cancelled') {
+    if (isFinished(stored.status)) {
       throw new RunStoreError('RUN_NOT_RESUMABLE', runId, `it is finished (${stored.status}).`)
     }
     const claimed = await store.claim(runId, { owner: this.#hostId, leaseMs: this.#leaseMs, revision: loaded.revision, signal })
@@ -353,7 +355,7 @@ export class Agent<TOutput = string> {
     }
     const result = new Promise<RunResult<TOutput>>((resolve, reject) => {
       const finish = () => {
-        if (lost !== undefined) return reject(lost instanceof Error ? lost : new Error(String(lost)))
+        if (lost !== undefined) return reject(asError(lost))
         const output = actor.getSnapshot().output as AgentOutput | undefined
         // Stopped by `actor.stop()` before it finished: nothing to report but that.
         if (output === undefined) return reject(new RunCancelledError('the run was stopped before it finished'))
@@ -373,7 +375,7 @@ export class Agent<TOutput = string> {
         },
         // A root actor without an error observer would crash the process (XState rethrows).
         error: (error) => {
-          reject(error instanceof Error ? error : new Error(String(error)))
+          reject(asError(error))
         },
       })
     }).finally(() => {
@@ -495,7 +497,7 @@ export class Agent<TOutput = string> {
  * console.log(result.output)
  * ```
  */
-export function createAgent<S extends z.ZodType>(options: AgentOptions & { output: S }): Agent<z.output<S>>
+export function createAgent<S extends Schema>(options: Omit<AgentOptions, 'output'> & { output: S }): Agent<SchemaOutput<S>>
 export function createAgent(options: AgentOptions): Agent
 export function createAgent(options: AgentOptions): Agent<unknown> {
   return new Agent<unknown>(options)
@@ -523,10 +525,9 @@ function toRunResult(
   }
 }
 
-const AGENT_ID = /^[a-zA-Z0-9_-]{1,64}$/
 function assertAgentId(id: string): void {
   // Agent ids become bus subject tokens.
-  if (!AGENT_ID.test(id)) throw new ConfigError(`Invalid agent id "${id}": use 1-64 letters, digits, "_" or "-".`)
+  if (!isName(id)) throw new ConfigError(`Invalid agent id "${id}": use ${NAME_RULE}.`)
 }
 
 function assertSteeringText(text: string): void {

@@ -18,7 +18,9 @@ interface EventBase {
   at: number
 }
 
-export type RunStatus = 'done' | 'failed' | 'cancelled'
+import type { RunStatus } from './run-status.ts'
+
+export type { RunStatus }
 
 /** How a tool call ended, from the model's point of view. */
 export type ToolOutcome =

@@ -217,7 +217,7 @@ async function guard<T>(point: HookPoint, fn: () => T | Promise<T>): Promise<T> 
   try {
     return await fn()
   } catch (error) {
-    if (error instanceof HookError) throw error
+    if (HookError.is(error)) throw error
     throw new HookError(point, error)
   }
 }

@@ -1,3 +1,4 @@
+import { ConfigError } from './errors.ts'
 import type { ApprovalDecision, ApprovalRequest, Reviewer } from './hitl/types.ts'
 import { HOOK_POINTS, type HookPoint, type Hooks } from './hooks.ts'
 import type { Tool, ToolContext } from './tool.ts'
@@ -65,7 +66,7 @@ export class Instruments {
 
   attach(instrumentation: Instrumentation): () => void {
     if (!instrumentation || typeof instrumentation.around !== 'function')
-      throw new TypeError('An instrumentation needs an around(work, run) function.')
+      throw new ConfigError('An instrumentation needs an around(work, run) function.')
     this.#attached.push(instrumentation)
     return () => {
       const at = this.#attached.indexOf(instrumentation)

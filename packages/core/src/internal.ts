@@ -21,7 +21,7 @@ export {
 } from './bus/subjects.ts'
 export { sleep } from './clock.ts'
 export { formatDuration } from './duration.ts'
-export { describeError, deserializeError, serializeError } from './errors.ts'
+export { asError, describeError, deserializeError, serializeError } from './errors.ts'
 export {
   type CallApprovalProblem,
   callApprovalMismatch,
@@ -33,5 +33,11 @@ export {
 export { HookChain } from './hooks.ts'
 export { type AgentMachine, agentMachine } from './machine/agent-machine.ts'
 export { statePath } from './machine/state-path.ts'
+export { isName, NAME_RULE } from './names.ts'
 export { payloadSample } from './protocol/codec.ts'
-export { formatIssues, stringifyToolOutput } from './tool.ts'
+export { type MessageBody, openMessage } from './protocol/envelope.ts'
+export { httpStatusError, otherCallError, preview, type RefusalHints, unreachableError } from './provider/endpoint-errors.ts'
+export { perToolList } from './provider/tool-lists.ts'
+export { finishedStatus, isFinished } from './run-status.ts'
+export { formatIssues } from './schema.ts'
+export { stringifyToolOutput } from './tool.ts'

@@ -1,6 +1,5 @@
-import { z } from 'zod'
-import { ConfigError, ErrorCode, SignalboxError } from './errors.ts'
-import { formatIssues } from './tool.ts'
+import { ErrorCode, SignalboxError } from './errors.ts'
+import { assertSchema, type Schema, type SchemaOutput, toJsonSchema, validate } from './schema.ts'
 
 /** How the final answer must look, as sent to the endpoint (`response_format`). */
 export interface ResponseFormat {
@@ -33,20 +32,12 @@ export class OutputValidationError extends SignalboxError {
   }
 }
 
-/** Builds the output spec of `createAgent({ output })` from a zod schema. */
-export function outputSpec<S extends z.ZodType>(schema: S, name = 'output'): OutputSpec<z.output<S>> {
-  if (!(schema instanceof z.ZodType)) {
-    throw new ConfigError('createAgent({ output }) needs a zod schema, e.g. z.object({ answer: z.string() }).')
-  }
-  let json: Record<string, unknown>
-  try {
-    json = z.toJSONSchema(schema, { target: 'draft-07', io: 'output', unrepresentable: 'throw' }) as Record<string, unknown>
-  } catch (cause) {
-    throw new ConfigError(`The output schema cannot be expressed as JSON Schema (${String(cause)}).`)
-  }
-  const { $schema: _ignored, ...rest } = json
+/** Builds the output spec of `createAgent({ output })` from a zod schema (zod 4, `zod/v4` of zod 3.25, or zod 3). */
+export function outputSpec<S extends Schema>(schema: S, name = 'output'): OutputSpec<SchemaOutput<S>> {
+  assertSchema(schema, 'createAgent({ output })', 'z.object({ answer: z.string() })')
+  const json = toJsonSchema(schema, 'output', 'The output schema')
   return {
-    responseFormat: { type: 'json_schema', name, schema: rest, strict: fitsStrictMode(rest) },
+    responseFormat: { type: 'json_schema', name, schema: json, strict: fitsStrictMode(json) },
     check(text) {
       let parsed: unknown
       try {
@@ -54,8 +45,7 @@ export function outputSpec<S extends z.ZodType>(schema: S, name = 'output'): Out
       } catch (error) {
         return { ok: false, issues: [`the answer is not valid JSON (${(error as Error).message})`] }
       }
-      const result = schema.safeParse(parsed)
-      return result.success ? { ok: true, value: result.data } : { ok: false, issues: formatIssues(result.error) }
+      return validate(schema, parsed)
     },
   }
 }

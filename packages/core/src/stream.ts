@@ -1,3 +1,4 @@
+import { ErrorCode, SignalboxError } from './errors.ts'
 import type { AgentEvent, AgentEventType, EventListener } from './events.ts'
 
 /** The last item of a run's stream: the run finished with its answer. */
@@ -81,7 +82,8 @@ export function streamRun<R>(source: StreamSource<R>, runId: string): RunStream<
     steer: (text, options) => handle.steer(text, options),
     cancel: (reason) => handle.cancel(reason),
     [Symbol.asyncIterator](): AsyncIterator<StreamItem<R>> {
-      if (iterating) throw new TypeError('A run stream can be iterated once.')
+      if (iterating)
+        throw new SignalboxError(ErrorCode.RUN_STREAM_CONSUMED, 'A run stream can be iterated once.', { fault: 'user' })
       iterating = true
       let closed = false
       const close = () => {

@@ -1,10 +1,11 @@
-import { z } from 'zod/v4'
 import type { Clock } from './clock.ts'
 import { ConfigError } from './errors.ts'
 import type { AgentEvent } from './events.ts'
 import type { ApprovalDecision, ApprovalRequest, AuditLog, Question } from './hitl/types.ts'
 import type { IdGenerator } from './ids.ts'
+import { isName, NAME_RULE } from './names.ts'
 import type { ToolSpec } from './provider/provider.ts'
+import { assertSchema, type Schema, type SchemaOutput, toJsonSchema, type ValidationResult, validate } from './schema.ts'
 
 /** What a running tool gets besides its arguments. */
 export interface ToolContext {
@@ -55,7 +56,7 @@ export interface DurableQuestion {
 export type ToolEmittedEvent = DistributiveOmit<AgentEvent, 'agentId' | 'runId' | 'runPath' | 'agentPath' | 'parentRunId' | 'at'>
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
 
-export type ValidationResult<T> = { ok: true; value: T } | { ok: false; issues: string[] }
+export type { ValidationResult } from './schema.ts'
 
 export type ApprovalRule<A> = boolean | ((args: A) => boolean | Promise<boolean>)
 
@@ -79,23 +80,22 @@ export interface Tool<A = unknown> {
   readonly idempotent?: boolean
 }
 
-export interface ToolDefinition<S extends z.ZodType> {
+export interface ToolDefinition<S extends Schema> {
   name: string
   description: string
+  /** The arguments: a zod 4 schema (`zod`, or `zod/v4` on zod 3.25), or a zod 3 one; an object. */
   schema: S
-  execute: (args: z.output<S>, context: ToolContext) => unknown | Promise<unknown>
-  needsApproval?: ApprovalRule<z.output<S>>
+  execute: (args: SchemaOutput<S>, context: ToolContext) => unknown | Promise<unknown>
+  needsApproval?: ApprovalRule<SchemaOutput<S>>
   timeoutMs?: number
   /** See `Tool.idempotent`. */
   idempotent?: boolean
 }
 
-const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/
-
 export function assertToolName(name: string): void {
   // The chat-completions API only accepts these names; failing here beats a 400 mid-run.
-  if (!TOOL_NAME.test(name)) {
-    throw new ConfigError(`Invalid tool name "${name}": use 1-64 letters, digits, "_" or "-".`, { name })
+  if (!isName(name)) {
+    throw new ConfigError(`Invalid tool name "${name}": use ${NAME_RULE}.`, { name })
   }
 }
 
@@ -113,61 +113,26 @@ export function assertToolName(name: string): void {
  * })
  * ```
  */
-export function tool<S extends z.ZodType>(definition: ToolDefinition<S>): Tool<z.output<S>> {
+export function tool<S extends Schema>(definition: ToolDefinition<S>): Tool<SchemaOutput<S>> {
   assertToolName(definition.name)
   const { schema } = definition
-  assertZod4Schema(schema, definition.name)
-  const parameters = toParameters(schema, definition.name)
+  assertSchema(schema, `Tool "${definition.name}": \`schema\``, 'z.object({ ... })')
+  const parameters = toJsonSchema(schema, 'input', `Tool "${definition.name}": its schema`)
+  if (parameters.type !== 'object') {
+    throw new ConfigError(
+      `Tool "${definition.name}": the schema must be a z.object(...), got JSON Schema type ${String(parameters.type)}.`,
+    )
+  }
   return {
     name: definition.name,
     description: definition.description,
     parameters,
-    validate: (args) => {
-      const parsed = schema.safeParse(args)
-      if (parsed.success) return { ok: true, value: parsed.data }
-      return { ok: false, issues: formatIssues(parsed.error) }
-    },
+    validate: (args) => validate(schema, args),
     execute: definition.execute,
     ...(definition.needsApproval === undefined ? {} : { needsApproval: definition.needsApproval }),
     ...(definition.timeoutMs === undefined ? {} : { timeoutMs: definition.timeoutMs }),
     ...(definition.idempotent === undefined ? {} : { idempotent: definition.idempotent }),
   }
-}
-
-/**
- * Schemas are read through zod 4's API (`zod/v4`, which zod 3.25+ also ships). A zod 3 schema has
- * `_def` and no `_zod`; without this check it fails later with "cannot read 'def'".
- */
-function assertZod4Schema(schema: unknown, name: string): void {
-  if (typeof schema === 'object' && schema !== null && '_zod' in schema) return
-  if (typeof schema === 'object' && schema !== null && '_def' in schema) {
-    throw new ConfigError(
-      `Tool "${name}": its schema was made with zod 3; signalbox needs a zod 4 schema. Upgrade to zod 4 (npm i zod@^4), or with zod 3.25+ import it from the v4 entry: import { z } from 'zod/v4'.`,
-    )
-  }
-  throw new ConfigError(`Tool "${name}": \`schema\` must be a zod 4 schema such as z.object({ ... }).`)
-}
-
-function toParameters(schema: z.ZodType, name: string): Record<string, unknown> {
-  let json: Record<string, unknown>
-  try {
-    json = z.toJSONSchema(schema, { target: 'draft-07', io: 'input', unrepresentable: 'throw' }) as Record<string, unknown>
-  } catch (cause) {
-    throw new ConfigError(`Tool "${name}": its zod schema cannot be expressed as JSON Schema (${String(cause)}).`)
-  }
-  if (json.type !== 'object') {
-    throw new ConfigError(`Tool "${name}": the schema must be a z.object(...), got JSON Schema type ${String(json.type)}.`)
-  }
-  const { $schema: _ignored, ...rest } = json
-  return rest
-}
-
-/** One line per problem, with the path, so the model can fix its call. */
-export function formatIssues(error: z.ZodError): string[] {
-  return error.issues.map((issue) => {
-    const path = issue.path.length > 0 ? issue.path.map(String).join('.') : '(root)'
-    return `${path}: ${issue.message}`
-  })
 }
 
 export function toToolSpec(t: Tool<unknown>): ToolSpec {

@@ -1,3 +1,6 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import {
   BusClosedError,
@@ -10,6 +13,7 @@ import {
 } from '../src/bus/errors.ts'
 import {
   AbortedError,
+  asError,
   BudgetExceededError,
   ConfigError,
   ErrorCode,
@@ -21,6 +25,8 @@ import {
   serializeError,
   TimeoutError,
 } from '../src/errors.ts'
+import { type Instrumentation, Instruments } from '../src/instrumentation.ts'
+import { finishCall } from '../src/store/ledger.ts'
 
 describe('ErrorCode', () => {
   it('names every code the core error classes carry', () => {
@@ -50,8 +56,34 @@ describe('ErrorCode', () => {
     for (const [key, code] of Object.entries(ErrorCode)) expect(code).toBe(key)
   })
 
+  it('names every code the packages throw or report (read from their sources)', () => {
+    const codes = new Set<string>(Object.values(ErrorCode))
+    const missing = codesInSources().filter(({ code }) => !codes.has(code))
+    expect(missing).toEqual([])
+  })
+
   it('marks an unknown throwable with UNKNOWN_ERROR', () => {
     expect(serializeError('boom').code).toBe(ErrorCode.UNKNOWN_ERROR)
+  })
+})
+
+describe('what the core throws is a SignalboxError', () => {
+  it('a ledger finishing a call it never started: INTERNAL_ERROR', () => {
+    expect(() => finishCall([], 'call_1', { output: 'x', isError: false, outcome: 'executed' }, 1)).toThrow(
+      expect.objectContaining({ code: ErrorCode.INTERNAL_ERROR }),
+    )
+  })
+
+  it('an instrumentation without around(): CONFIG_INVALID', () => {
+    expect(() => new Instruments().attach({} as Instrumentation)).toThrow(
+      expect.objectContaining({ code: ErrorCode.CONFIG_INVALID }),
+    )
+  })
+
+  it('a thrown string, as an error: UNKNOWN_ERROR quoting it; an error stays itself', () => {
+    expect(asError('boom')).toMatchObject({ code: ErrorCode.UNKNOWN_ERROR, message: 'boom', cause: 'boom' })
+    const error = new TypeError('x')
+    expect(asError(error)).toBe(error)
   })
 })
 
@@ -61,3 +93,32 @@ describe('QuestionTimeoutError', () => {
     expect(error).toMatchObject({ code: 'QUESTION_TIMEOUT', name: 'QuestionTimeoutError', details: { timeoutMs: 30_000 } })
   })
 })
+
+const PACKAGES = fileURLToPath(new URL('../..', import.meta.url))
+/** Where a code is written: `code: 'X'`, `new SomeError('X'`, `super('X'`. */
+const CODE_AT = [
+  /\bcode:\s*'([A-Z][A-Z0-9_]+)'/g,
+  /\bnew\s+\w*Error\(\s*'([A-Z][A-Z0-9_]+)'/g,
+  /\bsuper\(\s*'([A-Z][A-Z0-9_]+)'/g,
+]
+
+function codesInSources(): { code: string; file: string }[] {
+  const found: { code: string; file: string }[] = []
+  for (const pkg of readdirSync(PACKAGES)) {
+    const src = path.join(PACKAGES, pkg, 'src')
+    let files: string[]
+    try {
+      files = readdirSync(src, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'))
+    } catch {
+      continue
+    }
+    for (const file of files) {
+      const text = readFileSync(path.join(src, file), 'utf8')
+      for (const pattern of CODE_AT) {
+        for (const match of text.matchAll(pattern)) found.push({ code: match[1] as string, file: `${pkg}/src/${file}` })
+      }
+    }
+  }
+  expect(found.length).toBeGreaterThan(50)
+  return found
+}

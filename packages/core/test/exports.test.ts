@@ -128,6 +128,18 @@ describe('@signalbox/core public surface', () => {
     ])
   })
 
+  it('every error class exported answers is() (the check that works across copies of the package)', () => {
+    const classes = [root, bus, protocol, store, testing].flatMap((entry) =>
+      Object.values(entry).filter(
+        (value): value is typeof root.SignalboxError =>
+          typeof value === 'function' && value.prototype instanceof root.SignalboxError,
+      ),
+    )
+    expect(classes.length).toBeGreaterThan(20)
+    for (const errorClass of classes) expect(errorClass.is, errorClass.name).toBe(root.SignalboxError.is)
+    expect(typeof root.SignalboxError.is).toBe('function')
+  })
+
   it('keeps the helpers shared between packages out of every public entry point', () => {
     const internals = Object.keys(internal)
     expect(internals.length).toBeGreaterThan(0)

@@ -297,7 +297,7 @@ export class McpToolset {
         if (result.isError) throw new ToolError('MCP_TOOL_ERROR', resultText(result) || `"${mcpName}" failed.`)
         return resultText(result)
       } catch (error) {
-        if (error instanceof ToolError || context.signal.aborted) throw error
+        if (ToolError.is(error) || context.signal.aborted) throw error
         if (attempt === 1 && isSessionRefused(error)) {
           // The HTTP server no longer knows our session (it restarted): it refused the call
           // without running it, so sending it again on a new session cannot run it twice.
@@ -339,10 +339,10 @@ export class McpToolset {
     try {
       return await untilAborted(this.#connection.session(), signal)
     } catch (error) {
-      if (error instanceof McpConnectError) {
+      if (McpConnectError.is(error)) {
         throw new ToolError('MCP_UNAVAILABLE', `${error.message} Try again later, or another way.`, { cause: error })
       }
-      if (error instanceof McpClosedError) throw new ToolError('MCP_CLOSED', error.message, { cause: error })
+      if (McpClosedError.is(error)) throw new ToolError('MCP_CLOSED', error.message, { cause: error })
       throw error
     }
   }
@@ -352,7 +352,7 @@ export class McpToolset {
     if (this.#connection.closed) {
       return new ToolError('MCP_CLOSED', `The MCP server "${this.name}" was closed during "${mcpName}".`, { cause: error })
     }
-    if (error instanceof McpServerLostError || !session.live) {
+    if (McpServerLostError.is(error) || !session.live) {
       this.#connection.lose(session, error)
       return new ToolError(
         'MCP_SERVER_LOST',

@@ -1,3 +1,4 @@
+import { ErrorCode, SignalboxError } from '@signalbox/core'
 import * as mcp from '@signalbox/mcp'
 import { describe, expect, it } from 'vitest'
 
@@ -15,5 +16,13 @@ describe('@signalbox/mcp public surface', () => {
       'resultText',
       'signalboxToolName',
     ])
+  })
+
+  it('its errors are SignalboxErrors with codes in ErrorCode', () => {
+    const errors = [new mcp.McpConnectError('s', 'x'), new mcp.McpClosedError('s'), new mcp.McpServerLostError('s')]
+    for (const error of errors) {
+      expect(SignalboxError.is(error)).toBe(true)
+      expect(Object.values(ErrorCode)).toContain(error.code)
+    }
   })
 })

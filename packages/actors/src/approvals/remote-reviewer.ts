@@ -18,13 +18,13 @@ import {
   PROTOCOL_VERSION,
 } from '@signalbox/core/protocol'
 import { publishEvent } from '../agents/agent-connection.ts'
-import { busAuditLog } from '../audit/bus-audit.ts'
 import { DurableRequester } from '../requests/durable-request.ts'
-import { RejectedReplies } from '../requests/rejected-replies.ts'
+import { rejectedReplies } from '../requests/rejected-replies.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
+import { signedReply, signerProblem } from '../requests/signed-replies.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
 import type { Signer } from '../trust/sign.ts'
-import { type EvidenceBook, signedAuditLog } from '../trust/signed-audit.ts'
+import type { EvidenceBook } from '../trust/signed-audit.ts'
 
 export interface RemoteReviewerOptions {
   bus: Bus
@@ -86,12 +86,7 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
   const { bus, trust, signer } = options
   const subjects = options.subjects ?? createSubjects()
   const clock = options.clock ?? systemClock
-  let audit: AuditLog | undefined
-  const rejections = new RejectedReplies(() => {
-    if (options.audit === false) return undefined
-    audit ??= options.audit ?? defaultAudit(bus, subjects, signer)
-    return audit
-  })
+  const rejections = rejectedReplies(options.audit, { bus, subjects, signer })
   const report = createRejectionReporter({ bus, subjects, component: 'agent-approvals', clock })
   const requester = new DurableRequester<typeof ApprovalDecisionMessage, ApprovalRequest>({
     bus,
@@ -129,16 +124,14 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
   })
 
   /** Why `decision` may not be applied to `request`: binding first, then who signed it. */
-  const check = (request: ApprovalRequest, decision: ApprovalDecisionMessage): string | undefined => {
-    const mismatch = decisionMismatch(request, decision)
-    if (mismatch !== undefined || trust === undefined) return mismatch
-    const verdict = trust.check(decision, { toolName: request.toolName, agentId: request.agentId })
-    if (!verdict.ok) return `${verdict.code}: ${verdict.reason}`
-    if (signer !== undefined && verdict.signer === signer.publicKey) {
-      return "own-key: signed with the agent's own key: an agent never decides its own calls"
-    }
-    return undefined
-  }
+  const check = (request: ApprovalRequest, decision: ApprovalDecisionMessage): string | undefined =>
+    decisionMismatch(request, decision) ??
+    signerProblem(decision, {
+      trust,
+      signer,
+      context: { toolName: request.toolName, agentId: request.agentId },
+      ownKey: 'decides its own calls',
+    })
 
   // A run that replays its decisions resumes after a crash: its requests must stay open, not be orphaned.
   const heartbeatMs =
@@ -153,13 +146,12 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
    * host that verifies approvals itself (whether or not this agent checks signatures).
    */
   const applied = (request: ApprovalRequest, answer: ApprovalDecisionMessage): ApprovalDecision => {
-    const { v: _v, type: _type, signer: signedBy, signature: _signature, ...decision } = answer
-    if (signedBy === undefined) return decision
-    const signed = { ...decision, evidence: { ...answer } }
-    if (trust === undefined) return signed
-    options.evidence?.remember(`decision:${request.callId}:${request.digest}`, answer)
-    // The name shown and audited is the policy's name for the key, never the string the message carries.
-    return { ...signed, reviewer: trust.nameOf(signedBy) ?? decision.reviewer }
+    const decision = signedReply(answer, {
+      trust,
+      nameField: 'reviewer',
+      evidence: { book: options.evidence, key: `decision:${request.callId}:${request.digest}` },
+    })
+    return answer.signer === undefined ? decision : { ...decision, evidence: { ...answer } }
   }
 
   /** Requests stored by `open`, waiting for `review` to take their decision. */
@@ -227,12 +219,6 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       requester.close(new BusClosedError('the bus reviewer was closed'))
     },
   }
-}
-
-/** The audit trail on the bus, signed with the agent's key when it has one. */
-export function defaultAudit(bus: Bus, subjects: Subjects, signer: Signer | undefined): AuditLog {
-  const log = busAuditLog({ bus, subjects })
-  return signer ? signedAuditLog({ log, signer }) : log
 }
 
 /**

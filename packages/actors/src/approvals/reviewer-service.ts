@@ -1,8 +1,7 @@
-import { randomBytes } from 'node:crypto'
 import type { ApprovalDecision, ApprovalRequest, AuditLog, Clock, Reviewer } from '@signalbox/core'
 import { decideApproval, systemClock } from '@signalbox/core'
-import { type Bus, BusError, createSubjects, type Subjects } from '@signalbox/core/bus'
-import { decisionMismatch } from '@signalbox/core/internal'
+import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { decisionMismatch, openMessage } from '@signalbox/core/internal'
 import {
   ApprovalAliveMessage,
   ApprovalDecisionMessage,
@@ -14,24 +13,15 @@ import {
   ProtocolError,
 } from '@signalbox/core/protocol'
 import { createRejectionReporter, msgIdPart } from '../requests/rejections.ts'
-import { type RequestService, type ServiceMode, serveDurableRequests } from '../requests/request-service.ts'
+import { type RequestService, serveDurableRequests } from '../requests/request-service.ts'
+import { publishSignedReply, type ReplyServiceOptions, signedReply } from '../requests/signed-replies.ts'
 import { watchSilence } from '../silence.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
-import type { Signer } from '../trust/sign.ts'
 import { checkApprovalRequest, type RequestOrigin } from './request-check.ts'
 
-export interface ReviewerServiceOptions {
-  bus: Bus
+export interface ReviewerServiceOptions extends ReplyServiceOptions {
   /** Decides each request: `policyReviewer(...)`, `terminalReviewer()`, or your own. */
   reviewer: Reviewer
-  subjects?: Subjects
-  /** Which agents' requests to serve: one agent id, or all (default). */
-  agentId?: string
-  /** `shared` (default): instances of `group` split the requests. `broadcast`: each sees all. */
-  mode?: ServiceMode
-  group?: string
-  /** The reviewer's key: every decision is signed with it (agents with a trust policy accept nothing else). */
-  signer?: Signer
   /**
    * Which agents' keys may send approval requests (`agents`), and (`reviewers`) whose decisions
    * count as settling a request elsewhere (without `reviewers`, none does: each request is decided
@@ -41,14 +31,12 @@ export interface ReviewerServiceOptions {
    * Without a policy, nothing is checked.
    */
   trust?: TrustPolicy
-  clock?: Clock
   onRequest?(request: ApprovalRequest, origin: RequestOrigin): void
   onDecision?(request: ApprovalRequest, decision: ApprovalDecision): void
   /** A decision on a request this service saw, made by someone else (or this service). */
   onSettled?(requestId: string, decision: ApprovalDecision): void
   /** A request refused without asking (unverified origin, digest mismatch, unreadable arguments). */
   onRefused?(request: ApprovalRequest, reason: string): void
-  onError?(error: unknown): void
   /** Where orphaned requests are recorded (`approval.orphaned`), e.g. `busAuditLog(...)`. */
   audit?: AuditLog
   /** A request was withdrawn because the agent that asked stopped sending heartbeats. */
@@ -60,16 +48,6 @@ export const MISSED_HEARTBEATS = 3
 
 export interface ReviewerService extends RequestService {}
 
-/** The decision's message id was taken before this reviewer stored it: the agent may never see it. */
-export class DecisionNotStoredError extends BusError {
-  constructor(requestId: string) {
-    super(
-      'DECISION_NOT_STORED',
-      `The decision on ${requestId} was not stored: its message id was already taken by another publisher.`,
-    )
-  }
-}
-
 /**
  * A reviewer on the bus: takes approval requests from `approvals.<agent>`, asks its `reviewer`,
  * and stores the decision durably on `approvals.<agent>.decisions`. It also watches decisions
@@ -80,13 +58,10 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
   const subjects = options.subjects ?? createSubjects()
   const clock = options.clock ?? systemClock
   const report = createRejectionReporter({ bus, subjects, component: 'reviewer', clock })
-  const agentToken = options.agentId ?? '*'
-  const requestSubject = `${subjects.prefix}.approvals.${agentToken}`
-  const decisionSubject = `${subjects.prefix}.approvals.${agentToken}.decisions`
 
   const publishDecision = async (request: ApprovalRequest, decision: ApprovalDecision, signal: AbortSignal) => {
     // Quote what was shown; a reviewer cannot re-bind its decision to another call.
-    const unsigned: ApprovalDecisionMessage = {
+    const message: ApprovalDecisionMessage = {
       v: PROTOCOL_VERSION,
       type: 'approval.decision',
       ...decideApproval(request, decision, decision.reviewer, decision.decidedAt),
@@ -96,20 +71,14 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
         ? {}
         : { arguments: decision.arguments, editedDigest: callDigest(request.toolName, decision.arguments) }),
     }
-    const reply = signer ? signer.sign(unsigned) : unsigned
-    // Unguessable: nobody can store a message under this id first and so silence the decision.
-    const msgId = msgIdPart(`decision-${request.requestId}-${randomBytes(12).toString('hex')}`)
-    const stored = await bus.durablePublish(subjects.approvalDecisions(request.agentId), encodeMessage(reply), {
-      msgId,
-      signal,
-    })
-    if (stored.duplicate) throw new DecisionNotStoredError(request.requestId)
+    const subject = subjects.approvalDecisions(request.agentId)
+    await publishSignedReply(bus, { subject, message, signer, idPrefix: 'decision', requestId: request.requestId }, signal)
   }
 
-  const orphans = watchOrphans({ bus, subjects, agentToken, clock })
+  const orphans = watchOrphans({ bus, subjects, agentId: options.agentId, clock })
   /** Marks the request orphaned, for every reviewer: a stored denial by `system` settles it everywhere. */
   const orphan = async (request: ApprovalRequestMessage, silentMs: number) => {
-    const { v: _v, type: _type, heartbeatMs: _h, ...shown } = request
+    const shown = requestShown(request)
     const reason = `orphaned: the agent that asked sent no heartbeat for ${silentMs} ms (its process is gone), so nobody would apply a decision; withdrawn`
     const now = clock.now()
     const reply: ApprovalDecisionMessage = {
@@ -142,7 +111,7 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
 
   const service: RequestService = serveDurableRequests({
     bus,
-    subject: requestSubject,
+    subject: subjects.approvals(options.agentId),
     schema: ApprovalRequestMessage,
     idOf: (request) => request.requestId,
     deadlineOf: (request) => request.deadline,
@@ -151,7 +120,7 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
     privatePurpose: 'approvals',
     report,
     settlements: {
-      subject: decisionSubject,
+      subject: subjects.approvalDecisions(options.agentId),
       schema: ApprovalDecisionMessage,
       idOf: (decision) => decision.requestId,
       purpose: 'decided',
@@ -170,16 +139,12 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
         if (decisionMismatch(message, decision) !== undefined) return false
         return trust === undefined || trust.check(decision, { toolName: message.toolName }).ok
       },
-      onSettled: (id, { v: _v, type: _type, signer, signature: _sig, ...decision }) => {
-        // Shown under the policy's name for the key that signed, never the name the message claims.
-        const named = signer !== undefined ? trust?.nameOf(signer) : undefined
-        options.onSettled?.(id, named === undefined ? decision : { ...decision, reviewer: named })
-      },
+      onSettled: (id, message) => options.onSettled?.(id, signedReply(message, { trust, nameField: 'reviewer' })),
     },
     clock,
     ...(options.onError ? { onError: options.onError } : {}),
     decide: async (message, signal) => {
-      const { v: _v, type: _type, signer: _s, signature: _sig, heartbeatMs: _h, ...request } = message
+      const request = requestShown(message)
       const checked = checkApprovalRequest(message, trust)
       if (!checked.ok) {
         options.onRefused?.(request, checked.reason)
@@ -225,6 +190,12 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
   }
 }
 
+/** The request as a reviewer sees it: what it says, without its envelope, signature or heartbeat promise. */
+function requestShown(message: ApprovalRequestMessage): ApprovalRequest {
+  const { heartbeatMs: _heartbeatMs, ...request } = openMessage(message).body
+  return request
+}
+
 function signerName(options: ReviewerServiceOptions): string {
   return options.signer ? `reviewer ${options.signer.publicKey.slice(0, 8)}` : 'reviewer'
 }
@@ -234,10 +205,10 @@ function signerName(options: ReviewerServiceOptions): string {
  * when its agent has been silent for `MISSED_HEARTBEATS` intervals (counted from when this
  * service took the request, so a request found in the log long after its agent died is also caught).
  */
-function watchOrphans(options: { bus: Bus; subjects: Subjects; agentToken: string; clock: Clock }) {
+function watchOrphans(options: { bus: Bus; subjects: Subjects; agentId: string | undefined; clock: Clock }) {
   const { clock } = options
   const lastSeen = new Map<string, number>()
-  const subscription = options.bus.subscribe(`${options.subjects.prefix}.agents.${options.agentToken}.alive`, (message) => {
+  const subscription = options.bus.subscribe(options.subjects.alive(options.agentId), (message) => {
     const decoded = decodeMessage(message.data, ApprovalAliveMessage, { maxBytes: options.bus.maxPayload })
     if (!decoded.ok) return
     const now = clock.now()

@@ -44,7 +44,7 @@ export interface InspectionRelay {
 export async function startInspectionRelay(options: InspectionRelayOptions): Promise<InspectionRelay> {
   const { bus } = options
   const subjects = options.subjects ?? createSubjects()
-  const subject = `${subjects.prefix}.inspect.*`
+  const subject = subjects.inspect()
   let record: WriteStream | undefined
   if (options.record) {
     record = createWriteStream(options.record, { flags: 'a' })

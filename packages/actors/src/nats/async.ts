@@ -1,7 +1,6 @@
 /** Small promise helpers of the NATS transport: one-shot signals, races against reconnects, retry pacing. */
 import { BusClosedError } from '@signalbox/core/bus'
-import { backoffDelay } from '@signalbox/core/internal'
-import { toError } from './errors.ts'
+import { asError, backoffDelay } from '@signalbox/core/internal'
 
 export interface Deferred {
   promise: Promise<void>
@@ -37,7 +36,7 @@ export function raceOutcome<T>(
     const onAbort = () => finish({ kind: 'aborted' })
     void work.then(
       (value) => finish({ kind: 'done', value }),
-      (error: unknown) => finish(toError(error)),
+      (error: unknown) => finish(asError(error)),
     )
     void reconnected.then(() => finish({ kind: 'reconnected' }))
     void closed.then(() => finish(new BusClosedError('wait for the server')))

@@ -1,50 +1,97 @@
 /**
- * The NATS connection under the bus: opening it (never giving up on reconnects), and watching it,
- * so retries can resume the moment the link is back and stop when it is closed for good.
+ * The NATS connection under the bus: opening it (within a deadline, then never giving up on
+ * reconnects), and watching it, so retries can resume the moment the link is back and stop when
+ * it is closed for good.
  */
 import type { NatsConnection } from '@nats-io/transport-node'
-import { AbortedError } from '@signalbox/core'
+import { AbortedError, ConfigError } from '@signalbox/core'
 import { BusError, type BusStatus } from '@signalbox/core/bus'
 import { untilAborted } from '@signalbox/core/internal'
 import { type Deferred, deferred, type Outcome, raceOutcome } from './async.ts'
-import { classifyConnectError, dialNats, redactUrls } from './connect-errors.ts'
+import { classifyConnectError, connectTimedOut, dialNats, redactUrls } from './connect-errors.ts'
 import { credentialOf, natsConnectOptions, serverList } from './credentials.ts'
 import { defaultConnectionName, type NatsBusOptions } from './options.ts'
 
-/** Connects with the transport's reconnect settings; aborting stops waiting for the first connect. */
+/** How long connecting may take when `connectTimeoutMs` is not given. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
+
+/**
+ * Connects with the transport's reconnect settings. The first connection fails like the `nats`
+ * CLI: at once when nothing listens or the name does not resolve (unless `waitForServer`), and
+ * after `connectTimeoutMs` when nothing answers; aborting stops waiting.
+ */
 export async function openConnection(options: NatsBusOptions): Promise<NatsConnection> {
   const { signal } = options
   if (signal?.aborted) throw new AbortedError('Connecting to NATS was aborted.', signal.reason)
-  const reconnectTimeWait = options.reconnectTimeWaitMs ?? 250
-  const connecting = dialNats({
-    servers: options.servers,
-    name: options.name ?? defaultConnectionName(),
-    // Never give up: the default (10 attempts) closes the connection for good after ~20 s.
-    maxReconnectAttempts: -1,
-    waitOnFirstConnect: true,
-    reconnectTimeWait,
-    reconnectJitter: Math.min(100, reconnectTimeWait),
-    pingInterval: options.pingIntervalMs ?? 10_000,
-    ...(options.inboxPrefix !== undefined ? { inboxPrefix: options.inboxPrefix } : {}),
-    ...(options.user !== undefined ? { user: options.user } : {}),
-    ...(options.pass !== undefined ? { pass: options.pass } : {}),
-    ...(options.token !== undefined ? { token: options.token } : {}),
-    ...natsConnectOptions(options.credentials),
+  const timeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS
+  if (!(timeoutMs > 0))
+    throw new ConfigError(`connectTimeoutMs must be a positive number of milliseconds (or Infinity), got ${timeoutMs}.`)
+  const where = () => ({
+    servers: serverList(options.credentials?.servers ?? options.servers),
+    credential: credentialOf(options),
   })
+  const reconnectTimeWait = options.reconnectTimeWaitMs ?? 250
+  let lastFailure: unknown
+  const stop = new AbortController()
+  const connecting = dialNats(
+    {
+      servers: options.servers,
+      name: options.name ?? defaultConnectionName(),
+      // Never give up once connected: the default (10 attempts) closes the connection for good after ~20 s.
+      maxReconnectAttempts: -1,
+      reconnectTimeWait,
+      reconnectJitter: Math.min(100, reconnectTimeWait),
+      pingInterval: options.pingIntervalMs ?? 10_000,
+      ...(options.inboxPrefix !== undefined ? { inboxPrefix: options.inboxPrefix } : {}),
+      ...(options.user !== undefined ? { user: options.user } : {}),
+      ...(options.pass !== undefined ? { pass: options.pass } : {}),
+      ...(options.token !== undefined ? { token: options.token } : {}),
+      // One attempt never outlasts the deadline (nats.js's own is 20 s).
+      ...(Number.isFinite(timeoutMs) ? { timeout: Math.min(timeoutMs, 20_000) } : {}),
+      ...natsConnectOptions(options.credentials),
+    },
+    {
+      waitForServer: options.waitForServer ?? false,
+      retryWaitMs: reconnectTimeWait,
+      onFailure: (error) => {
+        lastFailure = error
+      },
+      stop: stop.signal,
+    },
+  )
+  const deadline = deadlineAfter(timeoutMs)
   try {
-    return await untilAborted(connecting, signal, 'Connecting to NATS')
+    return await untilAborted(Promise.race([connecting, deadline.passed]), signal, 'Connecting to NATS')
   } catch (error) {
-    // With waitOnFirstConnect the attempt goes on in the background: close it if it ever lands.
-    connecting.then((late) => late.close()).catch(() => {})
-    if (error instanceof AbortedError) throw error
+    // No new attempt starts; one under way is closed if it ever lands.
+    stop.abort()
+    if (AbortedError.is(error)) throw error
+    if (error === TIMED_OUT) throw connectTimedOut(timeoutMs, lastFailure, where())
     throw (
-      classifyConnectError(error, {
-        servers: serverList(options.credentials?.servers ?? options.servers),
-        credential: credentialOf(options),
-      }) ??
-      new BusError('BUS_CONNECT_FAILED', `Could not connect to NATS at ${redactUrls(String(options.servers))}.`, { cause: error })
+      classifyConnectError(error, where()) ??
+      new BusError(
+        'BUS_CONNECT_FAILED',
+        `Could not connect to NATS at ${redactUrls(String(options.servers))}: ${String((error as Error)?.message ?? error)}.`,
+        {
+          cause: error,
+        },
+      )
     )
+  } finally {
+    deadline.clear()
   }
+}
+
+const TIMED_OUT = Symbol('connect timed out')
+
+/** Rejects with `TIMED_OUT` after `ms` (never for Infinity); `clear` before leaving. */
+function deadlineAfter(ms: number): { passed: Promise<never>; clear(): void } {
+  if (ms === Number.POSITIVE_INFINITY) return { passed: new Promise<never>(() => {}), clear: () => {} }
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const passed = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(TIMED_OUT), ms)
+  })
+  return { passed, clear: () => clearTimeout(timer) }
 }
 
 export interface ConnectionHooks {

@@ -206,7 +206,7 @@ export class NatsDurableConsumer implements Subscription {
         for await (const msg of messages) this.#receive(msg)
       } catch (error) {
         if (this.closed) break
-        if (error instanceof DurableConsumerConflictError) {
+        if (DurableConsumerConflictError.is(error)) {
           // Cannot succeed by retrying: end the subscription and say why.
           this.#failure = error
           this.#failed.resolve()

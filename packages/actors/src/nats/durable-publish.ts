@@ -48,7 +48,7 @@ export async function publishUntilAcked(
         throw new AbortedError(`Durable publish on "${subject}" was aborted.`, signal?.reason)
       }
     } catch (error) {
-      if (error instanceof AbortedError) throw error
+      if (AbortedError.is(error)) throw error
       if (publisher.isClosed()) throw new BusClosedError('durablePublish', error)
       if (!isRetryable(error)) throw mapDurableError(error, subject, publisher.maxPayload())
       // No responders on a live connection can mean the stream is gone: recreate it.

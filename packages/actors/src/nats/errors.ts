@@ -13,10 +13,11 @@ import {
   BusTimeoutError,
   InvalidSubjectError,
 } from '@signalbox/core/bus'
+import { asError } from '@signalbox/core/internal'
 
 /** Normalizes a nats.js error once, at the boundary, into a bus error. */
 export function mapNatsError(error: unknown, subject: string, operation: string, timeoutMs?: number): Error {
-  if (error instanceof BusError || error instanceof AbortedError) return error
+  if (BusError.is(error) || AbortedError.is(error)) return error
   if (error instanceof natsErrors.TimeoutError) return new BusTimeoutError(subject, timeoutMs ?? Number.NaN, error)
   if (error instanceof natsErrors.NoRespondersError) return new BusNoRespondersError(subject, error)
   if (error instanceof natsErrors.RequestError) {
@@ -27,7 +28,7 @@ export function mapNatsError(error: unknown, subject: string, operation: string,
     return new BusClosedError(operation, error)
   }
   if (error instanceof natsErrors.InvalidSubjectError) return new InvalidSubjectError(subject, 'rejected by the NATS client')
-  return new BusError('BUS_ERROR', `NATS ${operation} on "${subject}" failed: ${toError(error).message}`, { cause: error })
+  return new BusError('BUS_ERROR', `NATS ${operation} on "${subject}" failed: ${asError(error).message}`, { cause: error })
 }
 
 /** A durable publish the stream (or the client) refused for good. */
@@ -75,10 +76,6 @@ export function isRetryable(error: unknown): boolean {
   // "JetStream system temporarily unavailable" and friends.
   if (error instanceof JetStreamApiError) return error.status === 503
   return false
-}
-
-export function toError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error))
 }
 
 /** The server refused the subject for this user (least privilege), directly or as a request's cause. */

@@ -34,12 +34,12 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '@signalbox/core/bus'
-import { assertPublishSubject, assertSubscribeSubject, assertToken, untilAborted } from '@signalbox/core/internal'
+import { asError, assertPublishSubject, assertSubscribeSubject, assertToken, untilAborted } from '@signalbox/core/internal'
 import { withTimeout } from './async.ts'
 import { ConnectionWatch, openConnection } from './connection.ts'
 import { NatsDurableConsumer } from './durable-consumer.ts'
 import { type DurablePublisher, publishUntilAcked } from './durable-publish.ts'
-import { mapNatsError, requestAborted, toError } from './errors.ts'
+import { mapNatsError, requestAborted } from './errors.ts'
 import type { BusInternals } from './internals.ts'
 import { ackConfirmed, headerSize, NatsMessage, NatsPlainSubscription, toBytes, toNatsHeaders } from './messages.ts'
 import { DEFAULT_SERVER_ACK_WAIT_MS, defaultConnectionName, type NatsBusOptions } from './options.ts'
@@ -66,7 +66,7 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<NatsBus> 
     await untilAborted(bus.ensureStream(), options.signal, 'Setting up the durable stream')
   } catch (error) {
     await bus.close()
-    if (error instanceof AbortedError || error instanceof BusError) throw error
+    if (AbortedError.is(error) || BusError.is(error)) throw error
     if (jetStreamDisabled(error)) {
       throw new BusError(
         'BUS_JETSTREAM_DISABLED',
@@ -127,7 +127,7 @@ export class NatsBus implements Bus {
       onReconnect: () => {
         // The server may have restarted: check the stream, and re-establish every consumer
         // (their pull requests died with the old connection; an ephemeral one may be gone).
-        void this.ensureStream().catch((error) => this.#watch.emit({ type: 'error', error: toError(error) }))
+        void this.ensureStream().catch((error) => this.#watch.emit({ type: 'error', error: asError(error) }))
         for (const consumer of this.#consumers) consumer.restart()
       },
       onClosed: () => {
@@ -298,7 +298,7 @@ export class NatsBus implements Bus {
     try {
       await untilAborted(work, signal, 'Flush')
     } catch (error) {
-      if (error instanceof AbortedError) throw error
+      if (AbortedError.is(error)) throw error
       throw mapNatsError(error, '', 'flush')
     }
   }

@@ -34,6 +34,18 @@ export interface NatsBusOptions {
   durable?: NatsDurableOptions
   /** Aborts connecting (and the first stream setup). */
   signal?: AbortSignal
+  /**
+   * How long the first connection may take before `connectNatsBus` fails with `NATS_UNREACHABLE`
+   * (nothing answered, or why the last attempt failed). Default 10 s. `Infinity` never gives up.
+   */
+  connectTimeoutMs?: number
+  /**
+   * Keep trying while nothing listens at the address or its name does not resolve (a process
+   * started before its server), within `connectTimeoutMs`. Default false: such a failure is
+   * reported at once (`NATS_UNREACHABLE`), as the `nats` CLI and signalbox's CLI do. To wait
+   * forever, as long as it takes: `{ waitForServer: true, connectTimeoutMs: Infinity }`.
+   */
+  waitForServer?: boolean
   user?: string
   pass?: string
   token?: string

@@ -1,24 +1,15 @@
-import { randomBytes } from 'node:crypto'
-import type { Answer, Answerer, Clock, Question } from '@signalbox/core'
-import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
-import { AnswerMessage, encodeMessage, PROTOCOL_VERSION, QuestionMessage } from '@signalbox/core/protocol'
-import { DecisionNotStoredError } from '../approvals/reviewer-service.ts'
-import { createRejectionReporter, msgIdPart } from '../requests/rejections.ts'
-import { type RequestService, type ServiceMode, serveDurableRequests } from '../requests/request-service.ts'
+import type { Answer, Answerer, Question } from '@signalbox/core'
+import { createSubjects } from '@signalbox/core/bus'
+import { openMessage } from '@signalbox/core/internal'
+import { AnswerMessage, PROTOCOL_VERSION, QuestionMessage } from '@signalbox/core/protocol'
+import { createRejectionReporter } from '../requests/rejections.ts'
+import { type RequestService, serveDurableRequests } from '../requests/request-service.ts'
+import { publishSignedReply, type ReplyServiceOptions, signedReply } from '../requests/signed-replies.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
-import type { Signer } from '../trust/sign.ts'
 
-export interface AnswerServiceOptions {
-  bus: Bus
+export interface AnswerServiceOptions extends ReplyServiceOptions {
   /** Who answers: `terminalAnswerer()`, `functionAnswerer(...)`, or your own. */
   answerer: Answerer
-  subjects?: Subjects
-  agentId?: string
-  /** `broadcast` (default): everyone watching sees the question; the first answer counts. */
-  mode?: ServiceMode
-  group?: string
-  /** The answerer's key: every answer is signed with it (agents with a trust policy accept nothing else). */
-  signer?: Signer
   /**
    * Whose answers (`answerers`) count as answering a question elsewhere: anyone can publish an
    * answer quoting a question they read, and without this an unsigned one would make this service
@@ -26,11 +17,9 @@ export interface AnswerServiceOptions {
    * `answerers` lets no answer count: each question is answered here. Without one, any answer counts.
    */
   trust?: TrustPolicy
-  clock?: Clock
   onQuestion?(question: Question): void
   onAnswer?(question: Question, answer: Answer): void
   onSettled?(questionId: string, answer: Answer): void
-  onError?(error: unknown): void
 }
 
 /** A person (or a program) answering the agents' questions from `ask.<agent>`. */
@@ -38,10 +27,9 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
   const { bus } = options
   const subjects = options.subjects ?? createSubjects()
   const report = createRejectionReporter({ bus, subjects, component: 'answerer', clock: options.clock })
-  const agentToken = options.agentId ?? '*'
   return serveDurableRequests({
     bus,
-    subject: `${subjects.prefix}.ask.${agentToken}`,
+    subject: subjects.ask(options.agentId),
     schema: QuestionMessage,
     idOf: (question) => question.questionId,
     deadlineOf: (question) => question.deadline,
@@ -50,28 +38,25 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
     privatePurpose: 'questions',
     report,
     settlements: {
-      subject: `${subjects.prefix}.ask.${agentToken}.answers`,
+      subject: subjects.answers(options.agentId),
       schema: AnswerMessage,
       idOf: (answer) => answer.questionId,
       purpose: 'answered',
       // Answers name no agent or call: who signed is all there is to check, request or not.
       trusted: (answer) => options.trust === undefined || options.trust.check(answer).ok,
-      onSettled: (id, { v: _v, type: _type, signer, signature: _sig, ...answer }) => {
-        // Shown under the policy's name for the key that signed, never the name the message claims.
-        const named = signer !== undefined ? options.trust?.nameOf(signer) : undefined
-        options.onSettled?.(id, named === undefined ? answer : { ...answer, answeredBy: named })
-      },
+      onSettled: (id, message) =>
+        options.onSettled?.(id, signedReply(message, { trust: options.trust, nameField: 'answeredBy' })),
     },
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.onError ? { onError: options.onError } : {}),
     decide: async (message, signal) => {
-      const { v: _v, type: _type, ...question } = message
+      const question = openMessage(message).body
       options.onQuestion?.(question)
       const answer = await options.answerer.answer(question, { signal })
       return { question, answer }
     },
     publish: async (_message, { question, answer }, signal) => {
-      const unsigned: AnswerMessage = {
+      const message: AnswerMessage = {
         v: PROTOCOL_VERSION,
         type: 'answer',
         questionId: question.questionId,
@@ -79,13 +64,9 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
         answeredBy: answer.answeredBy,
         answeredAt: answer.answeredAt,
       }
-      const reply = options.signer ? options.signer.sign(unsigned) : unsigned
-      // Unguessable, so nobody can take the id first; a duplicate then means it was not stored by us.
-      const stored = await bus.durablePublish(subjects.answers(question.agentId), encodeMessage(reply), {
-        msgId: msgIdPart(`answer-${question.questionId}-${randomBytes(12).toString('hex')}`),
-        signal,
-      })
-      if (stored.duplicate) throw new DecisionNotStoredError(question.questionId)
+      const subject = subjects.answers(question.agentId)
+      const { signer } = options
+      await publishSignedReply(bus, { subject, message, signer, idPrefix: 'answer', requestId: question.questionId }, signal)
       options.onAnswer?.(question, answer)
     },
   })

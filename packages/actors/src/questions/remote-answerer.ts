@@ -2,10 +2,10 @@ import { type Answer, type Answerer, type AuditLog, type Clock, type Question, s
 import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { rejectedAnswerAudit } from '@signalbox/core/internal'
 import { AnswerMessage, PROTOCOL_VERSION, type QuestionMessage } from '@signalbox/core/protocol'
-import { defaultAudit } from '../approvals/remote-reviewer.ts'
 import { DurableRequester } from '../requests/durable-request.ts'
-import { RejectedReplies } from '../requests/rejected-replies.ts'
+import { rejectedReplies } from '../requests/rejected-replies.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
+import { signedReply, signerProblem } from '../requests/signed-replies.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
 import type { Signer } from '../trust/sign.ts'
 import type { EvidenceBook } from '../trust/signed-audit.ts'
@@ -48,12 +48,7 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
   const subjects = options.subjects ?? createSubjects()
   const clock = options.clock ?? systemClock
   const report = createRejectionReporter({ bus, subjects, component: 'agent-questions', clock })
-  let audit: AuditLog | undefined
-  const rejections = new RejectedReplies(() => {
-    if (options.audit === false) return undefined
-    audit ??= options.audit ?? defaultAudit(bus, subjects, signer)
-    return audit
-  })
+  const rejections = rejectedReplies(options.audit, { bus, subjects, signer })
   const requester = new DurableRequester<typeof AnswerMessage, Question>({
     bus,
     schema: AnswerMessage,
@@ -70,21 +65,14 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
       )
     },
   })
-  const check = (question: Question, answer: AnswerMessage): string | undefined => {
-    if (trust === undefined) return undefined
-    const verdict = trust.check(answer, { agentId: question.agentId })
-    if (!verdict.ok) return `${verdict.code}: ${verdict.reason}`
-    if (signer !== undefined && verdict.signer === signer.publicKey) {
-      return "own-key: signed with the agent's own key: an agent never answers its own questions"
-    }
-    return undefined
-  }
-  const applied = (question: Question, reply: AnswerMessage): Answer => {
-    const { v: _v, type: _type, signer: signedBy, signature: _signature, ...answer } = reply
-    if (trust === undefined || signedBy === undefined) return answer
-    options.evidence?.remember(`answer:${question.callId}`, reply)
-    return { ...answer, answeredBy: trust.nameOf(signedBy) ?? answer.answeredBy }
-  }
+  const check = (question: Question, answer: AnswerMessage): string | undefined =>
+    signerProblem(answer, { trust, signer, context: { agentId: question.agentId }, ownKey: 'answers its own questions' })
+  const applied = (question: Question, reply: AnswerMessage): Answer =>
+    signedReply(reply, {
+      trust,
+      nameField: 'answeredBy',
+      evidence: { book: options.evidence, key: `answer:${question.callId}` },
+    })
   return {
     /** An answer the stream stored by the question's deadline (the server's timestamp), read once caught up. */
     async recover(question, { signal }): Promise<Answer | undefined> {

@@ -1,4 +1,8 @@
 import type { AuditEntry, AuditLog } from '@signalbox/core'
+import type { Bus, Subjects } from '@signalbox/core/bus'
+import { busAuditLog } from '../audit/bus-audit.ts'
+import type { Signer } from '../trust/sign.ts'
+import { signedAuditLog } from '../trust/signed-audit.ts'
 
 /** Requests whose agent sink is kept for late replies (oldest dropped first). */
 const MAX_SINKS = 10_000
@@ -48,4 +52,27 @@ export class RejectedReplies {
     }
     return sink !== undefined
   }
+}
+
+/**
+ * The remote reviewer's and answerer's record of refused replies: in `audit` when given, nowhere
+ * with `false`, else in the audit trail on the bus (signed with the agent's key when it has one),
+ * opened on first use.
+ */
+export function rejectedReplies(
+  audit: AuditLog | false | undefined,
+  onBus: { bus: Bus; subjects: Subjects; signer: Signer | undefined },
+): RejectedReplies {
+  let log: AuditLog | undefined
+  return new RejectedReplies(() => {
+    if (audit === false) return undefined
+    log ??= audit ?? defaultAudit(onBus.bus, onBus.subjects, onBus.signer)
+    return log
+  })
+}
+
+/** The audit trail on the bus, signed with the agent's key when it has one. */
+function defaultAudit(bus: Bus, subjects: Subjects, signer: Signer | undefined): AuditLog {
+  const log = busAuditLog({ bus, subjects })
+  return signer ? signedAuditLog({ log, signer }) : log
 }

@@ -1,9 +1,10 @@
-import { AbortedError, type Clock, type SignalboxError, systemClock } from '@signalbox/core'
+import { type Clock, type SignalboxError, systemClock } from '@signalbox/core'
 import type { Bus, DurableMessage, Subscription } from '@signalbox/core/bus'
 import { untilAborted } from '@signalbox/core/internal'
 import { decodeMessage } from '@signalbox/core/protocol'
 import type { z } from 'zod/v4'
 import type { RejectionReporter } from './rejections.ts'
+import { RequestWithdrawnError } from './withdrawal.ts'
 
 export type ServiceMode = 'shared' | 'broadcast'
 
@@ -46,7 +47,7 @@ export interface RequestServiceOptions<S extends z.ZodType, R extends z.ZodType 
   group: string
   /**
    * Asks whoever decides (a person, a policy) for the reply. Its signal aborts at the deadline,
-   * at a stop, and when the request is settled elsewhere.
+   * at a stop, and when the request is settled elsewhere, with a `RequestWithdrawnError` naming which.
    */
   decide(request: z.output<S>, signal: AbortSignal): Promise<Reply>
   /**
@@ -130,7 +131,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     lifetimes.add(lifetime)
     // Clamped: a timer past 2^31-1 ms fires at once in Node, which would expire a far-off request now.
     const deadline = clock.setTimeout(
-      () => lifetime.abort(new AbortedError('the request expired')),
+      () => lifetime.abort(new RequestWithdrawnError('expired')),
       Math.min(remaining, MAX_TIMER_MS),
     )
     const keepAlive = setInterval(() => message.working(), ACK_WAIT_MS / 3)
@@ -205,7 +206,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
           if (running && settledIn.matches && !settledIn.matches(running.request, decoded.value)) return
           settlements.set(id, decoded.value)
           if (settlements.size > 10_000) settlements.delete(settlements.keys().next().value as string)
-          if (running) running.controller.abort(new AbortedError('settled elsewhere'))
+          if (running) running.controller.abort(new RequestWithdrawnError('settled-elsewhere'))
           settledIn.onSettled?.(id, decoded.value)
         },
         { deliverAll: true, signal: stop.signal, ...(settledIn.purpose ? { purpose: settledIn.purpose } : {}) },
@@ -236,11 +237,11 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     },
     settled(id) {
       markHandled(id)
-      inFlight.get(id)?.controller.abort(new AbortedError('settled elsewhere'))
+      inFlight.get(id)?.controller.abort(new RequestWithdrawnError('settled-elsewhere'))
     },
     close() {
       stop.abort()
-      for (const lifetime of lifetimes) lifetime.abort(new AbortedError('the service is stopping'))
+      for (const lifetime of lifetimes) lifetime.abort(new RequestWithdrawnError('stopping'))
       subscription.unsubscribe()
       watch?.unsubscribe()
     },

@@ -143,7 +143,7 @@ export class KvRunStore implements RunStore {
           const checkpoint = decodeCheckpoint(runId, entry.value)
           if (matchesListing(checkpoint, options)) listing.runs.push({ checkpoint, revision: entry.revision })
         } catch (error) {
-          if (!(error instanceof CheckpointError)) throw error
+          if (!CheckpointError.is(error)) throw error
           listing.errors.push(error)
         }
       }

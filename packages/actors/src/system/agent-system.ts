@@ -327,7 +327,7 @@ export class AgentSystem {
       return await handle.result
     } catch (error) {
       // The root of a tree stopped for its budget says so (its children were cancelled for it).
-      if (runPath.length === 0 && tree.exceeded && error instanceof RunFailedError) {
+      if (runPath.length === 0 && tree.exceeded && RunFailedError.is(error)) {
         throw new RunFailedError({
           ...error.result,
           error: { code: 'TREE_BUDGET_EXCEEDED', message: `The run tree was stopped: ${tree.exceeded}.`, fault: 'user' },

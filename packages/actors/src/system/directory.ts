@@ -1,8 +1,9 @@
 import { Kvm } from '@nats-io/kv'
 import type { NatsConnection } from '@nats-io/transport-node'
+import { type MessageBody, openMessage } from '@signalbox/core/internal'
 import { DirectoryEntryMessage, decodeMessage, encodeMessage } from '@signalbox/core/protocol'
 
-export type DirectoryEntry = Omit<DirectoryEntryMessage, 'v' | 'type'>
+export type DirectoryEntry = MessageBody<DirectoryEntryMessage>
 
 export type DirectoryChange = { op: 'put'; entry: DirectoryEntry } | { op: 'delete'; agentId: string; hostId: string }
 
@@ -93,8 +94,7 @@ export class KvDirectory implements Directory {
       if (value?.operation !== 'PUT') continue
       const decoded = decodeMessage(value.value, DirectoryEntryMessage)
       if (decoded.ok) {
-        const { v: _v, type: _type, ...entry } = decoded.value
-        entries.push(entry)
+        entries.push(openMessage(decoded.value).body)
       }
     }
     return entries
@@ -113,8 +113,7 @@ export class KvDirectory implements Directory {
         }
         const decoded = decodeMessage(update.value, DirectoryEntryMessage)
         if (decoded.ok) {
-          const { v: _v, type: _type, ...entry } = decoded.value
-          onChange({ op: 'put', entry })
+          onChange({ op: 'put', entry: openMessage(decoded.value).body })
         }
       }
     })().catch(() => {})

@@ -89,7 +89,7 @@ export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
         ...(signal ? { signal } : {}),
       })
     } catch (error) {
-      if (error instanceof BusNoRespondersError) {
+      if (BusNoRespondersError.is(error)) {
         throw new ChildRunError('AGENT_UNAVAILABLE', `No host serves agent "${agentId}" right now.`, { agentId })
       }
       // Cancelled while the request was out: a host may have started the child already.

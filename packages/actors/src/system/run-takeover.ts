@@ -4,7 +4,7 @@
  * run is claimed with the store's compare-and-set at the revision that was listed, so of several
  * hosts scanning at once exactly one wins a run; the winner hands it to its agent's `resume`.
  */
-import { type Clock, systemClock } from '@signalbox/core'
+import { type Clock, ConfigError, systemClock } from '@signalbox/core'
 import { type RunStore, RunStoreError, type StoredRun } from '@signalbox/core/store'
 
 /** An agent that can continue a stored run (`agent.resume`). The run is already claimed for this host. */
@@ -56,7 +56,7 @@ export class RunTakeover {
   #scanning: Promise<ScanResult> | undefined
 
   constructor(options: RunTakeoverOptions) {
-    if (!(options.leaseMs > 0)) throw new RangeError('leaseMs must be positive')
+    if (!(options.leaseMs > 0)) throw new ConfigError('leaseMs must be positive', { leaseMs: options.leaseMs })
     this.#options = options
     this.#clock = options.clock ?? systemClock
   }
@@ -135,7 +135,7 @@ export class RunTakeover {
           epoch: claimed.checkpoint.lease?.epoch ?? 0,
         })
       } catch (error) {
-        if (error instanceof RunStoreError && LOST_CODES.has(error.code)) {
+        if (RunStoreError.is(error) && LOST_CODES.has(error.code)) {
           result.lost.push(runId)
           this.#emit({ type: 'lost', runId, agentId, code: error.code })
         } else if (!signal.aborted) {

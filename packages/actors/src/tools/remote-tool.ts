@@ -82,7 +82,7 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
           headers: { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey(context.runId, context.callId) },
         })
       } catch (error) {
-        if (error instanceof BusNoRespondersError) {
+        if (BusNoRespondersError.is(error)) {
           throw new ToolError(
             'TOOL_UNAVAILABLE',
             `No tool host is serving "${name}" right now. Try another way, or tell the person.`,
@@ -91,7 +91,7 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
             },
           )
         }
-        if (error instanceof BusTimeoutError) {
+        if (BusTimeoutError.is(error)) {
           throw new ToolError(
             'TOOL_TIMEOUT',
             `"${name}" did not answer within ${formatDuration(timeoutMs)} (its host may have stopped).`,
@@ -100,7 +100,7 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
             },
           )
         }
-        if (error instanceof BusPayloadTooLargeError) {
+        if (BusPayloadTooLargeError.is(error)) {
           throw new ToolError(
             'TOOL_ARGUMENTS_TOO_LARGE',
             `The arguments for "${name}" are ${error.size} bytes; the bus carries at most ${error.max}. Send less.`,

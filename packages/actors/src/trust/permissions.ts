@@ -7,6 +7,7 @@
  */
 
 import { defaultStreamName } from '@signalbox/actors/nats'
+import { ErrorCode, SignalboxError } from '@signalbox/core'
 import { createSubjects, DEFAULT_SUBJECT_PREFIX } from '@signalbox/core/bus'
 import { assertToken, encodeEventType } from '@signalbox/core/internal'
 
@@ -49,8 +50,10 @@ export interface RolePermissions {
   allowResponses: boolean
 }
 
-export class PermissionScopeError extends Error {
-  readonly code = 'PERMISSION_SCOPE_INVALID'
+export class PermissionScopeError extends SignalboxError {
+  constructor(message: string) {
+    super(ErrorCode.PERMISSION_SCOPE_INVALID, message, { fault: 'user' })
+  }
 }
 
 interface Consumer {

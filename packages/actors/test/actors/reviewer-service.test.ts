@@ -11,7 +11,7 @@ import { type ApprovalDecisionMessage, type ApprovalRequestMessage, callDigest }
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { NATS_URL } from '../../../../test/support/env.ts'
-import { remoteReviewer, serveReviewer } from '../../src/index.ts'
+import { remoteReviewer, serveReviewer, withdrawalOf } from '../../src/index.ts'
 import type { NatsBus } from '../../src/nats/index.ts'
 import { deploy, eventually, payTool, sleep, TRANSPORTS } from './harness.ts'
 
@@ -176,6 +176,47 @@ for (const transport of TRANSPORTS) {
       service.close()
       await eventually(() => withdrawn.length === count, 5_000, 'every pending review to be withdrawn')
       expect(service.inFlight.size).toBe(0)
+    })
+  })
+}
+
+for (const transport of TRANSPORTS) {
+  describe(`reviewer service: a withdrawn review is told why (${transport.name})`, () => {
+    it("the review's signal aborts with a RequestWithdrawnError naming the reason: expired, settled elsewhere, stopping", async () => {
+      const d = await deploy(transport)
+      const bus = await d.bus('reviewer')
+      const why = new Map<string, unknown>()
+      const holding: Reviewer = {
+        review: (request, { signal }) =>
+          new Promise<never>((_, reject) => {
+            signal.addEventListener('abort', () => {
+              why.set(request.requestId, withdrawalOf(signal.reason))
+              reject(signal.reason)
+            })
+          }),
+      }
+      const service = serveReviewer({ bus, subjects: d.subjects, reviewer: holding })
+      d.defer(() => service.close())
+      await service.ready
+      const agentBus = await d.bus('agent')
+      const expiring = { ...approvalRequest('request_expiring'), deadline: Date.now() + 300 }
+      const settled = approvalRequest('request_settled')
+      const left = approvalRequest('request_left')
+      for (const request of [expiring, settled, left]) {
+        await agentBus.durablePublish(d.subjects.approvals('payer'), JSON.stringify(request), { msgId: request.requestId })
+      }
+      await eventually(() => service.inFlight.size === 3, 5_000, 'every request to be pending')
+      await agentBus.durablePublish(d.subjects.approvalDecisions('payer'), JSON.stringify(decisionFor(settled)), {
+        msgId: 'settled-1',
+      })
+      await eventually(() => why.size === 2, 5_000, 'the expired and the settled request to be withdrawn')
+      service.close()
+      await eventually(() => why.size === 3, 5_000, 'the last request to be withdrawn')
+      expect(Object.fromEntries(why)).toEqual({
+        request_expiring: 'expired',
+        request_settled: 'settled-elsewhere',
+        request_left: 'stopping',
+      })
     })
   })
 }

@@ -2,7 +2,7 @@ import type { AuditFilter } from '@signalbox/actors'
 import type { AuditEntry, AuditKind } from '@signalbox/core'
 import { openBus, untilSignal } from '../bus.ts'
 import { type Command, type CommandContext, EXIT } from '../cli.ts'
-import { type Colors, dateTime, formatDuration, shortId } from '../output.ts'
+import { type Colors, dateTime, formatElapsed, shortId } from '../output.ts'
 
 export const AUDIT_KINDS = [
   'approval.granted',
@@ -32,7 +32,7 @@ const COLUMNS: Column[] = [
   { title: 'ACTOR', value: (e) => e.actor, max: 16 },
   { title: 'DECISION', value: (e) => e.decision ?? '-', max: 30, color: kindColor },
   { title: 'REASON', value: (e) => e.reason ?? '', max: 48 },
-  { title: 'LATENCY', value: (e) => (e.latencyMs === undefined ? '-' : formatDuration(e.latencyMs)), max: 10 },
+  { title: 'LATENCY', value: (e) => (e.latencyMs === undefined ? '-' : formatElapsed(e.latencyMs)), max: 10 },
 ]
 
 function kindColor(c: Colors, entry: AuditEntry): (s: string) => string {

@@ -1,4 +1,4 @@
-import type { Provider } from '@signalbox/core'
+import { type Provider, ProviderError } from '@signalbox/core'
 import type { AgentMachine } from '@signalbox/core/internal'
 import { type Command, EXIT } from '../cli.ts'
 
@@ -8,7 +8,7 @@ export async function agentMachineForGraph(): Promise<AgentMachine> {
   const provider: Provider = {
     model: 'none',
     complete: async () => {
-      throw new Error('signalbox graph never calls the model')
+      throw new ProviderError('signalbox graph never calls the model', { retryable: false })
     },
   }
   return createAgent({ id: 'agent', provider }).machine

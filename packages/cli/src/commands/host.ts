@@ -8,7 +8,7 @@ import type { Bus, Subjects } from '@signalbox/core/bus'
 import type { AgentModule } from '../agent-module.ts'
 import { openBus, untilSignal } from '../bus.ts'
 import { CliError, type Command, type CommandContext, EXIT, UsageError } from '../cli.ts'
-import { clockTime, shortId } from '../output.ts'
+import { clockTime, shortId, statusColor } from '../output.ts'
 import { commandTracing, OTLP_OPTIONS } from '../tracing.ts'
 import { agentTrustFrom, TRUST_OPTIONS, trustLine } from '../trust-flags.ts'
 
@@ -195,7 +195,7 @@ export const host: Command = {
           )
         })
         agent.on('run.end', (event) => {
-          const color = event.status === 'done' ? c.green : event.status === 'cancelled' ? c.yellow : c.red
+          const color = statusColor(event.status, c)
           const why = event.error ? ` ${event.error.code}: ${event.error.message}` : ''
           log(
             {

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path'
 import type { Inspector, InspectorWireEvent, startInspectionRelay } from '@signalbox/actors/inspect'
+import { ErrorCode, SignalboxError } from '@signalbox/core'
 import type { Bus, Subjects } from '@signalbox/core/bus'
 import { openBus, untilSignal } from '../bus.ts'
 import { CliError, type Command, type CommandContext, EXIT, type OptionSpec, UsageError } from '../cli.ts'
@@ -105,7 +106,7 @@ function parsePort(value: unknown, fallback: number, context: CommandContext, fl
 
 /** A port in use is the person's to fix: name the flag of this command that picks another. */
 function namePortFlag(error: unknown, port: number, flag: string): unknown {
-  if ((error as { code?: unknown } | null)?.code !== 'INSPECTOR_PORT_IN_USE') return error
+  if (!SignalboxError.is(error, ErrorCode.INSPECTOR_PORT_IN_USE)) return error
   return new CliError('INSPECTOR_PORT_IN_USE', `Port ${port} is in use: pick another one with ${flag} <port>.`, {
     cause: error,
   })

@@ -1,4 +1,4 @@
-import { ErrorCode } from '@signalbox/core'
+import { ErrorCode, SignalboxError } from '@signalbox/core'
 import { openBus } from '../bus.ts'
 import { CliError, type Command, EXIT, UsageError } from '../cli.ts'
 import { shortId } from '../output.ts'
@@ -61,7 +61,7 @@ export async function askAgent<T>(request: () => Promise<T>, agentId: string, su
   try {
     return await request()
   } catch (error) {
-    if ((error as { code?: string }).code === ErrorCode.BUS_NO_RESPONDERS) {
+    if (SignalboxError.is(error, ErrorCode.BUS_NO_RESPONDERS)) {
       throw new CliError(
         'AGENT_NOT_FOUND',
         `agent "${agentId}" is not on the bus (nobody answers on ${subject}); is it running, with this --prefix?`,

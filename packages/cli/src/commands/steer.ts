@@ -56,7 +56,7 @@ export const steer: Command = {
       try {
         await sendControl({ bus, subjects, agentId, request: { type: 'control.status' }, timeoutMs: 2_000 })
       } catch (error) {
-        if (!(error instanceof BusNoRespondersError)) throw error
+        if (!BusNoRespondersError.is(error)) throw error
         present = false
       }
       // Signed with the --nkey seed: agents with a trust policy refuse unsigned corrections.

@@ -1,6 +1,6 @@
 import { openBus, untilSignal } from '../bus.ts'
 import { CliError, type Command, EXIT, NO_BUS_MESSAGE, UsageError } from '../cli.ts'
-import { type Colors, clockTime, formatDuration, shortId } from '../output.ts'
+import { type Colors, clockTime, formatElapsed, shortId } from '../output.ts'
 import { commandTracing, OTLP_OPTIONS } from '../tracing.ts'
 import { agentTrustFrom } from '../trust-flags.ts'
 
@@ -153,7 +153,7 @@ export const toolsServe: Command = {
         const why = outcome.error ? ` ${outcome.error.message}` : ''
         log(
           { type: 'tool.result', at: Date.now(), ...call, ...outcome },
-          `${c.dim(clockTime(Date.now()))} ${verdict} ${c.bold(call.toolName)} ${c.dim(`${call.callId} · ${formatDuration(outcome.durationMs)}`)}${why}`,
+          `${c.dim(clockTime(Date.now()))} ${verdict} ${c.bold(call.toolName)} ${c.dim(`${call.callId} · ${formatElapsed(outcome.durationMs)}`)}${why}`,
         )
       },
     })

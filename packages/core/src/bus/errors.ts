@@ -5,7 +5,7 @@
  */
 import { type ErrorFault, SignalboxError } from '../errors.ts'
 
-/** Base class of every bus failure, for `instanceof BusError` checks. */
+/** Base class of every bus failure, for `BusError.is(error)` checks. */
 export class BusError extends SignalboxError {
   constructor(
     code: string,

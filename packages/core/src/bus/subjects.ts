@@ -113,19 +113,23 @@ export function defaultDurableSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX):
   return [`${prefix}.approvals.>`, `${prefix}.audit.>`, `${prefix}.agents.*.steer`, `${prefix}.ask.>`, `${prefix}.runs.>`]
 }
 
+/**
+ * The builders that take an agent (or runtime) id build, without one, the wildcard over every
+ * agent (`approvals()` → `<prefix>.approvals.*`): a subject to subscribe to, never to publish on.
+ */
 export interface Subjects {
   readonly prefix: string
-  /** Approval requests for one agent. */
-  approvals(agentId: string): string
-  /** Decisions on one agent's approval requests. */
-  approvalDecisions(agentId: string): string
-  /** Questions from one agent to a human. */
-  ask(agentId: string): string
-  /** Answers to one agent's questions. */
-  answers(agentId: string): string
+  /** Approval requests for one agent, or every agent's. */
+  approvals(agentId?: string): string
+  /** Decisions on one agent's approval requests, or on every agent's. */
+  approvalDecisions(agentId?: string): string
+  /** Questions from one agent to a human, or from every agent. */
+  ask(agentId?: string): string
+  /** Answers to one agent's questions, or to every agent's. */
+  answers(agentId?: string): string
   steer(agentId: string): string
-  /** Heartbeats of an agent's pending approval requests (agents without a run store). */
-  alive(agentId: string): string
+  /** Heartbeats of an agent's pending approval requests (agents without a run store), or of every agent's. */
+  alive(agentId?: string): string
   control(agentId: string): string
   tool(toolName: string): string
   /** One event type of one agent (`tool.end` → `...events.tool_end`), or all of its events (`...events.>`). */
@@ -146,21 +150,25 @@ export interface Subjects {
   toolCatalog(): string
   /** Rejections of messages that had nobody to reply to, per component. */
   errors(component?: string): string
-  inspect(runtimeId: string): string
+  /** The inspection relay of one runtime, or of every runtime. */
+  inspect(runtimeId?: string): string
   directory(): string
 }
+
+/** One literal token, or (none given) the wildcard for any one token. */
+const tokenOrAny = (token: string | undefined) => (token === undefined ? '*' : assertToken(token))
 
 /** Builds the subject set for `prefix` (itself validated token by token). */
 export function createSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): Subjects {
   for (const token of prefix.split('.')) assertToken(token)
   return {
     prefix,
-    approvals: (agentId) => `${prefix}.approvals.${assertToken(agentId)}`,
-    approvalDecisions: (agentId) => `${prefix}.approvals.${assertToken(agentId)}.decisions`,
-    ask: (agentId) => `${prefix}.ask.${assertToken(agentId)}`,
-    answers: (agentId) => `${prefix}.ask.${assertToken(agentId)}.answers`,
+    approvals: (agentId) => `${prefix}.approvals.${tokenOrAny(agentId)}`,
+    approvalDecisions: (agentId) => `${prefix}.approvals.${tokenOrAny(agentId)}.decisions`,
+    ask: (agentId) => `${prefix}.ask.${tokenOrAny(agentId)}`,
+    answers: (agentId) => `${prefix}.ask.${tokenOrAny(agentId)}.answers`,
     steer: (agentId) => `${prefix}.agents.${assertToken(agentId)}.steer`,
-    alive: (agentId) => `${prefix}.agents.${assertToken(agentId)}.alive`,
+    alive: (agentId) => `${prefix}.agents.${tokenOrAny(agentId)}.alive`,
     control: (agentId) => `${prefix}.agents.${assertToken(agentId)}.control`,
     tool: (toolName) => `${prefix}.tools.${assertToken(toolName)}`,
     events: (agentId, type) =>
@@ -176,7 +184,7 @@ export function createSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): Subject
     toolDescribe: (toolName) => `${prefix}.tools.${assertToken(toolName)}.describe`,
     toolCatalog: () => `${prefix}.tools`,
     errors: (component) => `${prefix}.errors.${component === undefined ? '>' : assertToken(component)}`,
-    inspect: (runtimeId) => `${prefix}.inspect.${assertToken(runtimeId)}`,
+    inspect: (runtimeId) => `${prefix}.inspect.${tokenOrAny(runtimeId)}`,
     directory: () => `${prefix}.directory`,
   }
 }

@@ -13,13 +13,28 @@ import type { ApprovalDecision, ApprovalRequest, AuditEntry } from './types.ts'
 
 export type EditedArguments = { kind: 'none' } | { kind: 'valid'; args: unknown } | { kind: 'invalid'; issues: string[] }
 
+/**
+ * The check of each decision's edit, by decision: the machine asks whether the edit is valid
+ * (to choose where to go) and then applies it, and a tool's validation (a zod refinement, a JSON
+ * Schema validator) runs once per decision, not once per question.
+ */
+const checked = new WeakMap<object, { tool: object; result: EditedArguments }>()
+
 /** Whether `decision` approves edited arguments, and whether `tool` accepts them. */
 export function checkEditedArguments(tool: Pick<Tool, 'validate'> | undefined, decision: ApprovalDecision): EditedArguments {
   if (!decision.approved || decision.arguments === undefined) return { kind: 'none' }
   if (!tool) return { kind: 'invalid', issues: ['the tool is not available to check them'] }
+  const known = checked.get(decision)
+  if (known?.tool === tool) return known.result
+  const result = validateEdit(tool, decision.arguments)
+  checked.set(decision, { tool, result })
+  return result
+}
+
+function validateEdit(tool: Pick<Tool, 'validate'>, args: unknown): EditedArguments {
   let validation: ReturnType<Tool['validate']>
   try {
-    validation = tool.validate(structuredClone(decision.arguments))
+    validation = tool.validate(structuredClone(args))
   } catch (error) {
     return { kind: 'invalid', issues: [error instanceof Error ? error.message : String(error)] }
   }

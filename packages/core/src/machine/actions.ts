@@ -6,6 +6,7 @@ import {
   MaxTurnsExceededError,
   RunCancelledError,
   type SerializedError,
+  SignalboxError,
   serializeError,
 } from '../errors.ts'
 import { deepFreeze, type ToolOutcome } from '../events.ts'
@@ -151,7 +152,7 @@ export class MachineActions extends RunEvents {
 
   failWithHookError(error: unknown): Partial<AgentContext> {
     return {
-      error: serializeError(error instanceof HookError ? error : new HookError('unknown', error)),
+      error: serializeError(HookError.is(error) ? error : new HookError('unknown', error)),
       stopReason: 'hook_error',
     }
   }
@@ -446,5 +447,5 @@ export class MachineActions extends RunEvents {
 export function gateResult(gate: ToolGate): CallResult {
   if (gate.action === 'deny') return { output: gate.reason, isError: true, outcome: 'denied' }
   if (gate.action === 'respond') return { output: gate.result, isError: false, outcome: 'responded' }
-  throw new Error('allow has no result')
+  throw new SignalboxError(ErrorCode.INTERNAL_ERROR, 'allow has no result')
 }

@@ -441,5 +441,5 @@ export function eventFields(run: RunInfo): EventFields {
 
 /** A provider failure worth another attempt: rate limits, server errors, dropped connections. */
 export function isRetryable(error: unknown): boolean {
-  return error instanceof ProviderError && error.retryable
+  return ProviderError.is(error) && error.retryable
 }

@@ -417,7 +417,7 @@ export const agentMachine = setup({
                     'work.error': [
                       {
                         // A supervisor giving up on a child (or any fatal tool failure) ends the run.
-                        guard: ({ event }) => event.error instanceof FatalToolError,
+                        guard: ({ event }) => FatalToolError.is(event.error),
                         target: '#agent.failed',
                         actions: { type: 'failWithToolError', params: ({ event }) => ({ error: event.error }) },
                       },

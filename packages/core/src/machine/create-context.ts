@@ -1,5 +1,6 @@
 import { deepFreeze } from '../events.ts'
 import { emptyUsage, type Message } from '../messages.ts'
+import { finishedStatus } from '../run-status.ts'
 import type { AgentContext, AgentInput, AgentOutput } from './context.ts'
 
 /** A run's first context: the transcript so far (frozen: events and hooks share it) and nothing done. */
@@ -44,8 +45,7 @@ export function createContext(input: AgentInput): AgentContext {
 /** What a finished run hands back. */
 export function runOutput(context: AgentContext): AgentOutput {
   return {
-    status:
-      context.status === 'done' || context.status === 'failed' || context.status === 'cancelled' ? context.status : 'failed',
+    status: finishedStatus(context.status),
     output: context.output,
     error: context.error,
     stopReason: context.stopReason,

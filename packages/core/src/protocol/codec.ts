@@ -1,6 +1,6 @@
 import type { z } from 'zod/v4'
 import { SignalboxError } from '../errors.ts'
-import { formatIssues } from '../tool.ts'
+import { formatIssues } from '../schema.ts'
 import { type ErrorMessage, PROTOCOL_VERSION, type WireError } from './schemas.ts'
 
 export type ProtocolErrorCode =

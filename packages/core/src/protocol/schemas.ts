@@ -1,4 +1,7 @@
 import { z } from 'zod/v4'
+import { NAME_PATTERN, NAME_RULE } from '../names.ts'
+import { discriminatedUnion } from '../portable-zod.ts'
+import { FINISHED_STATUSES } from '../run-status.ts'
 
 /**
  * signalbox wire protocol, version 1. Every message on the bus is one JSON object with
@@ -22,7 +25,7 @@ const token = z
   // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
   .regex(/^[^.*>\s\x00-\x1f\x7f]+$/, 'must not contain ".", "*", ">", whitespace or control characters')
 /** Agent ids and tool names: what the chat-completions API and subjects both accept. */
-const name = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, "_" or "-"')
+const name = z.string().regex(NAME_PATTERN, `must be ${NAME_RULE}`)
 const epochMs = z.number().int().nonnegative()
 /** A call digest (§1.7): sha256 over the canonical JSON of the tool name and the arguments. */
 const digest = z.string().regex(/^sha256:[0-9a-f]{64}$/)
@@ -133,7 +136,7 @@ export const SteerMessage = envelope('steer', {
 export type SteerMessage = z.infer<typeof SteerMessage>
 
 /** Request on `agents.<agent>.control`. */
-export const ControlRequestMessage = z.discriminatedUnion('type', [
+export const ControlRequestMessage = discriminatedUnion('type', [
   envelope('control.cancel', {
     runId: id.optional(),
     reason: z.string().max(1024).optional(),
@@ -309,7 +312,7 @@ export type RunAcceptedMessage = z.infer<typeof RunAcceptedMessage>
 export const RunResultMessage = envelope('run.result', {
   runId: token,
   agentId: name,
-  status: z.enum(['done', 'failed', 'cancelled']),
+  status: z.enum(FINISHED_STATUSES),
   output: z.string(),
   error: WireError.optional(),
   turns: z.number().int().nonnegative(),

@@ -8,7 +8,9 @@ import type {
 } from 'openai/resources/chat/completions'
 import { AbortedError, ConfigError, ProviderError } from '../errors.ts'
 import type { AssistantMessage, ToolCall, Usage } from '../messages.ts'
-import type { Provider, ProviderCallOptions, ProviderRequest, ProviderResponse, ToolSpec } from './provider.ts'
+import { httpStatusError, notACompletion, otherCallError, unreachableError } from './endpoint-errors.ts'
+import type { Provider, ProviderCallOptions, ProviderRequest, ProviderResponse } from './provider.ts'
+import { perToolList } from './tool-lists.ts'
 
 export interface OpenAIProviderOptions {
   /** Default: `OPENAI_BASE_URL`, else OpenAI's API. E.g. `http://localhost:11434/v1` for Ollama. */
@@ -32,30 +34,19 @@ export interface OpenAIProviderOptions {
   providerName?: string
 }
 
+/** The tools in the chat-completions wire format. */
+const wireTools = perToolList(
+  (t): ChatCompletionTool => ({
+    type: 'function',
+    function: { name: t.name, description: t.description, parameters: t.parameters },
+  }),
+)
+
 /**
  * Any OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LM Studio...) through
  * the `openai` SDK. The SDK's own retries are off: the agent owns the retry policy, so retries
  * are visible as `model.retry` events and testable with a simulated clock.
  */
-/**
- * The tools in the wire format, built once per tool list: an agent sends the same list on every
- * call (a hook that changes it sends a new one), so a request costs no rebuilding per call.
- */
-const wireToolLists = new WeakMap<readonly ToolSpec[], { specs: ToolSpec[]; wire: ChatCompletionTool[] }>()
-function wireTools(tools: readonly ToolSpec[]): ChatCompletionTool[] {
-  const cached = wireToolLists.get(tools)
-  // Checked spec by spec: a hook may change a list it handed back before.
-  if (cached && cached.specs.length === tools.length && cached.specs.every((spec, i) => spec === tools[i])) return cached.wire
-  const wire = tools.map(
-    (t): ChatCompletionTool => ({
-      type: 'function',
-      function: { name: t.name, description: t.description, parameters: t.parameters },
-    }),
-  )
-  wireToolLists.set(tools, { specs: [...tools], wire })
-  return wire
-}
-
 export class OpenAIProvider implements Provider {
   readonly model: string
   readonly baseURL: string
@@ -105,112 +96,49 @@ export class OpenAIProvider implements Provider {
           { ...body, stream: false },
           { signal: options.signal, maxRetries: 0 },
         )
-        return fromCompletion(completion, this.model)
+        return fromCompletion(completion, this.model, this.#where)
       }
-      const stream = await this.#client.chat.completions.create(
-        { ...body, stream: true, stream_options: { include_usage: true } },
-        { signal: options.signal, maxRetries: 0 },
-      )
-      return await assembleStream(stream, this.model, options.onTextDelta)
+      const { data: stream, response } = await this.#client.chat.completions
+        .create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal: options.signal, maxRetries: 0 })
+        .withResponse()
+      // A 200 that is not an event stream (a JSON error, a proxy's page) would read as an empty answer.
+      const type = response.headers.get('content-type') ?? ''
+      if (!type.includes('text/event-stream')) {
+        const body = await bodyOf(response)
+        stream.controller.abort()
+        throw notACompletion(
+          this.#where,
+          `answered 200 with ${type || 'a body without a content type'} instead of an event stream of chat-completion chunks`,
+          body,
+        )
+      }
+      return await assembleStream(stream, this.model, options.onTextDelta, this.#where)
     } catch (error) {
       throw this.#classify(error, options.signal)
     }
   }
 
+  get #where(): string {
+    return `${this.baseURL} (model "${this.model}")`
+  }
+
   #classify(error: unknown, signal: AbortSignal): Error {
     if (error instanceof APIUserAbortError || signal.aborted) return new AbortedError('The model call was aborted.', error)
-    const where = `${this.baseURL} (model "${this.model}")`
-    if (error instanceof APIConnectionError) {
-      return new ProviderError(
-        `Could not reach the model endpoint ${where}: ${error.message.replace(/\.+$/, '')}. Is the server running?`,
-        {
-          retryable: true,
-          cause: error,
-          code: 'PROVIDER_UNREACHABLE',
-        },
-      )
-    }
+    if (ProviderError.is(error)) return error
+    const where = this.#where
+    if (error instanceof APIConnectionError) return unreachableError(where, error.message, error)
     if (error instanceof APIError) {
-      const status = error.status
-      const detail = error.message
-      const retryAfterMs = parseRetryAfter(error.headers)
-      if (status === 429 || status === 408 || status === 409 || (status !== undefined && status >= 500)) {
-        const providerError = new ProviderError(`The model endpoint ${where} answered ${status}: ${detail}`, {
-          status,
-          retryable: true,
-          cause: error,
-          code: status === 429 ? 'PROVIDER_RATE_LIMITED' : 'PROVIDER_UNAVAILABLE',
-        })
-        if (retryAfterMs !== undefined) (providerError.details as Record<string, unknown>).retryAfterMs = retryAfterMs
-        return providerError
-      }
-      const hint =
-        status === 401 || status === 403
-          ? 'Check the API key (apiKey or OPENAI_API_KEY).'
-          : status === 404
-            ? `Check that the model "${this.model}" exists at ${this.baseURL} (model or SIGNALBOX_MODEL) and that baseURL ends with the API root (e.g. /v1).`
-            : status === 400 || status === 422
-              ? 'The endpoint rejected the request; check the model supports tool calls and the tool schemas.'
-              : 'See the endpoint message.'
-      return new ProviderError(`The model endpoint ${where} refused the request (${status}): ${detail}. ${hint}`, {
-        ...(status === undefined ? {} : { status }),
-        retryable: false,
+      return httpStatusError(where, error.status, error.message, {
         cause: error,
-        code: status === 401 || status === 403 ? 'PROVIDER_AUTH' : status === 404 ? 'PROVIDER_NOT_FOUND' : 'PROVIDER_REJECTED',
+        headers: error.headers,
+        hints: {
+          auth: 'Check the API key (apiKey or OPENAI_API_KEY).',
+          notFound: `Check that the model "${this.model}" exists at ${this.baseURL} (model or SIGNALBOX_MODEL) and that baseURL ends with the API root (e.g. /v1).`,
+        },
       })
     }
-    if (error instanceof ProviderError) return error
-    // The connection dropped mid-response (e.g. a reset while streaming): transient, worth a retry.
-    if (isConnectionDrop(error)) {
-      return new ProviderError(`The connection to the model endpoint ${where} was lost: ${describeChain(error)}.`, {
-        retryable: true,
-        cause: error,
-        code: 'PROVIDER_UNREACHABLE',
-      })
-    }
-    return new ProviderError(`The model call to ${where} failed: ${String((error as Error)?.message ?? error)}`, {
-      retryable: false,
-      cause: error,
-    })
+    return otherCallError(where, error)
   }
-}
-
-const CONNECTION_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CLOSED',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-])
-
-/** A network failure anywhere in the cause chain (undici reports a reset as `TypeError: terminated`). */
-function isConnectionDrop(error: unknown): boolean {
-  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code
-    if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true
-    if (e instanceof TypeError && e.message === 'terminated') return true
-  }
-  return false
-}
-
-function describeChain(error: unknown): string {
-  const parts: string[] = []
-  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    parts.push(e instanceof Error ? e.message : String(e))
-  }
-  return parts.join(': ')
-}
-
-function parseRetryAfter(headers: Headers | undefined): number | undefined {
-  const ms = headers?.get?.('retry-after-ms')
-  if (ms && Number.isFinite(Number(ms))) return Number(ms)
-  const seconds = headers?.get?.('retry-after')
-  if (seconds && Number.isFinite(Number(seconds))) return Number(seconds) * 1000
-  return undefined
 }
 
 function toUsage(
@@ -220,9 +148,24 @@ function toUsage(
   return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens }
 }
 
-function fromCompletion(completion: ChatCompletion, model: string): ProviderResponse {
+async function bodyOf(response: Response): Promise<string> {
+  try {
+    return await response.text()
+  } catch {
+    return '(unreadable body)'
+  }
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
+
+function fromCompletion(completion: ChatCompletion, model: string, where: string): ProviderResponse {
+  // The SDK returns whatever JSON (or text) a 200 carried: check it is a completion before reading it.
+  const choices: unknown = isObject(completion) ? completion.choices : undefined
+  if (!Array.isArray(choices) || (choices.length > 0 && !isObject((choices[0] as { message?: unknown }).message))) {
+    throw notACompletion(where, 'answered 200 with a body that is not a chat completion', completion)
+  }
   const choice = completion.choices[0]
-  if (!choice) throw new ProviderError('The model endpoint returned no choices.', { retryable: true })
+  if (!choice) throw new ProviderError(`The model endpoint ${where} returned no choices.`, { retryable: true })
   const message: AssistantMessage = { role: 'assistant', content: choice.message.content ?? null }
   const calls = choice.message.tool_calls?.filter((c) => c.type === 'function')
   if (calls && calls.length > 0) {
@@ -246,6 +189,7 @@ async function assembleStream(
   stream: AsyncIterable<ChatCompletionChunk>,
   model: string,
   onTextDelta: ((delta: string) => void) | undefined,
+  where: string,
 ): Promise<ProviderResponse> {
   let text = ''
   let sawText = false
@@ -254,7 +198,11 @@ async function assembleStream(
   let answeredBy = model
   let id: string | undefined
   const calls: ToolCall[] = []
+  let chunks = 0
   for await (const chunk of stream) {
+    if (!isObject(chunk) || !Array.isArray(chunk.choices))
+      throw notACompletion(where, 'streamed an event that is not a chat-completion chunk', chunk)
+    chunks++
     if (chunk.model) answeredBy = chunk.model
     if (typeof chunk.id === 'string' && chunk.id !== '') id ??= chunk.id
     if (chunk.usage) usage = toUsage(chunk.usage)
@@ -278,6 +226,7 @@ async function assembleStream(
       if (choice.finish_reason) finishReason = choice.finish_reason
     }
   }
+  if (chunks === 0) throw notACompletion(where, 'streamed no chat-completion chunk', undefined)
   const message: AssistantMessage = { role: 'assistant', content: sawText ? text : null }
   const toolCalls = calls.filter(Boolean)
   if (toolCalls.length > 0) message.tool_calls = toolCalls

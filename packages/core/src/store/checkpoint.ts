@@ -1,5 +1,7 @@
 import { z } from 'zod/v4'
+import { discriminatedUnion } from '../portable-zod.ts'
 import { ApprovalDecisionMessage, ApprovalRequestMessage, QuestionMessage } from '../protocol/schemas.ts'
+import { FINISHED_STATUSES } from '../run-status.ts'
 
 /**
  * What a stored run holds to continue where it stood, version 1. Persisted data is versioned like
@@ -22,9 +24,9 @@ export const RunCarry = z
 export type RunCarry = z.infer<typeof RunCarry>
 
 /** Where a run stands, as the store lists it. `waiting` = parked on a person (approval, question). */
-export const StoredRunStatus = z.enum(['running', 'waiting', 'done', 'failed', 'cancelled'])
+export const StoredRunStatus = z.enum(['running', 'waiting', ...FINISHED_STATUSES])
 export type StoredRunStatus = z.infer<typeof StoredRunStatus>
-export const FINISHED_RUN_STATUSES: readonly StoredRunStatus[] = ['done', 'failed', 'cancelled']
+export const FINISHED_RUN_STATUSES: readonly StoredRunStatus[] = FINISHED_STATUSES
 
 /**
  * Who runs the run, until when. `epoch` goes up by one at every claim: it fences a former owner
@@ -49,7 +51,7 @@ const ToolResult = z.object({
 export type LedgerToolResult = z.infer<typeof ToolResult>
 
 /** One tool call of the run: `started` is written before the tool runs, `finished` after. */
-export const LedgerEntry = z.discriminatedUnion('state', [
+export const LedgerEntry = discriminatedUnion('state', [
   z.object({
     state: z.literal('started'),
     callId: z.string().min(1).max(256),

@@ -1,4 +1,4 @@
-import { formatIssues } from '../tool.ts'
+import { formatIssues } from '../schema.ts'
 import { CHECKPOINT_VERSION, Checkpoint } from './checkpoint.ts'
 import { CheckpointError } from './errors.ts'
 

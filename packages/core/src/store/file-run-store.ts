@@ -199,7 +199,7 @@ export class FileRunStore implements RunStore {
         const stored = await this.load(runIdOfKey(entry), { signal: options.signal })
         if (stored !== undefined && matchesListing(stored.checkpoint, options)) listing.runs.push(stored)
       } catch (error) {
-        if (!(error instanceof CheckpointError)) throw error
+        if (!CheckpointError.is(error)) throw error
         listing.errors.push(error)
       }
     }

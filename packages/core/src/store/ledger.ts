@@ -1,3 +1,4 @@
+import { ErrorCode, SignalboxError } from '../errors.ts'
 import type { LedgerEntry, LedgerToolResult } from './checkpoint.ts'
 
 /**
@@ -46,7 +47,8 @@ export function startCall(
 /** Records a call's result. The call must have been started: finishing an unknown call is a bug. */
 export function finishCall(ledger: readonly LedgerEntry[], callId: string, result: LedgerToolResult, at: number): LedgerEntry[] {
   const started = findCall(ledger, callId)
-  if (started === undefined) throw new Error(`Ledger: call "${callId}" finished without having started.`)
+  if (started === undefined)
+    throw new SignalboxError(ErrorCode.INTERNAL_ERROR, `Ledger: call "${callId}" finished without having started.`)
   const entry: LedgerEntry = { ...started, state: 'finished', finishedAt: at, result }
   return ledger.map((other) => (other.callId === callId ? entry : other))
 }

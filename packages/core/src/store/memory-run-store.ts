@@ -70,7 +70,7 @@ export class MemoryRunStore implements RunStore {
         const checkpoint = decodeCheckpoint(run.runId, run.data)
         if (matchesListing(checkpoint, options)) listing.runs.push({ checkpoint, revision: run.revision })
       } catch (error) {
-        if (!(error instanceof CheckpointError)) throw error
+        if (!CheckpointError.is(error)) throw error
         listing.errors.push(error)
       }
     }

@@ -1,5 +1,6 @@
 import { z } from 'zod/v4'
 import type { Message } from '../messages.ts'
+import { discriminatedUnion } from '../portable-zod.ts'
 import { CheckpointError, RunStoreError } from './errors.ts'
 
 /**
@@ -11,7 +12,7 @@ import { CheckpointError, RunStoreError } from './errors.ts'
  * Reading applies batches by epoch, then in write order: a former owner whose lease was taken
  * writes with an older epoch and can never overwrite what the new owner wrote.
  */
-const StoredMessage = z.discriminatedUnion('role', [
+const StoredMessage = discriminatedUnion('role', [
   z.object({ role: z.literal('system'), content: z.string() }),
   z.object({ role: z.literal('user'), content: z.string() }),
   z.object({

@@ -1,3 +1,4 @@
+import { asError } from '../errors.ts'
 import type { CheckpointError, RunStoreError } from './errors.ts'
 import type { RunStore } from './run-store.ts'
 
@@ -45,7 +46,7 @@ export async function resumeEvery<H>(options: {
     const settled = await Promise.allSettled(batch.map(({ checkpoint }) => options.resume(checkpoint.runId)))
     for (const outcome of settled) {
       if (outcome.status === 'fulfilled') result.runs.push(outcome.value)
-      else result.errors.push(outcome.reason instanceof Error ? outcome.reason : new Error(String(outcome.reason)))
+      else result.errors.push(asError(outcome.reason))
     }
   }
   return result

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.ts'
 import type { ApprovalDecision } from '../hitl/types.ts'
 import type { Message } from '../messages.ts'
+import { finishedStatus } from '../run-status.ts'
 import type {
   AppliedDecision,
   Checkpoint,
@@ -437,8 +438,7 @@ export function restoreTranscript(snapshot: unknown, messages: Message[]): unkno
 
 function storedStatus(snapshot: JournaledSnapshot, waiting: boolean): StoredRunStatus {
   if (snapshot.status !== 'active') {
-    const status = snapshot.context.status
-    return status === 'done' || status === 'cancelled' ? status : 'failed'
+    return finishedStatus(snapshot.context.status)
   }
   return waiting ? 'waiting' : 'running'
 }

@@ -1,8 +1,11 @@
 /** Approve with edited arguments: validated by the agent, run as edited, told to the model, audited. */
 
 import type { ApprovalDecision, ApprovalRequest, Reviewer } from '@signalbox/core'
+import { createAgent, tool } from '@signalbox/core'
 import { callDigest } from '@signalbox/core/protocol'
+import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
 import { setup } from './approval-fixture.ts'
 import { eventsOf } from './helpers.ts'
 
@@ -62,5 +65,31 @@ describe('approval with edited arguments', () => {
     expect(s.paid).toEqual([{ to: 'ACME', amount: 250 }])
     expect(s.read()).toBe('paid 250 to ACME')
     expect(s.audit()[0]).not.toHaveProperty('edited')
+  })
+
+  it('checks the edited arguments against the tool once per decision', async () => {
+    const checked: unknown[] = []
+    const pay = tool({
+      name: 'pay',
+      description: 'Pay someone. Irreversible.',
+      schema: z.object({ to: z.string(), amount: z.number() }).refine((args) => {
+        checked.push(args.amount)
+        return true
+      }),
+      needsApproval: true,
+      execute: (args) => `paid ${args.amount} to ${args.to}`,
+    })
+    for (const edited of [
+      { to: 'ACME', amount: 25 },
+      { to: 'ACME', amount: -1, extra: 'x' },
+    ]) {
+      checked.length = 0
+      const provider = new ScriptedProvider({
+        script: [{ toolCalls: [{ id: 'c1', name: 'pay', arguments: { to: 'ACME', amount: 250 } }] }, { content: 'over' }],
+      })
+      await createAgent({ provider, tools: [pay], reviewer: editingReviewer(edited) }).run('pay ACME')
+      // The model's call, then the edit: once each.
+      expect(checked).toEqual([250, edited.amount])
+    }
   })
 })

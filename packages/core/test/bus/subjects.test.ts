@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest'
 import { InvalidSubjectError } from '../../src/bus/errors.ts'
-import { assertToken, createSubjects, encodeEventType, subjectCovers, subjectMatches } from '../../src/bus/subjects.ts'
+import {
+  assertPublishSubject,
+  assertSubscribeSubject,
+  assertToken,
+  createSubjects,
+  encodeEventType,
+  subjectCovers,
+  subjectMatches,
+} from '../../src/bus/subjects.ts'
 
 describe('subjectMatches', () => {
   it.each([
@@ -89,5 +97,20 @@ describe('createSubjects', () => {
       expect(() => s.tool(id), id).toThrow(InvalidSubjectError)
     }
     expect(() => createSubjects('bad..prefix')).toThrow(InvalidSubjectError)
+  })
+
+  it('without an agent id, the wildcard over every agent: subscribe only', () => {
+    expect(s.approvals()).toBe('signalbox.v1.approvals.*')
+    expect(s.approvalDecisions()).toBe('signalbox.v1.approvals.*.decisions')
+    expect(s.ask()).toBe('signalbox.v1.ask.*')
+    expect(s.answers()).toBe('signalbox.v1.ask.*.answers')
+    expect(s.alive()).toBe('signalbox.v1.agents.*.alive')
+    expect(s.inspect()).toBe('signalbox.v1.inspect.*')
+    for (const wildcard of [s.approvals(), s.answers(), s.alive()]) {
+      expect(assertSubscribeSubject(wildcard)).toBe(wildcard)
+      expect(() => assertPublishSubject(wildcard)).toThrow(InvalidSubjectError)
+    }
+    // An id is still one literal token: `*` is never taken from the caller.
+    for (const id of ['*', '>', 'a.b', '']) expect(() => s.approvals(id), id).toThrow(InvalidSubjectError)
   })
 })

@@ -1,0 +1,29 @@
+import { AbortedError } from '@signalbox/core'
+
+/**
+ * Why a request stopped waiting for its decider (the signal `review`/`answer` receive aborts with
+ * a `RequestWithdrawnError` naming it): `expired`, its deadline passed; `settled-elsewhere`, another
+ * reviewer or answerer settled it (or it was withdrawn as orphaned); `stopping`, this service is
+ * closing and leaves it to another instance.
+ */
+export type WithdrawalReason = 'expired' | 'settled-elsewhere' | 'stopping'
+
+const MESSAGES: Record<WithdrawalReason, string> = {
+  expired: 'The request expired.',
+  'settled-elsewhere': 'The request was settled elsewhere.',
+  stopping: 'The service is stopping.',
+}
+
+/** The reason a decider's signal aborts with when its request is withdrawn. Branch on `withdrawal`, not the message. */
+export class RequestWithdrawnError extends AbortedError {
+  readonly withdrawal: WithdrawalReason
+  constructor(withdrawal: WithdrawalReason) {
+    super(MESSAGES[withdrawal])
+    this.withdrawal = withdrawal
+  }
+}
+
+/** The withdrawal a signal's reason names, if it is one. */
+export function withdrawalOf(reason: unknown): WithdrawalReason | undefined {
+  return RequestWithdrawnError.is(reason) ? reason.withdrawal : undefined
+}
