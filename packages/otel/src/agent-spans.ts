@@ -151,6 +151,10 @@ export class AgentSpans {
       }
       case 'question.asked': {
         const { question } = event
+        // Asked again for the same call: the person's answer to the last one was refused.
+        const earlier = run.questionOfCall.get(question.callId)
+        if (earlier !== undefined) this.#endQuestion(run, earlier, { [Signalbox.questionOutcome]: 'rejected' })
+        run.questionOfCall.set(question.callId, question.questionId)
         const span = this.#start('signalbox.question', run.callContext(question.callId), {
           [Signalbox.questionId]: question.questionId,
           [GenAI.toolCallId]: question.callId,
@@ -316,6 +320,7 @@ export class AgentSpans {
   #endQuestion(run: RunSpans, questionId: string, attributes: Attributes): void {
     const span = run.questions.get(questionId)
     run.questions.delete(questionId)
+    for (const [callId, asked] of run.questionOfCall) if (asked === questionId) run.questionOfCall.delete(callId)
     span?.setAttributes(attributes)
     span?.end()
   }

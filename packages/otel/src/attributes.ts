@@ -91,6 +91,7 @@ export const Signalbox = {
   approvalReason: 'signalbox.approval.reason',
   questionId: 'signalbox.question.id',
   questionText: 'signalbox.question.text',
+  /** answered, timeout, rejected (the answer was refused and the question asked again). */
   questionOutcome: 'signalbox.question.outcome',
   answer: 'signalbox.question.answer',
   answeredBy: 'signalbox.question.answered_by',

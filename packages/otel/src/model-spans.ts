@@ -50,7 +50,7 @@ export class ModelCalls {
   }
 
   request(run: RunSpans, event: AgentEventOf<'model.request'>): void {
-    if (run.model) this.#failed(run, { code: 'ABANDONED', message: 'a new attempt started' })
+    run.model?.end()
     const { tracer, model, captureContent } = this.#options
     run.model = tracer.startSpan(
       model ? `${Operation.chat} ${model}` : Operation.chat,

@@ -38,6 +38,8 @@ export class RunSpans {
   readonly tools = new Map<string, Span>()
   readonly approvals = new Map<string, Span>()
   readonly questions = new Map<string, Span>()
+  /** The question open for each call (a call asks again when an answer was refused). */
+  readonly questionOfCall = new Map<string, string>()
   /** The run's error, when `run.error` told it before `run.end`. */
   error: { code: string; message: string } | undefined
   #lastTurn: number | undefined
