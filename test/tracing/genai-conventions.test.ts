@@ -8,6 +8,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources'
 import { AggregationTemporality, type DataPoint, type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { createAgent, OpenAIProvider, tool } from '@signalbox/core'
+import type { ScriptStep } from '@signalbox/core/testing'
 import { traceAgent, withRunAttributes } from '@signalbox/otel'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -64,6 +65,16 @@ const lookUp = tool({
   execute: ({ train }) => `${train} leaves at 9:12`,
 })
 
+/** One failed attempt (retried), a tool call, the answer: 100 input and 16 output tokens in all. */
+const OVERLOADED_THEN_ANSWERED: ScriptStep[] = [
+  { error: { status: 503, message: 'overloaded' }, headers: { 'retry-after-ms': '0' } },
+  {
+    toolCalls: [{ id: 'c1', name: 'look_up', arguments: { train: 'IC 512' } }],
+    usage: { promptTokens: 40, completionTokens: 7 },
+  },
+  { content: 'It leaves at 9:12.', usage: { promptTokens: 60, completionTokens: 9 } },
+]
+
 function only(spans: ReceivedSpan[], name: string): ReceivedSpan[] {
   return spans.filter((span) => span.name === name)
 }
@@ -71,16 +82,7 @@ function only(spans: ReceivedSpan[], name: string): ReceivedSpan[] {
 describe('traceAgent: the GenAI semantic conventions', () => {
   it('puts the provider, the response and the server on the chat and invoke_agent spans, per-run attributes on the run', async () => {
     const t = await telemetry()
-    const { server, provider } = await scriptedModel({
-      'gpt-test': [
-        { error: { status: 503, message: 'overloaded' }, headers: { 'retry-after-ms': '0' } },
-        {
-          toolCalls: [{ id: 'c1', name: 'look_up', arguments: { train: 'IC 512' } }],
-          usage: { promptTokens: 40, completionTokens: 7 },
-        },
-        { content: 'It leaves at 9:12.', usage: { promptTokens: 60, completionTokens: 9 } },
-      ],
-    })
+    const { server, provider } = await scriptedModel({ 'gpt-test': OVERLOADED_THEN_ANSWERED })
     const agent = createAgent({
       id: 'trains',
       provider: provider('gpt-test'),
@@ -146,16 +148,7 @@ describe('traceAgent: the GenAI semantic conventions', () => {
 
   it('records gen_ai.client.token.usage by token type and gen_ai.client.operation.duration, failed attempts with error.type', async () => {
     const t = await telemetry()
-    const { server, provider } = await scriptedModel({
-      'gpt-test': [
-        { error: { status: 503, message: 'overloaded' }, headers: { 'retry-after-ms': '0' } },
-        {
-          toolCalls: [{ id: 'c1', name: 'look_up', arguments: { train: 'IC 512' } }],
-          usage: { promptTokens: 40, completionTokens: 7 },
-        },
-        { content: 'It leaves at 9:12.', usage: { promptTokens: 60, completionTokens: 9 } },
-      ],
-    })
+    const { server, provider } = await scriptedModel({ 'gpt-test': OVERLOADED_THEN_ANSWERED })
     const agent = createAgent({ provider: provider('gpt-test'), tools: [lookUp], retry: { baseDelayMs: 1, maxDelayMs: 1 } })
     // Metrics alone: no tracer provider anywhere.
     traceAgent(agent, { meterProvider: t.meterProvider })

@@ -166,10 +166,7 @@ export class InProcessBus implements Bus {
   request(subject: string, data: Uint8Array | string, options: RequestOptions): Promise<BusMessage> {
     let bytes: Uint8Array
     try {
-      this.#assertOpen('request')
-      assertPublishSubject(subject)
-      this.#assertNotDurable(subject)
-      bytes = this.#toBytes(subject, data)
+      bytes = this.#requestBytes(subject, data)
     } catch (error) {
       return Promise.reject(error)
     }
@@ -198,10 +195,7 @@ export class InProcessBus implements Bus {
   requestMany(subject: string, data: Uint8Array | string, options: RequestManyOptions): Promise<BusMessage[]> {
     let bytes: Uint8Array
     try {
-      this.#assertOpen('request')
-      assertPublishSubject(subject)
-      this.#assertNotDurable(subject)
-      bytes = this.#toBytes(subject, data)
+      bytes = this.#requestBytes(subject, data)
     } catch (error) {
       return Promise.reject(error)
     }
@@ -236,6 +230,14 @@ export class InProcessBus implements Bus {
       timer = this.#clock.setTimeout(() => finish(), timeoutMs)
       signal?.addEventListener('abort', onAbort, { once: true })
     })
+  }
+
+  /** What a request may be sent as: checked like a publish, on an open bus, off the durable subjects. */
+  #requestBytes(subject: string, data: Uint8Array | string): Uint8Array {
+    this.#assertOpen('request')
+    assertPublishSubject(subject)
+    this.#assertNotDurable(subject)
+    return this.#toBytes(subject, data)
   }
 
   async durablePublish(
