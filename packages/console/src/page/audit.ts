@@ -49,7 +49,13 @@ export function createAuditView(): AuditView {
           el('td', {}, entry.agentId),
           el('td', {}, entry.runId),
           el('td', { class: 'tool' }, entry.toolName ?? ''),
-          el('td', { class: 'actor' }, entry.actor),
+          // Who provably decided (the policy's name for the key); the name the message claimed, beside it.
+          el(
+            'td',
+            { class: 'actor' },
+            entry.actor,
+            ...(entry.claimed === undefined ? [] : [' ', el('span', { class: 'claimed' }, `(claimed ${entry.claimed})`)]),
+          ),
           el('td', { class: 'decision' }, entry.decision ?? ''),
           el('td', { class: 'reason' }, entry.reason ?? ''),
           el('td', {}, entry.latencyMs === undefined ? '' : `${entry.latencyMs} ms`),

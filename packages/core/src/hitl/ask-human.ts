@@ -147,8 +147,8 @@ async function askOnce(
 ): Promise<{ answered: true; answer: Answer } | { answered: false }> {
   const { answerer, toolName } = options
   // An answer the answerer refused (forged, for another question, late): audited, never read by the model.
-  const rejected = (answer: unknown, reason: string) =>
-    recordQuietly(context, rejectedAnswerAudit({ question: asked, answer, reason, at: clock.now(), toolName }))
+  const rejected = (answer: unknown, reason: string, actor?: string) =>
+    recordQuietly(context, rejectedAnswerAudit({ question: asked, answer, reason, at: clock.now(), toolName, actor }))
   // At the deadline of a stored run's question, an answer the store holds from before the
   // deadline (by its clock) still counts: one given while no process ran, or still in flight.
   const timeoutOrRecovered = async (): Promise<{ answered: true; answer: Answer } | { answered: false }> => {
