@@ -10,9 +10,9 @@ import type { AddressInfo } from 'node:net'
 import { ErrorCode, SignalboxError } from '@signalbox/core'
 import { describeError } from '@signalbox/core/internal'
 import { z } from 'zod/v4'
+import type { ChartLayout } from './chart-graph.ts'
 import { type ConsoleHub, ConsoleRequestError, type DecideResult } from './console-hub.ts'
 import { pageHtml } from './page-html.ts'
-import type { ChartLayout } from './statechart-layout.ts'
 import type { ServerMessage } from './view-model.ts'
 
 export interface ConsoleServerOptions {

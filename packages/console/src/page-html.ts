@@ -84,7 +84,7 @@ button.deny, button.cancel { background: #c53030; color: #fff; border-color: #c5
 .status-done { color: #2f855a; } .status-failed, .status-cancelled { color: #c53030; }
 .chart-wrap { display: flex; gap: 1rem; align-items: flex-start; }
 .chart { background: #fff; border: 1px solid #e2e8f0; border-radius: 6px; max-width: 100%; overflow: auto; }
-.chart svg text { font: 12px system-ui, sans-serif; }
+.chart svg text { font: 11px system-ui, sans-serif; }
 .chart .node rect { fill: #fff; stroke: #718096; }
 .chart .node.compound > rect { fill: #f7fafc; stroke: #a0aec0; }
 .chart .node.hook > rect { fill: #fff3c4; stroke: #b7791f; }
@@ -95,7 +95,10 @@ button.deny, button.cancel { background: #c53030; color: #fff; border-color: #c5
 .chart .node.active > rect { stroke: #2b6cb0; stroke-width: 3; stroke-dasharray: none; }
 .chart .node.active.leaf > rect { fill: #2b6cb0; }
 .chart .node.active.leaf > text { fill: #fff; font-weight: 700; }
-.chart path { fill: none; stroke: #a0aec0; marker-end: url(#arrow); }
+.chart .edge path { fill: none; stroke: #a0aec0; marker-end: url(#arrow); }
+.chart .edge.exit path { stroke: #c05621; stroke-dasharray: 5 3; }
+.chart .edge .label-bg { fill: #f7fafc; fill-opacity: .9; }
+.chart .edge text.label { font-size: 10px; fill: #4a5568; }
 .events { min-width: 22rem; max-width: 30rem; font-size: 13px; }
 .events li { margin: .15rem 0; } .events code { color: #553c9a; }
 .events .detail { color: #4a5568; display: block; white-space: pre-wrap; word-break: break-all; }

@@ -4,7 +4,7 @@
  */
 import type { RequestOrigin } from '@signalbox/actors'
 import type { AuditEntry, RunStatus as FinishedStatus } from '@signalbox/core'
-import type { ChartLayout } from './statechart-layout.ts'
+import type { ChartLayout } from './chart-graph.ts'
 
 export interface InboxApproval {
   kind: 'approval'

@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 /** Runs: the tree of runs (children under their parent), and the selected run's chart and events. */
-import type { ChartLayout } from '../statechart-layout.ts'
+import type { ChartLayout } from '../chart-graph.ts'
 import type { RunView } from '../view-model.ts'
 import { actions } from './api.ts'
 import { activeStates, createChartView } from './chart.ts'
