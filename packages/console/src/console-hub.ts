@@ -23,6 +23,7 @@ import {
   AbortedError,
   type Answer,
   type ApprovalDecision,
+  type ApprovalRequest,
   type AuditEntry,
   type Clock,
   SignalboxError,
@@ -31,7 +32,8 @@ import {
 import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { finishedStatus } from '@signalbox/core/internal'
 import { eventView, ObservedEvent } from './event-view.ts'
-import type { InboxItem, RunView, ServerMessage, SettledItem, SettledOutcome } from './view-model.ts'
+import { createRunTranscripts } from './run-transcripts.ts'
+import type { InboxItem, MessageView, RunView, ServerMessage, SettledItem, SettledOutcome } from './view-model.ts'
 
 export interface ConsoleHubOptions {
   bus: Bus
@@ -59,7 +61,7 @@ export interface ConsoleHubOptions {
   signer?: Signer
   clock?: Clock
   /** An approval request refused without being shown (not signed by an agent key, digest mismatch). */
-  onRefused?(requestId: string, reason: string): void
+  onRefused?(requestId: string, reason: string, request: ApprovalRequest): void
   onError?(error: unknown): void
 }
 
@@ -67,7 +69,13 @@ export interface ConsoleHub {
   readonly ready: Promise<void>
   readonly reviewer: string
   readonly includeContents: boolean
-  snapshot(): { inbox: InboxItem[]; settled: SettledItem[]; runs: RunView[]; audit: AuditEntry[] }
+  snapshot(): {
+    inbox: InboxItem[]
+    settled: SettledItem[]
+    runs: RunView[]
+    audit: AuditEntry[]
+    transcripts: Record<string, MessageView[]>
+  }
   /** Calls `listener` with every change; returns an unsubscribe. */
   subscribe(listener: (message: ServerMessage) => void): () => void
   /** `arguments`: approve with edited arguments (the agent validates them against the tool's schema). */
@@ -120,6 +128,8 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
   /** Inspection may arrive before the run's first event. */
   const stateByRun = new Map<string, unknown>()
   const audit: AuditEntry[] = []
+  /** With contents allowed: each recent run's conversation, shown with its approvals. */
+  const transcripts = createRunTranscripts()
   const listeners = new Set<(message: ServerMessage) => void>()
 
   const emit = (message: ServerMessage) => {
@@ -205,7 +215,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
     serveReviewer({
       ...asPerson,
       onRequest: (request, origin) => origins.set(request.requestId, origin),
-      ...(options.onRefused ? { onRefused: (request, reason) => options.onRefused?.(request.requestId, reason) } : {}),
+      ...(options.onRefused ? { onRefused: (request, reason) => options.onRefused?.(request.requestId, reason, request) } : {}),
       reviewer: {
         review: (request, { signal }) => {
           const origin = origins.get(request.requestId) ?? { verified: false, reason: 'unchecked' }
@@ -226,6 +236,8 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
               deadline: request.deadline,
               origin,
               ...(request.parameters ? { parameters: request.parameters } : {}),
+              ...(request.description ? { description: request.description } : {}),
+              ...(request.context ? { context: request.context } : {}),
             },
             signal,
           )
@@ -305,6 +317,8 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       if (event.type !== 'text.delta') run.events.push(eventView(event, includeContents))
       if (run.events.length > MAX_EVENTS_PER_RUN) run.events.shift()
       emit({ type: 'run', run })
+      const transcript = includeContents ? transcripts.update(event.runId, raw) : undefined
+      if (transcript) emit({ type: 'transcript', runId: event.runId, messages: transcript })
     },
   })
 
@@ -362,6 +376,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       settled: [...settled],
       runs: [...runs.values()],
       audit: [...audit],
+      transcripts: transcripts.snapshot(),
     }),
     subscribe(listener) {
       listeners.add(listener)

@@ -1,5 +1,5 @@
 import type { Signer, TrustPolicy } from '@signalbox/actors/trust'
-import { type Clock, ConfigError, ErrorCode, SignalboxError, systemClock } from '@signalbox/core'
+import { type ApprovalRequest, type Clock, ConfigError, ErrorCode, SignalboxError, systemClock } from '@signalbox/core'
 import type { Bus, Subjects } from '@signalbox/core/bus'
 import { type ConsoleHub, createConsoleHub } from './console-hub.ts'
 import { startConsoleServer } from './console-server.ts'
@@ -32,7 +32,7 @@ export interface ConsoleOptions {
   signer?: Signer
   clock?: Clock
   /** An approval request refused without being shown (not signed by an agent key, digest mismatch). */
-  onRefused?(requestId: string, reason: string): void
+  onRefused?(requestId: string, reason: string, request: ApprovalRequest): void
   onError?(error: unknown): void
 }
 

@@ -17,6 +17,8 @@ export function createChartView(layout: ChartLayout): ChartView {
     viewBox: `${-margin} ${-margin} ${Math.ceil(layout.width + margin * 2)} ${Math.ceil(layout.height + margin * 2)}`,
     role: 'img',
     'aria-label': 'agent statechart',
+    // Scaled down to the column it is in, never up.
+    style: `max-width: ${Math.ceil(layout.width + margin * 2)}px`,
   })
   root.append(
     svg(
@@ -44,11 +46,11 @@ export function createChartView(layout: ChartLayout): ChartView {
         {},
         [node.id, node.tags.length > 0 ? `[${node.tags.join(', ')}]` : '', node.description].filter(Boolean).join('\n'),
       ),
-      svg('rect', { x: node.x, y: node.y, width: node.width, height: node.height, rx: node.compound ? 8 : 12 }),
+      svg('rect', { x: node.x, y: node.y, width: node.width, height: node.height, rx: node.compound ? 8 : 11 }),
       svg(
         'text',
         node.compound
-          ? { x: node.x + 10, y: node.y + 17 }
+          ? { x: node.x + 10, y: node.y + 15 }
           : { x: node.x + node.width / 2, y: node.y + node.height / 2 + 4, 'text-anchor': 'middle' },
         node.key,
       ),
