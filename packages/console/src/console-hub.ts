@@ -17,7 +17,6 @@ import {
   watchEvents,
   withdrawalOf,
 } from '@signalbox/actors'
-import { isInspectorWireEvent } from '@signalbox/actors/inspect'
 import { agentKeysPolicy, type Signer, type TrustPolicy } from '@signalbox/actors/trust'
 import {
   AbortedError,
@@ -32,6 +31,7 @@ import {
 import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { finishedStatus } from '@signalbox/core/internal'
 import { eventView, ObservedEvent } from './event-view.ts'
+import { runStateOf } from './run-state.ts'
 import { createRunTranscripts } from './run-transcripts.ts'
 import type { InboxItem, MessageView, RunView, ServerMessage, SettledItem, SettledOutcome } from './view-model.ts'
 
@@ -103,18 +103,6 @@ const MAX_SETTLED = 100
 const MAX_RUNS = 500
 const MAX_EVENTS_PER_RUN = 30
 const MAX_AUDIT = 2_000
-const MAX_STATE_JSON = 4_000
-
-/** Whether a state value is small enough to show; a value nested too deep to serialize is not. */
-function fitsState(value: unknown): boolean {
-  try {
-    return JSON.stringify(value).length <= MAX_STATE_JSON
-  } catch {
-    // Anyone on the bus can publish here: a value nested 100,000 deep overflows the stack.
-    return false
-  }
-}
-
 export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
   const { bus, reviewer } = options
   const subjects = options.subjects ?? createSubjects()
@@ -325,17 +313,9 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
   const inspection = bus.subscribe(
     subjects.inspect(),
     (message) => {
-      let wire: unknown
-      try {
-        wire = JSON.parse(Buffer.from(message.data).toString('utf8'))
-      } catch {
-        return
-      }
-      if (!isInspectorWireEvent(wire) || wire.type === '@xstate.event') return
-      if (!wire.sessionId.startsWith('run:')) return
-      const value = wire.snapshot?.value
-      if (value === undefined || !fitsState(value)) return
-      const runId = wire.sessionId.slice('run:'.length)
+      const state = runStateOf(message.data)
+      if (!state) return
+      const { runId, value } = state
       stateByRun.set(runId, value)
       if (stateByRun.size > MAX_RUNS) stateByRun.delete(stateByRun.keys().next().value as string)
       const run = runs.get(runId)

@@ -91,16 +91,15 @@ export async function staleness(graph: ChartGraph, packageDir: URL = PACKAGE_DIR
     return 'not built'
   }
   if (key !== graph.key) return 'the agent machine changed'
-  for (const [file, hash] of Object.entries(inputs.files)) {
-    let now: string
-    try {
-      now = await hashFile(file, packageDir)
-    } catch {
-      return `${file} is gone`
-    }
-    if (now !== hash) return `${file} changed`
-  }
-  return undefined
+  const changes = await Promise.all(
+    Object.entries(inputs.files).map(([file, hash]) =>
+      hashFile(file, packageDir).then(
+        (now) => (now === hash ? undefined : `${file} changed`),
+        () => `${file} is gone`,
+      ),
+    ),
+  )
+  return changes.find((change) => change !== undefined)
 }
 
 /** sha256 of a file of the package (`file` relative to it). */

@@ -56,8 +56,9 @@ export async function startConsole(options: ConsoleOptions): Promise<Console> {
   const reviewer = options.reviewer?.trim()
   if (!reviewer) throw new ConfigError('startConsole needs a reviewer name: who decides goes into every decision')
   const clock = options.clock ?? systemClock
-  const { script, chart, warning } = await pageAssets()
-  if (warning) options.onError?.(new SignalboxError(ErrorCode.CONFIG_INVALID, warning, { fault: 'user' }))
+  // Read while the hub sets up its subscriptions.
+  const assets = pageAssets()
+  assets.catch(() => {})
   const hub = createConsoleHub({
     bus: options.bus,
     reviewer,
@@ -72,6 +73,8 @@ export async function startConsole(options: ConsoleOptions): Promise<Console> {
     ...(options.onError ? { onError: options.onError } : {}),
   })
   try {
+    const { script, chart, warning } = await assets
+    if (warning) options.onError?.(new SignalboxError(ErrorCode.CONFIG_INVALID, warning, { fault: 'user' }))
     const server = await startConsoleServer({
       hub,
       chart,

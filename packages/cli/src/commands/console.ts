@@ -45,11 +45,14 @@ export const consoleCommand: Command = {
     if (!Number.isInteger(port) || port < 0 || port > 65_535)
       throw new UsageError(`--port must be a port number (got "${String(context.values.port)}")`, context.command)
     const agentId = context.values.agent as string | undefined
+    // Loaded while the flags are read and the bus connects.
+    const consoleModule = import('@signalbox/console')
+    consoleModule.catch(() => {})
     const reviewerTrust = await reviewerTrustFrom(context, agentId)
     const signer = await signerFrom(context)
     const { bus, subjects, url } = await openBus(context, 'console')
     const stop = untilSignal(context.io.signal)
-    const { startConsole } = await import('@signalbox/console')
+    const { startConsole } = await consoleModule
     const refusals = reportRefusedRequests({ startedAt: Date.now(), print: context.err })
     try {
       const opened = await startConsole({
