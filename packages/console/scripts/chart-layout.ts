@@ -16,7 +16,7 @@ const LEAF_HEIGHT = 24
 const HEADER = 20
 const LABEL_CHAR_WIDTH = 5.6
 const LABEL_LINE = 12
-/** A label wider than this breaks at its ` · ` separators. */
+/** A label wider than this is broken into lines. */
 const LABEL_MAX_CHARS = 30
 
 const LAYERED: Record<string, string> = {
@@ -166,13 +166,24 @@ function candidates(start: [number, number], end: [number, number], width: numbe
   return out
 }
 
+/** Lines of at most LABEL_MAX_CHARS: breaks at the ` · ` between events first, then between words. */
 function wrap(label: string): string {
   if (label.length <= LABEL_MAX_CHARS) return label
   const lines: string[] = []
   for (const part of label.split(' · ')) {
     const last = lines.at(-1)
-    if (last !== undefined && last.length + part.length + 3 <= LABEL_MAX_CHARS) lines[lines.length - 1] = `${last} · ${part}`
-    else lines.push(part)
+    if (last !== undefined && last.length + part.length + 3 <= LABEL_MAX_CHARS) {
+      lines[lines.length - 1] = `${last} · ${part}`
+      continue
+    }
+    let line = ''
+    for (const word of part.split(' ')) {
+      if (line && line.length + word.length + 1 > LABEL_MAX_CHARS) {
+        lines.push(line)
+        line = word
+      } else line = line ? `${line} ${word}` : word
+    }
+    lines.push(line)
   }
   return lines.join('\n')
 }

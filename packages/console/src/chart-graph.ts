@@ -32,6 +32,7 @@ interface TransitionLike {
   eventType: string
   target?: readonly StateNodeLike[]
   guard?: unknown
+  description?: string
 }
 
 export interface GraphNode {
@@ -49,7 +50,7 @@ export interface GraphNode {
 export interface GraphEdge {
   from: string
   to: string
-  /** The events that take this transition (eventless ones show the guard's name in brackets). */
+  /** The events that take this transition (an eventless one: its description, else its guard's name in brackets). */
   label: string
   /** Stands for transitions from every state inside `from` (a collapsed exit). */
   collapsed: boolean
@@ -91,6 +92,8 @@ interface Transition {
   event: string
   /** The guard's name, when it has one. */
   guard: string | undefined
+  /** The transition's own description, when the machine gives one. */
+  description: string | undefined
   /** Whether it has a guard at all (inline guards have no name). */
   guarded: boolean
 }
@@ -113,7 +116,14 @@ export function chartGraph(machine: { root: unknown }): ChartGraph {
     const add = (transition: TransitionLike, event: string) => {
       for (const to of transition.target ?? []) {
         if (to !== root)
-          transitions.push({ from, to, event, guard: guardName(transition.guard), guarded: transition.guard !== undefined })
+          transitions.push({
+            from,
+            to,
+            event,
+            guard: guardName(transition.guard),
+            guarded: transition.guard !== undefined,
+            description: transition.description?.trim() || undefined,
+          })
       }
     }
     for (const [event, list] of from.transitions ?? new Map()) for (const transition of list) add(transition, event)
@@ -130,7 +140,8 @@ export function chartGraph(machine: { root: unknown }): ChartGraph {
     const to = idOf(transition.to)
     const key = `${from}->${to}`
     const edge = edges.get(key) ?? { from, to, labels: new Set<string>(), collapsed: exit !== undefined }
-    const label = transition.event || (transition.guard ? `[${transition.guard}]` : '')
+    // An eventless transition is told by what it says it is for, else by its guard.
+    const label = transition.event || transition.description || (transition.guard ? `[${transition.guard}]` : '')
     if (label) edge.labels.add(label)
     edges.set(key, edge)
   }
