@@ -74,7 +74,7 @@ describe('signalbox tools serve --mcp', () => {
 
     expect(existsSync(denied)).toBe(false)
     // Invalid arguments: approved, then refused by the host's schema check before the MCP server.
-    expect(read('c2')).toContain('Invalid arguments for "write_file"')
+    expect(read('c2')).toContain('invalid arguments for "write_file", the tool did not run')
     expect(read('c2')).toContain('content: must be string')
     expect(await readFile(kept, 'utf8')).toBe('yes')
     expect(read('c4')).toBe('yes')

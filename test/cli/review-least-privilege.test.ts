@@ -98,6 +98,8 @@ describe('signalbox review under least privilege', () => {
     expect(audit.entries.map((e) => [e.kind, e.actor])).toEqual([['approval.granted', 'tina']])
     expect(reviewer.stderr).not.toMatch(/permission|violation/i)
     expect(await reviewer.stop('SIGTERM')).toBe(0)
+    // Nothing either side did was refused: the agent's heartbeats, the reviewer's watch of them.
+    expect(server.violations()).toEqual([])
   }, 60_000)
 
   it('without the flags, the same user is refused with a clear error', async () => {

@@ -5,7 +5,7 @@
  * policy, a forged answer does not take a question out of the inbox; the console's signed answer
  * is the one the agent accepts.
  */
-import { remoteAnswerer, remoteReviewer } from '@signalbox/actors'
+import { busAuditLog, remoteAnswerer, remoteReviewer } from '@signalbox/actors'
 import { createSigner, createTrustPolicy, newUserSeed } from '@signalbox/actors/trust'
 import type { ApprovalRequest, Question } from '@signalbox/core'
 import { callDigest } from '@signalbox/core/protocol'
@@ -89,6 +89,48 @@ describe('signalbox console with agent keys', () => {
       stop.abort()
       signed.close()
       unsigned.close()
+    }
+  })
+
+  it('shows a refused decision in the audit under who provably sent it, with the name it claimed', async () => {
+    const tina = createSigner(newUserSeed())
+    const mallory = createSigner(newUserSeed())
+    const policy = createTrustPolicy({
+      keys: { [tina.publicKey]: 'tina', [mallory.publicKey]: 'mallory' },
+      reviewers: [tina.publicKey],
+    })
+    const opened = await deployment.openConsole('sam')
+    const page = await openPage(await browser.newPage({ viewport: { width: 1500, height: 1000 } }), opened.url)
+    const { bus, subjects } = deployment
+    // No agent here: the reviewer records the refusal in the audit trail on the bus itself.
+    const reviewer = remoteReviewer({ bus, subjects, trust: policy, audit: busAuditLog({ bus, subjects }) })
+    const stop = new AbortController()
+    try {
+      const pending = request(7)
+      void reviewer.review(pending, { signal: stop.signal }).catch(() => {})
+      await page.locator(`.item[data-id="${pending.requestId}"]`).waitFor()
+      // Mallory signs an approval with her own key and names tina.
+      const forged = mallory.sign({
+        v: 1,
+        type: 'approval.decision',
+        requestId: pending.requestId,
+        callId: pending.callId,
+        digest: pending.digest,
+        approved: true,
+        reviewer: 'tina',
+        decidedAt: Date.now(),
+      })
+      await bus.durablePublish(subjects.approvalDecisions('claw'), JSON.stringify(forged), {
+        msgId: `mallory-${pending.requestId}`,
+      })
+      await page.locator('nav a[data-tab="audit"]').click()
+      const row = page.locator('#audit tr[data-kind="approval.rejected"]', { hasText: 'mallory' })
+      await row.waitFor()
+      expect(await row.locator('.actor').textContent()).toBe('mallory (claimed tina)')
+      expect(await row.locator('.reason').textContent()).toMatch(/^key-not-allowed: mallory/)
+    } finally {
+      stop.abort()
+      reviewer.close()
     }
   })
 

@@ -5,10 +5,11 @@
  * decisions with node:crypto's ed25519 and the recipe of §19, it satisfies an agent's trust policy
  * for the tools its key may decide, and only those.
  */
+import { readFileSync } from 'node:fs'
 import net from 'node:net'
 import { remoteReviewer } from '@signalbox/actors'
-import { connectNatsBus } from '@signalbox/actors/nats'
-import { createSigner, createTrustPolicy, newUserSeed } from '@signalbox/actors/trust'
+import { connectNatsBus, defaultStreamName } from '@signalbox/actors/nats'
+import { authorizationBlock, createSigner, createTrustPolicy, newUserSeed, rolePermissions } from '@signalbox/actors/trust'
 import { createAgent, MemoryAuditLog, RunFailedError, tool } from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
 import { ScriptedProvider } from '@signalbox/core/testing'
@@ -16,6 +17,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { foreignSign } from '../support/doc-signer.ts'
 import { NATS_URL, uniquePrefix } from '../support/env.ts'
+import { startConfigServer } from '../support/nats-config-server.ts'
 
 interface Delivery {
   subject: string
@@ -30,6 +32,7 @@ class RawNats {
   #buffer = Buffer.alloc(0)
   readonly #deliveries: Delivery[] = []
   #wake: (() => void) | undefined
+  readonly #pongs: (() => void)[] = []
 
   constructor(url: string) {
     const { hostname, port } = new URL(url)
@@ -43,6 +46,11 @@ class RawNats {
 
   send(line: string): void {
     this.#socket.write(line)
+  }
+
+  /** Resolves at the server's next PONG: everything sent before the last PING was processed. */
+  flushed(): Promise<void> {
+    return new Promise((resolve) => this.#pongs.push(resolve))
   }
 
   /** The next message delivered on any subscription, or only on subjects starting with `on`. */
@@ -72,6 +80,8 @@ class RawNats {
       const op = parts[0]?.toUpperCase()
       if (op === 'PING') {
         this.send('PONG\r\n')
+      } else if (op === 'PONG') {
+        for (const resolve of this.#pongs.splice(0)) resolve()
       } else if (op === 'MSG' || op === 'HMSG') {
         // MSG <subject> <sid> [reply] <bytes> | HMSG <subject> <sid> [reply] <header bytes> <total bytes>
         const hasHeaders = op === 'HMSG'
@@ -109,7 +119,7 @@ describe('a reviewer written against docs/protocol.md with a raw TCP socket', ()
     cleanups.push(() => bus.close())
 
     // The reviewer: subscribe to the requests (the `*` keeps decisions out), and to an inbox for the stream's acks.
-    const raw = rawReviewer(prefix)
+    const raw = await rawReviewer(prefix)
     cleanups.push(() => raw.close())
 
     const paid: unknown[] = []
@@ -179,15 +189,21 @@ describe('a reviewer written against docs/protocol.md with a raw TCP socket', ()
   })
 })
 
-/** Connects a raw reviewer to the requests of `prefix` and to an inbox for the stream's acks. */
-function rawReviewer(prefix: string): RawNats {
+/**
+ * Connects a raw reviewer to the requests of `prefix` and to an inbox for the stream's acks;
+ * resolves once the server answered the PING after the subscriptions (a core subscription sees
+ * only what is published after it is in place).
+ */
+async function rawReviewer(prefix: string): Promise<RawNats> {
   const raw = new RawNats(NATS_URL)
   raw.send(
     'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1,"name":"raw-reviewer"}\r\n',
   )
   raw.send(`SUB ${prefix}.approvals.* 1\r\n`)
   raw.send('SUB _INBOX.raw.* 2\r\n')
+  const subscribed = raw.flushed()
   raw.send('PING\r\n')
+  await subscribed
   return raw
 }
 
@@ -217,7 +233,7 @@ describe('a raw-socket reviewer that signs with node:crypto per docs/protocol.md
       reviewers: { pay: [publicKey] }, // pay only: refunds need someone else
     })
 
-    const raw = rawReviewer(prefix)
+    const raw = await rawReviewer(prefix)
     cleanups.push(() => raw.close())
 
     const paid: unknown[] = []
@@ -305,5 +321,123 @@ describe('a raw-socket reviewer that signs with node:crypto per docs/protocol.md
     handle.cancel('test over')
     expect(await outcome).toBeInstanceOf(RunFailedError)
     expect(refunded).toEqual([])
+  })
+})
+
+/** §2.6's consumer creation, as the doc writes it: the API subject and the request body, with their placeholders. */
+function docConsumerCreate(): { subject: string; body: string } {
+  const doc = readFileSync(new URL('../../docs/protocol.md', import.meta.url), 'utf8')
+  const section = doc.slice(doc.indexOf('### 2.6 Consuming durable messages'), doc.indexOf('### 2.7'))
+  const found = /C: PUB (\$JS\.API\.CONSUMER\.\S+) _INBOX\.me\.c1 <#bytes>\n\s*C: (\{.*\})\n/.exec(section)
+  if (!found) throw new Error('§2.6 shows no consumer creation')
+  return { subject: found[1] as string, body: found[2] as string }
+}
+
+describe('a raw-socket reviewer written from §2.6 and §19, under the generated permissions', () => {
+  it('creates the shared durable, pulls, keeps and acknowledges the request, signs its decision: applied, no violation', async () => {
+    const prefix = 'rawlp.v1'
+    const subjects = createSubjects(prefix)
+    const stream = defaultStreamName(prefix)
+    const agentPermissions = rolePermissions('agent', { prefix, agent: 'payer' })
+    const alicePermissions = rolePermissions('reviewer', { prefix, name: 'alice' })
+    const server = await startConfigServer(() =>
+      authorizationBlock([
+        { login: { user: 'payer', password: 'pw-payer' }, permissions: agentPermissions },
+        { login: { user: 'alice', password: 'pw-alice' }, permissions: alicePermissions },
+      ]),
+    )
+    cleanups.push(() => server.dispose())
+    const bus = await connectNatsBus({
+      servers: server.url,
+      prefix,
+      user: 'payer',
+      pass: 'pw-payer',
+      inboxPrefix: agentPermissions.inboxPrefix,
+      consumerPrefix: agentPermissions.name,
+      name: 'raw-lp-agent',
+    })
+    cleanups.push(() => bus.close())
+
+    // Alice signs as §19 says (doc-signer.ts: node:crypto only); the agent accepts only her key.
+    const seed = newUserSeed()
+    const publicKey = createSigner(seed).publicKey
+    const trust = createTrustPolicy({ keys: { [publicKey]: 'alice (finance)' }, reviewers: [publicKey] })
+    const paid: unknown[] = []
+    const audit = new MemoryAuditLog()
+    const reviewer = remoteReviewer({ bus, subjects, trust })
+    cleanups.push(() => reviewer.close())
+    const agent = createAgent({
+      id: 'payer',
+      audit,
+      provider: new ScriptedProvider({
+        script: [{ toolCalls: [{ id: 'c1', name: 'pay', arguments: { invoice: 'A-1', amount: 120 } }] }, { content: 'Paid.' }],
+      }),
+      tools: [
+        tool({
+          name: 'pay',
+          description: 'Pay an invoice. Irreversible.',
+          schema: z.object({ invoice: z.string(), amount: z.number() }),
+          needsApproval: true,
+          execute: (args) => {
+            paid.push(args)
+            return `paid ${args.invoice}`
+          },
+        }),
+      ],
+      reviewer,
+      approvalTimeoutMs: 30_000,
+    })
+    const run = agent.run('Pay A-1.')
+
+    // Alice: her user, her inbox (the only one she may read), the doc's consumer creation.
+    const raw = new RawNats(server.url)
+    cleanups.push(() => raw.close())
+    raw.send(
+      'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1,"name":"raw-alice","user":"alice","pass":"pw-alice"}\r\n',
+    )
+    raw.send('SUB _INBOX.alice.* 1\r\nPING\r\n')
+    const { subject, body } = docConsumerCreate()
+    const fill = (text: string) =>
+      text.replaceAll('SIGNALBOX', stream).replaceAll('<durable>', 'reviewers').replaceAll('<filter>', `${prefix}.approvals.*`)
+    const config = fill(body)
+    raw.send(`PUB ${fill(subject)} _INBOX.alice.c1 ${Buffer.byteLength(config)}\r\n${config}\r\n`)
+    const created = JSON.parse((await raw.next('_INBOX.alice.c1')).payload) as Record<string, unknown>
+    expect(created).toMatchObject({ type: 'io.nats.jetstream.api.v1.consumer_create_response', name: 'reviewers' })
+
+    const fetch = '{"batch":1,"expires":30000000000}'
+    raw.send(`PUB $JS.API.CONSUMER.MSG.NEXT.${stream}.reviewers _INBOX.alice.f1 ${fetch.length}\r\n${fetch}\r\n`)
+    const delivery = await raw.next(`${prefix}.approvals.`)
+    expect(delivery.reply).toMatch(new RegExp(`^\\$JS\\.ACK\\.${stream}\\.reviewers\\.`))
+    const request = JSON.parse(delivery.payload) as Record<string, unknown>
+    expect(request).toMatchObject({ type: 'approval.request', toolName: 'pay', callId: 'c1' })
+    // Still deciding: keep it (+WPI), then decide, store the decision, and acknowledge the request.
+    raw.send(`PUB ${delivery.reply} 4\r\n+WPI\r\n`)
+    const decision = {
+      v: 1,
+      type: 'approval.decision',
+      requestId: request.requestId,
+      callId: request.callId,
+      digest: request.digest,
+      approved: true,
+      reviewer: 'alice',
+      decidedAt: Date.now(),
+    }
+    const payload = JSON.stringify({ ...decision, signer: publicKey, signature: foreignSign(decision, seed, publicKey) })
+    const headers = `NATS/1.0\r\nNats-Msg-Id: decision-${request.requestId}-9f2c4e1a7b3d5f6e8a0c2b4d\r\n\r\n`
+    const total = Buffer.byteLength(headers) + Buffer.byteLength(payload)
+    raw.send(
+      `HPUB ${subjects.approvalDecisions('payer')} _INBOX.alice.d1 ${Buffer.byteLength(headers)} ${total}\r\n${headers}${payload}\r\n`,
+    )
+    expect(JSON.parse((await raw.next('_INBOX.alice.d1')).payload)).toMatchObject({ seq: expect.any(Number) })
+    raw.send(`PUB ${delivery.reply} 4\r\n+ACK\r\n`)
+
+    const result = await run
+    expect(result.output).toBe('Paid.')
+    expect(paid).toEqual([{ invoice: 'A-1', amount: 120 }])
+    expect(audit.entries.map((e) => [e.kind, e.actor])).toEqual([['approval.granted', 'alice (finance)']])
+    const flushed = raw.flushed()
+    raw.send('PING\r\n')
+    await flushed
+    expect(server.violations()).toEqual([])
   })
 })

@@ -108,6 +108,30 @@ describe('traceAgent: the claw runs (approval, question, steering)', () => {
   })
 })
 
+describe('traceAgent: a call nobody could review', () => {
+  it('ends as unavailable, not as a timeout: no deadline passed', async () => {
+    const { provider } = await scriptedModel({ [clawScenarios.approve.model]: clawScenarios.approve.script })
+    const tracing = memoryTracing()
+    unregister = registerGlobally(tracing.provider)
+    // The reviewer's connection failed: nobody can be asked.
+    const agent = createClawAgent({
+      provider: provider(clawScenarios.approve.model),
+      reviewer: { review: () => Promise.reject(new Error('the reviewer connection was closed')) },
+      answerer: new ScriptedAnswerer([], { name: 'tina' }),
+      machine: new ClawMachine(),
+    })
+    const detach = traceAgent(agent)
+    await agent.run(clawScenarios.approve.prompt).catch(() => {})
+    detach()
+    const spans = tracing.spans()
+    const [approval] = find(spans, 'signalbox.approval drop_claw')
+    expect(approval?.attributes['signalbox.approval.decision']).toBe('unavailable')
+    const call = parentOf(spans, approval!)
+    expect(call?.attributes['signalbox.tool.outcome']).toBe('approval_unavailable')
+    expect(call?.attributes['error.type']).toBe('approval_unavailable')
+  })
+})
+
 describe('traceAgent: off at no cost', () => {
   it('attaches nothing (no listener, no instrumentation) when no tracer provider is registered', async () => {
     const { server, provider } = await scriptedModel({ [clawScenarios.approve.model]: clawScenarios.approve.script })

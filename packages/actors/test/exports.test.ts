@@ -48,6 +48,7 @@ describe('@signalbox/actors public surface', () => {
       'defaultStreamName',
       'mergeCredentials',
       'natsCredentialsFromEnv',
+      'redactUrlSecrets',
     ])
   })
 
@@ -144,9 +145,11 @@ const TRUST_NAMES = [
   'SIGNED_FIELDS',
   'SigningKeyError',
   'TrustPolicyError',
+  'UNVERIFIED_ACTOR',
   'agentKeysPolicy',
   'auditSigningInput',
   'authorizationBlock',
+  'claimedName',
   'createEvidenceBook',
   'createSigner',
   'createTrustPolicy',
@@ -156,6 +159,7 @@ const TRUST_NAMES = [
   'newUserSeed',
   'parseTrustPolicy',
   'permissionsTable',
+  'provenActor',
   'rolePermissions',
   'signAuditEntry',
   'signedAuditLog',

@@ -24,22 +24,23 @@ export async function signerFrom(context: CommandContext): Promise<import('@sign
 /** How long a command waits for the NATS server before giving up (the bus itself would wait forever). */
 export const CONNECT_TIMEOUT_MS = 5_000
 
-/** Connects to the bus named by `--nats` / `SIGNALBOX_NATS_URL`; a clear error when there is none. */
+/**
+ * Connects to the bus named by `--nats` / `SIGNALBOX_NATS_URL`; a clear error when there is none.
+ * `url` is for showing: a password or token in it is masked (`nats://user:***@host`).
+ */
 export async function openBus(context: CommandContext, role: string): Promise<{ bus: NatsBus; subjects: Subjects; url: string }> {
-  const url = context.global.nats
-  if (!url) throw new CliError('NO_BUS', NO_BUS_MESSAGE)
+  const servers = context.global.nats
+  if (!servers) throw new CliError('NO_BUS', NO_BUS_MESSAGE)
+  const [{ connectNatsBus, mergeCredentials, natsCredentialsFromEnv, redactUrlSecrets }, { createSubjects }, { AbortedError }] =
+    await Promise.all([import('@signalbox/actors/nats'), import('@signalbox/core/bus'), import('@signalbox/core')])
+  const url = redactUrlSecrets(servers)
   // Nothing listening is the common mistake: say so at once (the client would retry for the whole timeout).
-  const refused = await refusedAt(url)
+  const refused = await refusedAt(servers)
   if (refused)
     throw new CliError(
       'BUS_CONNECT_FAILED',
       `could not reach NATS at ${url}: nothing listens on ${refused} (is nats-server running, with JetStream: -js?)`,
     )
-  const [{ connectNatsBus, mergeCredentials, natsCredentialsFromEnv }, { createSubjects }, { AbortedError }] = await Promise.all([
-    import('@signalbox/actors/nats'),
-    import('@signalbox/core/bus'),
-    import('@signalbox/core'),
-  ])
   const subjects = createSubjects(context.global.prefix)
   const signal = AbortSignal.timeout(CONNECT_TIMEOUT_MS)
   try {
@@ -49,7 +50,7 @@ export async function openBus(context: CommandContext, role: string): Promise<{ 
       natsCredentialsFromEnv(context.io.env),
     )
     const bus = await connectNatsBus({
-      servers: url,
+      servers,
       credentials,
       ...privilegeFlags(context.values),
       prefix: subjects.prefix,

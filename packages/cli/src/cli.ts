@@ -25,8 +25,10 @@ export interface OptionSpec {
   description: string
   /** Shown in help as `(default: ...)`. */
   default?: string
-  /** Allowed values (checked before the command runs). */
+  /** Allowed values (checked before the command runs; of each item, for a list). */
   choices?: readonly string[]
+  /** A list: the flag may be repeated and each value may list several, comma-separated; the command reads them joined by commas. */
+  multiple?: boolean
 }
 
 export interface CommandIO {
@@ -122,23 +124,32 @@ export function parseCommandArgs(
   io: CommandIO,
 ): { values: CommandContext['values']; positionals: string[]; global: GlobalValues } {
   const specs = { ...GLOBAL_OPTIONS, ...command.options }
-  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {}
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = {}
   for (const [name, spec] of Object.entries(specs))
-    options[name] = { type: spec.type, ...(spec.short ? { short: spec.short } : {}) }
-  let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] }
+    options[name] = {
+      type: spec.type,
+      ...(spec.short ? { short: spec.short } : {}),
+      ...(spec.multiple ? { multiple: true } : {}),
+    }
+  let parsed: { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] }
   try {
     parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: true }) as typeof parsed
   } catch (error) {
     throw new UsageError(describeParseError(error, command), command)
   }
-  const { values, positionals } = parsed
+  const { positionals } = parsed
+  const values: CommandContext['values'] = {}
+  for (const [name, value] of Object.entries(parsed.values)) values[name] = Array.isArray(value) ? value.join(',') : value
   if (values.help) return { values, positionals, global: globalValues(values, io) }
   for (const [name, spec] of Object.entries(specs)) {
     const value = values[name]
-    if (spec.choices && typeof value === 'string' && !spec.choices.includes(value)) {
-      throw new UsageError(`--${name} must be one of ${spec.choices.join(', ')} (got "${value}")`, command)
+    const items = typeof value === 'string' ? (spec.multiple ? value.split(',').map((v) => v.trim()) : [value]) : []
+    for (const item of items) {
+      if (spec.choices && !spec.choices.includes(item)) {
+        throw new UsageError(`--${name} must be one of ${spec.choices.join(', ')} (got "${item}")`, command)
+      }
+      if (spec.type === 'string' && item === '') throw new UsageError(`--${name} needs a value`, command)
     }
-    if (spec.type === 'string' && value === '') throw new UsageError(`--${name} needs a value`, command)
   }
   if (command.minArgs !== undefined && positionals.length < command.minArgs) {
     const missing = (command.args ?? []).slice(positionals.length).map(([name]) => name)
@@ -219,6 +230,7 @@ function renderFlag(name: string, spec: OptionSpec, command: Command): [string, 
   const flag = `${spec.short ? `-${spec.short}, ` : '    '}--${name}${spec.valueName ? ` ${spec.valueName}` : ''}`
   let text = spec.description
   if (spec.choices) text += ` (${spec.choices.join(' | ')})`
+  if (spec.multiple) text += '; repeat it, or separate with commas'
   if (name === 'nats' && command.bus === 'required') text += ` (required; default: ${spec.default})`
   else if (name === 'nats' && command.bus === 'optional') text += ` (default: ${spec.default}; none: embedded)`
   else if (spec.default !== undefined) text += ` (default: ${spec.default})`

@@ -4,6 +4,8 @@
  * y/n and, on no, a reason the model reads. Questions get a free-text answer. With `auto`, the
  * same screens are printed and answered without typing (for demos and unattended runs).
  */
+
+import { withdrawalOf } from '@signalbox/actors'
 import type { Answer, Answerer, ApprovalDecision, ApprovalRequest, Question, Reviewer } from '@signalbox/core'
 import { AbortedError, decideApproval } from '@signalbox/core'
 import { type Colors, clockTime, formatElapsed, quote } from './output.ts'
@@ -45,6 +47,8 @@ export interface ReviewConsole {
     options?: { elsewhere?: boolean },
   ): void
   answered(question: Question | undefined, answer: Answer, options?: { elsewhere?: boolean }): void
+  /** Prints that the agent withdrew a request (a correction cancelled the call): nobody decides it any more. */
+  withdrawnByAgent(request: ApprovalRequest, withdrawal: { reason: string; by?: string }): void
 }
 
 const AUTO_DENY_REASON = 'denied automatically by the reviewer (--auto deny)'
@@ -112,7 +116,9 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
   /** Why a prompt went away before anyone decided, on the screen. */
   function withdrawn(request: ApprovalRequest, signal: AbortSignal): void {
     const reason = signal.reason instanceof Error ? signal.reason.message : String(signal.reason ?? '')
-    if (/settled elsewhere/.test(reason)) return // reported by `decided(..., { elsewhere: true })`
+    // Reported by `decided(..., { elsewhere: true })`, or by `withdrawnByAgent`.
+    const withdrawal = withdrawalOf(signal.reason)
+    if (withdrawal === 'settled-elsewhere' || withdrawal === 'withdrawn' || /settled elsewhere/.test(reason)) return
     if (now() >= request.deadline - 100 || /expired/.test(reason)) {
       emit(
         {
@@ -242,6 +248,12 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
           decision,
         },
         `${verdict} ${what} ${by}${reason}${latency}`,
+      )
+    },
+    withdrawnByAgent(request, { reason, by }) {
+      emit(
+        { type: 'approval.withdrawn', requestId: request.requestId, reason, ...(by !== undefined ? { by } : {}) },
+        `${c.yellow('↩ withdrawn')}${by !== undefined ? ` by ${c.bold(by)}` : ''}: ${describeCall(request)}: ${reason}`,
       )
     },
     answered(question, answer, extra = {}) {

@@ -118,9 +118,10 @@ export const REVIEWER_TRUST_OPTIONS: Record<string, OptionSpec> = {
   },
   'agent-key': {
     type: 'string',
-    valueName: '<UA...[,UA...]>',
+    valueName: '<UA...>',
     description: "agents' public nkeys: show only requests they signed, marked verified (added to the policy's agents)",
     default: 'requests are not checked',
+    multiple: true,
   },
 }
 

@@ -151,6 +151,28 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
     emit({ type: 'inbox.settled', settled: done })
   }
 
+  /**
+   * The agent withdrew a request (a correction cancelled the call): it leaves the inbox at once,
+   * saying by whom. Decided here while the withdrawal was on its way, the agent refused that
+   * decision (already settled): the item says withdrawn, the agent's word.
+   */
+  const withdrawn = (id: string, reason: string, by: string | undefined) => {
+    if (pending.has(id)) return settle(id, 'withdrawn', by, reason)
+    const index = settled.findIndex((s) => s.id === id)
+    const done = settled[index]
+    if (done === undefined || (done.outcome !== 'approved' && done.outcome !== 'denied')) return
+    const corrected: SettledItem = {
+      ...done,
+      outcome: 'withdrawn',
+      ...(by === undefined ? {} : { by }),
+      reason,
+      at: clock.now(),
+    }
+    if (by === undefined) delete corrected.by
+    settled[index] = corrected
+    emit({ type: 'inbox.settled', settled: corrected })
+  }
+
   const settleDecision = (id: string, decision: ApprovalDecision) => {
     const edited = decision.approved && decision.arguments !== undefined
     settle(id, decision.approved ? 'approved' : 'denied', decision.reviewer, edited ? 'with edited arguments' : decision.reason)
@@ -163,9 +185,9 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       const onAbort = () => {
         waiting = false
         const withdrawal = withdrawalOf(signal.reason)
-        // Settled elsewhere: the settlement watcher reports who. A stop leaves the item for others.
+        // Settled elsewhere or withdrawn by the agent: the watchers report who. A stop leaves the item for others.
         if (withdrawal === 'expired' || clock.now() >= item.deadline) settle(item.id, 'timed out', undefined)
-        else if (withdrawal !== 'settled-elsewhere') pending.delete(item.id)
+        else if (withdrawal !== 'settled-elsewhere' && withdrawal !== 'withdrawn') pending.delete(item.id)
         reject(signal.reason ?? new AbortedError('withdrawn'))
       }
       const settleHere = (reply: ApprovalDecision | Answer): boolean => {
@@ -233,6 +255,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       },
       onDecision: (request, decision) => settleDecision(request.requestId, decision),
       onSettled: settleDecision,
+      onWithdrawn: (id, { reason, by }) => withdrawn(id, reason, by),
       onError,
     }),
     serveAnswerer({

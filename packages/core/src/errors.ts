@@ -48,6 +48,7 @@ export const ErrorCode = {
   // Tools, local and remote (the host's codes are also sent on the wire)
   TOOL_TIMEOUT: 'TOOL_TIMEOUT',
   TOOL_UNKNOWN: 'TOOL_UNKNOWN',
+  /** A remote tool host refused the call's arguments (the local check is the same: `invalid_arguments`). */
   TOOL_INVALID_ARGUMENTS: 'TOOL_INVALID_ARGUMENTS',
   TOOL_FAILED: 'TOOL_FAILED',
   TOOL_HOST_STOPPED: 'TOOL_HOST_STOPPED',

@@ -31,6 +31,8 @@ export type ToolOutcome =
   | 'responded'
   | 'approval_denied'
   | 'approval_timeout'
+  /** No reviewer could decide at all (none configured, or the reviewer's connection failed): denied at once. */
+  | 'approval_unavailable'
   | 'steered'
   | 'invalid_arguments'
   | 'unknown_tool'

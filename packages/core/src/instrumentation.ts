@@ -104,6 +104,8 @@ export class Instruments {
         ),
       // A stored run's deadline asks `recover` for a decision made while no process ran.
       ...(reviewer.recover ? { recover: reviewer.recover.bind(reviewer) } : {}),
+      // A correction withdraws the request from every reviewer.
+      ...(reviewer.withdraw ? { withdraw: reviewer.withdraw.bind(reviewer) } : {}),
     }
   }
 

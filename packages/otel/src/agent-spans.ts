@@ -26,8 +26,17 @@ export const TRACED_EVENT_TYPES: readonly Exclude<AgentEventType, 'text.delta'>[
   (type): type is Exclude<AgentEventType, 'text.delta'> => type !== 'text.delta',
 )
 
-/** Tool outcomes that are failures (a denial or a steered call is an expected outcome, not an error). */
-const FAILED_OUTCOMES: ReadonlySet<ToolOutcome> = new Set(['failed', 'timeout', 'invalid_arguments', 'unknown_tool'])
+/**
+ * Tool outcomes that are failures (a denial or a steered call is an expected outcome, not an
+ * error; a call nobody could even be asked about is: no reviewer configured, or it failed).
+ */
+const FAILED_OUTCOMES: ReadonlySet<ToolOutcome> = new Set([
+  'failed',
+  'timeout',
+  'invalid_arguments',
+  'unknown_tool',
+  'approval_unavailable',
+])
 
 export interface AgentSpansOptions {
   tracer: Tracer

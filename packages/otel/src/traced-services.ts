@@ -59,6 +59,7 @@ export function traceReviewer(reviewer: Reviewer, options: TracedServiceOptions 
     // while the agent was down) passes through untouched: tracing must not change what is applied.
     ...(reviewer.open ? { open: reviewer.open.bind(reviewer) } : {}),
     ...(reviewer.recover ? { recover: reviewer.recover.bind(reviewer) } : {}),
+    ...(reviewer.withdraw ? { withdraw: reviewer.withdraw.bind(reviewer) } : {}),
     review(request, reviewOptions) {
       const span = tracer.startSpan(`signalbox.review ${request.toolName}`, {
         kind: SpanKind.SERVER,

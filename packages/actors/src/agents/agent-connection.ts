@@ -1,5 +1,5 @@
 import { type Agent, type AgentEvent, type Clock, SignalboxError } from '@signalbox/core'
-import { type Bus, type BusMessage, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
+import { agentPurpose, type Bus, type BusMessage, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
 import { describeError, statePath } from '@signalbox/core/internal'
 import {
   type ControlReplyMessage,
@@ -128,7 +128,10 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
           seen.add(steer.steerId)
           if (seen.size > 10_000) seen.delete(seen.values().next().value as string)
         },
-        startSeq === undefined ? { purpose: 'steer' } : { purpose: 'steer', startSeq },
+        // One per agent (a host's connection serves several): `<user>_<agent>_steer`.
+        startSeq === undefined
+          ? { purpose: agentPurpose('steer', agent.id) }
+          : { purpose: agentPurpose('steer', agent.id), startSeq },
       ),
     )
   }

@@ -8,12 +8,13 @@ import {
   type ReviewOptions,
   systemClock,
 } from '@signalbox/core'
-import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { agentPurpose, type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { decisionMismatch, rejectedDecisionAudit } from '@signalbox/core/internal'
 import {
   type ApprovalAliveMessage,
   ApprovalDecisionMessage,
   type ApprovalRequestMessage,
+  type ApprovalWithdrawnMessage,
   encodeMessage,
   PROTOCOL_VERSION,
 } from '@signalbox/core/protocol'
@@ -22,7 +23,7 @@ import { DurableRequester } from '../requests/durable-request.ts'
 import { rejectedReplies } from '../requests/rejected-replies.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
 import { signedReply, signerProblem } from '../requests/signed-replies.ts'
-import type { TrustPolicy } from '../trust/policy.ts'
+import { provenActor, type TrustPolicy } from '../trust/policy.ts'
 import type { Signer } from '../trust/sign.ts'
 import type { EvidenceBook } from '../trust/signed-audit.ts'
 
@@ -95,12 +96,15 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
     replySubjectOf: (request) => subjects.approvalDecisions(request.agentId),
     replyName: 'Decision',
     ...(options.replayDecisions ? { replay: true } : {}),
-    purpose: 'decisions',
+    // One consumer per agent (a host's connection serves several): `<user>_<agent>_decisions`.
+    purposeOf: (request) => agentPurpose('decisions', request.agentId),
     report,
     onRejected: ({ reply, reason, context: request }) => {
       const at = clock.now()
-      const byAgent = rejections.record(request.requestId, reply, reason, () =>
-        rejectedDecisionAudit({ run: request, request, decision: reply, reason, at }),
+      // Audited under who provably sent it, never the reviewer it names (without a policy: that name).
+      const actor = trust === undefined ? undefined : provenActor(trust, reply)
+      const byAgent = rejections.record(request.requestId, reply, reason, actor, () =>
+        rejectedDecisionAudit({ run: request, request, decision: reply, reason, at, actor }),
       )
       const event = {
         type: 'approval.rejected' as const,
@@ -156,6 +160,33 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
 
   /** Requests stored by `open`, waiting for `review` to take their decision. */
   const opened = new Map<string, Promise<ApprovalDecision>>()
+  /** Requests sent and not decided: a withdrawal is published for them, once. */
+  const undecided = new Map<string, { request: ApprovalRequest; durable: boolean }>()
+
+  /** Tells the reviewers the agent no longer waits for `request` (durable, signed by the agent's key). */
+  const publishWithdrawal = (request: ApprovalRequest, withdrawal: { reason: string; by?: string | undefined }) => {
+    if (!undecided.delete(request.requestId)) return
+    const unsigned: ApprovalWithdrawnMessage = {
+      v: PROTOCOL_VERSION,
+      type: 'approval.withdrawn',
+      requestId: request.requestId,
+      agentId: request.agentId,
+      callId: request.callId,
+      digest: request.digest,
+      reason: withdrawal.reason,
+      ...(withdrawal.by !== undefined ? { by: withdrawal.by } : {}),
+      withdrawnAt: clock.now(),
+    }
+    const message = signer ? signer.sign(unsigned) : unsigned
+    bus
+      .durablePublish(subjects.approvalWithdrawals(request.agentId), encodeMessage(message), {
+        msgId: `withdrawn-${request.requestId}`,
+        signal: AbortSignal.timeout(30_000),
+      })
+      .catch(() => {
+        // Best effort: without it the request leaves the reviewers at its deadline, or as orphaned.
+      })
+  }
   const send = async (
     request: ApprovalRequest,
     { signal, durable = false }: ReviewOptions,
@@ -169,18 +200,42 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       ...(beating ? { heartbeatMs } : {}),
     }
     const message = signer ? signer.sign(unsigned) : unsigned
-    const { reply } = await requester.send({
-      id: request.requestId,
-      context: request,
-      subject: subjects.approvals(request.agentId),
-      message,
-      check: (decision) => check(request, decision),
-      // A stored run may have been decided while no process ran: read the decisions from the start.
-      ...(durable ? { replay: true } : {}),
-      signal,
-    })
+    // Until decided, a withdrawal is owed. The agent stopped waiting without a decision: the machine
+    // names a correction (`withdraw`) in the same step; anything else (a cancel, the run's end) is
+    // said here. Not at the deadline (reviewers know it), and not for a stored run's request (it
+    // resumes: a process that stops is no withdrawal). Watched from before the request is stored:
+    // a person may see it, and the run stop, before its store is confirmed here.
+    undecided.set(request.requestId, { request, durable })
+    const stopped = () =>
+      queueMicrotask(() => {
+        if (durable || clock.now() >= request.deadline) undecided.delete(request.requestId)
+        else publishWithdrawal(request, { reason: 'the agent stopped waiting for it (its run was cancelled or ended)' })
+      })
+    if (signal.aborted) stopped()
+    else signal.addEventListener('abort', stopped, { once: true })
+    let reply: Promise<ApprovalDecisionMessage>
+    try {
+      ;({ reply } = await requester.send({
+        id: request.requestId,
+        context: request,
+        subject: subjects.approvals(request.agentId),
+        message,
+        check: (decision) => check(request, decision),
+        // A stored run may have been decided while no process ran: read the decisions from the start.
+        ...(durable ? { replay: true } : {}),
+        signal,
+      }))
+    } catch (error) {
+      // Not sent, or given up while sending (the abort above says so to whoever saw it).
+      if (!signal.aborted) undecided.delete(request.requestId)
+      throw error
+    }
     const decided = reply.then((answer) => applied(request, answer))
     decided.catch(() => {})
+    decided.then(
+      () => undecided.delete(request.requestId),
+      () => {},
+    )
     if (heartbeats && beating) {
       heartbeats.add(request)
       const stop = () => heartbeats.remove(request)
@@ -213,6 +268,9 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       signal.throwIfAborted()
       const reply = await requester.storedInTime(request.requestId, request, request.deadline, (r) => check(request, r))
       return reply === undefined ? undefined : applied(request, reply)
+    },
+    withdraw(request, withdrawal) {
+      publishWithdrawal(request, withdrawal)
     },
     close() {
       heartbeats?.close()

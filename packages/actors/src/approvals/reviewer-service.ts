@@ -1,11 +1,12 @@
 import type { ApprovalDecision, ApprovalRequest, AuditLog, Clock, Reviewer } from '@signalbox/core'
 import { decideApproval, systemClock } from '@signalbox/core'
-import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { type Bus, createSubjects } from '@signalbox/core/bus'
 import { decisionMismatch, openMessage } from '@signalbox/core/internal'
 import {
   ApprovalAliveMessage,
   ApprovalDecisionMessage,
   ApprovalRequestMessage,
+  ApprovalWithdrawnMessage,
   callDigest,
   decodeMessage,
   encodeMessage,
@@ -13,7 +14,7 @@ import {
   ProtocolError,
 } from '@signalbox/core/protocol'
 import { createRejectionReporter, msgIdPart } from '../requests/rejections.ts'
-import { type RequestService, serveDurableRequests } from '../requests/request-service.ts'
+import { type RequestService, type Settlements, serveDurableRequests } from '../requests/request-service.ts'
 import { publishSignedReply, type ReplyServiceOptions, signedReply } from '../requests/signed-replies.ts'
 import { watchSilence } from '../silence.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
@@ -41,6 +42,12 @@ export interface ReviewerServiceOptions extends ReplyServiceOptions {
   audit?: AuditLog
   /** A request was withdrawn because the agent that asked stopped sending heartbeats. */
   onOrphaned?(request: ApprovalRequest): void
+  /**
+   * The agent withdrew a request (a correction cancelled the call, its run stopped): it is no
+   * longer asked here, and a decision on it would be refused. With a policy that names `agents`,
+   * only a withdrawal signed by the agent's key counts.
+   */
+  onWithdrawn?(requestId: string, withdrawal: { reason: string; by?: string; withdrawnAt: number }): void
 }
 
 /** Heartbeats an agent may miss before its request counts as orphaned. */
@@ -75,7 +82,7 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
     await publishSignedReply(bus, { subject, message, signer, idPrefix: 'decision', requestId: request.requestId }, signal)
   }
 
-  const orphans = watchOrphans({ bus, subjects, agentId: options.agentId, clock })
+  const orphans = watchOrphans({ bus, subject: subjects.alive(options.agentId), clock })
   /** Marks the request orphaned, for every reviewer: a stored denial by `system` settles it everywhere. */
   const orphan = async (request: ApprovalRequestMessage, silentMs: number) => {
     const shown = requestShown(request)
@@ -107,6 +114,24 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
       decidedAt: now,
     })
     options.onOrphaned?.(shown)
+  }
+
+  const withdrawals: Settlements<typeof ApprovalWithdrawnMessage> = {
+    subject: subjects.approvalWithdrawals(options.agentId),
+    schema: ApprovalWithdrawnMessage,
+    idOf: (withdrawal) => withdrawal.requestId,
+    purpose: 'withdrawn',
+    withdrawal: 'withdrawn',
+    // Anyone allowed to publish here is an agent (permissions); with the agents' keys, only theirs count.
+    trusted: (withdrawal) => trust?.options.agents === undefined || trust.check(withdrawal, { agentId: withdrawal.agentId }).ok,
+    matches: (request, withdrawal) => {
+      const message = request as ApprovalRequestMessage
+      return (
+        message.agentId === withdrawal.agentId && message.callId === withdrawal.callId && message.digest === withdrawal.digest
+      )
+    },
+    onSettled: (id, { reason, by, withdrawnAt }) =>
+      options.onWithdrawn?.(id, { reason, ...(by !== undefined ? { by } : {}), withdrawnAt }),
   }
 
   const service: RequestService = serveDurableRequests({
@@ -141,6 +166,7 @@ export function serveReviewer(options: ReviewerServiceOptions): ReviewerService 
       },
       onSettled: (id, message) => options.onSettled?.(id, signedReply(message, { trust, nameField: 'reviewer' })),
     },
+    withdrawals,
     clock,
     ...(options.onError ? { onError: options.onError } : {}),
     decide: async (message, signal) => {
@@ -205,10 +231,10 @@ function signerName(options: ReviewerServiceOptions): string {
  * when its agent has been silent for `MISSED_HEARTBEATS` intervals (counted from when this
  * service took the request, so a request found in the log long after its agent died is also caught).
  */
-function watchOrphans(options: { bus: Bus; subjects: Subjects; agentId: string | undefined; clock: Clock }) {
+function watchOrphans(options: { bus: Bus; subject: string; clock: Clock }) {
   const { clock } = options
   const lastSeen = new Map<string, number>()
-  const subscription = options.bus.subscribe(options.subjects.alive(options.agentId), (message) => {
+  const subscription = options.bus.subscribe(options.subject, (message) => {
     const decoded = decodeMessage(message.data, ApprovalAliveMessage, { maxBytes: options.bus.maxPayload })
     if (!decoded.ok) return
     const now = clock.now()

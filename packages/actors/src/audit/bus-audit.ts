@@ -11,7 +11,7 @@ export function busAuditLog(options: { bus: Bus; subjects?: Subjects; signal?: A
   const subjects = options.subjects ?? createSubjects()
   return {
     async record(entry) {
-      const message: AuditMessage = { v: PROTOCOL_VERSION, type: 'audit', entry }
+      const message: AuditMessage = { v: PROTOCOL_VERSION, type: 'audit', entry: { ...entry } }
       const msgId = `audit-${createHash('sha256').update(canonicalJson(entry)).digest('hex').slice(0, 32)}`
       await options.bus.durablePublish(subjects.audit(entry.agentId, entry.kind), encodeMessage(message), {
         msgId,

@@ -35,6 +35,7 @@ export function inspectReviewer(reviewer: Reviewer, inspector: ManualInspector, 
       ? { open: (request, openOptions) => (reviewer.open as NonNullable<Reviewer['open']>)(request, openOptions) }
       : {}),
     ...(reviewer.recover ? { recover: reviewer.recover.bind(reviewer) } : {}),
+    ...(reviewer.withdraw ? { withdraw: reviewer.withdraw.bind(reviewer) } : {}),
     async review(request, reviewOptions) {
       const run = runSessionId(request.runId)
       const ids = { requestId: request.requestId, callId: request.callId, toolName: request.toolName }

@@ -6,6 +6,7 @@
  */
 import { type ConnectionOptions, connect, type NatsConnection, errors as natsErrors } from '@nats-io/transport-node'
 import { BusError } from '@signalbox/core/bus'
+import { redactUrlSecrets } from './credentials.ts'
 
 export type NatsConnectErrorCode =
   | 'NATS_AUTHORIZATION_VIOLATION'
@@ -20,10 +21,8 @@ export class NatsConnectError extends BusError {
   }
 }
 
-/** `nats://user:secret@host` → `nats://***@host`, for every URL in `text`. */
-export function redactUrls(text: string): string {
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s,]*@/gi, '$1***@')
-}
+/** Every URL in `text` with its password or token masked (`nats://user:***@host`, `nats://***@host`). */
+export const redactUrls = redactUrlSecrets
 
 const CERTIFICATE_CODES = new Set([
   'UNABLE_TO_VERIFY_LEAF_SIGNATURE',

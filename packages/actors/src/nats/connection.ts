@@ -9,7 +9,7 @@ import { BusError, type BusStatus } from '@signalbox/core/bus'
 import { untilAborted } from '@signalbox/core/internal'
 import { type Deferred, deferred, type Outcome, raceOutcome } from './async.ts'
 import { classifyConnectError, connectTimedOut, dialNats, redactUrls } from './connect-errors.ts'
-import { credentialOf, natsConnectOptions, serverList } from './credentials.ts'
+import { busCredentials, credentialOf, natsConnectOptions, serverList } from './credentials.ts'
 import { defaultConnectionName, type NatsBusOptions } from './options.ts'
 
 /** How long connecting may take when `connectTimeoutMs` is not given. */
@@ -43,12 +43,10 @@ export async function openConnection(options: NatsBusOptions): Promise<NatsConne
       reconnectJitter: Math.min(100, reconnectTimeWait),
       pingInterval: options.pingIntervalMs ?? 10_000,
       ...(options.inboxPrefix !== undefined ? { inboxPrefix: options.inboxPrefix } : {}),
-      ...(options.user !== undefined ? { user: options.user } : {}),
-      ...(options.pass !== undefined ? { pass: options.pass } : {}),
-      ...(options.token !== undefined ? { token: options.token } : {}),
       // One attempt never outlasts the deadline (nats.js's own is 20 s).
       ...(Number.isFinite(timeoutMs) ? { timeout: Math.min(timeoutMs, 20_000) } : {}),
-      ...natsConnectOptions(options.credentials),
+      // One set of credentials: those in the server URLs too (and the URLs without them).
+      ...natsConnectOptions(busCredentials(options)),
     },
     {
       waitForServer: options.waitForServer ?? false,

@@ -80,8 +80,76 @@ export function serverList(servers: string | string[] | undefined): string[] {
   return list.map((s) => s.trim()).filter(Boolean)
 }
 
+/** `[scheme://]userinfo@rest`: the user info of a server URL, as the `nats` CLI reads it. */
+const USER_INFO = /^([a-z][a-z0-9+.-]*:\/\/)?([^@/?#]*)@(.*)$/i
+
+/** What a URL's user info holds: `user:password` or a token. */
+type UrlCredential = { user: string; password: string } | { token: string }
+
+function decodePart(text: string): string {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
+}
+
+/**
+ * Credentials written in the server URLs, the way the `nats` CLI (and every NATS client written
+ * in Go) takes them: `nats://user:password@host:4222` logs in with that user and password,
+ * `nats://token@host:4222` with that token (percent-escapes decoded). Returns the URLs without
+ * them: the client library is never given a secret in a URL, so none can reach its logs or errors.
+ * Several URLs must carry the same credential (or none).
+ */
+export function credentialsFromUrls(servers: readonly string[]): { servers: string[]; credential?: UrlCredential } {
+  let found: UrlCredential | undefined
+  let key: string | undefined
+  const stripped = servers.map((server) => {
+    const match = USER_INFO.exec(server)
+    if (match === null) return server
+    const [, scheme = '', info = '', rest = ''] = match
+    const colon = info.indexOf(':')
+    const credential: UrlCredential =
+      colon < 0
+        ? { token: decodePart(info) }
+        : { user: decodePart(info.slice(0, colon)), password: decodePart(info.slice(colon + 1)) }
+    if ('user' in credential && credential.user === '') {
+      throw new NatsCredentialsError('NATS_CREDENTIALS_CONFLICT', `${redactUrlSecrets(server)} has a password but no user`)
+    }
+    if ('token' in credential && credential.token === '') {
+      throw new NatsCredentialsError('NATS_CREDENTIALS_CONFLICT', `${redactUrlSecrets(server)} has an empty user info before "@"`)
+    }
+    const id = JSON.stringify(credential)
+    if (key !== undefined && key !== id) {
+      throw new NatsCredentialsError(
+        'NATS_CREDENTIALS_CONFLICT',
+        'the server URLs carry different credentials: give one credential for all servers',
+      )
+    }
+    key = id
+    found = credential
+    return `${scheme}${rest}`
+  })
+  return found === undefined ? { servers: stripped } : { servers: stripped, credential: found }
+}
+
+/**
+ * `nats://user:secret@host` → `nats://user:***@host`, `nats://secret@host` → `nats://***@host`:
+ * every URL in `text` with its password or token masked (a user name is not a secret).
+ */
+export function redactUrlSecrets(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)([^/@\s,]*)@/gi, (_match, scheme: string, info: string) => {
+    const colon = info.indexOf(':')
+    return colon < 0 ? `${scheme}***@` : `${scheme}${info.slice(0, colon)}:***@`
+  })
+}
+
 /** Which credential a connection uses, without its secret: for error messages and logs. */
 export function describeCredential(credentials: NatsCredentialOptions): string {
+  const inUrl = credentialsFromUrls(serverList(credentials.servers)).credential
+  if (inUrl !== undefined) {
+    return 'user' in inUrl ? `user ${JSON.stringify(inUrl.user)} with a password (from the URL)` : 'the token (from the URL)'
+  }
   if (credentials.creds) return `the creds file ${credentials.creds}`
   if (credentials.nkey) return `the nkey in ${credentials.nkey}`
   if (credentials.user !== undefined)
@@ -120,8 +188,24 @@ function seedFrom(path: string): Uint8Array {
   )
 }
 
-/** nats.js connection options for these credentials: `authenticator`, `tls`, and the servers when given. */
-export function natsConnectOptions(credentials: NatsCredentialOptions = {}): Partial<ConnectionOptions> {
+/**
+ * nats.js connection options for these credentials: `authenticator`, `tls`, and the servers when
+ * given (without the credentials their URLs carry: those are used as the `nats` CLI uses them,
+ * instead of a user, password or token given separately).
+ */
+export function natsConnectOptions(given: NatsCredentialOptions = {}): Partial<ConnectionOptions> {
+  const inUrls = credentialsFromUrls(serverList(given.servers))
+  let credentials = given
+  if (inUrls.credential !== undefined) {
+    if (given.creds !== undefined || given.nkey !== undefined) {
+      throw new NatsCredentialsError(
+        'NATS_CREDENTIALS_CONFLICT',
+        `give one of creds, nkey or the credentials in the server URL (got ${given.creds !== undefined ? 'creds' : 'nkey'} and a URL with credentials)`,
+      )
+    }
+    const { user: _u, password: _p, token: _t, ...rest } = given
+    credentials = { ...rest, ...inUrls.credential }
+  }
   const chosen = (['creds', 'nkey', 'user', 'token'] as const).filter((key) => credentials[key] !== undefined)
   if (chosen.length > 1) {
     throw new NatsCredentialsError(
@@ -133,8 +217,7 @@ export function natsConnectOptions(credentials: NatsCredentialOptions = {}): Par
     throw new NatsCredentialsError('NATS_CREDENTIALS_CONFLICT', 'a password needs a user')
   }
   const options: Partial<ConnectionOptions> = {}
-  const servers = serverList(credentials.servers)
-  if (servers.length > 0) options.servers = servers
+  if (inUrls.servers.length > 0) options.servers = inUrls.servers
   let authenticator: Authenticator | undefined
   if (credentials.creds) {
     const bytes = readSecretFile(credentials.creds, 'creds file', 'NATS_CREDS_UNREADABLE')
@@ -175,16 +258,23 @@ function tlsOptions(credentials: NatsCredentialOptions): TlsOptions | undefined 
   return tls
 }
 
-/** `describeCredential` for the bus options, which also take a plain user, password or token. */
-export function credentialOf(options: {
+/** The bus options' credentials as one set: `credentials` first, then the plain user, password or token, and the servers. */
+export function busCredentials(options: {
+  servers?: string | string[]
   user?: string
   pass?: string
   token?: string
   credentials?: NatsCredentialOptions
-}): string {
+}): NatsCredentialOptions {
   const plain: NatsCredentialOptions = {}
+  if (options.servers !== undefined) plain.servers = options.servers
   if (options.user !== undefined) plain.user = options.user
   if (options.pass !== undefined) plain.password = options.pass
   if (options.token !== undefined) plain.token = options.token
-  return describeCredential({ ...plain, ...options.credentials })
+  return mergeCredentials(options.credentials ?? {}, plain)
+}
+
+/** `describeCredential` for the bus options, which also take a plain user, password or token. */
+export function credentialOf(options: Parameters<typeof busCredentials>[0]): string {
+  return describeCredential(busCredentials(options))
 }

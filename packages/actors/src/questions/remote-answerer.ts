@@ -1,12 +1,12 @@
 import { type Answer, type Answerer, type AuditLog, type Clock, type Question, systemClock } from '@signalbox/core'
-import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { agentPurpose, type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { rejectedAnswerAudit } from '@signalbox/core/internal'
 import { AnswerMessage, PROTOCOL_VERSION, type QuestionMessage } from '@signalbox/core/protocol'
 import { DurableRequester } from '../requests/durable-request.ts'
 import { rejectedReplies } from '../requests/rejected-replies.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
 import { signedReply, signerProblem } from '../requests/signed-replies.ts'
-import type { TrustPolicy } from '../trust/policy.ts'
+import { provenActor, type TrustPolicy } from '../trust/policy.ts'
 import type { Signer } from '../trust/sign.ts'
 import type { EvidenceBook } from '../trust/signed-audit.ts'
 
@@ -55,13 +55,15 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
     idOf: (answer) => answer.questionId,
     replySubjectOf: (question) => subjects.answers(question.agentId),
     replyName: 'Answer',
-    purpose: 'answers',
+    purposeOf: (question) => agentPurpose('answers', question.agentId),
     report,
     ...(options.replayAnswers ? { replay: true } : {}),
     // Recorded like refused decisions: by the asking agent when it gave a sink, else here.
     onRejected: ({ reply, reason, context: question }) => {
-      rejections.record(question.questionId, reply, reason, () =>
-        rejectedAnswerAudit({ question, answer: reply, reason, at: clock.now() }),
+      // Audited under who provably sent it, never the name it claims (without a policy: that name).
+      const actor = trust === undefined ? undefined : provenActor(trust, reply)
+      rejections.record(question.questionId, reply, reason, actor, () =>
+        rejectedAnswerAudit({ question, answer: reply, reason, at: clock.now(), actor }),
       )
     },
   })

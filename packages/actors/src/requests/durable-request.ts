@@ -14,8 +14,11 @@ export interface DurableRequesterOptions<S extends z.ZodType, C> {
   /** What a reply is, for the rejection report: `Decision`, `Answer`. */
   replyName: string
   report: RejectionReporter
-  /** The reply consumer's purpose (`decisions`, `answers`): its name under least privilege. */
-  purpose?: string
+  /**
+   * The purpose of the reply consumer of a request's reply subject: its name under least privilege
+   * (`<user>_<purpose>`, one per subject, e.g. `claw_decisions` for the agent `claw`).
+   */
+  purposeOf?(context: C): string
   /** After a rejected reply was reported: e.g. record it in the audit. */
   onRejected?(rejection: ReplyRejection<z.output<S>, C>): void
   /** Read replies from the start of the log: a request re-sent after a restart finds a reply given meanwhile. */
@@ -44,17 +47,18 @@ export class DurableRequester<S extends z.ZodType, C> {
   readonly #bus: Bus
   readonly #waiter: DurableReplyWaiter<S, C>
   readonly #replySubjectOf: (context: C) => string
+  readonly #purposeOf: ((context: C) => string) | undefined
 
   constructor(options: DurableRequesterOptions<S, C>) {
     this.#bus = options.bus
     this.#replySubjectOf = options.replySubjectOf
+    this.#purposeOf = options.purposeOf
     this.#waiter = new DurableReplyWaiter<S, C>({
       bus: options.bus,
       schema: options.schema,
       idOf: options.idOf,
       reportInvalid: options.report,
       ...(options.replay ? { replay: true } : {}),
-      ...(options.purpose !== undefined ? { purpose: options.purpose } : {}),
       onRejected: (rejection) => {
         options.report(
           options.replySubjectOf(rejection.context),
@@ -91,7 +95,7 @@ export class DurableRequester<S extends z.ZodType, C> {
     // The wait is registered first, so a person who answers at once (or a replayed reply) is not missed.
     replied.catch(() => {})
     try {
-      await this.#waiter.listen(this.#replySubjectOf(context), request.replay ?? false)
+      await this.#waiter.listen(this.#replySubjectOf(context), request.replay ?? false, this.#purposeOf?.(context))
       await this.#bus.durablePublish(request.subject, encodeMessage(request.message), { msgId: id, signal })
     } catch (error) {
       withdrawn.abort(error)
@@ -112,7 +116,7 @@ export class DurableRequester<S extends z.ZodType, C> {
     deadline: number,
     check: (reply: z.output<S>) => string | undefined,
   ): Promise<z.output<S> | undefined> {
-    await this.#waiter.caughtUp(this.#replySubjectOf(context), true)
+    await this.#waiter.caughtUp(this.#replySubjectOf(context), true, this.#purposeOf?.(context))
     const stored = this.#waiter.stored(id)
     if (stored === undefined || stored.storedAt === undefined || stored.storedAt > deadline) return undefined
     return check(stored.reply) === undefined ? stored.reply : undefined

@@ -8,7 +8,7 @@ import { signedAuditLog } from '../trust/signed-audit.ts'
 const MAX_SINKS = 10_000
 
 /** The agent's sink for one request's refused replies (`ReviewOptions.rejected`, `AnswerOptions.rejected`). */
-export type RejectedSink = (reply: unknown, reason: string) => void
+export type RejectedSink = (reply: unknown, reason: string, actor?: string) => void
 
 /**
  * Where a refused reply (a forged, mismatched or late decision or answer) is recorded, for the
@@ -36,13 +36,15 @@ export class RejectedReplies {
 
   /**
    * Records one refused reply; `entry` builds the audit entry when this side must write it.
-   * Returns whether the agent recorded it (then the agent also emitted its event). Never throws.
+   * `actor`: who provably sent it (a checking side's policy name for the key), audited instead of
+   * the name the reply claims. Returns whether the agent recorded it (then the agent also emitted
+   * its event). Never throws.
    */
-  record(id: string, reply: unknown, reason: string, entry: () => AuditEntry): boolean {
+  record(id: string, reply: unknown, reason: string, actor: string | undefined, entry: () => AuditEntry): boolean {
     const sink = this.#sinks.get(id)
     try {
       if (sink !== undefined) {
-        sink(reply, reason)
+        sink(reply, reason, actor)
         return true
       }
       const log = this.#fallback()

@@ -49,7 +49,6 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
   /** Recently applied replies (bounded): what `stored` finds for a request already answered. */
   readonly #applied = new Map<string, StoredReply<z.output<S>>>()
   #replay: boolean
-  readonly #purpose: string | undefined
 
   constructor(options: {
     bus: Bus
@@ -59,11 +58,8 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
     reportInvalid: RejectionReporter
     /** Read the reply subjects from the start of the log (replies that came while no process listened). */
     replay?: boolean
-    /** The consumer's purpose (its name under least privilege: `<user>_<purpose>`). */
-    purpose?: string
   }) {
     this.#replay = options.replay ?? false
-    this.#purpose = options.purpose
     this.#bus = options.bus
     this.#schema = options.schema
     this.#idOf = options.idOf
@@ -74,9 +70,10 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
   /**
    * Starts (once) the consumer of `subject` and resolves when it is live. `replay`: this wait
    * belongs to a stored run, so read the replies from the start of the log (when the consumer is
-   * made here; later waits share it).
+   * made here; later waits share it). `purpose`: the consumer's name under least privilege
+   * (`<user>_<purpose>`), one per subject.
    */
-  listen(subject: string, replay = false): Promise<void> {
+  listen(subject: string, replay = false, purpose?: string): Promise<void> {
     let consumer = this.#consumers.get(subject)
     if (!consumer) {
       if (replay) this.#replay = true
@@ -93,7 +90,7 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
         },
         {
           ...(this.#replay ? { deliverAll: true } : {}),
-          ...(this.#purpose !== undefined ? { purpose: this.#purpose } : {}),
+          ...(purpose !== undefined ? { purpose } : {}),
         },
       )
       this.#consumers.set(subject, consumer)
@@ -105,8 +102,8 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
    * Resolves once the consumer of `subject` has handed over every reply the log held when it was
    * made (with `replay`: every reply given while no process listened).
    */
-  async caughtUp(subject: string, replay = false): Promise<void> {
-    await this.listen(subject, replay)
+  async caughtUp(subject: string, replay = false, purpose?: string): Promise<void> {
+    await this.listen(subject, replay, purpose)
     const consumer = this.#consumers.get(subject)
     await (consumer?.caughtUp ?? consumer?.ready)
   }

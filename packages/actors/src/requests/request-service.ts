@@ -4,7 +4,7 @@ import { untilAborted } from '@signalbox/core/internal'
 import { decodeMessage } from '@signalbox/core/protocol'
 import type { z } from 'zod/v4'
 import type { RejectionReporter } from './rejections.ts'
-import { RequestWithdrawnError } from './withdrawal.ts'
+import { RequestWithdrawnError, type WithdrawalReason } from './withdrawal.ts'
 
 export type ServiceMode = 'shared' | 'broadcast'
 
@@ -29,9 +29,16 @@ export interface Settlements<R extends z.ZodType> {
   onSettled?(id: string, reply: z.output<R>): void
   /** The watcher consumer's purpose (`decided`, `answered`): its name under least privilege. */
   purpose?: string
+  /** Why a request in flight here stops (the decider's signal aborts with it). Default `settled-elsewhere`. */
+  withdrawal?: WithdrawalReason
 }
 
-export interface RequestServiceOptions<S extends z.ZodType, R extends z.ZodType = z.ZodType, Reply = unknown> {
+export interface RequestServiceOptions<
+  S extends z.ZodType,
+  R extends z.ZodType = z.ZodType,
+  Reply = unknown,
+  W extends z.ZodType = z.ZodType,
+> {
   bus: Bus
   /** Subject (pattern) the requests arrive on. */
   subject: string
@@ -57,6 +64,8 @@ export interface RequestServiceOptions<S extends z.ZodType, R extends z.ZodType 
    */
   publish(request: z.output<S>, reply: Reply, signal: AbortSignal): Promise<void>
   settlements?: Settlements<R>
+  /** Where the askers withdraw their requests (read like the settlements; a withdrawn request is dropped here). */
+  withdrawals?: Settlements<W>
   /** Broadcast mode's private consumer purpose (`approvals`, `questions`). */
   privatePurpose?: string
   report: RejectionReporter
@@ -85,8 +94,8 @@ export const MAX_TIMER_MS = 2 ** 31 - 1
  * acknowledges once the reply is stored, so a crash mid-decision hands the request to another
  * instance instead of losing it.
  */
-export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, Reply>(
-  options: RequestServiceOptions<S, R, Reply>,
+export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, Reply, W extends z.ZodType = z.ZodType>(
+  options: RequestServiceOptions<S, R, Reply, W>,
 ): RequestService {
   const { bus } = options
   const clock = options.clock ?? systemClock
@@ -163,57 +172,63 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     }
   }
 
-  // Settlements first: the watcher replays every stored answer, and requests wait until it has
-  // caught up (it has been idle for a moment), so a request answered before this instance started
-  // is skipped, not asked again.
-  const settledIn = options.settlements
-  /** Replies seen on the settlement subject, by request id; applied only when they match the request. */
-  const settlements = new Map<string, z.output<R>>()
-  const settledBy = (id: string, request: z.output<S>): boolean => {
-    const reply = settlements.get(id)
-    if (reply === undefined || !settledIn) return false
-    return settledIn.matches ? settledIn.matches(request, reply) : true
-  }
+  // Settlements first: the watchers replay every stored answer (and withdrawal), and requests wait
+  // until they have caught up (been idle for a moment), so a request answered before this instance
+  // started is skipped, not asked again.
+  const sources = [options.settlements, options.withdrawals].filter((source) => source !== undefined) as Settlements<z.ZodType>[]
+  /** Replies seen on each settlement subject, by request id; applied only when they match the request. */
+  const settlements = new Map<Settlements<z.ZodType>, Map<string, unknown>>(sources.map((source) => [source, new Map()]))
+  const settledBy = (id: string, request: z.output<S>): boolean =>
+    sources.some((source) => {
+      const reply = settlements.get(source)?.get(id)
+      return reply !== undefined && (source.matches ? source.matches(request, reply) : true)
+    })
   let caughtUpNow: () => void = () => {}
   const caughtUp = new Promise<void>((resolve) => {
     caughtUpNow = resolve
   })
   let idleTimer: ReturnType<typeof setTimeout> | undefined
   let isCaughtUp = false
+  let watching = false
   const markCaughtUp = () => {
     isCaughtUp = true
     if (idleTimer !== undefined) clearTimeout(idleTimer)
     caughtUpNow()
   }
   const armCatchUp = () => {
-    if (isCaughtUp) return
+    if (isCaughtUp || !watching) return
     if (idleTimer !== undefined) clearTimeout(idleTimer)
     idleTimer = setTimeout(markCaughtUp, CATCH_UP_IDLE_MS)
   }
   stop.signal.addEventListener('abort', markCaughtUp, { once: true })
-  const watch: Subscription | undefined = settledIn
-    ? bus.durableConsume(
-        settledIn.subject,
-        (message) => {
-          message.ack()
-          armCatchUp()
-          const decoded = decodeMessage(message.data, settledIn.schema, { maxBytes: bus.maxPayload })
-          if (!decoded.ok) return
-          if (settledIn.trusted && !settledIn.trusted(decoded.value)) return
-          const id = settledIn.idOf(decoded.value)
-          const running = inFlight.get(id)
-          // A reply that does not match what is being asked here settles nothing, and is not reported as if it did.
-          if (running && settledIn.matches && !settledIn.matches(running.request, decoded.value)) return
-          settlements.set(id, decoded.value)
-          if (settlements.size > 10_000) settlements.delete(settlements.keys().next().value as string)
-          if (running) running.controller.abort(new RequestWithdrawnError('settled-elsewhere'))
-          settledIn.onSettled?.(id, decoded.value)
-        },
-        { deliverAll: true, signal: stop.signal, ...(settledIn.purpose ? { purpose: settledIn.purpose } : {}) },
-      )
-    : undefined
-  if (watch) watch.ready.then(armCatchUp, markCaughtUp)
-  else markCaughtUp()
+  const watches: Subscription[] = sources.map((source) =>
+    bus.durableConsume(
+      source.subject,
+      (message) => {
+        message.ack()
+        armCatchUp()
+        const decoded = decodeMessage(message.data, source.schema, { maxBytes: bus.maxPayload })
+        if (!decoded.ok) return
+        if (source.trusted && !source.trusted(decoded.value)) return
+        const id = source.idOf(decoded.value)
+        const running = inFlight.get(id)
+        // A reply that does not match what is being asked here settles nothing, and is not reported as if it did.
+        if (running && source.matches && !source.matches(running.request, decoded.value)) return
+        const seen = settlements.get(source) as Map<string, unknown>
+        seen.set(id, decoded.value)
+        if (seen.size > 10_000) seen.delete(seen.keys().next().value as string)
+        if (running) running.controller.abort(new RequestWithdrawnError(source.withdrawal ?? 'settled-elsewhere'))
+        source.onSettled?.(id, decoded.value)
+      },
+      { deliverAll: true, signal: stop.signal, ...(source.purpose ? { purpose: source.purpose } : {}) },
+    ),
+  )
+  if (watches.length > 0) {
+    Promise.all(watches.map((watch) => watch.ready)).then(() => {
+      watching = true
+      armCatchUp()
+    }, markCaughtUp)
+  } else markCaughtUp()
 
   const subscription: Subscription = bus.durableConsume(
     options.subject,
@@ -231,7 +246,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
   )
 
   return {
-    ready: Promise.all([subscription.ready, watch?.ready, caughtUp]).then(() => {}),
+    ready: Promise.all([subscription.ready, ...watches.map((watch) => watch.ready), caughtUp]).then(() => {}),
     get inFlight() {
       return new Set(inFlight.keys())
     },
@@ -243,7 +258,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
       stop.abort()
       for (const lifetime of lifetimes) lifetime.abort(new RequestWithdrawnError('stopping'))
       subscription.unsubscribe()
-      watch?.unsubscribe()
+      for (const watch of watches) watch.unsubscribe()
     },
   }
 }

@@ -3,14 +3,16 @@ import { AbortedError } from '@signalbox/core'
 /**
  * Why a request stopped waiting for its decider (the signal `review`/`answer` receive aborts with
  * a `RequestWithdrawnError` naming it): `expired`, its deadline passed; `settled-elsewhere`, another
- * reviewer or answerer settled it (or it was withdrawn as orphaned); `stopping`, this service is
+ * reviewer or answerer settled it (or it was withdrawn as orphaned); `withdrawn`, the agent that
+ * asked withdrew it (a correction cancelled the call, its run stopped); `stopping`, this service is
  * closing and leaves it to another instance.
  */
-export type WithdrawalReason = 'expired' | 'settled-elsewhere' | 'stopping'
+export type WithdrawalReason = 'expired' | 'settled-elsewhere' | 'withdrawn' | 'stopping'
 
 const MESSAGES: Record<WithdrawalReason, string> = {
   expired: 'The request expired.',
   'settled-elsewhere': 'The request was settled elsewhere.',
+  withdrawn: 'The agent withdrew the request.',
   stopping: 'The service is stopping.',
 }
 

@@ -8,13 +8,14 @@ import {
   RunAcceptedMessage,
   type RunHeartbeatMessage,
   type RunRequestMessage,
-  RunResultMessage,
+  type RunResultMessage,
 } from '@signalbox/core/protocol'
 import { z } from 'zod/v4'
 import { sendControl } from '../agents/clients.ts'
 import type { Signer } from '../trust/sign.ts'
 import { ChildRunError } from './child-run-error.ts'
 import { repeat } from './repeat.ts'
+import { waitForResult } from './run-results.ts'
 import type { RunBudget, RunTreeLedger } from './tree-budget.ts'
 
 /** The lease is renewed this many times per period, so a lost beat or two does not end it. */
@@ -50,24 +51,12 @@ export interface RemoteRunOptions {
 export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
   const { bus, subjects, clock, agentId, runId, budget, signal } = options
   if (signal?.aborted) throw new AbortedError('The run was cancelled before it started.')
-  const settled = new AbortController()
-  let resolveResult!: (result: RunResultMessage) => void
-  const resultPromise = new Promise<RunResultMessage>((resolve) => {
-    resolveResult = resolve
-  })
-  const resultSubscription = bus.durableConsume(
-    subjects.runResult(runId),
-    (message) => {
-      message.ack()
-      const decoded = decodeMessage(message.data, RunResultMessage, { maxBytes: bus.maxPayload })
-      if (decoded.ok && decoded.value.runId === runId) resolveResult(decoded.value)
-    },
-    { deliverAll: true, signal: settled.signal },
-  )
+  // Listening for the result before asking: it can never be published before.
+  const resultWait = await waitForResult(bus, subjects, runId)
+  const resultPromise = resultWait.result
   let stopHeartbeat: (() => void) | undefined
   let onAbort: (() => void) | undefined
   try {
-    await resultSubscription.ready
     const request: RunRequestMessage = {
       v: PROTOCOL_VERSION,
       type: 'run.request',
@@ -126,8 +115,7 @@ export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
   } finally {
     stopHeartbeat?.()
     if (onAbort) signal?.removeEventListener('abort', onAbort)
-    settled.abort()
-    resultSubscription.unsubscribe()
+    resultWait.stop()
   }
 }
 

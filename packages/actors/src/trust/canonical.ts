@@ -28,6 +28,7 @@ export const SIGNED_FIELDS = {
   answer: ['v', 'type', 'questionId', 'answer', 'answeredBy', 'answeredAt'],
   steer: ['v', 'type', 'agentId', 'steerId', 'text', 'from', 'runId', 'sentAt'],
   'control.cancel': ['v', 'type', 'agentId', 'runId', 'reason', 'from', 'sentAt'],
+  'approval.withdrawn': ['v', 'type', 'requestId', 'agentId', 'callId', 'digest', 'reason', 'by', 'withdrawnAt'],
 } as const satisfies Record<string, readonly string[]>
 
 export type SignableType = keyof typeof SIGNED_FIELDS
@@ -39,6 +40,7 @@ const REQUIRED: Record<SignableType, readonly string[]> = {
   answer: ['questionId', 'answer', 'answeredBy', 'answeredAt'],
   steer: ['agentId', 'steerId', 'text', 'from', 'sentAt'],
   'control.cancel': ['agentId', 'from', 'sentAt'],
+  'approval.withdrawn': ['requestId', 'agentId', 'callId', 'digest', 'reason', 'withdrawnAt'],
 }
 
 /** A message as it travels: its own fields plus the signer's public nkey and the signature. */

@@ -1,14 +1,14 @@
+export { AUDIT_SIGNATURE_DOMAIN, auditSigningInput, signAuditEntry } from './audit-signature.ts'
 export {
-  AUDIT_SIGNATURE_DOMAIN,
+  type AuditEntryReport,
   type AuditProblem,
   type AuditProblemCode,
   type AuditVerifyOptions,
   type AuditVerifyReport,
-  auditSigningInput,
-  signAuditEntry,
+  type SignedBy,
   verifyAuditEntry,
   verifyAuditTrail,
-} from './audit-signature.ts'
+} from './audit-verify.ts'
 export { encodingProblem, SIGNATURE_DOMAIN, SIGNED_FIELDS, type SignableType, type Signed, signingInput } from './canonical.ts'
 export { isValidPublicKey, newUserSeed } from './keys.ts'
 export {
@@ -27,13 +27,16 @@ export {
 export {
   type Allowed,
   agentKeysPolicy,
+  claimedName,
   createTrustPolicy,
+  provenActor,
   type TrustContext,
   type TrustPolicy,
   TrustPolicyError,
   type TrustPolicyOptions,
   type TrustRejectionCode,
   type TrustVerdict,
+  UNVERIFIED_ACTOR,
   whyNotAcceptable,
 } from './policy.ts'
 export { parseTrustPolicy } from './policy-file.ts'

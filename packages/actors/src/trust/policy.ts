@@ -115,7 +115,8 @@ function allowedFor(options: TrustPolicyOptions, message: Signed, context: Trust
       return options.steerers
     case 'control.cancel':
       return options.controllers
-    case 'approval.request': {
+    case 'approval.request':
+    case 'approval.withdrawn': {
       const agents = options.agents ?? {}
       const agent = typeof message.agentId === 'string' ? message.agentId : undefined
       return agent !== undefined && Object.hasOwn(agents, agent) ? agents[agent] : agents['*']
@@ -131,6 +132,7 @@ const WHAT: Record<string, string> = {
   steer: 'steer',
   'control.cancel': 'cancel',
   'approval.request': 'send approval requests',
+  'approval.withdrawn': 'withdraw approval requests',
 }
 
 function check(
@@ -149,7 +151,11 @@ function check(
   if ((type === 'steer' || type === 'control.cancel') && context.agentId !== undefined && message.agentId !== context.agentId) {
     return { ok: false, code: 'wrong-agent', reason: `signed for agent ${JSON.stringify(message.agentId)}, not this one`, signer }
   }
-  if (type === 'approval.request' && context.agentId !== undefined && message.agentId !== context.agentId) {
+  if (
+    (type === 'approval.request' || type === 'approval.withdrawn') &&
+    context.agentId !== undefined &&
+    message.agentId !== context.agentId
+  ) {
     return { ok: false, code: 'wrong-agent', reason: `the request names agent ${JSON.stringify(message.agentId)}`, signer }
   }
   if (
@@ -173,6 +179,29 @@ function check(
     return { ok: false, code: 'key-not-allowed', reason: `${name} (${signer}) may not ${WHAT[type] ?? type}${scope}`, signer }
   }
   return { ok: true, signer, name }
+}
+
+/** The audited actor of a message that carries no signature that verifies: nothing says who sent it. */
+export const UNVERIFIED_ACTOR = 'unverified'
+
+/** The name a message gives its sender: a decision's `reviewer`, an answer's `answeredBy`, a correction's or cancel's `from`. */
+export function claimedName(message: unknown): string | undefined {
+  if (message === null || typeof message !== 'object') return undefined
+  const m = message as Record<string, unknown>
+  const claimed = m.type === 'approval.decision' ? m.reviewer : m.type === 'answer' ? m.answeredBy : m.from
+  return typeof claimed === 'string' ? claimed : undefined
+}
+
+/**
+ * Who provably sent `message`, the name it is audited under (one rule, docs/protocol.md §19.5):
+ * the policy's name for the key whose signature verifies, the key itself when the policy does not
+ * name it, `unverified` when no signature verifies. Never the name the message claims.
+ */
+export function provenActor(policy: TrustPolicy, message: unknown): string {
+  if (message === null || typeof message !== 'object') return UNVERIFIED_ACTOR
+  const signature = verifySignature(message as Signed)
+  if (!signature.ok) return UNVERIFIED_ACTOR
+  return policy.nameOf(signature.signer) ?? signature.signer
 }
 
 /** Why a signed message is not acceptable under `policy`, or undefined when it is. */

@@ -2,9 +2,10 @@
  * Ed25519 signatures with nkeys: `signer` is the public nkey, `signature` the 64-byte signature
  * in unpadded base64url, both carried in the message next to the fields they cover.
  */
-import { fromPublic, fromSeed, type KeyPair } from '@nats-io/nkeys'
+
 import { SignalboxError } from '@signalbox/core'
 import { encodingProblem, type Signed, signingInput } from './canonical.ts'
+import { assertPublicKey, seedKey, verifyEd25519 } from './ed25519.ts'
 
 export class SigningKeyError extends SignalboxError {
   constructor(message: string, options: { cause?: unknown } = {}) {
@@ -23,23 +24,23 @@ export interface Signer {
 /** Reads an nkey seed (text or bytes, surrounding whitespace ignored). The error never quotes the seed. */
 export function createSigner(seed: string | Uint8Array): Signer {
   const text = (typeof seed === 'string' ? seed : new TextDecoder().decode(seed)).trim()
-  let pair: KeyPair
+  let key: ReturnType<typeof seedKey>
   try {
-    pair = fromSeed(new TextEncoder().encode(text))
+    key = seedKey(text)
   } catch (error) {
     throw new SigningKeyError('not a valid nkey seed (expected a seed such as the output of `nk -gen user`)', {
       cause: error instanceof Error ? new Error(error.message) : undefined,
     })
   }
-  const publicKey = pair.getPublicKey()
+  const { publicKey } = key
   return {
     publicKey,
     sign(message) {
       const { signer: _s, signature: _sig, ...fields } = message
-      const signature = Buffer.from(pair.sign(signingInput(fields, publicKey))).toString('base64url')
+      const signature = Buffer.from(key.sign(signingInput(fields, publicKey))).toString('base64url')
       return { ...message, signer: publicKey, signature }
     },
-    signBytes: (bytes) => pair.sign(bytes),
+    signBytes: (bytes) => key.sign(bytes),
   }
 }
 
@@ -56,9 +57,8 @@ export function verifySignature(message: Signed): SignatureCheck {
   if (typeof signer !== 'string' || typeof signature !== 'string') {
     return { ok: false, code: 'malformed', reason: 'signer and signature must both be strings' }
   }
-  let pair: KeyPair
   try {
-    pair = fromPublic(signer)
+    assertPublicKey(signer)
   } catch {
     return { ok: false, code: 'malformed', reason: 'signer is not a public nkey' }
   }
@@ -68,6 +68,6 @@ export function verifySignature(message: Signed): SignatureCheck {
   const { signer: _s, signature: _sig, ...fields } = message
   const problem = encodingProblem(fields)
   if (problem) return { ok: false, code: 'malformed', reason: problem, signer }
-  const valid = pair.verify(signingInput(fields, signer), Buffer.from(signature, 'base64url'))
+  const valid = verifyEd25519(signer, signingInput(fields, signer), Buffer.from(signature, 'base64url'))
   return valid ? { ok: true, signer } : { ok: false, code: 'bad-signature', reason: 'the signature does not verify', signer }
 }

@@ -7,6 +7,7 @@
 import type { AuditEntry, AuditLog } from '@signalbox/core'
 import { signAuditEntry } from './audit-signature.ts'
 import type { Signed } from './canonical.ts'
+import { claimedName } from './policy.ts'
 import type { Signer } from './sign.ts'
 
 /** Bound on evidence waiting for its entry (a decision whose entry never comes is dropped oldest first). */
@@ -63,12 +64,21 @@ export interface SignedAuditLogOptions {
   evidence?: EvidenceBook
 }
 
-/** An audit log whose entries carry their evidence and the writer's signature. */
+/**
+ * An audit log whose entries carry their evidence and the writer's signature. The name the
+ * evidence gives its sender is kept as `claimed` when it is not the entry's actor (the policy's
+ * name for the key that signed it).
+ */
 export function signedAuditLog(options: SignedAuditLogOptions): AuditLog {
   return {
     record(entry) {
       const evidence = entry.evidence ?? options.evidence?.take(entry)
-      const complete: AuditEntry = evidence === undefined ? entry : { ...entry, evidence }
+      const claimed = entry.claimed ?? (evidence === undefined ? undefined : claimedName(evidence))
+      const complete: AuditEntry = {
+        ...entry,
+        ...(evidence === undefined ? {} : { evidence }),
+        ...(claimed === undefined || claimed === entry.actor ? {} : { claimed }),
+      }
       return options.log.record(signAuditEntry(options.signer, complete))
     },
   }

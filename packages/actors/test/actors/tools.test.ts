@@ -68,7 +68,23 @@ for (const transport of TRANSPORTS) {
 
       expect(result.output).toBe('done')
       expect(JSON.parse(s.read('call_ok') ?? '')).toEqual({ id: 'c42', name: 'Customer c42' })
-      expect(s.read('call_bad')).toMatch(/^Error: Invalid arguments for "lookup":\n- id: .*\n- fields: /)
+      // Bad arguments read as for a local tool, with the same outcome (the host listed the issues).
+      const local = createAgent({
+        provider: new ScriptedProvider({
+          script: [
+            { toolCalls: [{ id: 'call_bad', name: 'lookup', arguments: { id: 'nope', fields: 'all' } }] },
+            { content: 'done' },
+          ],
+        }),
+        tools: [lookup],
+      })
+      const localEvents = recordEvents(local)
+      await local.run('find nope')
+      const localEnd = localEvents.of('tool.end')[0]
+      expect(s.read('call_bad')).toMatch(/^Error: invalid arguments for "lookup", the tool did not run:\n- id: .*\n- fields: /)
+      expect(s.read('call_bad')).toBe(localEnd?.output)
+      expect(s.events.of('tool.end').find((e) => e.callId === 'call_bad')?.outcome).toBe('invalid_arguments')
+      expect(localEnd?.outcome).toBe('invalid_arguments')
       expect(s.read('call_boom')).toBe('Error: the warehouse database is on fire')
       // Invalid arguments never reach the tool.
       expect(calls).toEqual(['call_ok', 'call_boom'])

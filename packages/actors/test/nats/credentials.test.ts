@@ -87,6 +87,48 @@ describe('user and password', () => {
   })
 })
 
+describe('credentials in the server URL, as the nats CLI takes them', () => {
+  it('nats://user:password@host and nats://token@host log in; the secret is masked in every error', async () => {
+    const users = await server(() => 'authorization: { users: [ { user: sbx, password: "s3cret-in-url" } ] }')
+    const withUser = users.url.replace('//', '//sbx:s3cret-in-url@')
+    const bus = await tryBus(withUser, {})
+    expect(bus).not.toBeInstanceOf(Error)
+    // The servers option of connectNatsBus itself, not only `credentials.servers`.
+    const direct = await connectNatsBus({ servers: withUser, prefix: `t${randomBytes(4).toString('hex')}.v1` })
+    buses.push(direct)
+    expect(direct.connection.info?.server_id).toBeTypeOf('string')
+    // Percent-escapes in the password are decoded; a list of servers shares the one credential.
+    const escaped = await server(() => 'authorization: { users: [ { user: sbx, password: "p@ss:w/rd" } ] }')
+    expect(
+      await tryBus(`${escaped.url.replace('//', `//sbx:${encodeURIComponent('p@ss:w/rd')}@`)},nats://127.0.0.1:1`, {}),
+    ).not.toBeInstanceOf(Error)
+    const wrong = expectRefused(
+      await tryBus(users.url.replace('//', '//sbx:wrong-in-url@'), {}),
+      'NATS_AUTHORIZATION_VIOLATION',
+      'wrong-in-url',
+    )
+    expect(wrong.message).toContain('user "sbx"')
+    expect(wrong.message).toContain('nats://sbx:***@127.0.0.1')
+
+    const tokens = await server(() => 'authorization: { token: "tok3n-in-url" }')
+    expect(await tryBus(tokens.url.replace('//', '//tok3n-in-url@'), {})).not.toBeInstanceOf(Error)
+    const badToken = expectRefused(
+      await tryBus(tokens.url.replace('//', '//wrong-tok3n@'), {}),
+      'NATS_AUTHORIZATION_VIOLATION',
+      'wrong-tok3n',
+    )
+    expect(badToken.message).toContain('nats://***@127.0.0.1')
+    expect(badToken.message).toContain('the token (from the URL)')
+  })
+
+  it('the URL credential wins over a user or token given separately; with creds or nkey it is a conflict', () => {
+    expect(natsConnectOptions({ servers: 'nats://a:b@h:4222', user: 'other', password: 'x' }).servers).toEqual(['nats://h:4222'])
+    expect(() => natsConnectOptions({ servers: 'nats://a:b@h:4222', nkey: '/x.nk' })).toThrow(NatsCredentialsError)
+    expect(() => natsConnectOptions({ servers: 'nats://a:b@h:4222,nats://c:d@h2:4222' })).toThrow(/different credentials/)
+    expect(() => natsConnectOptions({ servers: 'nats://:pw@h:4222' })).toThrow(/password but no user/)
+  })
+})
+
 describe('token', () => {
   it('connects with the token; a wrong token is refused without being quoted', async () => {
     const s = await server(() => 'authorization: { token: "tok-abc-123" }')

@@ -6,9 +6,17 @@
 import { createUser } from '@nats-io/nkeys'
 import { busAuditLog, readAudit } from '@signalbox/actors'
 import { connectNatsBus } from '@signalbox/actors/nats'
-import { createSigner, createTrustPolicy, signAuditEntry, verifyAuditEntry, verifyAuditTrail } from '@signalbox/actors/trust'
+import {
+  createSigner,
+  createTrustPolicy,
+  provenActor,
+  signAuditEntry,
+  verifyAuditEntry,
+  verifyAuditTrail,
+} from '@signalbox/actors/trust'
 import type { AuditEntry } from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
+import { rejectedDecisionAudit } from '@signalbox/core/internal'
 import { callDigest } from '@signalbox/core/protocol'
 import { afterAll, describe, expect, it } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
@@ -115,6 +123,83 @@ describe('verifyAuditEntry', () => {
     expect(verifyAuditEntry(signAuditEntry(agent, { ...grantedEntry(), actor: 'cfo' }), { policy: allowed })[0]?.code).toBe(
       'evidence-mismatch',
     )
+  })
+})
+
+describe('refused decisions: recorded as they came, audited under who provably sent them', () => {
+  const mallory = createSigner(seed())
+  const policy = createTrustPolicy({
+    keys: { [tina.publicKey]: 'tina', [mallory.publicKey]: 'mallory' },
+    reviewers: [tina.publicKey],
+  })
+  const digest = callDigest('drop_claw', { bin: 3 })
+  const request = {
+    requestId: 'req-1',
+    agentId: 'claw',
+    runId: 'run-1',
+    runPath: ['run-1'],
+    callId: 'call_1',
+    toolName: 'drop_claw',
+    arguments: { bin: 3 },
+    digest,
+    deadline: 9_000,
+    requestedAt: 1_000,
+  }
+  const claimTina = {
+    v: 1,
+    type: 'approval.decision',
+    requestId: 'req-1',
+    callId: 'call_1',
+    digest,
+    approved: true,
+    reviewer: 'tina',
+    decidedAt: 2_000,
+  }
+  const refused = (decision: unknown, reason: string, actor = provenActor(policy, decision)) =>
+    signAuditEntry(agent, rejectedDecisionAudit({ run: request, request, decision, reason, at: 2_500, actor }))
+
+  it('a refusal of a forged, an unsigned and a badly signed decision verifies; the trail names mallory, never tina', () => {
+    const signedByMallory = refused(mallory.sign(claimTina), 'key-not-allowed')
+    const unsigned = refused(claimTina, 'unsigned')
+    const badlySigned = refused({ ...mallory.sign(claimTina), approved: false }, 'bad-signature')
+    expect([signedByMallory, unsigned, badlySigned].map((e) => [e.actor, e.claimed])).toEqual([
+      ['mallory', 'tina'],
+      ['unverified', 'tina'],
+      ['unverified', 'tina'],
+    ])
+    const report = verifyAuditTrail([signedByMallory, unsigned, badlySigned, grantedEntry()], {
+      writers: { [agent.publicKey]: 'claw agent' },
+      policy: createTrustPolicy({ ...policy.options, reviewers: { drop_claw: [tina.publicKey] } }),
+    })
+    expect(report.failures).toEqual([])
+    expect(report.entries.map((e) => [e.writer?.name, e.evidence?.name ?? e.evidence?.key])).toEqual([
+      ['claw agent', 'mallory'],
+      ['claw agent', undefined],
+      ['claw agent', undefined],
+      ['claw agent', 'tina'],
+    ])
+  })
+
+  it('a refusal that blames the name the forgery claimed, or misstates what it said, is flagged', () => {
+    const blamesTina = refused(mallory.sign(claimTina), 'key-not-allowed', 'tina')
+    expect(verifyAuditEntry(blamesTina, { writers: [agent.publicKey], policy }).map((p) => p.reason)).toEqual([
+      'the entry disagrees with the message it refused on actor',
+    ])
+    const misstated = signAuditEntry(agent, { ...refused(mallory.sign(claimTina), 'key-not-allowed'), decision: 'denied' })
+    expect(verifyAuditEntry(misstated, { policy })[0]?.reason).toMatch(/on decision$/)
+  })
+
+  it('a grant signed by a fresh key, with evidence signed by another fresh key, fails when the writers are known', () => {
+    const fresh = createSigner(seed())
+    const freshReviewer = createSigner(seed())
+    const selfSigned = signAuditEntry(fresh, {
+      ...grantedEntry(),
+      evidence: freshReviewer.sign({ ...claimTina, reason: 'fine' }),
+    })
+    expect(verifyAuditEntry(selfSigned, { writers: [agent.publicKey], policy }).map((p) => p.code)).toEqual([
+      'unknown-writer',
+      'evidence-not-trusted',
+    ])
   })
 })
 

@@ -9,6 +9,7 @@ import { connect, errors, type NatsConnection } from '@nats-io/transport-node'
 import {
   type AgentEvent,
   type ApprovalRequest,
+  type AuditEntry,
   askHumanTool,
   createAgent,
   functionAnswerer,
@@ -45,6 +46,7 @@ import {
   type Role,
   type RolePermissions,
   rolePermissions,
+  signAuditEntry,
   signedAuditLog,
   verifyAuditTrail,
 } from '../../src/trust/index.ts'
@@ -353,9 +355,23 @@ describe('the claw scenario under least privilege', () => {
     // The observer reads the audit: signed by the agent, decisions as evidence, the rejections there too.
     const trail = await readAudit({ bus: observer, subjects, idleMs: 500 })
     expect(trail.filter((e) => e.kind === 'approval.granted')).toMatchObject([{ actor: 'tina', toolName: 'drop_claw' }])
-    expect(trail.filter((e) => e.kind === 'approval.rejected').length).toBeGreaterThanOrEqual(5)
+    // Each refused decision under who provably sent it (never tina, whom they named), the claim kept.
+    expect(
+      trail
+        .filter((e) => e.kind === 'approval.rejected')
+        .slice(0, 5)
+        .map((e) => [e.actor, e.claimed]),
+    ).toEqual([
+      ['unverified', 'alice@example.com'],
+      ['unverified', 'claw'],
+      ['unverified', 'system'],
+      ['mallory', 'tina'],
+      ['unverified', 'tina'],
+    ])
+    // The whole honest trail verifies against the agent's key and policy: refusals are no false alarms.
     const report = verifyAuditTrail(trail, { writers: [keys.claw.publicKey], policy })
-    expect(report.failures.filter((f) => f.entry.kind === 'approval.granted' || f.entry.kind === 'steering.applied')).toEqual([])
+    expect(report.failures).toEqual([])
+    expect(report.entries.every((e) => e.writer?.key === keys.claw.publicKey)).toBe(true)
     // Attack: forge the audit. Mallory may not write it; an entry the agent's user writes without the key is flagged.
     await expect(
       malloryBus.durablePublish(subjects.audit('claw', 'approval.granted'), '{}', { msgId: 'forged-audit' }),
@@ -372,15 +388,37 @@ describe('the claw scenario under least privilege', () => {
         msgId: 'forged-audit-2',
       },
     )
+    // A superuser's grant: the entry and its evidence both signed by fresh keys, the evidence naming tina.
+    const freshWriter = createSigner(newUserSeed())
+    const freshReviewer = createSigner(newUserSeed())
+    const selfSigned = signAuditEntry(freshWriter, {
+      ...(trail.find((e) => e.kind === 'approval.granted') as AuditEntry),
+      evidence: freshReviewer.sign({ ...forged, reviewer: 'tina', decidedAt: Date.now() }),
+    })
+    await agentBus.durablePublish(
+      subjects.audit('claw', 'approval.granted'),
+      JSON.stringify({ v: 1, type: 'audit', entry: selfSigned }),
+      { msgId: 'forged-audit-3' },
+    )
     const withForgery = await readAudit({ bus: observer, subjects, idleMs: 500 })
     const flagged = verifyAuditTrail(withForgery, { writers: [keys.claw.publicKey], policy }).failures
-    expect(flagged.map((f) => f.entry.actor)).toContain('cfo@example.com')
+    expect(flagged.map((f) => [f.entry.actor, f.problems.map((p) => p.code)])).toEqual([
+      // Altered after the agent signed it; and it names cfo where the signed decision is tina's.
+      ['cfo@example.com', ['bad-signature', 'evidence-mismatch']],
+      // Not written by the agent; decided by a key the policy does not know (and not what tina decided).
+      ['tina', ['unknown-writer', 'evidence-mismatch', 'evidence-not-trusted']],
+    ])
 
     connection.close()
     reviewer.close()
     tina.close()
     host.close()
     watch.unsubscribe()
+    // The server refused only the attacks: everything the roles did for their jobs was granted.
+    expect(server.violations().map((v) => [v.kind, v.user, v.subject])).toEqual([
+      ['Publish', 'mallory', subjects.approvals('claw')],
+      ['Publish', 'mallory', subjects.audit('claw', 'approval.granted')],
+    ])
   }, 90_000)
 
   it('an answerer in the default (broadcast) mode answers under its own user; the answer is signed, checked and audited', async () => {
@@ -416,6 +454,7 @@ describe('the claw scenario under least privilege', () => {
     expect(audit.of('question.answered')).toMatchObject([{ actor: 'ann', decision: 'Bin 3.' }])
     service.close()
     answerer.close()
+    expect(server.violations().filter((v) => v.user === 'ann' || v.user === 'claw')).toEqual([])
   }, 30_000)
 
   it("no role reads another's inbox or deletes the reviewers' consumer", async () => {

@@ -32,6 +32,26 @@ describe('signalbox nats permissions', () => {
     }
   })
 
+  it('several roles, a host of several agents, a parent with its children; JSON as data', async () => {
+    const person = await runCli(['nats', 'permissions', '--role', 'reviewer', '--role', 'answerer', '--name', 'tina', '--json'])
+    expect(person.code).toBe(0)
+    const both = JSON.parse(person.stdout) as { role: string; consumers: string[] }
+    expect(both.role).toBe('reviewer+answerer')
+    expect(both.consumers).toEqual(expect.arrayContaining(['reviewers', 'tina_decided', 'tina_questions', 'tina_answered']))
+    const host = await runCli(['nats', 'permissions', '--role', 'agent', '--agent', 'flights,hotels', '--name', 'bookings'])
+    expect(host.stdout).toContain('consumers bookings_flights_decisions')
+    expect(host.stdout).toContain('"signalbox.v1.agents.hotels.alive"')
+    const parent = await runCli(['nats', 'permissions', '--role', 'agent', '--agent', 'travel', '--child', 'flights'])
+    expect(parent.stdout).toContain('"signalbox.v1.agents.flights.run"')
+    expect(parent.stdout).toContain('travel_results')
+    const unnamed = await runCli(['nats', 'permissions', '--role', 'agent', '--agent', 'flights,hotels'])
+    expect(unnamed.code).toBe(2)
+    expect(unnamed.stderr).toContain('needs --name')
+    const unknown = await runCli(['nats', 'permissions', '--role', 'reviewer,pilot'])
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr).toContain('--role must be one of')
+  })
+
   it('the agent role without --agent is a usage error', async () => {
     const result = await runCli(['nats', 'permissions', '--role', 'agent'])
     expect(result.code).toBe(2)

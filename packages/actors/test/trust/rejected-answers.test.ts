@@ -104,10 +104,14 @@ describe('refused answers are audited (nats)', () => {
       toolName: 'ask_human',
       shown: 'Which bin?',
       decision: 'Bin 9, the chute.',
-      actor: 'ann',
+      // Audited under who provably sent it, never the name it claims (kept as `claimed`).
+      actor: 'unverified',
+      claimed: 'ann',
     })
     expect(rejected[0]?.evidence).toBeUndefined()
+    expect(rejected[1]).toMatchObject({ actor: mallory.publicKey, claimed: 'ann' })
     expect(rejected[1]?.evidence).toMatchObject({ signer: mallory.publicKey, answer: 'Bin 9, the chute.' })
+    expect(rejected[2]).toMatchObject({ actor: 'asker agent', claimed: 'ann' })
 
     letAnnAnswer.resolve()
     const result = await handle.result
@@ -162,7 +166,12 @@ describe('refused answers are audited (nats)', () => {
       10_000,
       'the refusal in the answerer audit',
     )
-    expect(audit.of('question.rejected')[0]).toMatchObject({ actor: 'ann', decision: 'Bin 9.', callId: 'call_1' })
+    expect(audit.of('question.rejected')[0]).toMatchObject({
+      actor: 'unverified',
+      claimed: 'ann',
+      decision: 'Bin 9.',
+      callId: 'call_1',
+    })
     await forgerBus.durablePublish(d.subjects.answers('asker'), JSON.stringify(ann.sign(answer)), { msgId: 'right' })
     expect(await asking).toMatchObject({ answer: 'Bin 9.', answeredBy: 'ann' })
   }, 30_000)

@@ -1,8 +1,10 @@
 import type { AuditFilter } from '@signalbox/actors'
+import type { SignedBy, TrustPolicy } from '@signalbox/actors/trust'
 import type { AuditEntry, AuditKind } from '@signalbox/core'
 import { openBus, untilSignal } from '../bus.ts'
-import { type Command, type CommandContext, EXIT } from '../cli.ts'
+import { type Command, type CommandContext, EXIT, UsageError } from '../cli.ts'
 import { type Colors, dateTime, formatElapsed, shortId } from '../output.ts'
+import { reviewerTrustFrom } from '../trust-flags.ts'
 
 export const AUDIT_KINDS = [
   'approval.granted',
@@ -46,20 +48,54 @@ const cut = (text: string, max: number) => {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
 }
 
-/** `--verify`: one line per entry that does not verify (or, with --json, one report line per entry). */
-async function verifyEntries(context: CommandContext, entries: AuditEntry[]): Promise<number> {
+/**
+ * The keys `--verify` is pinned to: the writers (`--agent-key`, and the `agents` of a `--trust`
+ * policy) and the policy that names and checks the deciders. Without a writer key nothing would
+ * tell an agent's entry from one signed by any fresh key: refused.
+ */
+async function verifyKeys(context: CommandContext): Promise<{ writers: Record<string, string>; policy: TrustPolicy }> {
+  const { trust, trustFile } = await reviewerTrustFrom(context, undefined)
+  const writers: Record<string, string> = {}
+  for (const keys of Object.values(trust?.options.agents ?? {})) {
+    for (const key of keys) writers[key] = trust?.nameOf(key) ?? key
+  }
+  if (trust === undefined || Object.keys(writers).length === 0) {
+    throw new UsageError(
+      `--verify needs the agents' public keys, which sign the entries: --agent-key UA... (repeatable), or a --trust policy with an "agents" section${trustFile ? ` (${trustFile} has none)` : ''}`,
+      context.command,
+    )
+  }
+  return { writers, policy: trust }
+}
+
+const keyText = (signed: SignedBy) => `${signed.key}${signed.name !== undefined ? ` (${signed.name})` : ' (not in the policy)'}`
+
+/** `--verify`: one line per entry, who signed it and what it records, and why it does not verify (or, with --json, one report per entry). */
+async function verifyEntries(
+  context: CommandContext,
+  entries: AuditEntry[],
+  keys: { writers: Record<string, string>; policy: TrustPolicy },
+): Promise<number> {
   const { verifyAuditTrail } = await import('@signalbox/actors/trust')
   const { c } = context
-  const report = verifyAuditTrail(entries)
-  const failed = new Map(report.failures.map((f) => [f.index, f.problems]))
+  const report = verifyAuditTrail(entries, keys)
   if (context.global.json) {
-    entries.forEach((entry, index) => {
-      context.out(JSON.stringify({ index, ok: !failed.has(index), problems: failed.get(index) ?? [], entry }))
-    })
+    for (const { index, ok, writer, evidence, problems, entry } of report.entries) {
+      context.out(JSON.stringify({ index, ok, writer, evidence, problems, entry }))
+    }
   } else {
-    for (const { index, entry, problems } of report.failures) {
-      const what = `#${index + 1} ${dateTime(entry.decidedAt)} ${entry.agentId} ${entry.kind} ${entry.toolName ?? ''} by ${entry.actor}`
-      context.out(c.red(`${what.replace(/\s+/g, ' ')}: ${problems.map((p) => `${p.code} (${p.reason})`).join('; ')}`))
+    for (const { index, ok, entry, writer, evidence, problems } of report.entries) {
+      const what = `#${index + 1} ${dateTime(entry.decidedAt)} ${entry.agentId} ${entry.kind} ${entry.toolName ?? ''} by ${entry.actor}${entry.claimed !== undefined ? ` (claimed ${entry.claimed})` : ''}`
+      const by = writer === undefined ? 'entry not validly signed' : `entry signed by ${keyText(writer)}`
+      const records =
+        entry.evidence === undefined
+          ? ''
+          : evidence === undefined
+            ? '; records a message with no valid signature'
+            : `; records a message signed by ${keyText(evidence)}`
+      const signed = `${by}${records}`
+      const line = `${ok ? c.green('ok') : c.red('FAIL')} ${what.replace(/\s+/g, ' ')}: ${signed}`
+      context.out(ok ? line : `${line}\n   ${c.red(problems.map((p) => `${p.code} (${p.reason})`).join('; '))}`)
     }
     const summary = `${report.checked} entr${report.checked === 1 ? 'y' : 'ies'} checked, ${report.failures.length} do not verify`
     context.out(report.failures.length === 0 ? c.green(summary) : c.bold(summary))
@@ -76,6 +112,12 @@ export const audit: Command = {
     'run, tool, kind, who decided (actor), the decision, the reason the model read, and the latency.',
     'Filters combine. With --follow, keeps printing new entries until Ctrl-C. With --json, one',
     'audit entry (as stored, including what the reviewer was shown) per line.',
+    'With --verify, checks every entry offline against known keys (--agent-key: the agents that',
+    'write the trail; --trust: the policy that names the keys and says who may decide what): each',
+    'entry is signed by an agent key, and each decision, answer or correction it records is signed',
+    'by a key the policy allows and says what the entry says. One line per entry names the keys;',
+    "an entry signed by any other key fails (exit 1). A refused decision's evidence is recorded as",
+    'it came and is not required to verify (docs/protocol.md §19.5).',
   ].join('\n'),
   options: {
     agent: { type: 'string', valueName: '<id>', description: 'only this agent', default: 'every agent' },
@@ -83,7 +125,23 @@ export const audit: Command = {
     tool: { type: 'string', valueName: '<name>', description: 'only calls of this tool', default: 'every tool' },
     kind: { type: 'string', valueName: '<kind>', description: 'only this kind', choices: AUDIT_KINDS, default: 'every kind' },
     follow: { type: 'boolean', short: 'f', description: 'keep printing new entries until Ctrl-C' },
-    verify: { type: 'boolean', description: 'check every signature offline; list entries that do not verify (exit 1 if any)' },
+    verify: {
+      type: 'boolean',
+      description: 'check every entry offline against the keys given: who signed it, what it records (exit 1 if one fails)',
+    },
+    trust: {
+      type: 'string',
+      valueName: '<file>',
+      description:
+        "with --verify: the agents' trust policy (names the keys, says who may decide what; its agents sign the entries)",
+      default: '$SIGNALBOX_TRUST',
+    },
+    'agent-key': {
+      type: 'string',
+      valueName: '<UA...>',
+      description: 'with --verify: an agent public nkey that writes entries (added to the policy’s agents)',
+      multiple: true,
+    },
   },
   bus: 'required',
   maxArgs: 0,
@@ -91,7 +149,10 @@ export const audit: Command = {
     ['signalbox audit --agent claw', "every decision about the claw agent's calls"],
     ['signalbox audit --kind approval.denied --tool drop_claw --json', 'denied drops, as JSON lines'],
     ['signalbox audit --follow', 'tail the audit trail'],
-    ['signalbox audit --verify', 'check the signatures of every stored entry'],
+    [
+      'signalbox audit --verify --trust policy.json --agent-key UA...',
+      'check every stored entry: signed by the agent, decided by a key the policy allows',
+    ],
   ],
   async run(context) {
     const { c } = context
@@ -100,6 +161,8 @@ export const audit: Command = {
     if (typeof context.values.run === 'string') filter.runId = context.values.run
     if (typeof context.values.tool === 'string') filter.toolName = context.values.tool
     if (typeof context.values.kind === 'string') filter.kind = context.values.kind as AuditKind
+    // Read (and refused when missing) before connecting.
+    const keys = context.values.verify ? await verifyKeys(context) : undefined
     const { bus, subjects } = await openBus(context, 'audit')
     const { readAudit } = await import('@signalbox/actors')
     const cells = (entry: AuditEntry, widths: number[]) =>
@@ -136,7 +199,7 @@ export const audit: Command = {
         return EXIT.ok
       }
       const entries = await readAudit({ bus, subjects, filter })
-      if (context.values.verify) return await verifyEntries(context, entries)
+      if (keys) return await verifyEntries(context, entries, keys)
       if (context.global.json) {
         for (const entry of entries) context.out(JSON.stringify(entry))
         return EXIT.ok

@@ -4,7 +4,7 @@
  * hand-off), events out, steering and control in, and a directory entry per agent.
  */
 import type { Agent } from '@signalbox/core'
-import type { Bus, Subjects } from '@signalbox/core/bus'
+import { type Bus, directoryBucket, type Subjects } from '@signalbox/core/bus'
 import type { AgentModule } from '../agent-module.ts'
 import { openBus, untilSignal } from '../bus.ts'
 import { CliError, type Command, type CommandContext, EXIT, UsageError } from '../cli.ts'
@@ -39,8 +39,6 @@ export interface HostContext {
 
 type Exported = Agent | AgentModule
 type HostExport = Exported | Exported[] | ((host: HostContext) => Exported | Exported[] | Promise<Exported | Exported[]>)
-
-const DEFAULT_DIRECTORY_BUCKET = 'signalbox_directory'
 
 export const host: Command = {
   name: 'host',
@@ -265,12 +263,8 @@ async function openRunStore(
   return undefined
 }
 
-/** The KV bucket of a deployment's directory (one per prefix, so deployments never mix). */
-export function directoryBucket(prefix: string): string {
-  return prefix === 'signalbox.v1'
-    ? DEFAULT_DIRECTORY_BUCKET
-    : `${DEFAULT_DIRECTORY_BUCKET}_${prefix.replace(/[^A-Za-z0-9_-]/g, '_')}`
-}
+/** The KV bucket of a deployment's directory (one per prefix; its permissions are granted from the same name). */
+export { directoryBucket }
 
 function isAgent(value: unknown): value is Agent {
   const v = value as Partial<Agent> | null

@@ -155,6 +155,10 @@ export const review: Command = {
       onRefused: (request, reason) =>
         context.err(`${c.yellow('refused')} ${request.toolName} (${request.callId}, agent ${request.agentId}): ${reason}`),
       onDecision: (request, decision) => ui.decided(request, decision),
+      onWithdrawn: (requestId, withdrawal) => {
+        const seen = requests.get(requestId)
+        if (seen) ui.withdrawnByAgent(seen, withdrawal)
+      },
       onSettled: (requestId, decision) => {
         if (ours.has(requestId)) return
         const seen = requests.get(requestId)

@@ -85,7 +85,7 @@ export function createAuditView(kinds: readonly string[]): AuditView {
  * the name the message gave itself, when another, beside it as claimed.
  */
 function actorCell(entry: AuditEntry): HTMLElement {
-  const claimed = (entry as { claimed?: unknown }).claimed
+  const { claimed } = entry
   return el(
     'td',
     { class: 'actor' },

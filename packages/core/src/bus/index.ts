@@ -28,6 +28,24 @@ export {
 } from './errors.ts'
 export { createInProcessBus, InProcessBus, type InProcessBusOptions } from './in-process-bus.ts'
 export {
+  agentPurpose,
+  type BucketAccess,
+  type ConsumerUse,
+  DEFAULT_DIRECTORY_BUCKET,
+  DEFAULT_RUN_BUCKET,
+  directoryBucket,
+  KV_BUCKETS,
+  type KvBucketName,
+  type KvBucketUse,
+  ROLES,
+  type Role,
+  SUBJECT_FAMILIES,
+  type SubjectFamily,
+  type SubjectFamilyName,
+  type SubjectToken,
+  type SubjectUse,
+} from './subject-families.ts'
+export {
   createSubjects,
   DEFAULT_SUBJECT_PREFIX,
   defaultDurableSubjects,

@@ -1,14 +1,18 @@
 /**
- * The one place subjects are built. Every variable part (agent id, tool name, event type...) is a
+ * The one place subjects are built, from the templates of `subject-families.ts` (which also say who
+ * uses each, for the permissions). Every variable part (agent id, tool name, event type...) is a
  * single token checked by `assertToken`, so an id can never inject a `.`, `*` or `>` and widen a
- * subscription or land on somebody else's subject.
+ * subscription or land on somebody else's subject; a wildcard is only ever made by leaving a token
+ * out of `pattern(...)`.
  *
  * Layout (prefix `signalbox.v1`):
  *   <prefix>.approvals.<agent>             approval requests
  *   <prefix>.approvals.<agent>.decisions   decisions on them
+ *   <prefix>.approvals.<agent>.withdrawn   requests the agent no longer waits for
  *   <prefix>.ask.<agent>                   questions to a human
  *   <prefix>.ask.<agent>.answers           their answers
  *   <prefix>.agents.<agent>.steer          steering
+ *   <prefix>.agents.<agent>.alive          heartbeats of pending approval requests
  *   <prefix>.agents.<agent>.control        cancel / status (request/reply)
  *   <prefix>.agents.<agent>.events.<type>  observe-only events (`tool.end` → `tool_end`)
  *   <prefix>.tools.<tool>                  tool calls (request/reply, queue group of workers)
@@ -22,6 +26,7 @@
  *   <prefix>.directory                     who is on the bus
  */
 import { InvalidSubjectError } from './errors.ts'
+import { SUBJECT_FAMILIES, type SubjectFamilyName, type SubjectToken } from './subject-families.ts'
 
 export const DEFAULT_SUBJECT_PREFIX = 'signalbox.v1'
 export const MAX_TOKEN_LENGTH = 128
@@ -122,6 +127,8 @@ export interface Subjects {
   approvals(agentId?: string): string
   /** Decisions on one agent's approval requests, or on every agent's. */
   approvalDecisions(agentId?: string): string
+  /** One agent's approval requests it no longer waits for (withdrawn: a correction, a cancel), or every agent's. */
+  approvalWithdrawals(agentId?: string): string
   /** Questions from one agent to a human, or from every agent. */
   ask(agentId?: string): string
   /** Answers to one agent's questions, or to every agent's. */
@@ -150,37 +157,84 @@ export interface Subjects {
   /** The inspection relay of one runtime, or of every runtime. */
   inspect(runtimeId?: string): string
   directory(): string
+  /**
+   * A subscription pattern of one family: the tokens given are literal (checked like every id),
+   * each one left out is `*` (optional ones with none given after them: `>`). `pattern('approvals')`
+   * is every agent's requests, `pattern('approvals', { agent: 'claw' })` claw's only,
+   * `pattern('audit', { kind: 'tool.refused' })` one kind of every agent's trail.
+   */
+  pattern(family: SubjectFamilyName, tokens?: Partial<Record<SubjectToken, string>>): string
 }
 
-/** One literal token, or (none given) the wildcard for any one token. */
-const tokenOrAny = (token: string | undefined) => (token === undefined ? '*' : assertToken(token))
+/** Event types and audit kinds are dotted (`tool.end`): each is one token, its dots made `_`. */
+const ENCODE: Partial<Record<SubjectToken, (value: string) => string>> = { type: encodeEventType, kind: encodeEventType }
+
+/**
+ * The subject of `family` under `prefix` with `tokens`. A required token left out is an error, or
+ * with `wildcards` the token `*`; an optional one left out ends the subject with `>`.
+ */
+export function buildSubject(
+  prefix: string,
+  family: SubjectFamilyName,
+  tokens: Partial<Record<SubjectToken, string | undefined>>,
+  wildcards = false,
+): string {
+  const parts = [prefix]
+  const template = SUBJECT_FAMILIES[family].template.split('.')
+  for (const [index, part] of template.entries()) {
+    const variable = /^\{(\w+)(\?)?\}$/.exec(part)
+    if (variable === null) {
+      parts.push(part)
+      continue
+    }
+    const name = variable[1] as SubjectToken
+    const value = tokens[name]
+    if (value === undefined) {
+      // Optional and nothing given after it: the rest of the subject.
+      const later = template.slice(index + 1).some((next) => tokens[/^\{(\w+)/.exec(next)?.[1] as SubjectToken] !== undefined)
+      if (variable[2] === '?' && !later) {
+        parts.push('>')
+        break
+      }
+      if (!wildcards) throw new InvalidSubjectError(String(value), `the ${name} of a ${family} subject is missing`)
+      parts.push('*')
+      continue
+    }
+    parts.push((ENCODE[name] ?? assertToken)(value))
+  }
+  return parts.join('.')
+}
 
 /** Builds the subject set for `prefix` (itself validated token by token). */
 export function createSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): Subjects {
   for (const token of prefix.split('.')) assertToken(token)
+  const build = (family: SubjectFamilyName, tokens: Partial<Record<SubjectToken, string | undefined>>) =>
+    buildSubject(prefix, family, tokens)
+  /** Without the id, the wildcard over every agent (or runtime): to subscribe to, never to publish on. */
+  const any = (family: SubjectFamilyName, tokens: Partial<Record<SubjectToken, string | undefined>>) =>
+    buildSubject(prefix, family, tokens, true)
   return {
     prefix,
-    approvals: (agentId) => `${prefix}.approvals.${tokenOrAny(agentId)}`,
-    approvalDecisions: (agentId) => `${prefix}.approvals.${tokenOrAny(agentId)}.decisions`,
-    ask: (agentId) => `${prefix}.ask.${tokenOrAny(agentId)}`,
-    answers: (agentId) => `${prefix}.ask.${tokenOrAny(agentId)}.answers`,
-    steer: (agentId) => `${prefix}.agents.${assertToken(agentId)}.steer`,
-    alive: (agentId) => `${prefix}.agents.${tokenOrAny(agentId)}.alive`,
-    control: (agentId) => `${prefix}.agents.${assertToken(agentId)}.control`,
-    tool: (toolName) => `${prefix}.tools.${assertToken(toolName)}`,
-    events: (agentId, type) =>
-      `${prefix}.agents.${assertToken(agentId)}.events.${type === undefined ? '>' : encodeEventType(type)}`,
-    eventsAll: () => `${prefix}.agents.*.events.>`,
-    audit: (agentId, kind) =>
-      agentId === undefined
-        ? `${prefix}.audit.>`
-        : `${prefix}.audit.${assertToken(agentId)}.${kind === undefined ? '>' : encodeEventType(kind)}`,
-    agentRun: (agentId) => `${prefix}.agents.${assertToken(agentId)}.run`,
-    runResult: (runId) => `${prefix}.runs.${assertToken(runId)}.result`,
-    runHeartbeat: (runId) => `${prefix}.heartbeats.${assertToken(runId)}`,
-    toolDescribe: (toolName) => `${prefix}.tools.${assertToken(toolName)}.describe`,
-    errors: (component) => `${prefix}.errors.${component === undefined ? '>' : assertToken(component)}`,
-    inspect: (runtimeId) => `${prefix}.inspect.${tokenOrAny(runtimeId)}`,
-    directory: () => `${prefix}.directory`,
+    approvals: (agent) => any('approvals', { agent }),
+    approvalDecisions: (agent) => any('approvalDecisions', { agent }),
+    approvalWithdrawals: (agent) => any('approvalWithdrawals', { agent }),
+    ask: (agent) => any('ask', { agent }),
+    answers: (agent) => any('answers', { agent }),
+    steer: (agent) => build('steer', { agent }),
+    alive: (agent) => any('alive', { agent }),
+    control: (agent) => build('control', { agent }),
+    tool: (tool) => build('tool', { tool }),
+    events: (agent, type) => build('events', { agent, type }),
+    eventsAll: () => buildSubject(prefix, 'events', {}, true),
+    // The kind of one agent's trail only: without the agent, it is the whole trail.
+    audit: (agent, kind) => build('audit', agent === undefined ? {} : { agent, kind }),
+    agentRun: (agent) => build('agentRun', { agent }),
+    runResult: (run) => build('runResult', { run }),
+    runHeartbeat: (run) => build('runHeartbeat', { run }),
+    toolDescribe: (tool) => build('toolDescribe', { tool }),
+    errors: (component) => build('errors', { component }),
+    inspect: (runtime) => any('inspect', { runtime }),
+    directory: () => build('directory', {}),
+    pattern: (family, tokens = {}) => buildSubject(prefix, family, tokens, true),
   }
 }

@@ -75,13 +75,14 @@ export function askHumanTool(options: AskHumanOptions): Tool<{ question: string 
           latencyMs: decidedAt - askedAt,
         })
       // An answer the answerer refused (forged, for another question, late): audited, never read by the model.
-      const rejected = (answer: unknown, reason: string) => {
+      const rejected = (answer: unknown, reason: string, actor?: string) => {
         const entry = rejectedAnswerAudit({
           question: asked,
           answer,
           reason,
           at: clock.now(),
           toolName: options.name ?? 'ask_human',
+          actor,
         })
         try {
           Promise.resolve(context.audit.record(entry)).catch(() => {})

@@ -118,8 +118,19 @@ function editProblem(toolName: string, d: Partial<ApprovalDecision>): string | u
 }
 
 /**
+ * Who a refused reply is audited under: `actor`, who provably sent it (the policy's name for the
+ * key that signed it, given by a checking reviewer or answerer), else the name it claims; that
+ * name is kept as `claimed` when it is not the actor.
+ */
+function rejectedActor(actor: string | undefined, claimed: unknown): { actor: string; claimed?: string } {
+  const named = typeof claimed === 'string' ? claimed : undefined
+  const who = actor ?? named ?? 'unknown'
+  return named !== undefined && named !== who ? { actor: who, claimed: named } : { actor: who }
+}
+
+/**
  * The audit entry for a decision that was not applied (late, duplicate, forged, malformed).
- * `request` is the request it claimed to answer, when known.
+ * `request` is the request it claimed to answer, when known; `actor`, who provably sent it.
  */
 export function rejectedDecisionAudit(options: {
   run: Pick<AuditEntry, 'agentId' | 'runId' | 'runPath'>
@@ -127,6 +138,7 @@ export function rejectedDecisionAudit(options: {
   decision: unknown
   reason: string
   at: number
+  actor?: string | undefined
 }): AuditEntry {
   const { request, reason } = options
   const d = (options.decision && typeof options.decision === 'object' ? options.decision : {}) as Partial<ApprovalDecision>
@@ -139,7 +151,7 @@ export function rejectedDecisionAudit(options: {
     ...(request ? { toolName: request.toolName, shown: request.arguments, digest: request.digest } : {}),
     decision: typeof d.approved === 'boolean' ? (d.approved ? 'approved' : 'denied') : 'malformed',
     reason,
-    actor: typeof d.reviewer === 'string' ? d.reviewer : 'unknown',
+    ...rejectedActor(options.actor, d.reviewer),
     ...(request ? { requestedAt: request.requestedAt } : {}),
     decidedAt: options.at,
     ...signedEvidence(options.decision),
@@ -148,7 +160,7 @@ export function rejectedDecisionAudit(options: {
 
 /**
  * The audit entry for an answer that was not given to the model (forged, for another question,
- * late). `actor` is the name the answer claims: the entry records who tried, not who answered.
+ * late): who tried (`actor`, who provably sent it; the name it claims is kept as `claimed`).
  */
 export function rejectedAnswerAudit(options: {
   question: Question
@@ -156,6 +168,7 @@ export function rejectedAnswerAudit(options: {
   reason: string
   at: number
   toolName?: string
+  actor?: string | undefined
 }): AuditEntry {
   const { question } = options
   const a = (options.answer && typeof options.answer === 'object' ? options.answer : {}) as {
@@ -172,7 +185,7 @@ export function rejectedAnswerAudit(options: {
     shown: question.question,
     decision: typeof a.answer === 'string' ? a.answer : 'malformed',
     reason: options.reason,
-    actor: typeof a.answeredBy === 'string' ? a.answeredBy : 'unknown',
+    ...rejectedActor(options.actor, a.answeredBy),
     requestedAt: question.askedAt,
     decidedAt: options.at,
     ...signedEvidence(options.answer),

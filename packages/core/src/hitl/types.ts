@@ -88,6 +88,12 @@ export interface Reviewer {
    * `undefined` when there is none. Must stop waiting when `signal` aborts.
    */
   recover?(request: ApprovalRequest, options: { signal: AbortSignal }): Promise<ApprovalDecision | undefined>
+  /**
+   * The agent no longer waits for a decision on `request`: a correction cancelled the call (`by`
+   * sent it). Called once the review's signal has aborted; a remote reviewer tells every reviewer,
+   * so the request leaves their inboxes at once instead of waiting for a decision nobody applies.
+   */
+  withdraw?(request: ApprovalRequest, withdrawal: { reason: string; by?: string }): void
 }
 
 /** What the agent gives its reviewer with each request (`open` and `review`). */
@@ -97,9 +103,11 @@ export interface ReviewOptions {
    * Tell the agent of a decision the reviewer received for this request and refused to apply
    * (forged, mismatched, late): the agent emits `approval.rejected` and writes its audit entry,
    * once. Kept valid after the review ended, for late decisions. Absent for callers that are not
-   * an agent: the reviewer then records the rejection itself.
+   * an agent: the reviewer then records the rejection itself. `actor`: who provably sent it, as
+   * the reviewer's trust policy names them (audited instead of the name the decision claims);
+   * absent without a policy.
    */
-  rejected?(decision: unknown, reason: string): void
+  rejected?(decision: unknown, reason: string, actor?: string): void
   /**
    * The run is stored (an agent with a store): after a crash it resumes, possibly in another
    * process, and waits on this same request. A remote reviewer then keeps the request open (no
@@ -146,9 +154,10 @@ export interface AnswerOptions {
   /**
    * Tell the agent of an answer the answerer received for this question and refused (forged, for
    * another question, late): the agent writes a `question.rejected` audit entry, once. Kept valid
-   * after the question was answered, for late answers.
+   * after the question was answered, for late answers. `actor`: who provably sent it, as the
+   * answerer's trust policy names them; absent without a policy.
    */
-  rejected?(answer: unknown, reason: string): void
+  rejected?(answer: unknown, reason: string, actor?: string): void
   /**
    * The run is stored (an agent with a store): after a crash it resumes and waits on this same
    * question. A remote answerer then reads the answers given while no process ran.
@@ -198,8 +207,14 @@ export interface AuditEntry {
   /** `approved`, `denied`, `timeout`, the answer text, the correction text... */
   decision?: string
   reason?: string
-  /** Who decided; `system` for timeouts. */
+  /**
+   * Who decided; `system` for timeouts. For a signed message (a decision, an answer, a
+   * correction), the name the agent's trust policy gives the key that signed it, never the name
+   * the message gives itself (that one is `claimed`).
+   */
   actor: string
+  /** The name the recorded message claimed (`reviewer`, `answeredBy`, `from`), when it is not `actor`. */
+  claimed?: string
   requestedAt?: number
   /** When it was decided: the reviewer's or answerer's clock for their decisions, the agent's for timeouts. */
   decidedAt: number

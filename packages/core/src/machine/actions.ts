@@ -191,7 +191,7 @@ export class MachineActions extends RunEvents {
 
   /** A tool threw (or timed out): the model reads the error and the run goes on. */
   toolFailed(context: AgentContext, error: unknown): Partial<AgentContext> {
-    return this.setResult(context, failedToolResult(error))
+    return this.setResult(context, failedToolResult(error, context.current?.toolName))
   }
 
   handedOver(context: AgentContext): Partial<AgentContext> {
@@ -231,6 +231,8 @@ export class MachineActions extends RunEvents {
     const text = items.map((item) => item.text).join('\n')
     const from = [...new Set(items.map((item) => item.from))].join(', ')
     this.emit(context, { type: 'steering.applied', callId: call.callId, toolName: call.toolName, text, from })
+    // The person deciding this call's approval must stop: the request is withdrawn, saying by whom.
+    if (call.approval !== undefined) this.withdrawApproval(call.approval, from)
     const now = this.runtime.clock.now()
     for (const item of items) {
       this.audit(context, {
@@ -250,6 +252,15 @@ export class MachineActions extends RunEvents {
       ...this.setResult(context, { output: steeredText(text), isError: false, outcome: 'steered' }),
       steering: [],
       batchSteered: this.runtime.steeringPolicy === 'cancel-batch',
+    }
+  }
+
+  /** Tells the reviewer the agent no longer waits for `request` (a reviewer's failure never reaches the run). */
+  withdrawApproval(request: ApprovalRequest, by: string): void {
+    try {
+      this.runtime.reviewer?.withdraw?.(request, { reason: 'a correction cancelled the call', by })
+    } catch {
+      // Best effort: without it the request leaves the reviewers when they see the agent stopped waiting.
     }
   }
 
@@ -343,7 +354,7 @@ export class MachineActions extends RunEvents {
     return this.setResult(context, {
       output: approvalUnavailableText(request, reason),
       isError: true,
-      outcome: 'approval_timeout',
+      outcome: 'approval_unavailable',
     })
   }
 

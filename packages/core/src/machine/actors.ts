@@ -139,10 +139,10 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
         }
         // A decision the reviewer refused (forged, mismatched, late) is recorded here, where every
         // other outcome of the request is: one `approval.rejected` event, one audit entry.
-        const rejected = (decision: unknown, reason: string) => {
+        const rejected = (decision: unknown, reason: string, actor?: string) => {
           const at = runtime.clock.now()
           runtime.events.emit({ ...eventFields(input.run), at, type: 'approval.rejected', request, decision, reason })
-          runtime.recordAudit(rejectedDecisionAudit({ run: input.run, request, decision, reason, at }))
+          runtime.recordAudit(rejectedDecisionAudit({ run: input.run, request, decision, reason, at, actor }))
         }
         const journal = runtime.journals?.get(request.runId)
         // Told to the reviewer: a stored run's request must stay open while no process runs it.
@@ -236,7 +236,7 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
         })
         return output
       } catch (error) {
-        if (journal && !args.signal.aborted) journal.finishCall(call.callId, failedToolResult(error))
+        if (journal && !args.signal.aborted) journal.finishCall(call.callId, failedToolResult(error, call.toolName))
         throw error
       }
     }),

@@ -53,9 +53,20 @@ export function invalidArgumentsText(name: string, issues: readonly string[]): s
 
 export const invalidCallText = 'Invalid call.'
 
-/** What the model reads when a tool threw (or timed out): the one rule, shared by the machine and the ledger. */
-export function failedToolResult(error: unknown): { output: string; isError: true; outcome: ToolOutcome } {
+/**
+ * What the model reads when a tool threw (or timed out): the one rule, shared by the machine and
+ * the ledger. A remote host that refused the arguments is an invalid call, as the local check's:
+ * the same outcome, and the same text when the host listed the issues.
+ */
+export function failedToolResult(error: unknown, toolName?: string): { output: string; isError: true; outcome: ToolOutcome } {
   const serialized = serializeError(error)
+  if (serialized.code === ErrorCode.TOOL_INVALID_ARGUMENTS) {
+    const issues = serialized.details?.issues
+    const listed = Array.isArray(issues) && issues.length > 0 && issues.every((issue) => typeof issue === 'string')
+    const output =
+      listed && toolName !== undefined ? invalidArgumentsText(toolName, issues as string[]) : toolFailedText(serialized.message)
+    return { output, isError: true, outcome: 'invalid_arguments' }
+  }
   const timeout = serialized.code === ErrorCode.TIMEOUT || serialized.code === ErrorCode.TOOL_TIMEOUT
   return { output: toolFailedText(serialized.message), isError: true, outcome: timeout ? 'timeout' : 'failed' }
 }

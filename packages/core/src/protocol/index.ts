@@ -17,6 +17,7 @@ export {
   ApprovalAliveMessage,
   ApprovalDecisionMessage,
   ApprovalRequestMessage,
+  ApprovalWithdrawnMessage,
   AuditMessage,
   ControlReplyMessage,
   ControlRequestMessage,

@@ -212,7 +212,8 @@ export type EventMessage = z.infer<typeof EventMessage>
 
 /** Written to `audit.<agent>.<kind>` (durable): who decided what, when, and what they saw. */
 export const AuditMessage = envelope('audit', {
-  entry: z.object({
+  // Loose: a field added later in v1 is kept, not stripped, so the writer's signature over it still verifies.
+  entry: z.looseObject({
     /** See `AuditKind`; readers accept kinds added later in v1 (additive). */
     kind: z.string().min(1).max(128),
     agentId: name,
@@ -227,6 +228,8 @@ export const AuditMessage = envelope('audit', {
     decision: z.string().optional(),
     reason: z.string().optional(),
     actor: z.string(),
+    /** The name the recorded message gave itself, when it is not the actor (the policy's name for the key that signed). */
+    claimed: z.string().optional(),
     requestedAt: epochMs.optional(),
     decidedAt: epochMs,
     latencyMs: z.number().optional(),
@@ -325,6 +328,24 @@ export const ApprovalAliveMessage = envelope('approval.alive', {
 })
 export type ApprovalAliveMessage = z.infer<typeof ApprovalAliveMessage>
 
+/**
+ * Agent → reviewers, on `approvals.<agent>.withdrawn` (durable): the agent no longer waits for a
+ * decision on this request (a correction cancelled the call, the run was cancelled or ended), so
+ * reviewers stop showing it at once. Quotes the request like a decision does.
+ */
+export const ApprovalWithdrawnMessage = envelope('approval.withdrawn', {
+  requestId: id,
+  agentId: name,
+  callId: id,
+  digest,
+  reason: z.string().min(1).max(4096),
+  /** Who withdrew it, when a person did: the sender of the correction or cancel, as the agent names them. */
+  by: z.string().min(1).max(256).optional(),
+  withdrawnAt: epochMs,
+  ...signed,
+})
+export type ApprovalWithdrawnMessage = z.infer<typeof ApprovalWithdrawnMessage>
+
 /** A host announcing the agents it serves (directory entry). */
 export const DirectoryEntryMessage = envelope('directory.entry', {
   agentId: name,
@@ -342,6 +363,7 @@ export const PROTOCOL_MESSAGES = {
   'approval.request': ApprovalRequestMessage,
   'approval.decision': ApprovalDecisionMessage,
   'approval.alive': ApprovalAliveMessage,
+  'approval.withdrawn': ApprovalWithdrawnMessage,
   question: QuestionMessage,
   answer: AnswerMessage,
   steer: SteerMessage,

@@ -268,12 +268,19 @@ describe('decisions', () => {
     expect(paid).toEqual([])
   })
 
-  it('no reviewer configured: denied at once with a clear message', async () => {
+  it('no reviewer configured: denied at once with a clear message, as unavailable (not a timeout)', async () => {
     const s = setup()
     await s.agent.run('pay')
     expect(s.paid).toEqual([])
     expect(s.read()).toMatch(/needs a person's approval/)
     expect(s.read()).toMatch(/no reviewer is configured/)
     expect(s.clock.now()).toBe(1_000_000)
+    // No deadline passed: the call's outcome says why it did not run.
+    expect(eventsOf(s.events, 'approval.unavailable')).toHaveLength(1)
+    expect(eventsOf(s.events, 'approval.timeout')).toEqual([])
+    expect(eventsOf(s.events, 'tool.end')[0]).toMatchObject({ outcome: 'approval_unavailable', isError: true })
+    expect(s.audit()).toEqual([
+      expect.objectContaining({ kind: 'approval.unavailable', actor: 'system', decision: 'unavailable' }),
+    ])
   })
 })

@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
+import { SUBJECT_FAMILIES, type SubjectFamilyName } from '../../src/bus/subject-families.ts'
 import { createSubjects, DEFAULT_SUBJECT_PREFIX, defaultDurableSubjects } from '../../src/bus/subjects.ts'
 import { formatDuration } from '../../src/duration.ts'
 import { AGENT_EVENT_TYPES } from '../../src/events.ts'
@@ -97,10 +98,15 @@ describe('subjects', () => {
     )
 
   const subjects = createSubjects(DEFAULT_SUBJECT_PREFIX)
-  const builders = Object.entries(subjects).filter(([, value]) => typeof value === 'function') as [
+  // `pattern` builds the families' subscription patterns, checked below.
+  const builders = Object.entries(subjects).filter(([name, value]) => typeof value === 'function' && name !== 'pattern') as [
     string,
     (...args: string[]) => string,
   ][]
+
+  /** Every token of a family's template, as sentinels (so the pattern is one concrete subject). */
+  const tokensOf = (family: SubjectFamilyName) =>
+    Object.fromEntries([...SUBJECT_FAMILIES[family].template.matchAll(/\{(\w+)\??\}/g)].map((m, i) => [m[1], `${SENTINEL}${i}`]))
 
   it('finds the builders', () => {
     expect(builders.length).toBeGreaterThanOrEqual(10)
@@ -124,6 +130,15 @@ describe('subjects', () => {
       const found = [...documented].some((candidate) => pattern.test(candidate))
       expect(found, `${name} builds ${subject}: document it as ${pattern.source.slice(1, -1).replaceAll('\\', '')}`).toBe(true)
     }
+  })
+
+  it.each(Object.keys(SUBJECT_FAMILIES) as SubjectFamilyName[])('pattern(%s) is documented', (family) => {
+    const subject = subjects.pattern(family)
+    const documentedForm = subject.replace(DEFAULT_SUBJECT_PREFIX, '<prefix>')
+    const found = [...documented].some(
+      (candidate) => candidate === documentedForm || patternOf(subjects.pattern(family, tokensOf(family))).test(candidate),
+    )
+    expect(found, `pattern('${family}') builds ${subject}: document the family`).toBe(true)
   })
 
   it('the default prefix, queue group and stream name are the documented ones', () => {

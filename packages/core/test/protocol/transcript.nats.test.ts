@@ -189,19 +189,19 @@ describe('docs/protocol.md §14 against a real nats-server', () => {
 
   it('the durable-consumer reviewer: create, fetch, +WPI, +ACK, and an empty no_wait fetch', async () => {
     const doc = readDoc()
+    // The API subject that names the durable and its filter: the one the generated permissions allow.
     const create =
-      /C: PUB \$JS\.API\.CONSUMER\.DURABLE\.CREATE\.SIGNALBOX\.reviewers _INBOX\.alice7\.c1 (\d+)\nC: (\{.*\})\n/.exec(doc)
+      /C: PUB (\$JS\.API\.CONSUMER\.CREATE\.SIGNALBOX\.reviewers\.(\S+)) _INBOX\.alice7\.c1 (\d+)\nC: (\{.*\})\n/.exec(doc)
     expect(create, 'the consumer creation of §14').not.toBeNull()
-    const [, announced, config] = create as RegExpExecArray
+    const [, createSubject, filter, announced, config] = create as RegExpExecArray
     expect(Buffer.byteLength(config as string)).toBe(Number(announced))
+    expect(JSON.parse(config as string).config).toMatchObject({ durable_name: 'reviewers', filter_subject: filter })
 
     const reviewer = new RawConnection(port)
     try {
       await reviewer.next(/^INFO .*\r\n/)
       reviewer.send(CONNECT)
-      const created = JSON.parse(
-        await reviewer.request('$JS.API.CONSUMER.DURABLE.CREATE.SIGNALBOX.reviewers', config as string, 1),
-      )
+      const created = JSON.parse(await reviewer.request(createSubject as string, config as string, 1))
       expect(created).toMatchObject({ type: 'io.nats.jetstream.api.v1.consumer_create_response', name: 'reviewers' })
       expect(created.config).toMatchObject({
         filter_subject: `${DEFAULT_SUBJECT_PREFIX}.approvals.*`,
