@@ -66,6 +66,7 @@ code, pre { overflow-wrap: anywhere; }
 .item-head { display: flex; gap: 1rem; align-items: baseline; flex-wrap: wrap; }
 .item h4 { margin: 0 0 .3rem; font-size: 16px; }
 .item h4 code { font-size: 15px; }
+.item-head .asker { color: #718096; }
 .item-head .countdown { margin-left: auto; color: #4a5568; }
 .countdown.urgent { color: #c53030; font-weight: 600; }
 .origin.verified { color: #276749; font-size: 13px; margin: 0 0 .3rem; }

@@ -95,7 +95,13 @@ export function createInboxView(): InboxView {
     const card = el(
       'article',
       { class: 'item approval', 'data-id': item.id, 'data-tool': item.toolName, 'data-verified': String(item.origin.verified) },
-      el('div', { class: 'item-head' }, el('h4', {}, 'Approve ', el('code', { class: 'tool' }, item.toolName), '?'), countdown),
+      el(
+        'div',
+        { class: 'item-head' },
+        el('h4', {}, 'Approve ', el('code', { class: 'tool' }, item.toolName), '?'),
+        el('span', { class: 'asker', title: 'the agent that asks' }, [...item.agentPath, item.agentId].join(' › ')),
+        countdown,
+      ),
       item.origin.verified
         ? el('p', { class: 'origin verified' }, `✔ verified: signed by ${item.origin.name} (${item.origin.signer})`)
         : null,
