@@ -9,7 +9,7 @@
  *   pnpm bench --only approval      a remote approval's round trip over NATS (issue 3)
  *   pnpm bench --only pickup        pick-up of pending approvals after a reviewer kill -9 / server restart (issue 9)
  *   pnpm bench --only tracing       OpenTelemetry tracing on and off, per tool step (issue 14)
- *   pnpm bench --only durable       checkpoint cost per tool step by store, and resuming 1,000 parked runs (issue 9)
+ *   pnpm bench --only durable       checkpoint cost per tool step by store, 200 durable runs at once, resuming 1,000 parked runs
  *   pnpm bench --server in-process  model server in this process (default: a child process)
  *   pnpm bench --rounds 9
  *
@@ -24,7 +24,7 @@ import { startBenchServer } from './lib/model-server.ts'
 import { type Check, renderChecks, renderTable, type Table } from './lib/report.ts'
 import { approvalLatencyScenario, renderLatency } from './scenarios/approval-latency.ts'
 import { httpConcurrencyScenario, inProcessConcurrencyScenario } from './scenarios/concurrency.ts'
-import { checkpointScenario, renderResume, resumeScenario } from './scenarios/durable.ts'
+import { checkpointScenario, concurrentDurableScenario, renderResume, resumeScenario } from './scenarios/durable.ts'
 import { heapScenario, httpHeapScenario } from './scenarios/heap.ts'
 import { httpLongRunScenario } from './scenarios/http.ts'
 import { inProcessScenario } from './scenarios/in-process.ts'
@@ -220,6 +220,14 @@ if (only.has('durable')) {
     show(await checkpointScenario(server.url, quick ? 20 : 200, { ...options, warmup: 1 }))
     // The same against a step that takes what a fast hosted model takes (real ones take longer).
     show(await checkpointScenario(server.url, quick ? 5 : 20, { ...options, warmup: 1 }, 50))
+    // Many durable runs at once: what group commit is for.
+    show(
+      await concurrentDurableScenario(server.url, quick ? 20 : 200, quick ? 5 : 20, {
+        ...options,
+        rounds: quick ? 2 : Math.max(5, Math.min(rounds, 9)),
+        warmup: 1,
+      }),
+    )
   } finally {
     await server.close()
   }

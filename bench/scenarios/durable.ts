@@ -28,6 +28,8 @@ import type { ScenarioOptions } from './options.ts'
 
 /** Issue 9: checkpointing with the file store adds at most 15 % per tool step over HTTP. */
 export const CHECKPOINT_MAX_RATIO = 1.15
+/** Group commit: 200 durable runs at once keep at least 80 % of the store-less throughput. */
+export const CONCURRENT_MIN_RATIO = 0.8
 /** Issue 9: 1,000 runs parked on approvals resume in under 5 s. */
 export const RESUME_MAX_SECONDS = 5
 
@@ -85,9 +87,18 @@ export async function checkpointScenario(url: string, steps: number, options: Sc
         : []),
       {
         id: 'file',
-        label: 'FileRunStore (fsync at durable points)',
+        label: 'FileRunStore (fsync at durable points, group commit)',
         run: run(agent(new FileRunStore({ directory: path.join(dir, 'fsync') }))),
       },
+      ...(delayMs === undefined
+        ? [
+            {
+              id: 'file-own-sync',
+              label: "FileRunStore, groupCommit: false (each synced write flushes its run's log)",
+              run: run(agent(new FileRunStore({ directory: path.join(dir, 'own-sync'), groupCommit: false }))),
+            },
+          ]
+        : []),
       ...(delayMs === undefined
         ? [
             {
@@ -133,6 +144,108 @@ export async function checkpointScenario(url: string, steps: number, options: Sc
       baseline: 'none',
       rows,
       checks,
+    }
+  } finally {
+    if (bus) {
+      await bus.connection.request(`$JS.API.STREAM.DELETE.KV_${bucket}`).catch(() => {})
+      await bus.close()
+    }
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/**
+ * Many durable runs at once over HTTP: `runs` runs of `steps` tool steps start together, each a
+ * run of the same agent definition, with no store, with the file store (group commit: one flush of
+ * the commit log serves every run waiting on it), with a flush of each run's own log, with
+ * `fsync: false`, and with the KV store on the local NATS server when one answers. Throughput in
+ * tool steps per second, ratios against no store, from the same run.
+ */
+export async function concurrentDurableScenario(
+  url: string,
+  runs: number,
+  steps: number,
+  options: ScenarioOptions,
+): Promise<Table> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-durable-many-'))
+  let bus: NatsBus | undefined
+  try {
+    bus = await connectNatsBus({ servers: NATS_URL, name: 'bench-durable-many', prefix: `bench${process.pid}.many` })
+  } catch {
+    bus = undefined
+  }
+  const bucket = `bench_many_${process.pid}`
+  try {
+    const agent = (store?: RunStore): Agent =>
+      createAgent({
+        provider: new OpenAIProvider({ baseURL: url, model: modelFor(steps), apiKey: 'bench', stream: false }),
+        tools: [noopTool],
+        maxTurns: steps + 10,
+        ...(store ? { store } : {}),
+      })
+    const batch = (a: Agent) => async () => {
+      const all: Promise<number>[] = []
+      for (let i = 0; i < runs; i++) all.push(runAgent(a))
+      let total = 0
+      for (const ran of await Promise.all(all)) total += ran
+      if (total !== runs * steps) throw new Error(`expected ${runs * steps} tool steps, ran ${total}`)
+      return total
+    }
+    const variants: Variant[] = [
+      { id: 'none', label: 'no store', run: batch(agent()) },
+      {
+        id: 'file',
+        label: 'FileRunStore, group commit (default)',
+        run: batch(agent(new FileRunStore({ directory: path.join(dir, 'group') }))),
+      },
+      {
+        id: 'file-own-sync',
+        label: "FileRunStore, groupCommit: false (a flush of each run's log)",
+        run: batch(agent(new FileRunStore({ directory: path.join(dir, 'own'), groupCommit: false }))),
+      },
+      {
+        id: 'file-nofsync',
+        label: 'FileRunStore, fsync: false',
+        run: batch(agent(new FileRunStore({ directory: path.join(dir, 'nofsync'), fsync: false }))),
+      },
+      ...(bus
+        ? [
+            {
+              id: 'kv',
+              label: 'KvRunStore (local NATS)',
+              run: batch(agent(new KvRunStore({ connection: bus.connection, bucket }))),
+            },
+          ]
+        : []),
+    ]
+    const measured = await measureInterleaved(variants, {
+      rounds: options.rounds,
+      warmup: options.warmup,
+      warmupMs: options.warmupMs ?? 0,
+      minSampleMs: 0,
+      onSample: options.progress,
+    })
+    const rows = buildRows(measured, 'steps-per-second', 'none')
+    const ratio = rowById(rows, 'file').median / rowById(rows, 'none').median
+    return {
+      id: `durable-concurrent-${runs}`,
+      title: `Durable runs: ${runs} runs of ${steps} tool steps at once over HTTP`,
+      note: `Throughput (higher is better), median of ${options.rounds} interleaved rounds; ${runs * steps} tool steps per sample, every run writing to the same store. The durability rule is the same in every synced variant: a tool starts only once its \`started\` record is on disk; group commit makes that one flush of the store's commit log for every run waiting on it.`,
+      metric: 'steps-per-second',
+      baseline: 'none',
+      rows,
+      checks:
+        runs >= 200
+          ? [
+              {
+                name: `durable runs, FileRunStore: ${runs} runs at once over HTTP vs no store (throughput ratio)`,
+                value: ratio,
+                unit: 'x',
+                target: `>= ${CONCURRENT_MIN_RATIO}x`,
+                pass: ratio >= CONCURRENT_MIN_RATIO,
+              },
+            ]
+          : [],
     }
   } finally {
     if (bus) {

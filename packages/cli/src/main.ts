@@ -24,6 +24,7 @@ import { natsPermissions } from './commands/nats-permissions.ts'
 import { review } from './commands/review.ts'
 import { run } from './commands/run.ts'
 import { runs } from './commands/runs.ts'
+import { runsPrune } from './commands/runs-prune.ts'
 import { status } from './commands/status.ts'
 import { steer } from './commands/steer.ts'
 import { toolsServe } from './commands/tools-serve.ts'
@@ -40,6 +41,7 @@ export const COMMANDS: readonly Command[] = [
   audit,
   status,
   runs,
+  runsPrune,
   cancel,
   toolsServe,
   inspect,
@@ -144,10 +146,13 @@ function causeOf(error: Error): string {
 
 function findCommand(argv: string[]): { command: Command; args: string[] } | undefined {
   const [first, second] = argv
+  // A sub-command first: `runs prune` is not `runs` with an argument.
   for (const command of COMMANDS) {
     const words = command.name.split(' ')
-    if (words.length === 1 && words[0] === first) return { command, args: argv.slice(1) }
     if (words.length === 2 && words[0] === first && words[1] === second) return { command, args: argv.slice(2) }
+  }
+  for (const command of COMMANDS) {
+    if (command.name === first) return { command, args: argv.slice(1) }
   }
   return undefined
 }
@@ -156,6 +161,8 @@ const isHelpFlag = (word: string | undefined) => word === '--help' || word === '
 
 /** The one command of a group such as `tools` (`tools serve`), for its help. */
 function findGroup(word: string | undefined): { command: Command } | undefined {
+  // A word that is a command itself (`runs`) is not a group: `runs --help` is that command's help.
+  if (COMMANDS.some((command) => command.name === word)) return undefined
   const members = COMMANDS.filter((command) => command.name.split(' ').length === 2 && command.name.startsWith(`${word} `))
   return members.length === 1 ? { command: members[0] as Command } : undefined
 }

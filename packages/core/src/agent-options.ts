@@ -51,6 +51,13 @@ export interface AgentOptions {
   /** How long a run's lease lasts without a write; renewed every third of it. Default 30 s. */
   leaseMs?: number
   /**
+   * With a `store` and `afterToolExecution` hooks: also store each tool's raw output (before the
+   * hooks). Default false: a store keeps only what the model read, so data a hook masked for the
+   * model is never written. With true, a run cut off between a tool's end and its hooks resumes
+   * with the tool's result instead of reading its outcome as unknown.
+   */
+  storeRawToolOutput?: boolean
+  /**
    * A zod schema the final answer must match (zod 4, `zod/v4` of zod 3.25, or zod 3). It is sent as `response_format` (JSON Schema, strict
    * when the schema allows), the answer is parsed and checked, the model gets one retry with the
    * problems, then the run fails with `OutputValidationError` (`OUTPUT_INVALID`). `result.output`

@@ -19,7 +19,6 @@ import { type AgentMachine, agentMachine } from './machine/agent-machine.ts'
 import { type AgentParts, bindAgentParts, createAgentParts } from './machine/agent-parts.ts'
 import type { AgentOutput, SteeringItem } from './machine/context.ts'
 import { type BudgetCheck, defaultRetryPolicy } from './machine/runtime.ts'
-import { withRunWorker } from './machine/worker.ts'
 import type { Message } from './messages.ts'
 import { isName, NAME_RULE } from './names.ts'
 import { type OutputSpec, outputSpec } from './output.ts'
@@ -28,8 +27,9 @@ import type { Schema, SchemaOutput } from './schema.ts'
 import type { StoredRun } from './store/checkpoint.ts'
 import { CheckpointError, RunStoreError } from './store/errors.ts'
 import { type ResumeAllResult, type ResumeOptions, resumeEvery } from './store/resume-all.ts'
-import { RunJournal, restoreTranscript } from './store/run-journal.ts'
-import type { RunStore } from './store/run-store.ts'
+import { RunJournal } from './store/run-journal.ts'
+import { parkRun, type RunStore } from './store/run-store.ts'
+import { restoreTranscript } from './store/stored-snapshot.ts'
 import { type RunStream, streamRun } from './stream.ts'
 import { assertToolName, type Tool, toToolSpec } from './tool.ts'
 
@@ -65,6 +65,8 @@ export class Agent<TOutput = string> {
   readonly #journals: Map<string, RunJournal> | undefined
   readonly #hostId: string
   readonly #leaseMs: number
+  /** Stored tool results are what the model read (see `AgentOptions.storeRawToolOutput`). */
+  readonly #masksToolOutput: boolean
   #queuedSteering: SteeringItem[] = []
   /** The last durable steering message consumed (stream sequence), when a connection reports it. */
   #steeringSeq: number | undefined
@@ -111,12 +113,14 @@ export class Agent<TOutput = string> {
       throw new ConfigError(`leaseMs must be an integer of at least 3, got ${options.leaseMs}.`)
     this.#output = options.output === undefined ? undefined : outputSpec(options.output)
     const audit = this.audit
+    const hooks = new HookChain(this.#instruments.hooks(options.hooks))
+    this.#masksToolOutput = hooks.has('afterToolExecution') && options.storeRawToolOutput !== true
     this.#parts = createAgentParts({
       agentId: this.id,
       provider: options.provider,
       tools,
       toolSpecs: [...tools.values()].map(toToolSpec),
-      hooks: new HookChain(this.#instruments.hooks(options.hooks)),
+      hooks,
       reviewer: this.#instruments.reviewer(options.reviewer),
       events: this.#events,
       recordAudit: (entry) => {
@@ -225,24 +229,41 @@ export class Agent<TOutput = string> {
     if (isFinished(stored.status)) {
       throw new RunStoreError('RUN_NOT_RESUMABLE', runId, `it is finished (${stored.status}).`)
     }
+    if (stored.status === 'parked') {
+      const why = stored.parked ? ` (${stored.parked.code}: ${stored.parked.message})` : ''
+      throw new RunStoreError('RUN_NOT_RESUMABLE', runId, `it is parked: its stored state cannot be continued${why}.`)
+    }
     const claimed = await store.claim(runId, { owner: this.#hostId, leaseMs: this.#leaseMs, revision: loaded.revision, signal })
-    const messages = await store.readMessages(runId, { length: claimed.checkpoint.transcript.length, signal })
-    for (const message of messages) deepFreeze(message)
     let actor: Actor<AgentMachine>
     try {
-      actor = createActor(this.machine, {
-        id: runId,
-        clock: this.#clock,
-        ...(this.#options.inspect ? { inspect: this.#options.inspect } : {}),
-        // Checkpoints from before the run's worker (a child per wait) are upgraded.
-        snapshot: withRunWorker(restoreTranscript(claimed.checkpoint.snapshot, messages)) as never,
-        // Ignored when restoring a snapshot; the type asks for it.
-        input: undefined as never,
-      })
-    } catch (cause) {
-      throw new CheckpointError('CHECKPOINT_INVALID', runId, `the stored machine snapshot cannot be restored: ${String(cause)}`, {
-        cause,
-      })
+      const messages = await store.readMessages(runId, { length: claimed.checkpoint.transcript.length, signal })
+      for (const message of messages) deepFreeze(message)
+      try {
+        actor = createActor(this.machine, {
+          id: runId,
+          clock: this.#clock,
+          ...(this.#options.inspect ? { inspect: this.#options.inspect } : {}),
+          snapshot: restoreTranscript(claimed.checkpoint.snapshot, messages) as never,
+          // Ignored when restoring a snapshot; the type asks for it.
+          input: undefined as never,
+        })
+      } catch (cause) {
+        throw new CheckpointError(
+          'CHECKPOINT_INVALID',
+          runId,
+          `the stored machine snapshot cannot be restored: ${String(cause)}`,
+          {
+            cause,
+          },
+        )
+      }
+    } catch (error) {
+      // A run this store cannot load would fail the same way at every try: parked with why, once.
+      if (cannotBeLoaded(error)) {
+        const reason = { code: error.code, message: error.message }
+        await parkRun(store, claimed, { reason, by: this.#hostId, clock: this.#clock, signal }).catch(() => {})
+      }
+      throw error
     }
     signal.throwIfAborted()
     bindAgentParts(actor, this.#parts)
@@ -279,6 +300,7 @@ export class Agent<TOutput = string> {
       owner: this.#hostId,
       leaseMs: this.#leaseMs,
       clock: this.#clock,
+      masksToolOutput: this.#masksToolOutput,
       ...(resumed ? { resumed } : {}),
       ...(this.#steeringSeq === undefined ? {} : { steeringCursor: this.#steeringSeq }),
     })
@@ -471,6 +493,11 @@ function toRunResult(
     messages: output.messages,
     pendingSteering: output.pendingSteering,
   }
+}
+
+/** A stored run whose state cannot be loaded (as opposed to a store that could not be reached, or a lost race). */
+function cannotBeLoaded(error: unknown): error is CheckpointError | RunStoreError {
+  return CheckpointError.is(error) || RunStoreError.is(error, 'RUN_TRANSCRIPT_GAP')
 }
 
 function assertAgentId(id: string): void {

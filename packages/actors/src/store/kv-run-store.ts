@@ -1,5 +1,5 @@
-import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
-import { type KV, type KvEntry, Kvm } from '@nats-io/kv'
+import { type JetStreamClient, type JetStreamManager, jetstream } from '@nats-io/jetstream'
+import { type KV, Kvm } from '@nats-io/kv'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { type Clock, ConfigError, type Message, systemClock } from '@signalbox/core'
 import { untilAborted } from '@signalbox/core/internal'
@@ -23,6 +23,8 @@ import {
   runKey,
   type StoredRun,
 } from '@signalbox/core/store'
+import { isWrongLastSequence, latestEntries, sameBytes } from './kv-entries.ts'
+import { retryTransient } from './kv-retry.ts'
 
 export interface KvRunStoreOptions {
   connection: NatsConnection
@@ -31,6 +33,13 @@ export interface KvRunStoreOptions {
   /** Copies of the bucket in a JetStream cluster: 1, 3 or 5. Default 1 (a single server). */
   replicas?: 1 | 3 | 5
   clock?: Clock
+  /**
+   * How long one operation keeps retrying while the server or cluster cannot answer (a leader
+   * election, a node lost, a reconnect) before it fails with `RUN_STORE_UNAVAILABLE`. Default 30 s.
+   */
+  retryMs?: number
+  /** How long one attempt waits for the server's answer. Default 5 s. */
+  attemptTimeoutMs?: number
 }
 
 const BUCKET = /^[A-Za-z0-9_-]{1,64}$/
@@ -40,27 +49,39 @@ const decoder = new TextDecoder()
 /**
  * Runs in a JetStream KV bucket with history 1: `run.<run>` holds the checkpoint, and each
  * message-log batch is its own key `log.<run>.<from>.<epoch>` (a KV value cannot be appended to;
- * a batch is written once and never rewritten). Every checkpoint write is `kv.update(key, value,
- * revision)`, which the server refuses unless the key is still at that revision: the
- * compare-and-set that keeps a run to one owner, also across a cluster (the KV stream is
- * replicated with `replicas` and the leader orders the writes). Revisions are the KV's: increasing
- * per run, not consecutive.
+ * a batch is written once and never rewritten). Every checkpoint write is a publish that the
+ * server stores only if the key is still at the revision the writer read: the compare-and-set that
+ * keeps a run to one owner, also across a cluster (the stream leader orders the writes).
+ * Revisions are the KV's: increasing per run, not consecutive.
+ *
+ * Reads go to the stream leader, never to a replica (`allow_direct: false`): a replica may not
+ * have applied a write the leader acknowledged, so a write is readable by the next operation of
+ * any process. Failures a cluster has while it elects a leader or loses a node (no responders,
+ * timeouts, "temporarily unavailable") are retried for up to `retryMs`; a write whose answer was
+ * lost is recognised when it is read back (the stored value is the one this writer sent).
  */
 export class KvRunStore implements RunStore {
   readonly #connection: NatsConnection
+  readonly #js: JetStreamClient
   readonly #bucket: string
   readonly #replicas: number
   readonly #clock: Clock
+  readonly #retryMs: number
+  /** Runs this store wrote or read: an append to one of them needs no existence check. */
+  readonly #known = new Set<string>()
   #kv: Promise<KV> | undefined
+  #jsm: Promise<JetStreamManager> | undefined
 
   constructor(options: KvRunStoreOptions) {
     const bucket = options.bucket ?? 'signalbox_runs'
     if (!BUCKET.test(bucket))
       throw new ConfigError(`Invalid run-store bucket "${bucket}": use 1-64 letters, digits, "_" or "-".`, { bucket })
     this.#connection = options.connection
+    this.#js = jetstream(options.connection, { timeout: options.attemptTimeoutMs ?? 5_000 })
     this.#bucket = bucket
     this.#replicas = options.replicas ?? 1
     this.#clock = options.clock ?? systemClock
+    this.#retryMs = options.retryMs ?? 30_000
   }
 
   get bucket(): string {
@@ -69,8 +90,9 @@ export class KvRunStore implements RunStore {
 
   #open(): Promise<KV> {
     if (this.#kv === undefined) {
-      this.#kv = new Kvm(this.#connection).create(this.#bucket, { history: 1, replicas: this.#replicas })
-      // A failed open (server down) is retried by the next call instead of being cached.
+      // `allow_direct: false`: this client reads from the stream leader (see the class comment).
+      this.#kv = new Kvm(this.#js).create(this.#bucket, { history: 1, replicas: this.#replicas, allow_direct: false })
+      // A failed open (server down, no leader yet) is retried by the next attempt instead of being cached.
       this.#kv.catch(() => {
         this.#kv = undefined
       })
@@ -82,62 +104,69 @@ export class KvRunStore implements RunStore {
     const { runId } = checkpoint
     const key = checkpointKey(runId)
     const value = this.#encode(runId, encodeCheckpoint(checkpoint))
-    return this.#do(options.signal, 'Creating the run', async (kv) => {
+    const revision = await this.#do(options.signal, 'Creating the run', runId, async (kv, ambiguous) => {
       try {
-        return await kv.create(key, value)
+        return await kv.put(key, value, { previousSeq: 0 })
       } catch (error) {
-        if (isWrongLastSequence(error))
-          throw new RunStoreError('RUN_REVISION_CONFLICT', runId, 'the run already exists.', { expected: 0 })
-        throw error
+        if (!isWrongLastSequence(error)) throw error
       }
+      // The key has a history: a run deleted before (a purge marker), or this very write, stored
+      // by an earlier attempt whose answer was lost.
+      const current = await kv.get(key)
+      if (current !== null && current.operation !== 'PUT') return kv.update(key, value, current.revision)
+      if (current !== null && ambiguous && sameBytes(current.value, value)) return current.revision
+      throw new RunStoreError('RUN_REVISION_CONFLICT', runId, 'the run already exists.', { expected: 0 })
     })
+    this.#remember(runId)
+    return revision
   }
 
   async save(checkpoint: Checkpoint, options: { revision: number; signal: AbortSignal }): Promise<number> {
     const { runId } = checkpoint
     const key = checkpointKey(runId)
     const value = this.#encode(runId, encodeCheckpoint(checkpoint))
-    return this.#do(options.signal, 'Saving the run', async (kv) => {
+    if (options.revision <= 0) {
+      throw new RunStoreError('RUN_REVISION_CONFLICT', runId, `expected revision ${options.revision} is not a stored revision.`)
+    }
+    return this.#do(options.signal, 'Saving the run', runId, async (kv, ambiguous) => {
       try {
-        if (options.revision <= 0)
-          throw new RunStoreError(
-            'RUN_REVISION_CONFLICT',
-            runId,
-            `expected revision ${options.revision} is not a stored revision.`,
-          )
         return await kv.update(key, value, options.revision)
       } catch (error) {
         if (!isWrongLastSequence(error)) throw error
-        const current = await kv.get(key)
-        if (current === null || current.operation !== 'PUT')
-          throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
-        throw new RunStoreError(
-          'RUN_REVISION_CONFLICT',
-          runId,
-          `expected revision ${options.revision}, found ${current.revision}.`,
-          {
-            expected: options.revision,
-            actual: current.revision,
-          },
-        )
       }
+      const current = await kv.get(key)
+      if (current === null || current.operation !== 'PUT') {
+        throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
+      }
+      // An earlier attempt was stored and only its answer lost: that write is this one.
+      if (ambiguous && sameBytes(current.value, value)) return current.revision
+      throw new RunStoreError(
+        'RUN_REVISION_CONFLICT',
+        runId,
+        `expected revision ${options.revision}, found ${current.revision}.`,
+        {
+          expected: options.revision,
+          actual: current.revision,
+        },
+      )
     })
   }
 
   async load(runId: string, options: { signal: AbortSignal }): Promise<StoredRun | undefined> {
     const key = checkpointKey(runId)
-    return this.#do(options.signal, 'Loading the run', async (kv) => {
+    return this.#do(options.signal, 'Loading the run', runId, async (kv) => {
       const entry = await kv.get(key)
       if (entry === null || entry.operation !== 'PUT') return undefined
-      return { checkpoint: decodeCheckpoint(runId, entry.value), revision: entry.revision }
+      const stored = { checkpoint: decodeCheckpoint(runId, entry.value), revision: entry.revision }
+      this.#remember(runId)
+      return stored
     })
   }
 
   async list(options: ListRunsOptions): Promise<RunListing> {
-    return this.#do(options.signal, 'Listing runs', async (kv) => {
+    return this.#do(options.signal, 'Listing runs', undefined, async (kv) => {
       const listing: RunListing = { runs: [], errors: [] }
-      // One ordered consumer over every checkpoint, instead of a get per run.
-      for (const entry of await latest(kv, 'run.*', options.signal)) {
+      for (const entry of await latestEntries(kv, await this.#manager(), this.#bucket, 'run.*', options.signal)) {
         const runId = runIdOfKey(entry.key.slice('run.'.length))
         try {
           const checkpoint = decodeCheckpoint(runId, entry.value)
@@ -159,19 +188,25 @@ export class KvRunStore implements RunStore {
   async appendMessages(runId: string, options: AppendMessagesOptions): Promise<void> {
     const batch: MessageBatch = { from: options.from, epoch: options.epoch, messages: options.messages }
     const value = this.#encode(runId, JSON.stringify(batch))
-    await this.#do(options.signal, 'Appending messages', async (kv) => {
-      const run = await kv.get(checkpointKey(runId))
-      if (run === null || run.operation !== 'PUT')
-        throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
-      await kv.put(`${logPrefix(runId)}.${options.from}.${options.epoch}`, value)
+    const key = `${logPrefix(runId)}.${options.from}.${options.epoch}`
+    await this.#do(options.signal, 'Appending messages', runId, async (kv) => {
+      if (!this.#known.has(runId)) {
+        const run = await kv.get(checkpointKey(runId))
+        if (run === null || run.operation !== 'PUT') {
+          throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
+        }
+        this.#remember(runId)
+      }
+      // Not a compare-and-set: the same batch stored twice (a retry) is the same value.
+      await kv.put(key, value)
     })
   }
 
   async readMessages(runId: string, options: { length: number; signal: AbortSignal }): Promise<Message[]> {
-    return this.#do(options.signal, 'Reading messages', async (kv) => {
+    return this.#do(options.signal, 'Reading messages', runId, async (kv) => {
       const batches: MessageBatch[] = []
       // Stream order is write order (the KV revision); `assembleTranscript` then orders by epoch.
-      for (const entry of await latest(kv, `${logPrefix(runId)}.>`, options.signal)) {
+      for (const entry of await latestEntries(kv, await this.#manager(), this.#bucket, `${logPrefix(runId)}.>`, options.signal)) {
         const batch = parseBatch(runId, decoder.decode(entry.value))
         if (batch !== undefined) batches.push(batch)
       }
@@ -180,17 +215,32 @@ export class KvRunStore implements RunStore {
   }
 
   async delete(runId: string, options: { signal: AbortSignal }): Promise<void> {
-    await this.#do(options.signal, 'Deleting the run', async (kv) => {
+    const stream = `KV_${this.#bucket}`
+    await this.#do(options.signal, 'Deleting the run', runId, async () => {
+      const jsm = await this.#manager()
       // The checkpoint first: once it is gone the run is gone, whatever happens to the log keys.
-      await kv.purge(checkpointKey(runId))
-      for (const key of await this.#logKeys(kv, runId)) await kv.purge(key)
+      // Purged from the stream, not marked deleted: a pruned run leaves nothing behind.
+      await jsm.streams.purge(stream, { filter: subjectOf(this.#bucket, checkpointKey(runId)) })
+      await jsm.streams.purge(stream, { filter: `${subjectOf(this.#bucket, logPrefix(runId))}.>` })
     })
+    this.#known.delete(runId)
   }
 
-  async #logKeys(kv: KV, runId: string): Promise<string[]> {
-    const keys: string[] = []
-    for await (const key of await kv.keys(`${logPrefix(runId)}.>`)) keys.push(key)
-    return keys
+  /** Bounded: a long-lived host forgets the oldest runs (their next append checks again). */
+  #remember(runId: string): void {
+    if (this.#known.size >= 10_000) this.#known.delete(this.#known.values().next().value as string)
+    this.#known.add(runId)
+  }
+
+  #manager(): Promise<JetStreamManager> {
+    // Without the API check at creation (a request, which an election would fail).
+    if (this.#jsm === undefined) {
+      this.#jsm = this.#js.jetstreamManager(false)
+      this.#jsm.catch(() => {
+        this.#jsm = undefined
+      })
+    }
+    return this.#jsm
   }
 
   #encode(runId: string, text: string): Uint8Array {
@@ -211,33 +261,23 @@ export class KvRunStore implements RunStore {
     return bytes
   }
 
-  #do<T>(signal: AbortSignal, what: string, work: (kv: KV) => Promise<T>): Promise<T> {
-    signal.throwIfAborted()
-    return untilAborted(
-      this.#open().then((kv) => work(kv)),
-      signal,
-      what,
+  #do<T>(
+    signal: AbortSignal,
+    what: string,
+    runId: string | undefined,
+    work: (kv: KV, ambiguous: boolean) => Promise<T>,
+  ): Promise<T> {
+    return retryTransient({ signal, what, retryMs: this.#retryMs, ...(runId === undefined ? {} : { runId }) }, (ambiguous) =>
+      // An attempt waits at most its own timeout; the caller's signal ends the wait at once.
+      untilAborted(
+        this.#open().then((kv) => work(kv, ambiguous)),
+        signal,
+        what,
+      ),
     )
   }
 }
 
 const checkpointKey = (runId: string) => `run.${runKey(runId)}`
 const logPrefix = (runId: string) => `log.${runKey(runId)}`
-
-/** The current value of every key matching `filter`, in write order (deleted keys left out). */
-async function latest(kv: KV, filter: string, signal: AbortSignal): Promise<KvEntry[]> {
-  const entries = new Map<string, KvEntry>()
-  for await (const entry of await kv.history({ key: filter })) {
-    signal.throwIfAborted()
-    if (entry.operation === 'PUT') entries.set(entry.key, entry)
-    else entries.delete(entry.key)
-  }
-  return [...entries.values()].sort((a, b) => a.revision - b.revision)
-}
-
-function isWrongLastSequence(error: unknown): boolean {
-  return (
-    error instanceof JetStreamApiError &&
-    (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
-  )
-}
+const subjectOf = (bucket: string, key: string) => `$KV.${bucket}.${key}`

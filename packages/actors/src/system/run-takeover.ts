@@ -22,7 +22,7 @@ export type TakeoverEvent =
   | { type: 'lost'; runId: string; agentId: string; code: string }
   /** The agent has no `resume`: the run is left for a host that can continue it. */
   | { type: 'not-resumable'; runId: string; agentId: string }
-  /** A stored run could not be read; the others go on. */
+  /** A stored run could not be read (reported once per run and error); the others go on. */
   | { type: 'unreadable'; runId: string; code: string; message: string }
   | { type: 'error'; runId: string | undefined; error: unknown }
 
@@ -54,6 +54,8 @@ export class RunTakeover {
   readonly #stop = new AbortController()
   #timer: unknown
   #scanning: Promise<ScanResult> | undefined
+  /** Unreadable runs already reported (run and error code): reported once, not at every scan. */
+  readonly #reported = new Set<string>()
 
   constructor(options: RunTakeoverOptions) {
     if (!(options.leaseMs > 0)) throw new ConfigError('leaseMs must be positive', { leaseMs: options.leaseMs })
@@ -98,8 +100,12 @@ export class RunTakeover {
     let runs: StoredRun[]
     try {
       const listing = await this.#options.store.list({ status: ['running', 'waiting'], signal })
-      for (const error of listing.errors)
+      for (const error of listing.errors) {
+        const key = `${error.code} ${error.runId}`
+        if (this.#reported.has(key)) continue
+        this.#reported.add(key)
         this.#emit({ type: 'unreadable', runId: error.runId, code: error.code, message: error.message })
+      }
       runs = listing.runs
     } catch (error) {
       if (!signal.aborted) this.#emit({ type: 'error', runId: undefined, error })

@@ -4,12 +4,14 @@
  * two connections racing on one run.
  */
 import { randomBytes } from 'node:crypto'
+import { jetstreamManager } from '@nats-io/jetstream'
 import { Kvm } from '@nats-io/kv'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { KvRunStore } from '@signalbox/actors/store'
-import { CheckpointError, type RunStoreError } from '@signalbox/core/store'
+import { CheckpointError, pruneRuns, type RunStoreError } from '@signalbox/core/store'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { NATS_URL } from '../../../../test/support/env.ts'
+import { CARD, cardAgent, gate, MASKED } from '../../../core/test/store/card-agent.ts'
 import { describeRunStoreConformance, errorOf, expectStoreError } from '../../../core/test/store/conformance.ts'
 import { type ClaimResult, race } from '../../../core/test/store/racers.ts'
 import { sampleCheckpoint } from '../../../core/test/store/sample.ts'
@@ -45,8 +47,15 @@ async function connection(name: string): Promise<NatsConnection> {
 }
 
 describeRunStoreConformance('nats-kv', async ({ clock }) => {
-  const store = new KvRunStore({ connection: await connection('kv-conformance'), bucket: uniqueBucket(), clock })
-  return { store, cleanup: async () => {} }
+  const bucket = uniqueBucket()
+  const store = new KvRunStore({ connection: await connection('kv-conformance'), bucket, clock })
+  const rewriteCheckpoint = async (runId: string, edit: (json: string) => string) => {
+    const kv = await new Kvm(admin).open(bucket)
+    const entry = await kv.get(`run.${runId}`)
+    if (entry === null) throw new Error(`no checkpoint of ${runId}`)
+    await kv.put(`run.${runId}`, edit(entry.string()))
+  }
+  return { store, cleanup: async () => {}, rewriteCheckpoint }
 })
 
 describe('KvRunStore specifics', () => {
@@ -120,6 +129,55 @@ describe('KvRunStore specifics', () => {
       }),
     )
     expectStoreError(error, 'RUN_STORE_TOO_LARGE', 'run_big')
+  })
+})
+
+describe('KvRunStore: what is stored', () => {
+  /** Every message the bucket's stream holds, as text. */
+  async function streamText(bucket: string): Promise<string> {
+    const jsm = await jetstreamManager(admin)
+    const { state } = await jsm.streams.info(`KV_${bucket}`)
+    let text = ''
+    for (let seq = state.first_seq; seq <= state.last_seq; seq++) {
+      const message = await jsm.streams.getMessage(`KV_${bucket}`, { seq }).catch(() => null)
+      if (message) text += `${message.subject} ${message.string()}\n`
+    }
+    return text
+  }
+
+  it('keeps one value per key (history 1): 50 saves leave one checkpoint message', async () => {
+    const bucket = uniqueBucket()
+    const store = new KvRunStore({ connection: await connection('kv-history'), bucket })
+    let revision = await store.create(sampleCheckpoint({ runId: 'run_h' }), { signal: signal() })
+    for (let i = 0; i < 50; i++) revision = await store.save(sampleCheckpoint({ runId: 'run_h' }), { revision, signal: signal() })
+    const info = await (await jetstreamManager(admin)).streams.info(`KV_${bucket}`, { subjects_filter: '>' })
+    expect(info.config.max_msgs_per_subject).toBe(1)
+    expect(info.state.messages).toBe(1)
+    expect(info.state.subjects).toEqual({ [`$KV.${bucket}.run.run_h`]: 1 })
+  })
+
+  it('a card number masked by a hook never reaches the bucket, even while the hook runs; pruned, the run leaves nothing', async () => {
+    const bucket = uniqueBucket()
+    const store = new KvRunStore({ connection: await connection('kv-masking'), bucket })
+    const hook = gate()
+    const handle = cardAgent(store, hook).start('what card do I have?', { runId: 'run_card' })
+    await hook.entered
+    // Lease renewals (every 10 ms) are written while the hook holds the raw output.
+    const before = (await store.load('run_card', { signal: signal() }))?.revision as number
+    for (let i = 0; i < 100 && ((await store.load('run_card', { signal: signal() }))?.revision ?? 0) < before + 2; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    expect(await streamText(bucket)).not.toContain(CARD)
+    hook.release()
+    expect((await handle.result).status).toBe('done')
+    const text = await streamText(bucket)
+    expect(text).not.toContain(CARD)
+    expect(text).toContain(MASKED)
+
+    const result = await pruneRuns(store, { before: Date.now() + 1_000, signal: signal() })
+    expect(result.pruned.map((run) => run.checkpoint.runId)).toEqual(['run_card'])
+    const { state } = await (await jetstreamManager(admin)).streams.info(`KV_${bucket}`)
+    expect(state.messages).toBe(0)
   })
 })
 

@@ -2,12 +2,12 @@
  * `signalbox runs`: the runs a store keeps (a directory with `--store`, a NATS KV bucket with
  * `--bucket`), with their state, their owner's lease and what each waits for. Reads only.
  */
-import type { RunStore, StoredRun, StoredRunStatus } from '@signalbox/core/store'
+import type { RunParking, RunStore, StoredRun, StoredRunStatus } from '@signalbox/core/store'
 import { openBus } from '../bus.ts'
 import { type Command, type CommandContext, EXIT, UsageError } from '../cli.ts'
 import { clockTime } from '../output.ts'
 
-const STATUSES = ['running', 'waiting', 'done', 'failed', 'cancelled'] as const
+export const STATUSES = ['running', 'waiting', 'done', 'failed', 'cancelled', 'parked'] as const
 
 /** One stored run as `--json` prints it (and the text view shows it). */
 export interface RunRow {
@@ -22,6 +22,8 @@ export interface RunRow {
   leaseExpired: boolean | undefined
   leaseExpiresAt: number | undefined
   waitingFor: Waiting[]
+  /** Why a parked run cannot be continued, who found it and when. */
+  parked?: RunParking
   savedAt: number
 }
 
@@ -37,7 +39,8 @@ export const runs: Command = {
     'Reads a run store without changing it and prints one line per stored run: its id, agent,',
     'status (running, waiting, done, failed, cancelled), the host that owns it and until when its',
     'lease holds ("expired": another host may take the run over), and what it waits for (the tool',
-    'call awaiting approval, the question, and their deadlines). --store reads the file store in a',
+    'call awaiting approval, the question, and their deadlines); a parked run (its stored state cannot',
+    'be continued, so no host claims it) shows why. --store reads the file store in a',
     'directory; --bucket reads the NATS KV store (needs --nats). A run whose checkpoint cannot be',
     'read is reported with its error, and the other runs are still listed; the exit code is then 1.',
   ].join('\n'),
@@ -104,7 +107,7 @@ function parseStatuses(value: unknown): StoredRunStatus[] | undefined {
   return list as StoredRunStatus[]
 }
 
-async function openStore(
+export async function openStore(
   context: CommandContext,
   dir: string | undefined,
   bucket: string | undefined,
@@ -118,7 +121,7 @@ async function openStore(
     const directory = path.resolve(context.io.cwd, dir)
     // The store would create a missing directory; a listing must not, and a typo deserves a clear word.
     const stat = await fs.stat(directory).catch(() => undefined)
-    if (!stat?.isDirectory()) throw new UsageError(`--store ${dir}: no such directory`, runs)
+    if (!stat?.isDirectory()) throw new UsageError(`--store ${dir}: no such directory`, context.command)
     return { store: new FileRunStore({ directory }), close: async () => {} }
   }
   const { bus } = await openBus(context, 'runs')
@@ -133,7 +136,7 @@ async function openStore(
     )
   if (!exists) {
     await bus.close()
-    throw new UsageError(`--bucket ${bucket}: no such KV bucket on this server`, runs)
+    throw new UsageError(`--bucket ${bucket}: no such KV bucket on this server`, context.command)
   }
   return { store: new KvRunStore({ connection: bus.connection, bucket: bucket as string }), close: () => bus.close() }
 }
@@ -166,6 +169,7 @@ export function toRow(run: StoredRun, now: number): RunRow {
     leaseExpired: lease === undefined ? undefined : lease.expiresAt <= now,
     leaseExpiresAt: lease?.expiresAt,
     waitingFor,
+    ...(checkpoint.parked ? { parked: checkpoint.parked } : {}),
     savedAt: checkpoint.savedAt,
   }
 }
@@ -186,8 +190,15 @@ function printRows(context: CommandContext, rows: RunRow[], now: number): void {
           ? `${row.owner} ${c.red('(lease expired)')}`
           : `${row.owner} ${c.dim(`(lease until ${clockTime(row.leaseExpiresAt as number)})`)}`
     const status =
-      row.status === 'waiting' ? c.yellow(row.status) : row.status === 'failed' ? c.red(row.status) : c.cyan(row.status)
+      row.status === 'waiting'
+        ? c.yellow(row.status)
+        : row.status === 'failed' || row.status === 'parked'
+          ? c.red(row.status)
+          : c.cyan(row.status)
     context.out(`${row.runId.padEnd(idWidth)}  ${c.magenta(row.agentId.padEnd(agentWidth))}  ${status.padEnd(9)}  ${owner}`)
+    if (row.parked) {
+      context.out(`    parked by ${row.parked.by} at ${clockTime(row.parked.at)}: [${row.parked.code}] ${row.parked.message}`)
+    }
     for (const w of row.waitingFor) {
       const due = w.deadline <= now ? c.red('deadline passed') : `deadline ${clockTime(w.deadline)}`
       context.out(

@@ -129,18 +129,3 @@ export function workerActor(onStart: (worker: RunWorker, parent: AnyActorRef) =>
     return () => worker.stop()
   })
 }
-
-/** The worker as `getPersistedSnapshot()` stores it among the run's children. */
-const PERSISTED_WORKER = { snapshot: { status: 'active' }, src: 'worker', syncSnapshot: false }
-
-/**
- * A stored snapshot as the worker machine restores it. Checkpoints written before the worker hold
- * one invoked child per wait (`callModel`, `requestApproval` and `deadline`, ...) with its input:
- * those children are replaced by the worker, which restarts the work of the state the run was
- * saved in from the restored context (the same inputs those children had).
- */
-export function withRunWorker(snapshot: unknown): unknown {
-  const persisted = snapshot as { children?: Record<string, unknown> }
-  if (persisted.children?.worker !== undefined) return snapshot
-  return { ...persisted, children: { worker: PERSISTED_WORKER } }
-}

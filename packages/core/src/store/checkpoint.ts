@@ -4,23 +4,41 @@ import { ApprovalDecisionMessage, ApprovalRequestMessage, QuestionMessage } from
 import { FINISHED_STATUSES } from '../run-status.ts'
 
 /**
- * What a stored run holds to continue where it stood, version 1. Persisted data is versioned like
- * wire data: a reader refuses a version it does not know instead of guessing. Frozen samples per
- * version live in `packages/core/test/store/fixtures/`.
+ * What a stored run holds to continue where it stood, version 2. Persisted data is versioned like
+ * wire data: a reader refuses a version it does not know instead of guessing (older or newer: a
+ * checkpoint is never upgraded in place). Frozen samples per version live in
+ * `packages/core/test/store/fixtures/`.
  *
  * The transcript is NOT in here: it is an append-only message log beside the checkpoint, and the
  * checkpoint only says how many of its messages belong to the run (`transcript.length`). So a
  * 200-step run writes each message once, not 200 growing transcripts.
  */
-export const CHECKPOINT_VERSION = 1
+export const CHECKPOINT_VERSION = 2
 
 const epochMs = z.number().int().nonnegative()
 const count = z.number().int().nonnegative()
 
-/** Where a run stands, as the store lists it. `waiting` = parked on a person (approval, question). */
-export const StoredRunStatus = z.enum(['running', 'waiting', ...FINISHED_STATUSES])
+/**
+ * Where a run stands, as the store lists it. `waiting`: on a person (approval, question).
+ * `parked`: stored, not finished, but it cannot be continued (its stored state cannot be loaded:
+ * see `RunParking`); no host claims it again, a person looks at it.
+ */
+export const StoredRunStatus = z.enum(['running', 'waiting', ...FINISHED_STATUSES, 'parked'])
 export type StoredRunStatus = z.infer<typeof StoredRunStatus>
 export const FINISHED_RUN_STATUSES: readonly StoredRunStatus[] = FINISHED_STATUSES
+/** The runs a host may continue: not finished, not parked. */
+export const RESUMABLE_RUN_STATUSES: readonly StoredRunStatus[] = ['running', 'waiting']
+
+/** Why a run was parked, by whom and when (what `signalbox runs` shows). */
+export const RunParking = z.object({
+  /** The error that stopped it (`RUN_TRANSCRIPT_GAP`, `CHECKPOINT_INVALID`, ...). */
+  code: z.string().min(1).max(64),
+  message: z.string().max(4096),
+  /** The host (lease owner id) that found it. */
+  by: z.string().min(1).max(256),
+  at: epochMs,
+})
+export type RunParking = z.infer<typeof RunParking>
 
 /**
  * Who runs the run, until when. `epoch` goes up by one at every claim: it fences a former owner
@@ -35,6 +53,10 @@ export const RunLease = z.object({
 export type RunLease = z.infer<typeof RunLease>
 
 const ToolResult = z.object({
+  /**
+   * What the model read of the call (after the `afterToolExecution` hooks); the tool's raw output
+   * only when the agent keeps it (`storeRawToolOutput`).
+   */
   output: z.string(),
   isError: z.boolean(),
   /** A `ToolOutcome`, or `outcome_unknown` for a call cut off by a crash. */
@@ -98,6 +120,8 @@ export const Checkpoint = z.object({
   /** Tool calls of the current reply (older turns live in the transcript and are pruned). */
   ledger: z.array(LedgerEntry),
   lease: RunLease.optional(),
+  /** Set with status `parked`. */
+  parked: RunParking.optional(),
   createdAt: epochMs,
   savedAt: epochMs,
 })

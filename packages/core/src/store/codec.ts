@@ -58,11 +58,17 @@ export function decodeCheckpoint(runId: string, data: string | Uint8Array): Chec
   const { v } = json as { v?: unknown }
   if (v !== CHECKPOINT_VERSION) {
     const shown = JSON.stringify(v) ?? 'undefined'
+    const why =
+      typeof v === 'number' && v > CHECKPOINT_VERSION
+        ? ' (written by a newer signalbox: upgrade this process)'
+        : typeof v === 'number' && v >= 1 && v < CHECKPOINT_VERSION
+          ? ' (written by an older signalbox: finish or delete the run with the version that stored it)'
+          : ''
     throw new CheckpointError(
       'CHECKPOINT_UNSUPPORTED_VERSION',
       runId,
-      `checkpoint schema version ${shown.slice(0, 40)} is not supported; this signalbox reads version ${CHECKPOINT_VERSION}.`,
-      { details: { version: typeof v === 'number' || typeof v === 'string' ? v : null } },
+      `checkpoint schema version ${shown.slice(0, 40)} is not supported; this signalbox reads version ${CHECKPOINT_VERSION}${why}.`,
+      { details: { version: typeof v === 'number' || typeof v === 'string' ? v : null, supported: CHECKPOINT_VERSION } },
     )
   }
   const parsed = Checkpoint.safeParse(json)

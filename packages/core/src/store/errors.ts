@@ -56,3 +56,21 @@ export class RunStoreError extends SignalboxError {
     this.runId = runId
   }
 }
+
+/**
+ * A store that could not be reached within its retry bound (a JetStream cluster without a leader
+ * for longer than that, a server down). `runId` is set when the operation was on one run.
+ */
+export class StoreUnavailableError extends SignalboxError {
+  readonly runId: string | undefined
+  constructor(what: string, retryMs: number, options: { cause?: unknown; runId?: string } = {}) {
+    const run = options.runId === undefined ? '' : `Run "${options.runId}": `
+    const last = options.cause instanceof Error ? ` (last error: ${options.cause.message})` : ''
+    super('RUN_STORE_UNAVAILABLE', `${run}${what} failed: the run store did not answer within ${retryMs} ms${last}.`, {
+      cause: options.cause,
+      fault: 'runtime',
+      details: { ...(options.runId === undefined ? {} : { runId: options.runId }), retryMs },
+    })
+    this.runId = options.runId
+  }
+}

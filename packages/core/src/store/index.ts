@@ -8,12 +8,20 @@ export {
   type LedgerToolResult,
   PendingApproval,
   PendingQuestion,
+  RESUMABLE_RUN_STATUSES,
   RunLease,
+  RunParking,
   type StoredRun,
   StoredRunStatus,
 } from './checkpoint.ts'
 export { decodeCheckpoint, encodeCheckpoint } from './codec.ts'
-export { CheckpointError, type CheckpointErrorCode, RunStoreError, type RunStoreErrorCode } from './errors.ts'
+export {
+  CheckpointError,
+  type CheckpointErrorCode,
+  RunStoreError,
+  type RunStoreErrorCode,
+  StoreUnavailableError,
+} from './errors.ts'
 export { FileRunStore, type FileRunStoreOptions } from './file-run-store.ts'
 export {
   findCall,
@@ -34,12 +42,14 @@ export {
   type MessagesToAppend,
   parseBatch,
 } from './message-log.ts'
+export { type PruneRunsOptions, type PruneRunsResult, pruneRuns } from './prune.ts'
 export type { ResumeAllResult, ResumeOptions } from './resume-all.ts'
 export {
   type ClaimOptions,
   claimRun,
   type ListRunsOptions,
   matchesListing,
+  parkRun,
   type RunListing,
   type RunStore,
   runIdOfKey,

@@ -1,39 +1,21 @@
 import type { Clock } from '../clock.ts'
 import type { ApprovalDecision } from '../hitl/types.ts'
 import type { Message } from '../messages.ts'
-import { finishedStatus } from '../run-status.ts'
-import type {
-  AppliedDecision,
-  Checkpoint,
-  LedgerEntry,
-  LedgerToolResult,
-  PendingQuestion,
-  StoredRunStatus,
-} from './checkpoint.ts'
+import type { AppliedDecision, Checkpoint, LedgerEntry, LedgerToolResult, PendingQuestion } from './checkpoint.ts'
 import { CHECKPOINT_VERSION } from './checkpoint.ts'
 import { findCall, finishCall, startCall } from './ledger.ts'
 import type { RunStore } from './run-store.ts'
+import {
+  type JournaledActor,
+  type JournaledSnapshot,
+  type PersistedSnapshot,
+  persistedWithoutTranscript,
+  storedStatus,
+  toolMessageOf,
+  withoutCallOutput,
+} from './stored-snapshot.ts'
 
-/** What the journal reads from the running actor (the agent machine's snapshot, loosely typed here). */
-export interface JournaledActor {
-  getSnapshot(): JournaledSnapshot
-  getPersistedSnapshot(): unknown
-  /** The actor's logic (an XState actor's machine): lets the journal persist a snapshot without its transcript. */
-  logic?: { getPersistedSnapshot(snapshot: never): unknown }
-}
-
-export interface JournaledSnapshot {
-  status: string
-  hasTag(tag: string): boolean
-  context: {
-    messages: Message[]
-    steering: { text: string; from: string; at: number }[]
-    usage: { promptTokens: number; completionTokens: number; totalTokens: number }
-    calls: { id: string }[]
-    current: { approval?: unknown } | undefined
-    status: string
-  }
-}
+export type { JournaledActor, JournaledSnapshot } from './stored-snapshot.ts'
 
 export interface RunJournalOptions {
   store: RunStore
@@ -47,12 +29,14 @@ export interface RunJournalOptions {
   resumed?: { checkpoint: Checkpoint; revision: number }
   /** For a new run: the last steering message the agent had consumed when the run began. */
   steeringCursor?: number
+  /**
+   * The agent rewrites what the model reads of a tool's output (`afterToolExecution` hooks) and
+   * does not keep raw outputs: nothing of a call's raw output is stored, only what the model read.
+   */
+  masksToolOutput?: boolean
   /** The run cannot go on: a write failed or another process took it (compare-and-set lost). */
   onLost?(error: unknown): void
 }
-
-/** Marks, in a stored child actor's input, where the transcript was taken out (it is stored once, in the log). */
-export const TRANSCRIPT_REF = '$transcript'
 
 /**
  * The durable side of one run: its write queue, tool-call ledger and applied decisions. Saves are
@@ -90,6 +74,10 @@ export class RunJournal {
     steering: undefined,
     approval: undefined,
   }
+  /** Calls whose `finished` result holds the tool's raw output, stored only once the model read it masked. */
+  #unmasked = new Set<string>()
+  /** What the last write stored: written again (with a fresh lease) while a raw output must not be stored. */
+  #lastStored: CapturedState | undefined
   readonly #abort = new AbortController()
   #renewTimer: unknown
   /** Told when the run cannot go on (a write failed, or the compare-and-set was lost): the owner stops it. */
@@ -202,15 +190,27 @@ export class RunJournal {
    */
   startCall(call: { callId: string; toolName: string }): Promise<void> {
     this.#ledger = startCall([], { runId: this.runId, ...call, at: this.#options.clock.now() })
+    this.#unmasked.clear()
     return this.save()
   }
 
-  /** Records a call's result (saved with the next write; a crash before it leaves the call `started`). */
+  /**
+   * Records a call's result (saved with the next write; a crash before it leaves the call
+   * `started`). When the agent masks tool output, a result the tool produced is stored only once
+   * the model's version of it (after the hooks) is in the transcript, and as that version: until
+   * then a write stores the run as it stood before the call finished.
+   */
   finishCall(callId: string, result: LedgerToolResult): void {
     if (findCall(this.#ledger, callId) === undefined) return
     this.#ledger = finishCall(this.#ledger, callId, result, this.#options.clock.now())
     // Its question (if it asked one) is answered or timed out: no longer pending.
     this.#questions = this.#questions.filter((q) => q.callId !== callId)
+    // A hand-off's text is signalbox's own, not the tool's data.
+    if (this.#options.masksToolOutput && result.handoff === undefined) {
+      // Nothing to write until the hooks ran: the next write comes when the result joins the transcript.
+      this.#unmasked.add(callId)
+      return
+    }
     this.save({ sync: false }).catch(() => {})
   }
 
@@ -269,33 +269,26 @@ export class RunJournal {
     const { store, runId } = this.#options
     const snapshot = actor.getSnapshot()
     if (snapshot.status === 'stopped') return
-    const { context } = snapshot
-    const messages = context.messages
-    const length = messages.length
+    const state = this.#capture(actor, snapshot)
+    if (state === undefined) return
+    const { length } = state
+    const messages = state.snapshot.context.messages
     const signal = this.#abort.signal
-    // Everything the checkpoint holds is taken now, at one instant, so it is consistent.
-    const state: CapturedState = {
-      snapshot,
-      persisted: persistedWithoutTranscript(actor, snapshot),
-      ledger: this.#ledger,
-      applied: this.#applied,
-      questions: this.#questions,
-    }
     try {
       // The log belongs to a stored run, so a new run is created first, then its first messages
       // appended (a crash in between leaves a run that fails to resume with RUN_TRANSCRIPT_GAP).
       const created = this.#revision === undefined
-      if (created) this.#revision = await store.create(this.#checkpoint(state, length), { signal })
+      if (created) this.#revision = await store.create(this.#checkpoint(state), { signal })
       const batch =
         length > this.#persistedLength
           ? { from: this.#persistedLength, epoch: this.#epoch, messages: messages.slice(this.#persistedLength) }
           : undefined
-      const finished = snapshot.status !== 'active'
+      const finished = state.snapshot.status !== 'active'
       if (created) {
         // A new run's checkpoint is written already: its first messages are synced on their own.
         if (batch) await store.appendMessages(runId, { ...batch, sync, signal })
       } else {
-        const checkpoint = this.#checkpoint(state, length)
+        const checkpoint = this.#checkpoint(state)
         const revision = this.#revision as number
         if (batch && store.saveWithMessages) {
           // One write: the messages, then the checkpoint that counts them.
@@ -307,6 +300,7 @@ export class RunJournal {
         }
       }
       this.#persistedLength = length
+      this.#lastStored = state
       if (finished) this.close()
     } catch (error) {
       if (signal.aborted && this.#finished) return
@@ -317,8 +311,58 @@ export class RunJournal {
     }
   }
 
-  /** The run as it stands, the transcript by reference (`length` messages of the log). */
-  #checkpoint({ snapshot, persisted, ledger, applied, questions }: CapturedState, length: number): Checkpoint {
+  /**
+   * The run as it stands, or, while a call's raw output is in the run's state and its masked
+   * version not yet in the transcript, as it stood at the last write (the call then reads as
+   * `started`: cut off there, it is outcome unknown, never its raw output stored).
+   */
+  #capture(actor: JournaledActor, snapshot: JournaledSnapshot): CapturedState | undefined {
+    const { context } = snapshot
+    let ledger = this.#ledger
+    if (this.#unmasked.size > 0) {
+      const masked = this.#maskedLedger(context.messages)
+      if (masked === undefined) {
+        if (snapshot.status === 'active') return this.#lastStored
+        // The run ended while a hook ran: its snapshot (never restored) keeps no output of the call.
+        const persisted = withoutCallOutput(persistedWithoutTranscript(actor, snapshot))
+        ledger = this.#ledger.map((entry) => (this.#unmasked.has(entry.callId) ? startedOnly(entry) : entry))
+        return this.#captured(snapshot, persisted, ledger)
+      }
+      ledger = masked
+    }
+    return this.#captured(snapshot, persistedWithoutTranscript(actor, snapshot), ledger)
+  }
+
+  #captured(snapshot: JournaledSnapshot, persisted: PersistedSnapshot, ledger: LedgerEntry[]): CapturedState {
+    return {
+      snapshot,
+      persisted,
+      length: snapshot.context.messages.length,
+      ledger,
+      applied: this.#applied,
+      questions: this.#questions,
+      steering: snapshot.context.steering,
+      steeringCursor: this.#steeringCursor,
+    }
+  }
+
+  /** The ledger with every unmasked result replaced by what the model read; undefined while one is not in the transcript yet. */
+  #maskedLedger(messages: readonly Message[]): LedgerEntry[] | undefined {
+    const ledger: LedgerEntry[] = []
+    for (const entry of this.#ledger) {
+      if (entry.state !== 'finished' || !this.#unmasked.has(entry.callId)) {
+        ledger.push(entry)
+        continue
+      }
+      const read = toolMessageOf(messages, entry.callId)
+      if (read === undefined) return undefined
+      ledger.push({ ...entry, result: { ...entry.result, output: read.content as string } })
+    }
+    return ledger
+  }
+
+  /** The checkpoint of a captured state, with a fresh lease. */
+  #checkpoint({ snapshot, persisted, length, ledger, applied, questions, steering, steeringCursor }: CapturedState): Checkpoint {
     const { context } = snapshot
     const finished = snapshot.status !== 'active'
     const now = this.#options.clock.now()
@@ -333,17 +377,17 @@ export class RunJournal {
       agentId: this.#options.agentId,
       runPath: this.#options.runPath,
       status: storedStatus(snapshot, approval !== undefined || questions.length > 0),
-      snapshot: leanSnapshot(persisted, context.messages),
+      snapshot: persisted,
       transcript: { length },
       usage: {
         promptTokens: context.usage.promptTokens,
         completionTokens: context.usage.completionTokens,
         totalTokens: context.usage.totalTokens,
       },
-      pending: { approvals: approval ? [approval] : [], questions: finishedRun(snapshot) ? [] : questions },
+      pending: { approvals: approval ? [approval] : [], questions: finished ? [] : questions },
       appliedDecisions: applied,
-      steering: context.steering,
-      ...(this.#steeringCursor === undefined ? {} : { steeringCursor: this.#steeringCursor }),
+      steering,
+      ...(steeringCursor === undefined ? {} : { steeringCursor }),
       ledger,
       // A finished run has no owner: nothing is left to drive.
       ...(finished ? {} : { lease: { owner: this.#options.owner, epoch: this.#epoch, expiresAt: now + this.#options.leaseMs } }),
@@ -369,60 +413,21 @@ export class RunJournal {
   }
 }
 
+/** Everything a checkpoint holds, taken at one instant so it is consistent. */
 interface CapturedState {
   snapshot: JournaledSnapshot
   persisted: PersistedSnapshot
+  /** Transcript length (messages of the log that count). */
+  length: number
   ledger: LedgerEntry[]
   applied: AppliedDecision[]
   questions: PendingQuestion[]
+  steering: JournaledSnapshot['context']['steering']
+  steeringCursor: number | undefined
 }
 
-function finishedRun(snapshot: JournaledSnapshot): boolean {
-  return snapshot.status !== 'active'
-}
-
-interface PersistedSnapshot {
-  context: Record<string, unknown>
-  children?: Record<string, { snapshot?: { input?: { messages?: unknown } } }>
-}
-
-/**
- * XState's persisted snapshot, the context's transcript left out before XState walks the context
- * for actor references: that walk is O(transcript) per checkpoint (O(n²) over a run) for messages
- * that are stored in the log anyway.
- */
-function persistedWithoutTranscript(actor: JournaledActor, snapshot: JournaledSnapshot): PersistedSnapshot {
-  if (actor.logic === undefined) return actor.getPersistedSnapshot() as PersistedSnapshot
-  const lean = { ...snapshot, context: { ...snapshot.context, messages: [] } }
-  return actor.logic.getPersistedSnapshot(lean as never) as PersistedSnapshot
-}
-
-/** The persisted snapshot without the transcript: the context's messages and the children's copies are references to the log. */
-function leanSnapshot(persisted: PersistedSnapshot, messages: Message[]): unknown {
-  let children = persisted.children
-  for (const [id, child] of Object.entries(children ?? {})) {
-    const input = child.snapshot?.input
-    if (input?.messages !== messages) continue
-    children = { ...children, [id]: { ...child, snapshot: { ...child.snapshot, input: { ...input, messages: TRANSCRIPT_REF } } } }
-  }
-  return { ...persisted, context: { ...persisted.context, messages: [] }, ...(children ? { children } : {}) }
-}
-
-/** The stored snapshot with its transcript put back (the inverse of `leanSnapshot`). */
-export function restoreTranscript(snapshot: unknown, messages: Message[]): unknown {
-  const persisted = snapshot as PersistedSnapshot
-  const children: Record<string, unknown> = {}
-  for (const [id, child] of Object.entries(persisted.children ?? {})) {
-    const input = child.snapshot?.input
-    children[id] =
-      input?.messages === TRANSCRIPT_REF ? { ...child, snapshot: { ...child.snapshot, input: { ...input, messages } } } : child
-  }
-  return { ...persisted, context: { ...persisted.context, messages }, children }
-}
-
-function storedStatus(snapshot: JournaledSnapshot, waiting: boolean): StoredRunStatus {
-  if (snapshot.status !== 'active') {
-    return finishedStatus(snapshot.context.status)
-  }
-  return waiting ? 'waiting' : 'running'
+/** A finished call as if it had only started (its result not stored). */
+function startedOnly(entry: LedgerEntry): LedgerEntry {
+  const { callId, toolName, idempotencyKey, startedAt } = entry
+  return { state: 'started', callId, toolName, idempotencyKey, startedAt }
 }

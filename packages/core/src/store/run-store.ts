@@ -30,7 +30,7 @@ export interface RunStore {
   saveWithMessages?(checkpoint: Checkpoint, options: SaveOptions & { messages: MessagesToAppend }): Promise<number>
   /** The first `length` messages of the transcript (what a checkpoint's `transcript.length` counts). */
   readMessages(runId: string, options: { length: number; signal: AbortSignal }): Promise<Message[]>
-  /** Removes the run, its checkpoint and its message log. No-op when absent. */
+  /** Removes the run, its checkpoint and its message log. No-op when absent (see also `pruneRuns`). */
   delete(runId: string, options: { signal: AbortSignal }): Promise<void>
 }
 
@@ -104,6 +104,34 @@ export async function claimRun(store: RunStore, runId: string, options: ClaimOpt
   // Unsynced: a claim lost to a power loss only means the run is claimed again (nothing ran on it
   // yet; its first side effect or wait is a synced write, which makes the claim durable too).
   const revision = await store.save(checkpoint, { revision: current.revision, sync: false, signal: options.signal })
+  return { checkpoint, revision }
+}
+
+/**
+ * Parks a run that cannot be continued (its transcript has a gap, its snapshot cannot be
+ * restored): status `parked` with the reason, no lease, so no host claims it again; it stays
+ * listed (`signalbox runs`) until a person deletes or prunes it. A compare-and-set at `revision`
+ * (the caller's claim): if someone wrote since, nothing is parked and the conflict is thrown.
+ */
+export async function parkRun(
+  store: RunStore,
+  run: StoredRun,
+  options: { reason: { code: string; message: string }; by: string; clock: Clock; signal: AbortSignal },
+): Promise<StoredRun> {
+  const now = options.clock.now()
+  const { lease: _lease, ...rest } = run.checkpoint
+  const checkpoint: Checkpoint = {
+    ...rest,
+    status: 'parked',
+    parked: {
+      code: options.reason.code.slice(0, 64) || 'UNKNOWN_ERROR',
+      message: options.reason.message.slice(0, 4096),
+      by: options.by,
+      at: now,
+    },
+    savedAt: now,
+  }
+  const revision = await store.save(checkpoint, { revision: run.revision, signal: options.signal })
   return { checkpoint, revision }
 }
 

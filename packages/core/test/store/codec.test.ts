@@ -16,8 +16,8 @@ function decodeError(runId: string, data: string | Uint8Array): CheckpointError 
 }
 
 describe('decodeCheckpoint', () => {
-  it('reads the frozen v1 sample (a run parked on an approval, with a lease)', () => {
-    const checkpoint = decodeCheckpoint('run_1', fixture('checkpoint-v1.json'))
+  it('reads the frozen v2 samples (a run waiting on an approval, with a lease; a parked run)', () => {
+    const checkpoint = decodeCheckpoint('run_1', fixture('checkpoint-v2.json'))
     expect(checkpoint.pending.approvals[0]).toMatchObject({
       requestId: 'request_1',
       toolName: 'drop_claw',
@@ -25,6 +25,15 @@ describe('decodeCheckpoint', () => {
     })
     expect(checkpoint.lease).toEqual({ owner: 'host-a', epoch: 1, expiresAt: 1_700_000_030_000 })
     expect(checkpoint.transcript).toEqual({ length: 3 })
+    const parked = decodeCheckpoint('run_1', fixture('checkpoint-v2-parked.json'))
+    expect(parked.status).toBe('parked')
+    expect(parked.parked).toEqual({
+      code: 'RUN_TRANSCRIPT_GAP',
+      message: 'Run "run_1": the message log has no message 2 of the 3 the checkpoint counts.',
+      by: 'host-b',
+      at: 1_700_000_040_000,
+    })
+    expect(parked.lease).toBeUndefined()
   })
 
   it('round-trips what it encodes, from bytes too', () => {
@@ -33,13 +42,22 @@ describe('decodeCheckpoint', () => {
   })
 
   it('refuses the frozen negative samples with stable codes naming the run', () => {
-    const truncated = decodeError('run_1', fixture('checkpoint-v1-truncated.rejected.json'))
+    const truncated = decodeError('run_1', fixture('checkpoint-v2-truncated.rejected.json'))
     expect(truncated.code).toBe('CHECKPOINT_TRUNCATED')
     expect(truncated.message).toMatch(/^Run "run_1": the stored checkpoint is truncated/)
-    const future = decodeError('run_1', fixture('checkpoint-v2.rejected.json'))
+    const future = decodeError('run_1', fixture('checkpoint-v3.rejected.json'))
     expect(future.code).toBe('CHECKPOINT_UNSUPPORTED_VERSION')
-    expect(future.message).toBe('Run "run_1": checkpoint schema version 2 is not supported; this signalbox reads version 1.')
-    expect(future.details).toMatchObject({ runId: 'run_1', version: 2 })
+    expect(future.message).toBe(
+      'Run "run_1": checkpoint schema version 3 is not supported; this signalbox reads version 2 (written by a newer signalbox: upgrade this process).',
+    )
+    expect(future.details).toMatchObject({ runId: 'run_1', version: 3, supported: 2 })
+    // What a pre-release signalbox wrote (version 1) is refused the same way, never upgraded.
+    const older = decodeError('run_1', fixture('checkpoint-v1.rejected.json'))
+    expect(older.code).toBe('CHECKPOINT_UNSUPPORTED_VERSION')
+    expect(older.message).toBe(
+      'Run "run_1": checkpoint schema version 1 is not supported; this signalbox reads version 2 (written by an older signalbox: finish or delete the run with the version that stored it).',
+    )
+    expect(older.details).toMatchObject({ runId: 'run_1', version: 1, supported: 2 })
   })
 
   it('tells an empty file, garbage, bad UTF-8, a non-object and bad fields apart', () => {

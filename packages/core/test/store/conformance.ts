@@ -6,13 +6,20 @@
 import { randomBytes } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
 import { SimulatedClock } from 'xstate'
+import { ConfigError } from '../../src/errors.ts'
 import type { Message } from '../../src/messages.ts'
-import { type Checkpoint, CheckpointError, type RunStore, RunStoreError } from '../../src/store/index.ts'
+import { type Checkpoint, CheckpointError, parkRun, pruneRuns, type RunStore, RunStoreError } from '../../src/store/index.ts'
 import { sampleCheckpoint } from './sample.ts'
 
 export interface StoreUnderTest {
   store: RunStore
   cleanup(): Promise<void>
+  /**
+   * Rewrites the stored checkpoint's JSON in place, as another signalbox would have written it
+   * (a file edited, a KV value put): for the tests of what a reader refuses. Stores that cannot
+   * be reached into (memory) leave it out, and those tests are not defined for them.
+   */
+  rewriteCheckpoint?(runId: string, edit: (json: string) => string): Promise<void>
 }
 
 /** Builds a store for one test on `clock` (the store reads lease times from it). */
@@ -46,12 +53,12 @@ export function describeRunStoreConformance(name: string, makeStore: MakeStore):
       for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
     })
 
-    async function open(): Promise<{ store: RunStore; clock: SimulatedClock; runId: string }> {
+    async function open(): Promise<{ store: RunStore; clock: SimulatedClock; runId: string } & Partial<StoreUnderTest>> {
       const clock = new SimulatedClock()
       clock.set(1_700_000_000_000)
-      const { store, cleanup } = await makeStore({ clock })
-      cleanups.push(cleanup)
-      return { store, clock, runId: `run_${randomBytes(6).toString('hex')}` }
+      const made = await makeStore({ clock })
+      cleanups.push(made.cleanup)
+      return { ...made, clock, runId: `run_${randomBytes(6).toString('hex')}` }
     }
 
     describe('create / load', () => {
@@ -315,6 +322,146 @@ export function describeRunStoreConformance(name: string, makeStore: MakeStore):
         // A run created again under the same id starts afresh, with an empty log.
         await store.create(sampleCheckpoint({ runId }), { signal: signal() })
         expectStoreError(await errorOf(store.readMessages(runId, { length: 1, signal: signal() })), 'RUN_TRANSCRIPT_GAP', runId)
+      })
+    })
+
+    describe('long runs', () => {
+      it('keeps every message and the newest checkpoint over hundreds of writes', async () => {
+        const { store, runId } = await open()
+        let revision = await store.create(sampleCheckpoint({ runId, transcript: { length: 0 } }), { signal: signal() })
+        const steps = 150
+        for (let n = 1; n <= steps; n++) {
+          const checkpoint = sampleCheckpoint({ runId, status: 'running', transcript: { length: n } })
+          const messages = { from: n - 1, epoch: 1, messages: [user(`m${n}`)] }
+          if (store.saveWithMessages)
+            revision = await store.saveWithMessages(checkpoint, { revision, signal: signal(), messages })
+          else {
+            await store.appendMessages(runId, { ...messages, signal: signal() })
+            revision = await store.save(checkpoint, { revision, signal: signal() })
+          }
+        }
+        const stored = await store.load(runId, { signal: signal() })
+        expect(stored).toMatchObject({ revision, checkpoint: { transcript: { length: steps } } })
+        const transcript = await store.readMessages(runId, { length: steps, signal: signal() })
+        expect(transcript.map((m) => m.content)).toEqual(Array.from({ length: steps }, (_, i) => `m${i + 1}`))
+        // Still one owner at a time: a writer holding an older revision loses.
+        expectStoreError(
+          await errorOf(store.save(sampleCheckpoint({ runId }), { revision: revision - 1, signal: signal() })),
+          'RUN_REVISION_CONFLICT',
+          runId,
+        )
+        const claimed = await store.claim(runId, { owner: 'next', leaseMs: 1_000, signal: signal() })
+        expect(claimed.revision).toBeGreaterThan(revision)
+      })
+    })
+
+    describe('parking', () => {
+      it('parks a run that cannot be continued: listed as parked with why, no lease, never among the resumable runs', async () => {
+        const { store, runId, clock } = await open()
+        await store.create(sampleCheckpoint({ runId, status: 'running' }), { signal: signal() })
+        const claimed = await store.claim(runId, { owner: 'host-a', leaseMs: 10_000, signal: signal() })
+        const reason = { code: 'RUN_TRANSCRIPT_GAP', message: `Run "${runId}": the message log has no message 1.` }
+        const parked = await parkRun(store, claimed, { reason, by: 'host-a', clock, signal: signal() })
+        expect(parked.revision).toBeGreaterThan(claimed.revision)
+        const stored = await store.load(runId, { signal: signal() })
+        expect(stored).toEqual(parked)
+        expect(stored?.checkpoint).toMatchObject({ status: 'parked', parked: { ...reason, by: 'host-a', at: clock.now() } })
+        expect(stored?.checkpoint.lease).toBeUndefined()
+        const resumable = await store.list({ status: ['running', 'waiting'], signal: signal() })
+        expect(resumable.runs.map((run) => run.checkpoint.runId)).not.toContain(runId)
+        const listed = await store.list({ status: ['parked'], signal: signal() })
+        expect(listed.runs.map((run) => run.checkpoint.runId)).toEqual([runId])
+      })
+
+      it('parks nothing when the run changed since the caller read it', async () => {
+        const { store, runId, clock } = await open()
+        await store.create(sampleCheckpoint({ runId, status: 'running' }), { signal: signal() })
+        const read = await store.claim(runId, { owner: 'host-a', leaseMs: 10_000, signal: signal() })
+        await store.claim(runId, { owner: 'host-a', leaseMs: 10_000, signal: signal() })
+        const reason = { code: 'CHECKPOINT_INVALID', message: 'bad' }
+        expectStoreError(
+          await errorOf(parkRun(store, read, { reason, by: 'host-a', clock, signal: signal() })),
+          'RUN_REVISION_CONFLICT',
+          runId,
+        )
+        expect((await store.load(runId, { signal: signal() }))?.checkpoint.status).toBe('running')
+      })
+    })
+
+    describe('retention', () => {
+      it('prunes finished runs last saved before the cutoff, their transcripts too; never a run that may go on', async () => {
+        const { store, runId } = await open()
+        const old = 1_600_000_000_000
+        const cutoff = 1_650_000_000_000
+        const runs = {
+          doneOld: sampleCheckpoint({ runId: `${runId}_a`, status: 'done', savedAt: old }),
+          failedOld: sampleCheckpoint({ runId: `${runId}_b`, status: 'failed', savedAt: old }),
+          cancelledNew: sampleCheckpoint({ runId: `${runId}_c`, status: 'cancelled', savedAt: cutoff + 1 }),
+          waitingOld: sampleCheckpoint({ runId: `${runId}_d`, status: 'waiting', savedAt: old }),
+          runningOld: sampleCheckpoint({ runId: `${runId}_e`, status: 'running', savedAt: old }),
+          parkedOld: sampleCheckpoint({ runId: `${runId}_f`, status: 'parked', savedAt: old }),
+        }
+        for (const checkpoint of Object.values(runs)) await store.create(checkpoint, { signal: signal() })
+        await store.appendMessages(runs.doneOld.runId, { from: 0, epoch: 1, messages: [user('card 4242')], signal: signal() })
+        const ids = (list: { checkpoint: Checkpoint }[]) => list.map((run) => run.checkpoint.runId).sort()
+
+        const dry = await pruneRuns(store, { before: cutoff, dryRun: true, signal: signal() })
+        expect(ids(dry.pruned)).toEqual([runs.doneOld.runId, runs.failedOld.runId])
+        expect(await store.load(runs.doneOld.runId, { signal: signal() })).toBeDefined()
+
+        const done = await pruneRuns(store, { before: cutoff, signal: signal() })
+        expect(ids(done.pruned)).toEqual([runs.doneOld.runId, runs.failedOld.runId])
+        expect(done.errors).toEqual([])
+        for (const gone of [runs.doneOld, runs.failedOld]) {
+          expect(await store.load(gone.runId, { signal: signal() })).toBeUndefined()
+          const read = await errorOf(store.readMessages(gone.runId, { length: 1, signal: signal() }))
+          expect(['RUN_NOT_FOUND', 'RUN_TRANSCRIPT_GAP']).toContain((read as RunStoreError).code)
+        }
+        const left = await store.list({ signal: signal() })
+        expect(ids(left.runs)).toEqual(
+          [runs.cancelledNew, runs.waitingOld, runs.runningOld, runs.parkedOld].map((c) => c.runId).sort(),
+        )
+        // Parked runs go only when asked for; runs that may go on, never.
+        const parked = await pruneRuns(store, { before: cutoff, status: ['parked'], signal: signal() })
+        expect(ids(parked.pruned)).toEqual([runs.parkedOld.runId])
+        const refused = await errorOf(pruneRuns(store, { before: cutoff, status: ['done', 'waiting'], signal: signal() }))
+        expect(refused).toBeInstanceOf(ConfigError)
+        expect((await store.load(runs.waitingOld.runId, { signal: signal() }))?.checkpoint.status).toBe('waiting')
+      })
+    })
+
+    describe('versions', () => {
+      it('refuses a checkpoint of another schema version, naming the run and both versions', async () => {
+        const { store, runId, rewriteCheckpoint } = await open()
+        if (rewriteCheckpoint === undefined) {
+          // A store nothing can reach into (memory) can only hold what it encoded itself.
+          const bad = { ...sampleCheckpoint({ runId }), v: 3 } as unknown as Checkpoint
+          expect((await errorOf(store.create(bad, { signal: signal() }))) as CheckpointError).toMatchObject({
+            code: 'CHECKPOINT_INVALID',
+          })
+          return
+        }
+        await store.create(sampleCheckpoint({ runId: `${runId}_new` }), { signal: signal() })
+        await store.create(sampleCheckpoint({ runId: `${runId}_old` }), { signal: signal() })
+        await store.create(sampleCheckpoint({ runId: `${runId}_ok` }), { signal: signal() })
+        await rewriteCheckpoint(`${runId}_new`, (json) => JSON.stringify({ ...JSON.parse(json), v: 3 }))
+        await rewriteCheckpoint(`${runId}_old`, (json) => JSON.stringify({ ...JSON.parse(json), v: 1 }))
+        for (const [id, version, why] of [
+          [`${runId}_new`, 3, 'written by a newer signalbox'],
+          [`${runId}_old`, 1, 'written by an older signalbox'],
+        ] as const) {
+          const error = await errorOf(store.load(id, { signal: signal() }))
+          expect(error).toBeInstanceOf(CheckpointError)
+          expect(error).toMatchObject({ code: 'CHECKPOINT_UNSUPPORTED_VERSION', runId: id, details: { version, supported: 2 } })
+          expect((error as Error).message).toContain(
+            `Run "${id}": checkpoint schema version ${version} is not supported; this signalbox reads version 2 (${why}`,
+          )
+          // Nor can it be claimed, resumed or overwritten by a save built on it.
+          expect(await errorOf(store.claim(id, { owner: 'h', leaseMs: 1, signal: signal() }))).toBeInstanceOf(CheckpointError)
+        }
+        const listing = await store.list({ signal: signal() })
+        expect(listing.runs.map((run) => run.checkpoint.runId)).toContain(`${runId}_ok`)
+        expect(listing.errors.map((e) => e.runId).sort()).toEqual([`${runId}_new`, `${runId}_old`])
       })
     })
   })

@@ -1,4 +1,4 @@
-import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises'
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -12,6 +12,7 @@ import {
 } from '../../../../test/support/run-log-files.ts'
 import { createAgent, tool } from '../../src/index.ts'
 import { type Checkpoint, CheckpointError, FileRunStore } from '../../src/store/index.ts'
+import { checkpointRecord } from '../../src/store/run-log.ts'
 import { ScriptedProvider } from '../../src/testing/index.ts'
 import { describeRunStoreConformance, errorOf, expectStoreError } from './conformance.ts'
 import { type ClaimResult, race } from './racers.ts'
@@ -33,12 +34,20 @@ afterEach(async () => {
 
 describeRunStoreConformance('file', async ({ clock }) => {
   const directory = await tempDir()
-  return { store: new FileRunStore({ directory, clock }), cleanup: async () => {} }
+  return {
+    store: new FileRunStore({ directory, clock }),
+    cleanup: async () => {},
+    rewriteCheckpoint: async (runId, edit) => rewriteLatestCheckpoint(directory, runId, edit),
+  }
 })
 
-describeRunStoreConformance('file (fsync: false)', async ({ clock }) => {
+describeRunStoreConformance('file (fsync: false, compacting every 4 checkpoints)', async ({ clock }) => {
   const directory = await tempDir()
-  return { store: new FileRunStore({ directory, clock, fsync: false }), cleanup: async () => {} }
+  return {
+    store: new FileRunStore({ directory, clock, fsync: false, compactAfter: { checkpoints: 4 } }),
+    cleanup: async () => {},
+    rewriteCheckpoint: async (runId, edit) => rewriteLatestCheckpoint(directory, runId, edit),
+  }
 })
 
 describe('FileRunStore on disk', () => {
@@ -69,16 +78,18 @@ describe('FileRunStore on disk', () => {
     rewriteLatestCheckpoint(directory, 'run_junk', () => 'not json at all')
     rewriteLatestCheckpoint(directory, 'run_future', (json) => JSON.stringify({ ...JSON.parse(json), v: 7 }))
     const format = runLogFile(directory, 'run_format')
-    await writeFile(format, (await readFile(format, 'utf8')).replace('signalbox-run-log 1', 'signalbox-run-log 2'))
+    await writeFile(format, (await readFile(format, 'utf8')).replace('signalbox-run-log 2', 'signalbox-run-log 3'))
 
-    const listing = await store.list({ signal: signal() })
+    // Read by another process (this store remembers what it wrote: its logs only grow).
+    const listing = await new FileRunStore({ directory }).list({ signal: signal() })
     expect(listing.runs.map((run) => run.checkpoint.runId)).toEqual(['run_fine'])
     const byRun = Object.fromEntries(listing.errors.map((e) => [e.runId, e]))
     expect(byRun.run_junk?.code).toBe('CHECKPOINT_INVALID_JSON')
     expect(byRun.run_future?.code).toBe('CHECKPOINT_UNSUPPORTED_VERSION')
     expect(byRun.run_future?.message).toContain('Run "run_future": checkpoint schema version 7 is not supported')
+    expect(byRun.run_future?.details).toMatchObject({ version: 7, supported: 2 })
     expect(byRun.run_format?.code).toBe('CHECKPOINT_UNSUPPORTED_VERSION')
-    expect(byRun.run_format?.message).toContain('Run "run_format": the run log is in format "signalbox-run-log 2"')
+    expect(byRun.run_format?.message).toContain('Run "run_format": the run log is in format "signalbox-run-log 3"')
   })
 
   it('keeps one append-only log per run, no temp files; a writer holding an old revision is fenced', async () => {
@@ -86,7 +97,7 @@ describe('FileRunStore on disk', () => {
     const store = new FileRunStore({ directory })
     let revision = await store.create(sampleCheckpoint({ runId: 'run_gc' }), { signal: signal() })
     for (let i = 0; i < 5; i++) revision = await store.save(sampleCheckpoint({ runId: 'run_gc' }), { revision, signal: signal() })
-    expect(await readdir(path.join(directory, 'run_gc'))).toEqual(['run.log'])
+    expect(await readdir(path.join(directory, 'run_gc'))).toEqual(['log.1'])
     expect(checkpointLines(runLogFile(directory, 'run_gc'))).toHaveLength(6)
     expectStoreError(
       await errorOf(store.save(sampleCheckpoint({ runId: 'run_gc' }), { revision: 2, signal: signal() })),
@@ -123,7 +134,9 @@ describe('FileRunStore on disk', () => {
 
   it('skips a torn last checkpoint record: the run loads at the revision before, and writing goes on from there', async () => {
     const directory = await tempDir()
-    const store = new FileRunStore({ directory })
+    // Without group commit: a torn record is one its writer never finished, so it never reaches a
+    // commit log; this writer's log is cut by hand.
+    const store = new FileRunStore({ directory, groupCommit: false })
     let revision = await store.create(sampleCheckpoint({ runId: 'run_torn' }), { signal: signal() })
     revision = await store.save(sampleCheckpoint({ runId: 'run_torn', status: 'running' }), { revision, signal: signal() })
     revision = await store.save(sampleCheckpoint({ runId: 'run_torn', status: 'done' }), { revision, signal: signal() })
@@ -136,7 +149,11 @@ describe('FileRunStore on disk', () => {
     expect(await resumed.load('run_torn', { signal: signal() })).toMatchObject({ revision: 2, checkpoint: { status: 'running' } })
     revision = await resumed.save(sampleCheckpoint({ runId: 'run_torn', status: 'cancelled' }), { revision: 2, signal: signal() })
     expect(revision).toBe(3)
-    expect(await store.load('run_torn', { signal: signal() })).toMatchObject({ revision: 3, checkpoint: { status: 'cancelled' } })
+    // Read by another process (the one that wrote the torn record is dead).
+    expect(await new FileRunStore({ directory }).load('run_torn', { signal: signal() })).toMatchObject({
+      revision: 3,
+      checkpoint: { status: 'cancelled' },
+    })
     // The torn fragment stays a line of its own, never glued to the record after it.
     expect((await readFile(file, 'utf8')).split('\n').filter((line) => line.startsWith('C '))).toHaveLength(4)
   })
@@ -174,68 +191,119 @@ describe('FileRunStore on disk', () => {
     expect((error as CheckpointError).runId).toBe('run_badlog')
   })
 
-  it('loads a run stored in the first layout (a file per revision) and moves it to a log at its first write', async () => {
+  it('refuses a run stored by an older signalbox (run-log format 1, or a file per revision), naming the run and the versions', async () => {
     const directory = await tempDir()
-    const dir = path.join(directory, 'run_old')
-    await mkdir(dir)
-    // As the first layout left it: older revisions emptied, the newest two kept, the transcript beside.
-    await writeFile(path.join(dir, 'rev-1.json'), '')
-    await writeFile(path.join(dir, 'rev-2.json'), JSON.stringify(sampleCheckpoint({ runId: 'run_old', status: 'running' })))
-    await writeFile(path.join(dir, 'rev-3.json'), JSON.stringify(sampleCheckpoint({ runId: 'run_old' })))
-    const batches = [
-      { from: 0, epoch: 1, messages: [{ role: 'user', content: 'hi' }] },
-      {
-        from: 1,
-        epoch: 1,
-        messages: [
-          { role: 'assistant', content: 'hello' },
-          { role: 'user', content: 'go' },
-        ],
-      },
-    ]
-    await writeFile(path.join(dir, 'messages.jsonl'), `${batches.map((b) => JSON.stringify(b)).join('\n')}\n`)
-    const store = new FileRunStore({ directory })
-    expect(await store.load('run_old', { signal: signal() })).toMatchObject({ revision: 3, checkpoint: { status: 'waiting' } })
-    const transcript = await store.readMessages('run_old', { length: 3, signal: signal() })
-    expect(transcript.map((m) => m.content)).toEqual(['hi', 'hello', 'go'])
-    expect((await store.list({ signal: signal() })).runs.map((run) => run.revision)).toEqual([3])
-
-    // Resumed: the claim is the first write. A second process that read the same revision loses.
-    const claimed = await store.claim('run_old', { owner: 'host-b', leaseMs: 1_000, signal: signal() })
-    expect(claimed.revision).toBe(4)
-    expectStoreError(
-      await errorOf(
-        new FileRunStore({ directory }).save(sampleCheckpoint({ runId: 'run_old' }), { revision: 3, signal: signal() }),
-      ),
-      'RUN_REVISION_CONFLICT',
-      'run_old',
+    await mkdir(path.join(directory, 'run_log1'))
+    await writeFile(path.join(directory, 'run_log1', 'run.log'), 'signalbox-run-log 1\n')
+    await mkdir(path.join(directory, 'run_revs'))
+    await writeFile(
+      path.join(directory, 'run_revs', 'rev-3.json'),
+      JSON.stringify({ ...sampleCheckpoint({ runId: 'run_revs' }), v: 1 }),
     )
-    expect(await readdir(dir)).toContain('run.log')
-    const reread = new FileRunStore({ directory })
-    expect(await reread.load('run_old', { signal: signal() })).toMatchObject({
-      revision: 4,
-      checkpoint: { lease: { owner: 'host-b' } },
+    const store = new FileRunStore({ directory })
+    await store.create(sampleCheckpoint({ runId: 'run_new' }), { signal: signal() })
+    for (const runId of ['run_log1', 'run_revs']) {
+      const error = await errorOf(store.load(runId, { signal: signal() }))
+      expect((error as CheckpointError).code).toBe('CHECKPOINT_UNSUPPORTED_VERSION')
+      expect((error as Error).message).toMatch(new RegExp(`^Run "${runId}": the run was stored by an older signalbox`))
+      expect((error as Error).message).toContain('run-log format 2 with checkpoint version 2')
+      // Not overwritten by a new run of the same id.
+      expectStoreError(
+        await errorOf(store.create(sampleCheckpoint({ runId }), { signal: signal() })),
+        'RUN_REVISION_CONFLICT',
+        runId,
+      )
+    }
+    const listing = await store.list({ signal: signal() })
+    expect(listing.runs.map((run) => run.checkpoint.runId)).toEqual(['run_new'])
+    expect(listing.errors.map((e) => e.runId).sort()).toEqual(['run_log1', 'run_revs'])
+  })
+})
+
+describe('FileRunStore: compaction', () => {
+  it('keeps a long run cheap to load: the log is sealed and continued, the transcript kept whole', async () => {
+    const directory = await tempDir()
+    const store = new FileRunStore({ directory, compactAfter: { checkpoints: 32 } })
+    let revision = await store.create(sampleCheckpoint({ runId: 'run_long', transcript: { length: 0 } }), { signal: signal() })
+    const sizes: number[] = []
+    for (let n = 1; n <= 400; n++) {
+      revision = await store.saveWithMessages(sampleCheckpoint({ runId: 'run_long', transcript: { length: n } }), {
+        revision,
+        signal: signal(),
+        sync: false,
+        messages: { from: n - 1, epoch: 0, messages: [{ role: 'user', content: `m${n}` }] },
+      })
+      if (n % 50 === 0) sizes.push((await stat(runLogFile(directory, 'run_long'))).size)
+    }
+    const files = await readdir(path.join(directory, 'run_long'))
+    // One current log; the transcripts of the logs before it.
+    expect(files.filter((name) => name.startsWith('log.'))).toEqual(['log.13'])
+    expect(files.filter((name) => name.startsWith('transcript.')).length).toBe(12)
+    expect(files.some((name) => name.startsWith('.tmp-'))).toBe(false)
+    // What a load reads does not grow with the run's age: at most 32 checkpoints, at any point.
+    expect(Math.max(...sizes)).toBeLessThan(32 * 2_200 + 1_000)
+    expect(checkpointLines(runLogFile(directory, 'run_long')).length).toBeLessThanOrEqual(32)
+    const fresh = new FileRunStore({ directory })
+    expect(await fresh.load('run_long', { signal: signal() })).toMatchObject({
+      revision: 401,
+      checkpoint: { transcript: { length: 400 } },
     })
-    expect((await reread.readMessages('run_old', { length: 3, signal: signal() })).map((m) => m.content)).toEqual([
-      'hi',
-      'hello',
-      'go',
-    ])
-    await reread.appendMessages('run_old', { from: 3, epoch: 1, messages: [{ role: 'user', content: 'on' }], signal: signal() })
-    await reread.save(sampleCheckpoint({ runId: 'run_old', transcript: { length: 4 } }), { revision: 4, signal: signal() })
-    expect((await reread.readMessages('run_old', { length: 4, signal: signal() })).at(-1)?.content).toBe('on')
+    const transcript = await fresh.readMessages('run_long', { length: 400, signal: signal() })
+    expect(transcript.map((m) => m.content)).toEqual(Array.from({ length: 400 }, (_, i) => `m${i + 1}`))
+    // A writer still holding a revision from before the last compaction loses.
+    expectStoreError(
+      await errorOf(fresh.save(sampleCheckpoint({ runId: 'run_long' }), { revision: 380, signal: signal() })),
+      'RUN_REVISION_CONFLICT',
+      'run_long',
+    )
+    // By default, by size: 256 KiB of log at most.
+    const bySize = new FileRunStore({ directory })
+    revision = 401
+    for (let n = 401; n <= 700; n++) {
+      revision = await bySize.save(sampleCheckpoint({ runId: 'run_long', transcript: { length: 400 } }), {
+        revision,
+        signal: signal(),
+        sync: false,
+      })
+      expect((await stat(runLogFile(directory, 'run_long'))).size).toBeLessThan(256 * 1024 + 4_096)
+    }
+    expect((await readdir(path.join(directory, 'run_long'))).filter((name) => name.startsWith('log.'))).toEqual(['log.14'])
   })
 
-  it('reports a run of the first layout whose checkpoint is unreadable, naming the run', async () => {
+  it('a seal left unfinished (its writer killed) loads as the newest checkpoint, and the next writer finishes it', async () => {
     const directory = await tempDir()
-    await mkdir(path.join(directory, 'run_old_cut'))
-    await writeFile(
-      path.join(directory, 'run_old_cut', 'rev-1.json'),
-      JSON.stringify(sampleCheckpoint({ runId: 'run_old_cut' })).slice(0, 40),
+    const store = new FileRunStore({ directory })
+    let revision = await store.create(sampleCheckpoint({ runId: 'run_seal', transcript: { length: 0 } }), { signal: signal() })
+    await store.appendMessages('run_seal', { from: 0, epoch: 1, messages: [{ role: 'user', content: 'hi' }], signal: signal() })
+    revision = await store.save(sampleCheckpoint({ runId: 'run_seal', transcript: { length: 1 } }), {
+      revision,
+      signal: signal(),
+    })
+    // What a process killed right after appending its seal leaves: the sealed log, no successor.
+    const sealed = sampleCheckpoint({ runId: 'run_seal', status: 'running', transcript: { length: 1 } })
+    await appendFile(
+      runLogFile(directory, 'run_seal'),
+      checkpointRecord(revision + 1, 'dead.1', JSON.stringify(sealed), true).bytes,
     )
-    const error = await errorOf(new FileRunStore({ directory }).load('run_old_cut', { signal: signal() }))
-    expect((error as CheckpointError).code).toBe('CHECKPOINT_TRUNCATED')
-    expect((error as CheckpointError).runId).toBe('run_old_cut')
+    const next = new FileRunStore({ directory })
+    expect(await next.load('run_seal', { signal: signal() })).toEqual({ checkpoint: sealed, revision: revision + 1 })
+    // A write at the pre-seal revision loses; one at the seal's finishes the seal and goes on in the next log.
+    expectStoreError(
+      await errorOf(next.save(sampleCheckpoint({ runId: 'run_seal' }), { revision, signal: signal() })),
+      'RUN_REVISION_CONFLICT',
+      'run_seal',
+    )
+    const after = await next.save(sampleCheckpoint({ runId: 'run_seal', status: 'done', transcript: { length: 1 } }), {
+      revision: revision + 1,
+      signal: signal(),
+    })
+    expect(after).toBe(revision + 2)
+    expect((await readdir(path.join(directory, 'run_seal'))).sort()).toEqual(['log.2', 'transcript.2'])
+    expect(await store.load('run_seal', { signal: signal() })).toMatchObject({
+      revision: revision + 2,
+      checkpoint: { status: 'done' },
+    })
+    expect(await store.readMessages('run_seal', { length: 1, signal: signal() })).toEqual([{ role: 'user', content: 'hi' }])
   })
 })
 
@@ -270,10 +338,12 @@ describe('FileRunStore across processes', () => {
     const stored = await store.load('run_count', { signal: signal() })
     expect(stored?.checkpoint.usage.totalTokens).toBe(80)
     expect(stored?.revision).toBe(81)
+    // 81 revisions: the log was compacted twice (every 32 checkpoints) while both raced on it.
+    expect((await readdir(path.join(directory, 'run_count'))).filter((name) => name.startsWith('log.'))).toEqual(['log.3'])
     expectStoreError(await errorOf(store.save(base, { revision: 40, signal: signal() })), 'RUN_REVISION_CONFLICT', 'run_count')
   })
 
-  it.each(['fsync', 'no-fsync', 'big'])(
+  it.each(['fsync', 'no-fsync', 'big', 'compact'])(
     'a writer (%s) killed with SIGKILL mid-stream leaves its last acknowledged checkpoint and transcript readable',
     async (mode) => {
       const directory = await tempDir()

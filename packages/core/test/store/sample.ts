@@ -6,7 +6,7 @@ const DIGEST = `sha256:${'a'.repeat(64)}`
 export function sampleCheckpoint(overrides: Partial<Checkpoint> = {}): Checkpoint {
   const runId = overrides.runId ?? 'run_1'
   return {
-    v: 1,
+    v: 2,
     type: 'run.checkpoint',
     runId,
     agentId: 'trains',

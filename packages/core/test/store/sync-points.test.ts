@@ -5,7 +5,7 @@
  * and made durable by the next synced one. The file store's log only grows, and a record cut short
  * is skipped, so a power loss that cuts off unsynced records leaves a run that still loads.
  */
-import { mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -101,11 +101,15 @@ describe('synced writes of a stored run', () => {
     revision = await store.save(sampleCheckpoint({ runId: 'r1', usage: usage(2) }), { revision, signal }) // synced: 2
     const file = runLogFile(directory, 'r1')
     const synced = (await stat(file)).size
+    const commitLog = path.join(directory, (await readdir(directory)).find((name) => name.startsWith('.commit-')) as string)
+    const committed = (await stat(commitLog)).size
     for (const n of [3, 4, 5]) {
       revision = await store.save(sampleCheckpoint({ runId: 'r1', usage: usage(n) }), { revision, sync: false, signal })
     }
-    // The power loss: what was synced is on the disk, the unsynced records are not (or only partly).
+    // The power loss: what was synced is on the disk, the unsynced records are not (or only
+    // partly), in the run's log nor in the commit log that a synced write flushes.
     await truncate(file, synced + 100)
+    await truncate(commitLog, committed + 50)
     const resumed = new FileRunStore({ directory })
     const loaded = await resumed.load('r1', { signal })
     expect(loaded).toMatchObject({ revision: 2, checkpoint: { usage: usage(2) } })

@@ -1,0 +1,73 @@
+/**
+ * The KV store's answer to a cluster that cannot answer for a moment: a leader election, a node
+ * lost, a reconnect in progress. Such failures are retried with backoff until the operation's
+ * bound (`retryMs`) and its signal allow; anything else fails at once.
+ */
+import { JetStreamApiError } from '@nats-io/jetstream'
+import { errors as natsErrors } from '@nats-io/transport-node'
+import { AbortedError } from '@signalbox/core'
+import { backoffDelay, sleep } from '@signalbox/core/internal'
+import { CheckpointError, RunStoreError, StoreUnavailableError } from '@signalbox/core/store'
+import { isRetryable } from '../nats/errors.ts'
+
+export interface RetryOptions {
+  signal: AbortSignal
+  /** What the operation does, for the error that ends the retries ("Saving the run"). */
+  what: string
+  runId?: string
+  /** How long the operation may keep retrying, from its first attempt. */
+  retryMs: number
+}
+
+/** Pauses between attempts: 100 ms, doubling, at most 2 s (an election takes 2-10 s). */
+const PACING = { baseDelayMs: 100, maxDelayMs: 2_000 }
+
+/**
+ * Runs `attempt` until it succeeds, fails for good, or the bound passes. `attempt` gets whether
+ * an earlier attempt failed in a way that leaves its write unknown (a timeout: it may have been
+ * stored), so a compare-and-set can recognise its own write when it reads it back.
+ */
+export async function retryTransient<T>(options: RetryOptions, attempt: (ambiguous: boolean) => Promise<T>): Promise<T> {
+  const { signal, what } = options
+  const started = Date.now()
+  let ambiguous = false
+  for (let n = 1; ; n++) {
+    if (signal.aborted) throw new AbortedError(`${what} was aborted.`, signal.reason)
+    try {
+      return await attempt(ambiguous)
+    } catch (error) {
+      if (RunStoreError.is(error) || CheckpointError.is(error) || AbortedError.is(error)) throw error
+      if (!isTransient(error)) throw error
+      if (isUnknownOutcome(error)) ambiguous = true
+      const pause = backoffDelay(n, PACING)
+      if (Date.now() - started + pause > options.retryMs) {
+        throw new StoreUnavailableError(what, options.retryMs, {
+          cause: error,
+          ...(options.runId ? { runId: options.runId } : {}),
+        })
+      }
+      try {
+        await sleep(pause, { signal })
+      } catch {
+        throw new AbortedError(`${what} was aborted.`, signal.reason)
+      }
+    }
+  }
+}
+
+/** A failure that a later attempt can fix: nobody answered, or the cluster said "not now". */
+export function isTransient(error: unknown): boolean {
+  if (isRetryable(error)) return true
+  // A JetStream API request's own timeout (its responder was being elected).
+  return error instanceof Error && error.name === 'TimeoutError'
+}
+
+/** The request may have been carried out (only its answer was lost). */
+function isUnknownOutcome(error: unknown): boolean {
+  if (error instanceof natsErrors.TimeoutError || (error instanceof Error && error.name === 'TimeoutError')) return true
+  if (error instanceof natsErrors.RequestError) return !error.isNoResponders()
+  // Nobody took the request, or the server refused it ("temporarily unavailable"): not stored.
+  if (error instanceof natsErrors.NoRespondersError || error instanceof JetStreamApiError) return false
+  if (error instanceof Error && error.name === 'JetStreamNotEnabled') return false
+  return true
+}
