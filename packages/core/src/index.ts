@@ -44,6 +44,7 @@ export type {
   Answer,
   Answerer,
   AnswerOptions,
+  ApprovalContext,
   ApprovalDecision,
   ApprovalRequest,
   AuditEntry,

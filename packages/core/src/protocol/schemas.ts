@@ -66,6 +66,9 @@ export const ApprovalRequestMessage = envelope('approval.request', {
   requestedAt: epochMs,
   /** The tool's JSON Schema, so a reviewer can check an edit before sending it. Not in the digest. */
   parameters: z.record(z.string(), z.unknown()).optional(),
+  /** The tool's description and what led to the call, for the reviewer. Not in the digest. */
+  description: z.string().max(8192).optional(),
+  context: z.object({ input: z.string().max(8192).optional(), lastText: z.string().max(8192).optional() }).optional(),
   /**
    * Set by an agent that keeps the request only in its process (no run store): it publishes
    * `approval.alive` for the request at this interval while it waits. Three missed: orphaned.
