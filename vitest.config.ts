@@ -8,5 +8,7 @@ export default defineConfig({
     // NATS- and process-heavy suites share one machine: keep parallelism modest.
     maxWorkers: 2,
     reporters: ['default'],
+    // The console's built page and chart, current before any test serves them.
+    globalSetup: ['test/support/console-assets.ts'],
   },
 })

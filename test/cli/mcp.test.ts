@@ -108,4 +108,34 @@ describe('signalbox tools serve --mcp', () => {
       /error \[CONFIG_INVALID\]: needsApproval names "write_fiel", which the MCP server .* does not have/,
     )
   })
+
+  it('--allow serves only the named tools, --deny all but those; an agent lists them without naming them', async () => {
+    const prefix = uniquePrefix()
+    dir = await realpath(await mkdtemp(path.join(os.tmpdir(), 'signalbox-mcp-cli-')))
+    const server = `"${process.execPath}" ${FILESYSTEM_SERVER} '${dir}'`
+    const host = startProcess(['tools', 'serve', '--mcp', server, '--allow', 'read_text_file,write_file', ...busArgs(prefix)], {
+      name: 'tools',
+    })
+    await host.waitFor(/serving 2 tools: /)
+    bus = await connectNatsBus({ servers: NATS_URL, prefix, name: 'mcp-lister' })
+    const listed = await discoverTools({ bus, subjects: createSubjects(prefix) })
+    // write_file is destructive by its annotations: announced as needing approval without --approve.
+    expect(listed.map((t) => [t.name, Boolean(t.needsApproval)])).toEqual([
+      ['read_text_file', false],
+      ['write_file', true],
+    ])
+    const denied = await runCli(['tools', 'serve', '--mcp', server, '--deny', 'nope', ...busArgs(uniquePrefix())])
+    expect(denied.code).toBe(1)
+    expect(denied.stderr).toMatch(/filter\.deny names "nope", which the MCP server .* does not have/)
+    const misplaced = await runCli([
+      'tools',
+      'serve',
+      'examples/distributed/claw-tools.ts',
+      '--allow',
+      'move_claw',
+      ...busArgs(uniquePrefix()),
+    ])
+    expect(misplaced.code).toBe(2)
+    expect(misplaced.stderr).toContain('--allow and --deny pick the tools of an MCP server')
+  })
 })

@@ -2,14 +2,19 @@
  * `signalbox console` as a person starts it: a real process on the bus, a page served entirely
  * from this machine, actions refused without the page's token, Ctrl-C stops it.
  */
+
+import { randomUUID } from 'node:crypto'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
+import { connectNatsBus } from '@signalbox/actors/nats'
 import { createSigner, newUserSeed } from '@signalbox/actors/trust'
+import { createSubjects } from '@signalbox/core/bus'
+import { callDigest, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
 import { afterEach, describe, expect, it } from 'vitest'
 import { busArgs, cleanupAll, deleteStream, runCli, startProcess } from '../cli/support.ts'
-import { uniquePrefix } from '../support/env.ts'
+import { NATS_URL, uniquePrefix } from '../support/env.ts'
 
 afterEach(cleanupAll)
 
@@ -81,6 +86,65 @@ describe('signalbox console', () => {
     expect(result.code).not.toBe(0)
     expect(result.stderr).toContain('"UNOTAKEY" is not a public nkey')
     await deleteStream(prefix)
+  })
+
+  it("with --trust, says the stream's old unsigned requests in one line, and each new one as it comes", async () => {
+    const tmp = await mkdtemp(path.join(os.tmpdir(), 'signalbox-console-backlog-'))
+    const prefix = uniquePrefix()
+    const bus = await connectNatsBus({ servers: NATS_URL, prefix, name: 'console-backlog' })
+    try {
+      const agent = createSigner(newUserSeed())
+      await writeFile(
+        path.join(tmp, 'trust.json'),
+        JSON.stringify({ keys: { [agent.publicKey]: 'claw' }, agents: { claw: [agent.publicKey] } }),
+      )
+      const subjects = createSubjects(prefix)
+      const unsigned = async (n: number) => {
+        const now = Date.now()
+        const request = {
+          v: PROTOCOL_VERSION,
+          type: 'approval.request' as const,
+          requestId: `request_${n}_${randomUUID()}`,
+          agentId: 'claw',
+          runId: `run_${n}`,
+          runPath: [],
+          callId: `call_${n}`,
+          toolName: 'drop_claw',
+          arguments: {},
+          digest: callDigest('drop_claw', {}),
+          deadline: now + 120_000,
+          requestedAt: now,
+        }
+        await bus.durablePublish(subjects.approvals('claw'), encodeMessage(request), { msgId: request.requestId })
+        return request.requestId
+      }
+      // Earlier runs left unsigned requests in the stream.
+      for (let n = 0; n < 6; n++) await unsigned(n)
+      const proc = startProcess([
+        'console',
+        '--as',
+        'tina',
+        '--port',
+        '0',
+        '--trust',
+        path.join(tmp, 'trust.json'),
+        ...busArgs(prefix),
+      ])
+      await proc.waitFor(/http:\/\/localhost:\d+/)
+      await proc.waitFor(
+        'refused 6 approval requests already in the stream when the console started, unseen: not from a trusted agent',
+      )
+      expect(proc.stderr).not.toMatch(/refused approval request request_\d/)
+      // A new one is said at once, on its own line.
+      const fresh = await unsigned(99)
+      await proc.waitFor(`refused approval request ${fresh} unseen: not from a trusted agent`)
+      expect(proc.stderr.match(/^refused /gm)).toHaveLength(2)
+      expect(await proc.stop('SIGINT')).toBe(0)
+    } finally {
+      await bus.close()
+      await deleteStream(prefix)
+      await rm(tmp, { recursive: true, force: true })
+    }
   })
 
   it('signs with --nkey and checks against a --trust policy file, saying so; an unreadable policy is refused', async () => {

@@ -1,7 +1,7 @@
 /**
  * The console with the agents' keys, in real headless Chromium over NATS: a request the agent
  * signed is shown marked verified (the policy's name for the key); a request nobody trusted signed
- * is never shown there. A console without keys shows requests marked NOT verified. With a trust
+ * is never shown there. A console without keys shows requests, and says once that they are not verified. With a trust
  * policy, a forged answer does not take a question out of the inbox; the console's signed answer
  * is the one the agent accepts.
  */
@@ -65,18 +65,23 @@ describe('signalbox console with agent keys', () => {
 
       const card = trustingPage.locator(`.item[data-id="${real.requestId}"]`)
       await card.waitFor()
-      expect(await card.locator('.origin.verified').textContent()).toBe(`verified: signed by agent key 1 (${agentKey.publicKey})`)
+      expect(await card.locator('.origin.verified').textContent()).toBe(
+        `✔ verified: signed by agent key 1 (${agentKey.publicKey})`,
+      )
+      // Every request shown here is verified: no warning on the page.
+      expect(await trustingPage.locator('#trust-notice').isHidden()).toBe(true)
       await screenshot(trustingPage, 'inbox-verified')
       // The unsigned request reached this console and was refused unseen.
       await expect.poll(() => refused.length, { timeout: 10_000 }).toBe(1)
       expect(refused).toEqual([expect.stringMatching(new RegExp(`^${forged.requestId}: not from a trusted agent \\(unsigned`))])
       expect(await trustingPage.locator(`.item[data-id="${forged.requestId}"]`).count()).toBe(0)
 
-      // The console without keys shows both, neither verified.
+      // The console without keys shows both, neither verified, and says so once for the page.
       const plainForged = plainPage.locator(`.item[data-id="${forged.requestId}"]`)
       await plainForged.waitFor()
-      expect(await plainForged.locator('.origin.unverified').textContent()).toMatch(/^NOT verified: no trust policy/)
-      await plainPage.locator(`.item[data-id="${real.requestId}"] .origin.unverified`).waitFor()
+      expect(await plainForged.getAttribute('data-verified')).toBe('false')
+      await plainPage.locator(`.item[data-id="${real.requestId}"][data-verified="false"]`).waitFor()
+      expect(await plainPage.locator('#trust-notice').textContent()).toMatch(/^Requests here are not verified \(no trust policy/)
 
       await card.locator('button.approve').click()
       await expect(decision).resolves.toMatchObject({ approved: true, reviewer: 'tina' })

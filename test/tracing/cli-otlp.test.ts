@@ -3,6 +3,7 @@
  * over OTLP/HTTP; `tools serve`, `review` and `run --nats` with `--otlp` make one trace.
  */
 import { afterEach, describe, expect, it } from 'vitest'
+import { TEST_SERVER } from '../../packages/mcp/test/our-server.ts'
 import { busArgs, cleanupAll, deleteStream, runCli, startProcess } from '../cli/support.ts'
 import { uniquePrefix } from '../support/env.ts'
 import { startOtlpReceiver } from './otlp-receiver.ts'
@@ -93,5 +94,31 @@ describe('signalbox tools serve / review / run --nats, each with --otlp', { time
     expect(parentName('execute_tool drop_claw', 'signalbox-tools')).toBe('execute_tool drop_claw')
     expect(parentName('signalbox.review drop_claw', 'signalbox-review-tina')).toBe('signalbox.approval drop_claw')
     expect(parentName('signalbox.answer', 'signalbox-review-tina')).toBe('execute_tool ask_kid')
+  })
+})
+
+describe('signalbox tools serve --mcp with --otlp', { timeout: 180_000 }, () => {
+  it('the MCP call is a client span under the host’s tool span, and its traceparent reaches the MCP server', async () => {
+    const receiver = await startOtlpReceiver()
+    closers.push(receiver.close)
+    const prefix = uniquePrefix()
+    closers.push(() => deleteStream(prefix))
+    const bus = busArgs(prefix)
+    const otlp = ['--otlp', receiver.url]
+    const server = `${process.execPath} --import tsx ${TEST_SERVER} stdio`
+    const tools = startProcess(['tools', 'serve', '--mcp', server, ...bus, ...otlp], { name: 'mcp-tools' })
+    await tools.waitFor('serving ', 90_000)
+    const agent = startProcess(['run', 'test/tracing/fixtures/mcp-agent.ts', '--scripted', ...bus, ...otlp], { name: 'agent' })
+    expect(await agent.exited, agent.output).toBe(0)
+    expect(await tools.stop()).toBe(0)
+
+    const spans = receiver.spans
+    expect(new Set(spans.map((s) => s.traceId)).size, spans.map((s) => `${s.service}: ${s.name}`).join('\n')).toBe(1)
+    const hosted = spans.find((s) => s.service === 'signalbox-tools' && s.name === 'execute_tool show_meta')
+    const call = spans.find((s) => s.service === 'signalbox-tools' && s.name === 'tools/call show_meta')
+    expect(call?.parentSpanId).toBe(hosted?.spanId)
+    expect(call?.attributes).toMatchObject({ 'mcp.method.name': 'tools/call', 'network.transport': 'pipe' })
+    // The server echoed the _meta it received: the client span's context.
+    expect(agent.output).toContain(`00-${call?.traceId}-${call?.spanId}-01`)
   })
 })

@@ -21,7 +21,7 @@ export {
   ApprovalRequiredError,
 } from './tools/approval-errors.ts'
 export { DEFAULT_APPROVAL_CLOCK_SKEW_MS } from './tools/approval-gate.ts'
-export { discoverTools, type RemoteToolOptions, remoteTool } from './tools/remote-tool.ts'
+export { type DiscoverToolsOptions, discoverTools, type RemoteToolOptions, remoteTool } from './tools/remote-tool.ts'
 export {
   type HostApprovalOptions,
   serveTools,

@@ -58,6 +58,8 @@ export class AiSdkProvider implements Provider {
   readonly model: string
   /** The AI SDK provider id (`anthropic.messages`, `openai.chat`...). */
   readonly providerId: string
+  /** Who serves the model as telemetry names it (`gen_ai.provider.name`): the convention's name for the provider id. */
+  readonly providerName: string
   readonly #languageModel: LanguageModelV3
   readonly #stream: boolean
   readonly #settings: AiSdkCallSettings
@@ -73,6 +75,7 @@ export class AiSdkProvider implements Provider {
     this.#languageModel = model
     this.model = model.modelId
     this.providerId = model.provider
+    this.providerName = conventionName(model.provider)
     this.#stream = options.stream ?? true
     this.#settings = options.settings ?? {}
     this.#onWarning = options.onWarning
@@ -168,6 +171,7 @@ function fromResult(result: Awaited<ReturnType<LanguageModelV3['doGenerate']>>, 
     finishReason: finishReasonOf(result.finishReason, calls.length),
     usage: usageOf(result.usage),
     model: result.response?.modelId ?? model,
+    ...(result.response?.id ? { id: result.response.id } : {}),
   }
 }
 
@@ -182,6 +186,7 @@ async function assemble(
   let text: string | null = null
   const calls: ToolCall[] = []
   let answeredBy = model
+  let responseId: string | undefined
   let finish: Extract<LanguageModelV3StreamPart, { type: 'finish' }> | undefined
   const reader = stream.getReader()
   try {
@@ -204,6 +209,7 @@ async function assemble(
           break
         case 'response-metadata':
           if (part.modelId) answeredBy = part.modelId
+          if (part.id) responseId ??= part.id
           break
         case 'finish':
           finish = part
@@ -228,5 +234,30 @@ async function assemble(
     finishReason: finishReasonOf(finish.finishReason, calls.length),
     usage: usageOf(finish.usage),
     model: answeredBy,
+    ...(responseId ? { id: responseId } : {}),
   }
+}
+
+/** The OpenTelemetry GenAI conventions' well-known provider names, by the AI SDK provider id's first part. */
+const CONVENTION_NAMES: Record<string, string> = {
+  openai: 'openai',
+  anthropic: 'anthropic',
+  'amazon-bedrock': 'aws.bedrock',
+  bedrock: 'aws.bedrock',
+  'azure-openai': 'azure.ai.openai',
+  azure: 'azure.ai.openai',
+  google: 'gcp.gemini',
+  'google-vertex': 'gcp.vertex_ai',
+  vertex: 'gcp.vertex_ai',
+  mistral: 'mistral_ai',
+  groq: 'groq',
+  deepseek: 'deepseek',
+  cohere: 'cohere',
+  perplexity: 'perplexity',
+  xai: 'x_ai',
+}
+
+function conventionName(providerId: string): string {
+  const family = providerId.split('.')[0] ?? providerId
+  return CONVENTION_NAMES[family] ?? family
 }

@@ -84,8 +84,12 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
       row('run', request.runId),
       row('call', request.callId),
       row('tool', c.bold(request.toolName)),
+      ...(request.description ? [row('about', c.dim(quote(request.description, 200)))] : []),
       row('arguments', first ?? ''),
       ...rest.map((line) => `${bar} ${' '.repeat(10)} ${line}`),
+      // Why it is asked: what the run was asked, what the model said before the call.
+      ...(request.context?.input ? [row('asked', quote(request.context.input, 200))] : []),
+      ...(request.context?.lastText ? [row('model said', quote(request.context.lastText, 200))] : []),
       row('digest', c.dim(request.digest)),
       row('time left', timeLeft(request.deadline)),
       ...originRow(request.requestId, row),

@@ -304,9 +304,11 @@ export async function runAgent(context: CommandContext): Promise<number> {
       if (audit instanceof MemoryAuditLog && audit.entries.length > 0) printAudit(print, c, audit.entries)
       if (scriptProblem) print(`${c.red('✘')} ${scriptProblem}`)
     }
-    if (inspection.inspect && mode === 'embedded' && io.stdout.isTTY && !context.global.json) {
-      // The inspector page lives in this process: keep it up until the person has looked.
-      print(c.dim('the inspector page stays open: Ctrl-C to exit'))
+    if (inspection.pageUrl) {
+      // The inspector page lives in this process: it stays up, showing the finished run, until the
+      // person stops it (whether or not the output is a terminal: --inspect asked for the page).
+      const say = context.global.json ? context.err : print
+      say(c.dim(`the run ended (${result.status}); the inspector page stays up at ${inspection.pageUrl}: Ctrl-C to stop`))
       const waiting = untilSignal(io.signal)
       await waiting.promise
       waiting.dispose()

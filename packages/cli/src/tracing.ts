@@ -43,6 +43,8 @@ export interface CliTracing {
   reviewer(reviewer: Reviewer): Reviewer
   /** An answer service's answerer, each question a span. */
   answerer(answerer: Answerer): Answerer
+  /** An MCP server's toolset: a client span per request, its trace context in `params._meta`. */
+  mcp(toolset: import('@signalbox/otel').InstrumentableMcp): void
   /** Flushes the spans still buffered and stops the exporter. */
   shutdown(): Promise<void>
 }
@@ -86,6 +88,9 @@ export async function startTracing(options: { url: string; serviceName: string; 
       otel.traceReviewer(reviewer, { tracerProvider: provider, captureContent: options.captureContent ?? false }),
     answerer: (answerer) =>
       otel.traceAnswerer(answerer, { tracerProvider: provider, captureContent: options.captureContent ?? false }),
+    mcp: (toolset) => {
+      otel.traceMcp(toolset, { tracerProvider: provider, captureContent: options.captureContent ?? false })
+    },
     shutdown: () => provider.shutdown(),
   }
 }

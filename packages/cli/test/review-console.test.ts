@@ -84,6 +84,21 @@ describe('the terminal reviewer', () => {
     })
   })
 
+  it('says what the tool does and what led to the call, when the request tells', async () => {
+    const { ui, input, waitFor } = setup()
+    const r = {
+      ...request('drop_claw', {}),
+      description: 'Drops the claw where it is. Irreversible.',
+      context: { input: 'Win me the teddy bear', lastText: 'The claw is over the teddy bear: dropping it.' },
+    }
+    const decided = ui.reviewer.review(r, { signal: new AbortController().signal })
+    const screen = await waitFor('Approve drop_claw? [y/n] ')
+    expect(screen).toContain('│ tool       drop_claw\n│ about      "Drops the claw where it is. Irreversible."\n│ arguments  {}')
+    expect(screen).toContain('│ asked      "Win me the teddy bear"\n│ model said "The claw is over the teddy bear: dropping it."')
+    input.write('y\n')
+    await decided
+  })
+
   it('asks again on anything but y/n, and takes a reason on n', async () => {
     const { ui, input, waitFor, screen } = setup()
     const decided = ui.reviewer.review(request('drop_claw', {}), { signal: new AbortController().signal })

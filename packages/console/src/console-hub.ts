@@ -17,12 +17,12 @@ import {
   watchEvents,
   withdrawalOf,
 } from '@signalbox/actors'
-import { isInspectorWireEvent } from '@signalbox/actors/inspect'
 import { agentKeysPolicy, type Signer, type TrustPolicy } from '@signalbox/actors/trust'
 import {
   AbortedError,
   type Answer,
   type ApprovalDecision,
+  type ApprovalRequest,
   type AuditEntry,
   type Clock,
   SignalboxError,
@@ -31,7 +31,9 @@ import {
 import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { finishedStatus } from '@signalbox/core/internal'
 import { eventView, ObservedEvent } from './event-view.ts'
-import type { InboxItem, RunView, ServerMessage, SettledItem, SettledOutcome } from './view-model.ts'
+import { runStateOf } from './run-state.ts'
+import { createRunTranscripts } from './run-transcripts.ts'
+import type { InboxItem, MessageView, RunView, ServerMessage, SettledItem, SettledOutcome } from './view-model.ts'
 
 export interface ConsoleHubOptions {
   bus: Bus
@@ -59,7 +61,7 @@ export interface ConsoleHubOptions {
   signer?: Signer
   clock?: Clock
   /** An approval request refused without being shown (not signed by an agent key, digest mismatch). */
-  onRefused?(requestId: string, reason: string): void
+  onRefused?(requestId: string, reason: string, request: ApprovalRequest): void
   onError?(error: unknown): void
 }
 
@@ -67,7 +69,13 @@ export interface ConsoleHub {
   readonly ready: Promise<void>
   readonly reviewer: string
   readonly includeContents: boolean
-  snapshot(): { inbox: InboxItem[]; settled: SettledItem[]; runs: RunView[]; audit: AuditEntry[] }
+  snapshot(): {
+    inbox: InboxItem[]
+    settled: SettledItem[]
+    runs: RunView[]
+    audit: AuditEntry[]
+    transcripts: Record<string, MessageView[]>
+  }
   /** Calls `listener` with every change; returns an unsubscribe. */
   subscribe(listener: (message: ServerMessage) => void): () => void
   /** `arguments`: approve with edited arguments (the agent validates them against the tool's schema). */
@@ -95,18 +103,6 @@ const MAX_SETTLED = 100
 const MAX_RUNS = 500
 const MAX_EVENTS_PER_RUN = 30
 const MAX_AUDIT = 2_000
-const MAX_STATE_JSON = 4_000
-
-/** Whether a state value is small enough to show; a value nested too deep to serialize is not. */
-function fitsState(value: unknown): boolean {
-  try {
-    return JSON.stringify(value).length <= MAX_STATE_JSON
-  } catch {
-    // Anyone on the bus can publish here: a value nested 100,000 deep overflows the stack.
-    return false
-  }
-}
-
 export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
   const { bus, reviewer } = options
   const subjects = options.subjects ?? createSubjects()
@@ -120,6 +116,8 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
   /** Inspection may arrive before the run's first event. */
   const stateByRun = new Map<string, unknown>()
   const audit: AuditEntry[] = []
+  /** With contents allowed: each recent run's conversation, shown with its approvals. */
+  const transcripts = createRunTranscripts()
   const listeners = new Set<(message: ServerMessage) => void>()
 
   const emit = (message: ServerMessage) => {
@@ -227,7 +225,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
     serveReviewer({
       ...asPerson,
       onRequest: (request, origin) => origins.set(request.requestId, origin),
-      ...(options.onRefused ? { onRefused: (request, reason) => options.onRefused?.(request.requestId, reason) } : {}),
+      ...(options.onRefused ? { onRefused: (request, reason) => options.onRefused?.(request.requestId, reason, request) } : {}),
       reviewer: {
         review: (request, { signal }) => {
           const origin = origins.get(request.requestId) ?? { verified: false, reason: 'unchecked' }
@@ -248,6 +246,8 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
               deadline: request.deadline,
               origin,
               ...(request.parameters ? { parameters: request.parameters } : {}),
+              ...(request.description ? { description: request.description } : {}),
+              ...(request.context ? { context: request.context } : {}),
             },
             signal,
           )
@@ -328,23 +328,17 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       if (event.type !== 'text.delta') run.events.push(eventView(event, includeContents))
       if (run.events.length > MAX_EVENTS_PER_RUN) run.events.shift()
       emit({ type: 'run', run })
+      const transcript = includeContents ? transcripts.update(event.runId, raw) : undefined
+      if (transcript) emit({ type: 'transcript', runId: event.runId, messages: transcript })
     },
   })
 
   const inspection = bus.subscribe(
     subjects.inspect(),
     (message) => {
-      let wire: unknown
-      try {
-        wire = JSON.parse(Buffer.from(message.data).toString('utf8'))
-      } catch {
-        return
-      }
-      if (!isInspectorWireEvent(wire) || wire.type === '@xstate.event') return
-      if (!wire.sessionId.startsWith('run:')) return
-      const value = wire.snapshot?.value
-      if (value === undefined || !fitsState(value)) return
-      const runId = wire.sessionId.slice('run:'.length)
+      const state = runStateOf(message.data)
+      if (!state) return
+      const { runId, value } = state
       stateByRun.set(runId, value)
       if (stateByRun.size > MAX_RUNS) stateByRun.delete(stateByRun.keys().next().value as string)
       const run = runs.get(runId)
@@ -385,6 +379,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       settled: [...settled],
       runs: [...runs.values()],
       audit: [...audit],
+      transcripts: transcripts.snapshot(),
     }),
     subscribe(listener) {
       listeners.add(listener)

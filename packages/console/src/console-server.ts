@@ -7,12 +7,12 @@
 import { randomBytes } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { ErrorCode, SignalboxError } from '@signalbox/core'
+import { AUDIT_KINDS, ErrorCode, SignalboxError } from '@signalbox/core'
 import { describeError } from '@signalbox/core/internal'
 import { z } from 'zod/v4'
+import type { ChartLayout } from './chart-graph.ts'
 import { type ConsoleHub, ConsoleRequestError, type DecideResult } from './console-hub.ts'
 import { pageHtml } from './page-html.ts'
-import type { ChartLayout } from './statechart-layout.ts'
 import type { ServerMessage } from './view-model.ts'
 
 export interface ConsoleServerOptions {
@@ -108,6 +108,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     write({
       type: 'hello',
       reviewer: hub.reviewer,
+      auditKinds: [...AUDIT_KINDS],
       includeContents: hub.includeContents,
       now: options.now(),
       chart: options.chart,

@@ -37,7 +37,12 @@ export function eventView(event: ObservedEvent, includeContents: boolean): Event
   }
   if (typeof record.answeredBy === 'string') parts.push(`by ${record.answeredBy}`)
   if (typeof record.from === 'string') parts.push(`from ${record.from}`)
-  const view: EventView = { type: event.type, at: event.at, summary: parts.join(' · ') }
+  const view: EventView = {
+    type: event.type,
+    at: event.at,
+    ...(event.toolName ? { toolName: event.toolName } : {}),
+    summary: parts.join(' · '),
+  }
   if (includeContents) {
     const content = contentOf(record)
     if (content !== undefined) view.detail = clip(typeof content === 'string' ? content : JSON.stringify(content))

@@ -6,7 +6,6 @@ export {
   type DecideResult,
 } from './console-hub.ts'
 export { type Console, type ConsoleOptions, startConsole } from './start-console.ts'
-export { type ChartEdge, type ChartLayout, type ChartNode, layoutStatechart } from './statechart-layout.ts'
 export type {
   EventView,
   InboxApproval,

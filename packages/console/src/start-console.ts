@@ -1,10 +1,9 @@
 import type { Signer, TrustPolicy } from '@signalbox/actors/trust'
-import { type Clock, ConfigError, createAgent, type Provider, ProviderError, systemClock } from '@signalbox/core'
+import { type ApprovalRequest, type Clock, ConfigError, ErrorCode, SignalboxError, systemClock } from '@signalbox/core'
 import type { Bus, Subjects } from '@signalbox/core/bus'
 import { type ConsoleHub, createConsoleHub } from './console-hub.ts'
 import { startConsoleServer } from './console-server.ts'
-import { pageScript } from './page-bundle.ts'
-import { type ChartLayout, layoutStatechart } from './statechart-layout.ts'
+import { pageAssets } from './page-assets.ts'
 
 export interface ConsoleOptions {
   /** The bus the agents are on: NATS (`connectNatsBus`) or one process's `InProcessBus`. */
@@ -33,7 +32,7 @@ export interface ConsoleOptions {
   signer?: Signer
   clock?: Clock
   /** An approval request refused without being shown (not signed by an agent key, digest mismatch). */
-  onRefused?(requestId: string, reason: string): void
+  onRefused?(requestId: string, reason: string, request: ApprovalRequest): void
   onError?(error: unknown): void
 }
 
@@ -57,7 +56,9 @@ export async function startConsole(options: ConsoleOptions): Promise<Console> {
   const reviewer = options.reviewer?.trim()
   if (!reviewer) throw new ConfigError('startConsole needs a reviewer name: who decides goes into every decision')
   const clock = options.clock ?? systemClock
-  const [script, chart] = await Promise.all([pageScript(), agentChart()])
+  // Read while the hub sets up its subscriptions.
+  const assets = pageAssets()
+  assets.catch(() => {})
   const hub = createConsoleHub({
     bus: options.bus,
     reviewer,
@@ -72,6 +73,8 @@ export async function startConsole(options: ConsoleOptions): Promise<Console> {
     ...(options.onError ? { onError: options.onError } : {}),
   })
   try {
+    const { script, chart, warning } = await assets
+    if (warning) options.onError?.(new SignalboxError(ErrorCode.CONFIG_INVALID, warning, { fault: 'user' }))
     const server = await startConsoleServer({
       hub,
       chart,
@@ -94,18 +97,4 @@ export async function startConsole(options: ConsoleOptions): Promise<Console> {
     hub.close()
     throw error
   }
-}
-
-let chart: Promise<ChartLayout> | undefined
-
-/** The agent machine's layout: the same for every agent, so laid out once per process. */
-function agentChart(): Promise<ChartLayout> {
-  const provider: Provider = {
-    model: 'none',
-    complete: async () => {
-      throw new ProviderError('the console never calls the model', { retryable: false })
-    },
-  }
-  chart ??= layoutStatechart(createAgent({ id: 'console', provider }).machine)
-  return chart
 }

@@ -3,8 +3,8 @@
  * the page bundle imports them too.
  */
 import type { RequestOrigin } from '@signalbox/actors'
-import type { AuditEntry, RunStatus as FinishedStatus } from '@signalbox/core'
-import type { ChartLayout } from './statechart-layout.ts'
+import type { ApprovalContext, AuditEntry, RunStatus as FinishedStatus } from '@signalbox/core'
+import type { ChartLayout } from './chart-graph.ts'
 
 export interface InboxApproval {
   kind: 'approval'
@@ -24,6 +24,16 @@ export interface InboxApproval {
   origin: RequestOrigin
   /** The tool's JSON Schema, when the agent sent it: the page checks an edit against it before sending. */
   parameters?: Record<string, unknown>
+  /** What the tool does, when the agent sent it. */
+  description?: string
+  /** What led to the call (the run's input, the model's last text), when the agent sent it. */
+  context?: ApprovalContext
+}
+
+/** One message of a run's conversation, as the page shows it (only with contents allowed). */
+export interface MessageView {
+  role: 'system' | 'user' | 'assistant' | 'tool'
+  text: string
 }
 
 export interface InboxQuestion {
@@ -64,6 +74,8 @@ export type RunStatus = 'running' | FinishedStatus
 export interface EventView {
   type: string
   at: number
+  /** The call's tool, for events about one. */
+  toolName?: string
   summary: string
   detail?: string
 }
@@ -86,6 +98,8 @@ export type ServerMessage =
   | {
       type: 'hello'
       reviewer: string
+      /** Every audit kind, for the audit view's filter. */
+      auditKinds: string[]
       includeContents: boolean
       now: number
       chart: ChartLayout
@@ -93,8 +107,11 @@ export type ServerMessage =
       settled: SettledItem[]
       runs: RunView[]
       audit: AuditEntry[]
+      /** Each recent run's conversation, with contents allowed. */
+      transcripts: Record<string, MessageView[]>
     }
   | { type: 'inbox.add'; item: InboxItem }
   | { type: 'inbox.settled'; settled: SettledItem }
   | { type: 'run'; run: RunView }
   | { type: 'audit'; entry: AuditEntry }
+  | { type: 'transcript'; runId: string; messages: MessageView[] }

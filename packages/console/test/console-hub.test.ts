@@ -36,12 +36,7 @@ async function until<T>(check: () => T | undefined): Promise<T> {
 
 describe('@signalbox/console', () => {
   it('exports exactly its public surface', () => {
-    expect(Object.keys(consolePackage).sort()).toEqual([
-      'ConsoleRequestError',
-      'createConsoleHub',
-      'layoutStatechart',
-      'startConsole',
-    ])
+    expect(Object.keys(consolePackage).sort()).toEqual(['ConsoleRequestError', 'createConsoleHub', 'startConsole'])
   })
 
   it('its request error is a SignalboxError with the code the page reads', () => {

@@ -15,6 +15,7 @@ import type { AuditLog } from './hitl/types.ts'
 import { HookChain } from './hooks.ts'
 import { type IdGenerator, randomIds } from './ids.ts'
 import { type Instrumentation, Instruments } from './instrumentation.ts'
+import { eventFields } from './machine/actors.ts'
 import { type AgentMachine, agentMachine } from './machine/agent-machine.ts'
 import { type AgentParts, bindAgentParts, createAgentParts } from './machine/agent-parts.ts'
 import type { AgentOutput, SteeringItem } from './machine/context.ts'
@@ -22,6 +23,7 @@ import { type BudgetCheck, defaultRetryPolicy } from './machine/runtime.ts'
 import type { Message } from './messages.ts'
 import { isName, NAME_RULE } from './names.ts'
 import { type OutputSpec, outputSpec } from './output.ts'
+import type { Provider } from './provider/provider.ts'
 import { isFinished } from './run-status.ts'
 import type { Schema, SchemaOutput } from './schema.ts'
 import type { StoredRun } from './store/checkpoint.ts'
@@ -61,7 +63,10 @@ export class Agent<TOutput = string> {
   readonly #output: OutputSpec<unknown> | undefined
   readonly #handoffFilters = new Map<string, (messages: readonly Message[]) => Message[]>()
   readonly #budgetChecks = new Map<string, BudgetCheck>()
-  readonly #toolNames: string[]
+  #toolNames: string[]
+  /** The tools as given (`tools`), and as the runs call them (wrapped by the instrumentations; one map, updated in place). */
+  #given: Tool<any>[]
+  readonly #tools: Map<string, Tool<unknown>>
   readonly #store: RunStore | undefined
   readonly #journals: Map<string, RunJournal> | undefined
   readonly #hostId: string
@@ -99,12 +104,9 @@ export class Agent<TOutput = string> {
     this.#events = new EventEmitter({ onListenerError: (error) => onInternalError(error, 'event listener') })
     this.audit = options.audit ?? new MemoryAuditLog()
 
-    const tools = new Map<string, Tool<unknown>>()
-    for (const t of options.tools ?? []) {
-      assertToolName(t.name)
-      if (tools.has(t.name)) throw new ConfigError(`Two tools are named "${t.name}".`)
-      tools.set(t.name, this.#instruments.tool(t) as Tool<unknown>)
-    }
+    const tools = this.#toolMap(options.tools ?? [])
+    this.#tools = tools
+    this.#given = [...(options.tools ?? [])]
     this.#toolNames = [...tools.keys()]
     this.#store = options.store
     this.#journals = options.store ? new Map() : undefined
@@ -268,7 +270,21 @@ export class Agent<TOutput = string> {
     }
     signal.throwIfAborted()
     bindAgentParts(actor, this.#parts)
+    this.#announceResumed(actor, claimed.checkpoint.carry ?? {})
     return this.#launch(actor, runId, options.signal, this.#journal(runId, stored.runPath, claimed))
+  }
+
+  /**
+   * A resumed run says so (`run.start` with `resumed`) before anything else it emits, inside the
+   * instrumentations' scope with what they kept with it (a tracer continues the run's trace).
+   */
+  #announceResumed(actor: Actor<AgentMachine>, carried: Readonly<Record<string, string>>): void {
+    if (!this.#events.has('run.start')) return
+    const { run } = actor.getSnapshot().context
+    this.#instruments.run(
+      () => ({ kind: 'resume', agentId: this.id, runId: run.runId, carried }),
+      () => this.#events.emit({ ...eventFields(run), at: this.#clock.now(), type: 'run.start', input: run.input, resumed: true }),
+    )
   }
 
   /**
@@ -293,7 +309,10 @@ export class Agent<TOutput = string> {
   /** The run's journal when the agent has a store; registered before the run's actors start. */
   #journal(runId: string, runPath: string[], resumed: StoredRun | undefined) {
     if (this.#store === undefined) return undefined
+    const instruments = this.#instruments
+    const run = { agentId: this.id, runId }
     return new RunJournal({
+      carry: () => instruments.carry(run),
       store: this.#store,
       runId,
       agentId: this.id,
@@ -435,6 +454,11 @@ export class Agent<TOutput = string> {
     return this.#options.provider.model
   }
 
+  /** The agent's provider (telemetry reads its `providerName` and `baseURL`). */
+  get provider(): Provider {
+    return this.#options.provider
+  }
+
   /** With an output schema, the answer as parsed (the machine already checked it fits). */
   #withOutput(result: RunResult): RunResult<TOutput> {
     if (!this.#output || result.stopReason !== 'final_answer') return result as RunResult<TOutput>
@@ -445,6 +469,34 @@ export class Agent<TOutput = string> {
   /** The names of the agent's tools. */
   get toolNames(): string[] {
     return this.#toolNames
+  }
+
+  /** The agent's tools, as given to `createAgent` or `setTools`. */
+  get tools(): readonly Tool<any>[] {
+    return this.#given
+  }
+
+  /**
+   * Replaces the agent's tools (e.g. an MCP server's list changed). Runs in flight offer the new
+   * list from their next model call; a call to a tool no longer there is an unknown tool.
+   */
+  setTools(tools: readonly Tool<any>[]): void {
+    const next = this.#toolMap(tools)
+    this.#tools.clear()
+    for (const [name, tool] of next) this.#tools.set(name, tool)
+    this.#parts.runtime.toolSpecs = [...next.values()].map(toToolSpec)
+    this.#given = [...tools]
+    this.#toolNames = [...next.keys()]
+  }
+
+  #toolMap(given: readonly Tool<any>[]): Map<string, Tool<unknown>> {
+    const tools = new Map<string, Tool<unknown>>()
+    for (const t of given) {
+      assertToolName(t.name)
+      if (tools.has(t.name)) throw new ConfigError(`Two tools are named "${t.name}".`)
+      tools.set(t.name, this.#instruments.tool(t) as Tool<unknown>)
+    }
+    return tools
   }
 
   /** Runs in flight, by run id. */

@@ -40,14 +40,26 @@ export type ToolOutcome =
   | 'outcome_unknown'
 
 export type AgentEvent = EventBase &
+  /** `resumed`: a stored run this process continues (after a restart or a takeover); `input` is its first input. */
   (
-    | { type: 'run.start'; input: string }
+    | { type: 'run.start'; input: string; resumed?: true }
     | { type: 'run.end'; status: RunStatus; output?: string; error?: SerializedError; turns: number; usage: Usage }
     | { type: 'run.error'; error: SerializedError }
     | { type: 'turn.start'; turn: number }
     | { type: 'turn.end'; turn: number; toolCalls: number }
     | { type: 'model.request'; turn: number; attempt: number; messages: Message[]; tools: string[] }
-    | { type: 'model.response'; turn: number; message: AssistantMessage; finishReason: string; usage?: Usage; durationMs: number }
+    | {
+        type: 'model.response'
+        turn: number
+        message: AssistantMessage
+        finishReason: string
+        usage?: Usage
+        durationMs: number
+        /** The model that answered, as the endpoint reported it. */
+        model?: string
+        /** The reply's id, as the endpoint gave it. */
+        responseId?: string
+      }
     | { type: 'model.retry'; turn: number; attempt: number; delayMs: number; error: SerializedError }
     | { type: 'text.delta'; turn: number; delta: string }
     | { type: 'tool.start'; callId: string; toolName: string; arguments: unknown }

@@ -36,7 +36,7 @@ export {
 } from './events.ts'
 export { Handoff, type HandoffResult, handoff } from './handoff.ts'
 export { functionAnswerer, ScriptedAnswerer } from './hitl/answerers.ts'
-export { type AskHumanOptions, askHumanTool } from './hitl/ask-human.ts'
+export { type AskHumanOptions, type AskOutcome, type AskPersonOptions, askHumanTool, askPerson } from './hitl/ask-human.ts'
 export { decideApproval, type Verdict } from './hitl/decision.ts'
 export { policyReviewer, ScriptedReviewer, type ScriptedVerdict } from './hitl/reviewers.ts'
 export { type TerminalOptions, terminalAnswerer, terminalReviewer } from './hitl/terminal.ts'
@@ -44,6 +44,7 @@ export type {
   Answer,
   Answerer,
   AnswerOptions,
+  ApprovalContext,
   ApprovalDecision,
   ApprovalRequest,
   AuditEntry,

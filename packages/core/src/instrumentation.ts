@@ -27,7 +27,19 @@ export interface ReviewWork {
   request: ApprovalRequest
 }
 
-export type InstrumentedWork = HookWork | ToolWork | ReviewWork
+/**
+ * A stored run this process continues (after a restart, or taken over from another host), about
+ * to announce itself (`run.start` with `resumed`): with what the instrumentations kept with it.
+ */
+export interface ResumeWork {
+  kind: 'resume'
+  agentId: string
+  runId: string
+  /** What `carry` gave when the run started, as stored with it (empty when nothing was kept). */
+  carried: Readonly<Record<string, string>>
+}
+
+export type InstrumentedWork = HookWork | ToolWork | ReviewWork | ResumeWork
 
 /**
  * Runs the agent's own calls into user code (hooks, tools, the reviewer) inside a scope, e.g. a
@@ -37,6 +49,12 @@ export type InstrumentedWork = HookWork | ToolWork | ReviewWork
  */
 export interface Instrumentation {
   around<T>(work: InstrumentedWork, run: () => T): T
+  /**
+   * What to keep with a stored run (in its checkpoint), asked once it has started: e.g. its trace
+   * context, so the process that resumes it continues the same trace (handed back in
+   * `ResumeWork.carried`). A few short strings; `undefined` keeps nothing.
+   */
+  carry?(run: { agentId: string; runId: string }): Record<string, string> | undefined
 }
 
 /**
@@ -68,6 +86,16 @@ export class Instruments {
       next = () => instrumentation.around(described, inner)
     }
     return next()
+  }
+
+  /** What the attached instrumentations keep with a stored run (merged; the first attached wins a key). */
+  carry(run: { agentId: string; runId: string }): Record<string, string> | undefined {
+    let carried: Record<string, string> | undefined
+    for (const instrumentation of this.#attached) {
+      const given = instrumentation.carry?.(run)
+      if (given !== undefined) carried = { ...given, ...carried }
+    }
+    return carried
   }
 
   tool<A, N extends string>(tool: Tool<A, N>): Tool<A, N> {

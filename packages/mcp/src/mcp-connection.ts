@@ -1,6 +1,8 @@
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { ClientCapabilities, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 import type { Clock } from '@signalbox/core'
 import { sleep } from '@signalbox/core/internal'
 import { McpClosedError, McpConnectError, McpServerLostError } from './errors.ts'
@@ -21,6 +23,12 @@ export interface McpHttpServer {
   url: string | URL
   /** Sent with every request (e.g. `Authorization`). */
   headers?: Record<string, string>
+  /**
+   * OAuth through the MCP SDK's provider interface: on a 401 the SDK discovers the server's
+   * authorization server (RFC 9728, RFC 8414), gets a token through the provider (e.g. the SDK's
+   * `ClientCredentialsProvider` for machine-to-machine) and retries; tokens are refreshed the same way.
+   */
+  authProvider?: OAuthClientProvider
 }
 
 export type McpServer = McpStdioServer | McpHttpServer
@@ -37,6 +45,10 @@ export interface McpConnectionOptions {
   clock: Clock
   connectTimeoutMs: number
   backoff: RestartBackoff
+  /** What this client offers the server (e.g. `elicitation`). */
+  capabilities?: ClientCapabilities
+  /** Installs the client's handlers (server requests, notifications) on each new session, before it connects. */
+  setup?(session: McpSession): void
 }
 
 /** One live connection: the SDK client, and a promise that rejects when the connection breaks. */
@@ -46,6 +58,16 @@ export interface McpSession {
   readonly pid: number | undefined
   live: boolean
   inFlight: number
+  /** `stdio` (a child process's pipes) or `http` (Streamable HTTP). */
+  readonly transport: 'stdio' | 'http'
+  /** The server's URL (HTTP). */
+  readonly url: URL | undefined
+  /** The session id the server gave (HTTP), once it gave one. */
+  readonly sessionId: string | undefined
+  /** The MCP protocol version agreed at the handshake. */
+  readonly protocolVersion: string | undefined
+  /** The JSON-RPC id of the last request sent (requests are sent synchronously when the client is called). */
+  readonly lastRequestId: string | number | undefined
   /** Ends the session politely (HTTP: DELETE, so the server frees it) and closes the client. */
   end(): Promise<void>
 }
@@ -137,10 +159,12 @@ export class McpConnection {
     const signal = this.#closing.signal
     const wait = this.#retryAt - clock.now()
     if (wait > 0) await sleep(wait, { clock, signal })
-    const client = new Client({ name: 'signalbox', version: '0.1.0' }, { capabilities: {} })
+    const client = new Client({ name: 'signalbox', version: '0.1.0' }, { capabilities: this.#options.capabilities ?? {} })
+    const url = isHttp(this.#server) ? new URL(this.#server.url) : undefined
     const transport = isHttp(this.#server)
-      ? new StreamableHTTPClientTransport(new URL(this.#server.url), {
+      ? new StreamableHTTPClientTransport(url as URL, {
           ...(this.#server.headers ? { requestInit: { headers: this.#server.headers } } : {}),
+          ...(this.#server.authProvider ? { authProvider: this.#server.authProvider } : {}),
         })
       : new StdioClientTransport({
           command: this.#server.command,
@@ -154,11 +178,37 @@ export class McpConnection {
       reject = fail
     })
     lost.catch(() => {})
+    // What the spans of the calls name: the request ids, the agreed protocol version.
+    let lastRequestId: string | number | undefined
+    let protocolVersion: string | undefined
+    const send = transport.send.bind(transport)
+    transport.send = ((message: JSONRPCMessage, ...rest: unknown[]) => {
+      if ('method' in message && 'id' in message) lastRequestId = message.id
+      return (send as (message: JSONRPCMessage, ...rest: unknown[]) => Promise<void>)(message, ...rest)
+    }) as typeof transport.send
+    const setProtocolVersion = (transport as { setProtocolVersion?: (version: string) => void }).setProtocolVersion?.bind(
+      transport,
+    )
+    ;(transport as { setProtocolVersion?: (version: string) => void }).setProtocolVersion = (version) => {
+      protocolVersion = version
+      setProtocolVersion?.(version)
+    }
     const session: McpSession = {
       client,
       lost,
       live: true,
       inFlight: 0,
+      transport: url ? 'http' : 'stdio',
+      url,
+      get sessionId() {
+        return transport instanceof StreamableHTTPClientTransport ? transport.sessionId : undefined
+      },
+      get protocolVersion() {
+        return protocolVersion
+      },
+      get lastRequestId() {
+        return lastRequestId
+      },
       async end() {
         if (transport instanceof StreamableHTTPClientTransport) {
           await transport.terminateSession().catch(() => {})
@@ -186,6 +236,7 @@ export class McpConnection {
         )
       }
     }
+    this.#options.setup?.(session)
     try {
       await client.connect(transport, { signal, timeout: this.#options.connectTimeoutMs })
     } catch (error) {

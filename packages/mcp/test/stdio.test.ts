@@ -18,7 +18,7 @@ import {
 } from './support.ts'
 
 /** server-filesystem confined to a fresh temp dir: real side effects to check. */
-async function filesystem(options: Pick<McpToolsOptions, 'prefix' | 'needsApproval'> = {}) {
+async function filesystem(options: Pick<McpToolsOptions, 'prefix' | 'needsApproval' | 'annotations'> = {}) {
   const dir = await tempDir()
   const toolset = track(
     mcpTools({ command: process.execPath, args: [FILESYSTEM_SERVER, dir], stderr: 'ignore', name: 'files', ...options }),
@@ -47,7 +47,8 @@ describe('mcpTools({ command }) over stdio', () => {
   })
 
   it('an agent calls the server over a real model round trip; the model reads the results', async () => {
-    const { dir, toolset } = await filesystem()
+    // No reviewer here: without `annotations: false` the destructive write_file would wait for one.
+    const { dir, toolset } = await filesystem({ annotations: false })
     const file = path.join(dir, 'note.txt')
     const { server, provider } = await scriptedModel({
       '*': [
@@ -169,7 +170,7 @@ describe('mcpTools({ command }) over stdio', () => {
   })
 
   it('one toolset is shared by two agents: one server process', async () => {
-    const { dir, toolset } = await filesystem()
+    const { dir, toolset } = await filesystem({ needsApproval: false })
     const { provider } = await scriptedModel({
       '*': (request) => {
         const last = request.messages.at(-1)

@@ -2,7 +2,7 @@ import { type Attributes, context, type Span, SpanStatusCode, type Tracer, trace
 import type { HookWork, Instrumentation, InstrumentedWork } from '@signalbox/core'
 import { type AgentSpans, recordError } from './agent-spans.ts'
 import { ERROR_TYPE, GenAI, Signalbox } from './attributes.ts'
-import { openRuns } from './run-spans.ts'
+import { carriedContext, openRuns } from './run-spans.ts'
 
 /**
  * Runs a traced agent's tools and reviewer inside their span's context (so what they send over
@@ -12,10 +12,19 @@ export function agentScopes(tracer: Tracer, agentSpans: AgentSpans): Instrumenta
   return {
     around<T>(work: InstrumentedWork, run: () => T): T {
       if (work.kind === 'hook') return traceHook(tracer, agentSpans, work, run)
+      if (work.kind === 'resume') {
+        // The resumed run's span starts under the context it kept (its parent's, or its first span).
+        const kept = carriedContext(work.carried)
+        return kept === undefined ? run() : context.with(kept, run)
+      }
       const spans = openRuns.get(work.kind === 'tool' ? work.context.runId : work.request.runId)
       if (!spans) return run()
       if (work.kind === 'tool') return context.with(spans.callContext(work.context.callId), run)
       return context.with(trace.setSpan(context.active(), agentSpans.openApproval(spans, work.request)), run)
+    },
+    carry({ runId }) {
+      const carrier = openRuns.get(runId)?.carrier
+      return carrier && Object.keys(carrier).length > 0 ? carrier : undefined
     },
   }
 }

@@ -3,6 +3,7 @@ import {
   type Context,
   context,
   isSpanContextValid,
+  ROOT_CONTEXT,
   type Span,
   SpanKind,
   SpanStatusCode,
@@ -19,7 +20,9 @@ import {
   type ToolOutcome,
 } from '@signalbox/core'
 import { ERROR_TYPE, GenAI, Operation, Signalbox } from './attributes.ts'
-import { openRuns, RunSpans } from './run-spans.ts'
+import type { GenAIMetrics } from './genai-metrics.ts'
+import { json, ModelCalls } from './model-spans.ts'
+import { openRuns, RunSpans, traceCarrier } from './run-spans.ts'
 
 /** The events that open, change or close a span: all of them but `text.delta`, which is per token. */
 export const TRACED_EVENT_TYPES: readonly Exclude<AgentEventType, 'text.delta'>[] = AGENT_EVENT_TYPES.filter(
@@ -42,22 +45,31 @@ export interface AgentSpansOptions {
   tracer: Tracer
   /** The model the agent calls (`gen_ai.request.model`). */
   model: string | undefined
+  /** `gen_ai.provider.name`. */
+  providerName: string
+  /** The model endpoint's `server.address` / `server.port`. */
+  server: Attributes
   /** Record messages, arguments, results, questions, answers and steering text. */
   captureContent: boolean
+  metrics: GenAIMetrics | undefined
+  /** More attributes for a run's span, from its start (the user's per-run attributes). */
+  runAttributes: (event: AgentEventOf<'run.start'>) => Attributes | undefined
 }
 
 /** Turns an agent's observe-only events into spans: run > turn > model call / tool call > wait for a person. */
 export class AgentSpans {
   readonly #tracer: Tracer
-  readonly #model: string | undefined
+  readonly #options: AgentSpansOptions
   readonly #content: boolean
+  readonly #calls: ModelCalls
   /** Runs this agent opened (closed by `run.end`). */
   readonly #mine = new Set<string>()
 
   constructor(options: AgentSpansOptions) {
     this.#tracer = options.tracer
-    this.#model = options.model
+    this.#options = options
     this.#content = options.captureContent
+    this.#calls = new ModelCalls(options)
   }
 
   handle(event: AgentEvent): void {
@@ -88,20 +100,14 @@ export class AgentSpans {
         return
       }
       case 'model.request':
-        this.#modelRequest(run, event)
+        this.#calls.request(run, event)
         return
       case 'model.response':
-        this.#modelResponse(run, event)
+        this.#calls.response(run, event)
         return
-      case 'model.retry': {
-        const span = run.model
-        run.model = undefined
-        if (!span) return
-        span.setAttribute(Signalbox.modelRetryDelayMs, event.delayMs)
-        recordError(span, event.error)
-        span.end()
+      case 'model.retry':
+        this.#calls.retry(run, event)
         return
-      }
       case 'tool.start': {
         const span = this.openTool(run, event.callId, event.toolName)
         if (this.#content) span.setAttribute(GenAI.toolCallArguments, json(event.arguments))
@@ -154,6 +160,10 @@ export class AgentSpans {
       }
       case 'question.asked': {
         const { question } = event
+        // Asked again for the same call: the person's answer to the last one was refused.
+        const earlier = run.questionOfCall.get(question.callId)
+        if (earlier !== undefined) this.#endQuestion(run, earlier, { [Signalbox.questionOutcome]: 'rejected' })
+        run.questionOfCall.set(question.callId, question.questionId)
         const span = this.#start('signalbox.question', run.callContext(question.callId), {
           [Signalbox.questionId]: question.questionId,
           [GenAI.toolCallId]: question.callId,
@@ -232,85 +242,65 @@ export class AgentSpans {
   }
 
   #runStart(event: AgentEventOf<'run.start'>): void {
-    // A span active now (the tool that delegated in this process, or the context a run host
-    // extracted from the request's headers) is the parent; else the parent run, if it is traced here.
+    // A span active now (the tool that delegated in this process, the context a run host
+    // extracted from the request's headers, or the one a resumed run kept) is the parent; else
+    // the parent run, if it is traced here.
     const active = context.active()
     const activeSpan = trace.getSpan(active)
-    const parent =
-      (activeSpan && isSpanContextValid(activeSpan.spanContext())) || event.parentRunId === undefined
-        ? active
-        : (openRuns.get(event.parentRunId)?.context ?? active)
+    const parented = activeSpan !== undefined && isSpanContextValid(activeSpan.spanContext())
+    const parent = parented || event.parentRunId === undefined ? active : (openRuns.get(event.parentRunId)?.context ?? active)
+    const { model, providerName, server } = this.#options
     const span = this.#tracer.startSpan(
       `${Operation.invokeAgent} ${event.agentId}`,
       {
         kind: SpanKind.INTERNAL,
         attributes: {
+          ...this.#options.runAttributes(event),
           [GenAI.operationName]: Operation.invokeAgent,
+          [GenAI.providerName]: providerName,
           [GenAI.agentId]: event.agentId,
           [GenAI.agentName]: event.agentId,
           [GenAI.conversationId]: event.runId,
-          ...(this.#model ? { [GenAI.requestModel]: this.#model } : {}),
+          ...(model ? { [GenAI.requestModel]: model } : {}),
+          ...server,
           [Signalbox.agentId]: event.agentId,
           [Signalbox.runId]: event.runId,
           [Signalbox.runPath]: event.runPath,
           ...(event.agentPath ? { [Signalbox.agentPath]: event.agentPath } : {}),
           ...(event.parentRunId ? { [Signalbox.parentRunId]: event.parentRunId } : {}),
+          ...(event.resumed ? { [Signalbox.runResumed]: true } : {}),
           ...(this.#content ? { [Signalbox.runInput]: event.input } : {}),
         },
       },
       parent,
     )
-    openRuns.set(event.runId, new RunSpans(span))
+    // What a host that resumes the run continues from: the run's parent, or for a root run its own span.
+    const parentSpan = trace.getSpanContext(parent)
+    const anchor = parentSpan && isSpanContextValid(parentSpan) ? parent : trace.setSpan(ROOT_CONTEXT, span)
+    openRuns.set(event.runId, new RunSpans(span, traceCarrier(anchor)))
     this.#mine.add(event.runId)
   }
 
   #runEnd(run: RunSpans, event: AgentEventOf<'run.end'>): void {
+    const error = event.error ?? run.error
+    this.#calls.abandon(run, error)
     for (const span of run.openChildren()) span.end()
     const span = run.run
+    const last = run.lastResponse
     span.setAttributes({
       [Signalbox.runStatus]: event.status,
       [Signalbox.runTurns]: event.turns,
       [GenAI.inputTokens]: event.usage.promptTokens,
       [GenAI.outputTokens]: event.usage.completionTokens,
+      ...(last?.model ? { [GenAI.responseModel]: last.model } : {}),
+      ...(last?.id ? { [GenAI.responseId]: last.id } : {}),
+      ...(last ? { [GenAI.responseFinishReasons]: [last.finishReason] } : {}),
       ...(this.#content && event.output !== undefined ? { [Signalbox.runOutput]: event.output } : {}),
     })
-    const error = event.error ?? run.error
     if (error) recordError(span, error, event.status === 'failed')
     span.end()
     openRuns.delete(event.runId)
     this.#mine.delete(event.runId)
-  }
-
-  #modelRequest(run: RunSpans, event: AgentEventOf<'model.request'>): void {
-    run.model?.end()
-    const name = this.#model ? `${Operation.chat} ${this.#model}` : Operation.chat
-    run.model = this.#start(
-      name,
-      run.turnContext(event.turn),
-      {
-        [GenAI.operationName]: Operation.chat,
-        ...(this.#model ? { [GenAI.requestModel]: this.#model } : {}),
-        [Signalbox.turn]: event.turn,
-        [Signalbox.modelAttempt]: event.attempt,
-        ...(this.#content ? { [GenAI.inputMessages]: json(event.messages) } : {}),
-      },
-      SpanKind.CLIENT,
-    )
-  }
-
-  #modelResponse(run: RunSpans, event: AgentEventOf<'model.response'>): void {
-    const span = run.model
-    run.model = undefined
-    if (!span) return
-    span.setAttributes({
-      [GenAI.responseFinishReasons]: [event.finishReason],
-      [Signalbox.latencyMs]: event.durationMs,
-      ...(event.usage
-        ? { [GenAI.inputTokens]: event.usage.promptTokens, [GenAI.outputTokens]: event.usage.completionTokens }
-        : {}),
-      ...(this.#content ? { [GenAI.outputMessages]: json([event.message]) } : {}),
-    })
-    span.end()
   }
 
   #toolEnd(run: RunSpans, event: AgentEventOf<'tool.end'>): void {
@@ -339,6 +329,7 @@ export class AgentSpans {
   #endQuestion(run: RunSpans, questionId: string, attributes: Attributes): void {
     const span = run.questions.get(questionId)
     run.questions.delete(questionId)
+    for (const [callId, asked] of run.questionOfCall) if (asked === questionId) run.questionOfCall.delete(callId)
     span?.setAttributes(attributes)
     span?.end()
   }
@@ -353,12 +344,4 @@ export function recordError(span: Span, error: SerializedError | { code: string;
   span.setAttributes({ [ERROR_TYPE]: error.code, [Signalbox.errorCode]: error.code })
   span.recordException({ name: error.code, message: error.message })
   if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: error.message })
-}
-
-function json(value: unknown): string {
-  try {
-    return typeof value === 'string' ? value : (JSON.stringify(value) ?? '')
-  } catch {
-    return '[unserializable]'
-  }
 }

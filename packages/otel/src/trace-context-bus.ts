@@ -7,6 +7,7 @@ import type {
   DurablePublishOptions,
   MessageHandler,
   PublishOptions,
+  RequestManyOptions,
   RequestOptions,
   SubscribeOptions,
 } from '@signalbox/core/bus'
@@ -28,8 +29,8 @@ const getter = {
 }
 
 /**
- * The one place trace context crosses the bus. Everything sent (publish, request, durable
- * publish) carries the active span's context in its headers; every handler (subscribe, durable
+ * The one place trace context crosses the bus. Everything sent (publish, request, request-many,
+ * durable publish) carries the active span's context in its headers; every handler (subscribe, durable
  * consume) runs in the context extracted from the message's headers, so spans started there
  * (a tool host, a reviewer service, a hosted run) are children of the sender's span.
  * Messages without trace headers, and sends outside any span, pass through untouched.
@@ -58,6 +59,10 @@ export function withTraceContext(bus: Bus, options: TraceContextBusOptions = {})
     request(subject: string, data: Uint8Array | string, requestOptions: RequestOptions) {
       const headers = headersFor(requestOptions.headers)
       return bus.request(subject, data, headers ? { ...requestOptions, headers } : requestOptions)
+    },
+    requestMany(subject: string, data: Uint8Array | string, requestOptions: RequestManyOptions) {
+      const headers = headersFor(requestOptions.headers)
+      return bus.requestMany(subject, data, headers ? { ...requestOptions, headers } : requestOptions)
     },
     durablePublish(subject: string, data: Uint8Array | string, publishOptions: DurablePublishOptions) {
       const headers = headersFor(publishOptions.headers)

@@ -29,6 +29,7 @@ import {
   InvalidSubjectError,
   type MessageHandler,
   type PublishOptions,
+  type RequestManyOptions,
   type RequestOptions,
   type SubscribeOptions,
   type Subscription,
@@ -42,7 +43,7 @@ import { mapNatsError, requestAborted } from './errors.ts'
 import type { BusInternals } from './internals.ts'
 import { ackConfirmed, headerSize, NatsMessage, NatsPlainSubscription, toBytes, toNatsHeaders } from './messages.ts'
 import { DEFAULT_SERVER_ACK_WAIT_MS, defaultConnectionName, type NatsBusOptions } from './options.ts'
-import { natsRequest } from './request.ts'
+import { natsRequest, natsRequestMany } from './request.ts'
 import { awaitStream, defaultStreamName, ensureStream, StreamSubjects } from './stream.ts'
 
 /**
@@ -215,6 +216,22 @@ export class NatsBus implements Bus {
     const request = { subject, bytes, headers, timeoutMs, signal, inboxPrefix: this.#options.inboxPrefix }
     const reply = await natsRequest(this.connection, request, this.#pendingRequests, () => this.#closed)
     return new NatsMessage(reply, undefined, this.#internals)
+  }
+
+  async requestMany(subject: string, data: Uint8Array | string, options: RequestManyOptions): Promise<BusMessage[]> {
+    this.#assertOpen('request')
+    assertPublishSubject(subject)
+    this.#streamSubjects.assertNotCaptured(subject)
+    const bytes = toBytes(data)
+    const headers = toNatsHeaders(options.headers)
+    this.#checkSize(subject, bytes, headers)
+    if (options.signal?.aborted) throw requestAborted(subject, options.signal)
+    const replies = await natsRequestMany(
+      this.connection,
+      { ...options, subject, bytes, headers, inboxPrefix: this.#options.inboxPrefix },
+      this.#pendingRequests,
+    )
+    return replies.map((reply) => new NatsMessage(reply, undefined, this.#internals))
   }
 
   // ---- durable path ----

@@ -7,6 +7,7 @@ import {
   type Subscription as NatsSubscription,
 } from '@nats-io/transport-node'
 import { BusClosedError, BusNoRespondersError, BusTimeoutError } from '@signalbox/core/bus'
+import { DEFAULT_STALL_MS } from '@signalbox/core/internal'
 import { mapNatsError, requestAborted } from './errors.ts'
 
 export interface NatsRequest {
@@ -85,5 +86,66 @@ function requestWithSignal(
     }
     timer = setTimeout(() => settle(new BusTimeoutError(subject, timeoutMs)), timeoutMs)
     signal.addEventListener('abort', onAbort, { once: true })
+  })
+}
+
+export interface NatsRequestMany {
+  subject: string
+  bytes: Uint8Array
+  headers: MsgHdrs | undefined
+  timeoutMs: number
+  stallMs?: number | undefined
+  maxReplies?: number | undefined
+  signal?: AbortSignal | undefined
+  inboxPrefix?: string | undefined
+}
+
+/**
+ * Scatter-gather on a private inbox: every reply until `timeoutMs`, `stallMs` without one after a
+ * reply, or `maxReplies`; none at once when the server says nobody listens (its 503).
+ */
+export function natsRequestMany(
+  connection: NatsConnection,
+  { subject, bytes, headers, timeoutMs, stallMs, maxReplies, signal, inboxPrefix }: NatsRequestMany,
+  pending: Set<(error: Error) => void>,
+): Promise<Msg[]> {
+  return new Promise<Msg[]>((resolve, reject) => {
+    const replies: Msg[] = []
+    let settled = false
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let stall: ReturnType<typeof setTimeout> | undefined
+    let inboxSubscription: NatsSubscription | undefined
+    const fail = (error: Error) => settle(error)
+    const settle = (error?: Error) => {
+      if (settled) return
+      settled = true
+      pending.delete(fail)
+      clearTimeout(timer)
+      clearTimeout(stall)
+      signal?.removeEventListener('abort', onAbort)
+      inboxSubscription?.unsubscribe()
+      if (error) reject(error)
+      else resolve(replies)
+    }
+    const onAbort = () => settle(requestAborted(subject, signal as AbortSignal))
+    pending.add(fail)
+    try {
+      inboxSubscription = connection.subscribe(createInbox(inboxPrefix), {
+        callback: (error, msg) => {
+          if (error) return settle(mapNatsError(error, subject, 'request', timeoutMs))
+          // The server answers "no responders" with an empty 503 status message.
+          if (msg.data.length === 0 && msg.headers?.code === 503) return settle()
+          replies.push(msg)
+          if (maxReplies !== undefined && replies.length >= maxReplies) return settle()
+          clearTimeout(stall)
+          stall = setTimeout(() => settle(), stallMs ?? DEFAULT_STALL_MS)
+        },
+      })
+      connection.publish(subject, bytes, { reply: inboxSubscription.getSubject(), ...(headers ? { headers } : {}) })
+    } catch (error) {
+      return settle(mapNatsError(error, subject, 'request', timeoutMs))
+    }
+    timer = setTimeout(() => settle(), timeoutMs)
+    signal?.addEventListener('abort', onAbort, { once: true })
   })
 }

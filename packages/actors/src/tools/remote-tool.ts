@@ -14,8 +14,10 @@ import {
   encodeMessage,
   PROTOCOL_VERSION,
   type ToolCallMessage,
+  ToolCatalogMessage,
   type ToolDescribeMessage,
   ToolDescriptionMessage,
+  type ToolListMessage,
   ToolResultMessage,
 } from '@signalbox/core/protocol'
 import { idempotencyKey } from '@signalbox/core/store'
@@ -126,34 +128,56 @@ export function remoteTool(options: RemoteToolOptions): Tool<unknown> {
   }
 }
 
-/** Asks the hosts on the bus to describe the named tools, and returns them as remote tools. */
-export async function discoverTools(options: {
+export interface DiscoverToolsOptions {
   bus: Bus
-  names: string[]
+  /** The tools to find; without names, every tool the hosts on the bus serve. */
+  names?: string[]
   subjects?: Subjects
+  /**
+   * With names: how long each description may take. Without: the longest the hosts' lists are
+   * gathered (it ends sooner, a moment after the last host answered). Default 5 s.
+   */
   timeoutMs?: number
   signal?: AbortSignal
-}): Promise<Tool<unknown>[]> {
+}
+
+/**
+ * Asks the hosts on the bus to describe the named tools, or (without `names`) to list what they
+ * serve, and returns them as remote tools (one per name, whichever hosts serve it).
+ */
+export async function discoverTools(options: DiscoverToolsOptions): Promise<Tool<unknown>[]> {
   const subjects = options.subjects ?? createSubjects()
+  const timeoutMs = options.timeoutMs ?? 5_000
+  const signal = options.signal ? { signal: options.signal } : {}
+  const asRemote = (d: Omit<ToolDescriptionMessage, 'v' | 'type'>) =>
+    remoteTool({
+      bus: options.bus,
+      subjects,
+      name: d.name,
+      description: d.description,
+      parameters: d.parameters,
+      ...(d.needsApproval ? { needsApproval: true } : {}),
+      ...(d.timeoutMs ? { timeoutMs: d.timeoutMs } : {}),
+    })
+  if (options.names === undefined) {
+    const list: ToolListMessage = { v: PROTOCOL_VERSION, type: 'tool.list' }
+    const replies = await options.bus.requestMany(subjects.toolCatalog(), encodeMessage(list), { timeoutMs, ...signal })
+    const byName = new Map<string, Omit<ToolDescriptionMessage, 'v' | 'type'>>()
+    for (const reply of replies) {
+      // A host that answers with an error (or junk) lists nothing; the others still count.
+      const decoded = decodeMessage(reply.data, ToolCatalogMessage, { maxBytes: options.bus.maxPayload })
+      if (!decoded.ok) continue
+      for (const tool of decoded.value.tools) if (!byName.has(tool.name)) byName.set(tool.name, tool)
+    }
+    return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name)).map(asRemote)
+  }
   const request: ToolDescribeMessage = { v: PROTOCOL_VERSION, type: 'tool.describe' }
   return Promise.all(
     options.names.map(async (name) => {
-      const response = await options.bus.request(subjects.toolDescribe(name), encodeMessage(request), {
-        timeoutMs: options.timeoutMs ?? 5_000,
-        ...(options.signal ? { signal: options.signal } : {}),
-      })
+      const response = await options.bus.request(subjects.toolDescribe(name), encodeMessage(request), { timeoutMs, ...signal })
       const decoded = decodeMessage(response.data, ToolDescriptionMessage, { maxBytes: options.bus.maxPayload })
       if (!decoded.ok) throw decoded.error
-      const d = decoded.value
-      return remoteTool({
-        bus: options.bus,
-        subjects,
-        name: d.name,
-        description: d.description,
-        parameters: d.parameters,
-        ...(d.needsApproval ? { needsApproval: true } : {}),
-        ...(d.timeoutMs ? { timeoutMs: d.timeoutMs } : {}),
-      })
+      return asRemote(decoded.value)
     }),
   )
 }

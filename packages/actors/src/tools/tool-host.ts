@@ -7,8 +7,10 @@ import {
   errorMessage,
   PROTOCOL_VERSION,
   ToolCallMessage,
+  type ToolCatalogMessage,
   ToolDescribeMessage,
   type ToolDescriptionMessage,
+  ToolListMessage,
   type ToolResultMessage,
   type WireError,
 } from '@signalbox/core/protocol'
@@ -53,6 +55,8 @@ export interface ToolHostOptions {
   ): void
   /** Something the host could not do but that cost no caller its answer (an audit entry that could not be written). */
   onError?(error: unknown): void
+  /** Named in the host's answer to a tool list request (`tool.catalog`, for logs). */
+  hostId?: string
 }
 
 export interface HostApprovalOptions {
@@ -79,11 +83,12 @@ export interface ToolHost {
 }
 
 type Reply = ToolResultMessage | ReturnType<typeof errorMessage>
-type Outgoing = Reply | ToolDescriptionMessage
+type Outgoing = Reply | ToolDescriptionMessage | ToolCatalogMessage
 
 /**
- * Serves tools on `tools.<name>` (request/reply, queue group) and their descriptions on
- * `tools.<name>.describe`. Every failure is a typed `error` reply; no input can crash the host.
+ * Serves tools on `tools.<name>` (request/reply, queue group), their descriptions on
+ * `tools.<name>.describe`, and the list of them on `tools` (every host answers). Every failure is a
+ * typed `error` reply; no input can crash the host.
  */
 export function serveTools(options: ToolHostOptions): ToolHost {
   const { bus } = options
@@ -134,6 +139,12 @@ export function serveTools(options: ToolHostOptions): ToolHost {
       // An observer callback must not cost the caller its reply.
     }
   }
+  const catalog: ToolCatalogMessage = {
+    v: PROTOCOL_VERSION,
+    type: 'tool.catalog',
+    ...(options.hostId ? { hostId: options.hostId } : {}),
+    tools: [],
+  }
   for (const tool of options.tools) {
     const description: ToolDescriptionMessage = {
       v: PROTOCOL_VERSION,
@@ -144,6 +155,8 @@ export function serveTools(options: ToolHostOptions): ToolHost {
       ...(tool.needsApproval === undefined ? {} : { needsApproval: tool.needsApproval !== false }),
       ...(tool.timeoutMs === undefined ? {} : { timeoutMs: tool.timeoutMs }),
     }
+    const { v: _v, type: _type, ...listed } = description
+    catalog.tools.push(listed)
     subscriptions.push(
       bus.subscribe(
         subjects.toolDescribe(tool.name),
@@ -283,6 +296,13 @@ export function serveTools(options: ToolHostOptions): ToolHost {
       ),
     )
   }
+  // Every host answers a tool list request (no queue group): the asker gathers them all.
+  subscriptions.push(
+    bus.subscribe(subjects.toolCatalog(), (message) => {
+      const decoded = decodeMessage(message.data, ToolListMessage, { maxBytes: bus.maxPayload })
+      send((data) => message.respond(data), decoded.ok ? catalog : errorMessage(toWireError(decoded.error)))
+    }),
+  )
 
   return {
     ready: Promise.all(subscriptions.map((s) => s.ready)).then(() => {}),

@@ -25,6 +25,7 @@ describe('decision message ids (nats)', () => {
       publish: (...args) => reviewerBus.publish(...args),
       subscribe: (...args) => reviewerBus.subscribe(...args),
       request: (...args) => reviewerBus.request(...args),
+      requestMany: (...args) => reviewerBus.requestMany(...args),
       durableConsume: (...args) => reviewerBus.durableConsume(...args),
       flush: (signal) => reviewerBus.flush(signal),
       onStatus: (listener) => reviewerBus.onStatus(listener),

@@ -1,5 +1,6 @@
 import { openBus, signerFrom, untilSignal } from '../bus.ts'
 import { type Command, EXIT, UsageError } from '../cli.ts'
+import { reportRefusedRequests } from '../refused-requests.ts'
 import { REVIEWER_TRUST_OPTIONS, reviewerKeyWarnings, reviewerTrustFrom, reviewerTrustLine } from '../trust-flags.ts'
 
 export const DEFAULT_CONSOLE_PORT = 4300
@@ -44,11 +45,15 @@ export const consoleCommand: Command = {
     if (!Number.isInteger(port) || port < 0 || port > 65_535)
       throw new UsageError(`--port must be a port number (got "${String(context.values.port)}")`, context.command)
     const agentId = context.values.agent as string | undefined
+    // Loaded while the flags are read and the bus connects.
+    const consoleModule = import('@signalbox/console')
+    consoleModule.catch(() => {})
     const reviewerTrust = await reviewerTrustFrom(context, agentId)
     const signer = await signerFrom(context)
     const { bus, subjects, url } = await openBus(context, 'console')
     const stop = untilSignal(context.io.signal)
-    const { startConsole } = await import('@signalbox/console')
+    const { startConsole } = await consoleModule
+    const refusals = reportRefusedRequests({ startedAt: Date.now(), print: context.err })
     try {
       const opened = await startConsole({
         bus,
@@ -60,7 +65,7 @@ export const consoleCommand: Command = {
         ...(context.values.contents === true ? { includeContents: true } : {}),
         ...(reviewerTrust.trust ? { trust: reviewerTrust.trust } : {}),
         ...(signer ? { signer } : {}),
-        onRefused: (requestId, reason) => context.err(`refused approval request ${requestId} unseen: ${reason}`),
+        onRefused: (requestId, reason, request) => refusals.refused(requestId, reason, request?.requestedAt),
         onError: (error) => context.err(`error: ${error instanceof Error ? error.message : String(error)}`),
       })
       try {
@@ -74,6 +79,7 @@ export const consoleCommand: Command = {
         await stop.promise
       } finally {
         await opened.close()
+        refusals.flush()
       }
     } finally {
       stop.dispose()

@@ -119,7 +119,7 @@ export const RUN_INSPECT_OPTIONS: Record<string, OptionSpec> = {
   inspect: {
     type: 'boolean',
     description:
-      'watch the run in the Stately inspector: embedded, on a local page (--inspect-port); with --nats, on the bus for signalbox inspect',
+      'watch the run in the Stately inspector: embedded, on a local page (--inspect-port) that stays up after the run until Ctrl-C; with --nats, on the bus for signalbox inspect',
   },
   'inspect-port': {
     type: 'string',
@@ -136,6 +136,8 @@ export const RUN_INSPECT_OPTIONS: Record<string, OptionSpec> = {
 export interface RunInspection {
   /** For `createAgent({ inspect })`; undefined without `--inspect`. */
   inspect: Inspector['inspect'] | undefined
+  /** The local inspector page (embedded only): it lives in this process. */
+  pageUrl?: string
   stop(): Promise<void>
 }
 
@@ -170,5 +172,5 @@ export async function startRunInspection(
     throw new CliError('INSPECTOR_FAILED', `could not start the inspector page on port ${port}`, { cause: error })
   }
   info(`${context.c.dim('inspect')} ${context.c.cyan(local.url)} ${context.c.dim('(needs internet for the hosted UI)')}`)
-  return { inspect: local.inspect, stop: () => local.stop() }
+  return { inspect: local.inspect, pageUrl: local.url, stop: () => local.stop() }
 }

@@ -15,7 +15,8 @@ export const DEFAULT_CLOCK_SKEW_MS = 30_000
 export const toolsServe: Command = {
   name: 'tools serve',
   summary: 'host the tools a module exports, for agents on the bus',
-  usage: 'tools serve <module> | --mcp "<command>" [--approve <tools>] [--trust <file>] [--queue <group>] [flags]',
+  usage:
+    'tools serve <module> | --mcp "<command>" [--allow|--deny <tools>] [--approve <tools>] [--trust <file>] [--queue <group>] [flags]',
   description: [
     'Loads a module that exports tools (`export const tools = [...]` or `export default [...]`,',
     'made with tool() from @signalbox/core) and serves each on tools.<name> (and its description on',
@@ -23,7 +24,8 @@ export const toolsServe: Command = {
     'With --mcp it serves the tools of an MCP server instead: a command line (started, and stopped',
     'with the host) or an http(s):// URL (Streamable HTTP).',
     "--approve names tools that need a reviewer's yes (comma-separated, or all), besides those the",
-    'module marks with needsApproval.',
+    'module marks with needsApproval (or, for an MCP server, those its annotations mark destructive).',
+    "--allow / --deny choose which of an MCP server's tools are served.",
     '',
     'Without --trust the host does NOT verify approvals: it tells agents which tools need one and',
     "runs whatever call it is sent, so the approval gate is the agent's alone (a modified agent, or",
@@ -42,6 +44,8 @@ export const toolsServe: Command = {
   args: [['<module>', 'path to the tools module (.ts or .js)']],
   options: {
     mcp: { type: 'string', valueName: '<command>', description: 'serve the tools of this MCP server (command line or URL)' },
+    allow: { type: 'string', valueName: '<tools>', description: 'with --mcp: serve only these of its tools (a,b)' },
+    deny: { type: 'string', valueName: '<tools>', description: 'with --mcp: serve all of its tools but these (a,b)' },
     approve: {
       type: 'string',
       valueName: '<tools>',
@@ -98,6 +102,9 @@ export const toolsServe: Command = {
     // Before the trust files are read: their errors speak of a bus this command must have anyway.
     if (!context.global.nats) throw new CliError('NO_BUS', NO_BUS_MESSAGE)
     const approve = context.values.approve as string | undefined
+    const filter = { allow: context.values.allow as string | undefined, deny: context.values.deny as string | undefined }
+    if (mcp === undefined && (filter.allow !== undefined || filter.deny !== undefined))
+      throw new UsageError('--allow and --deny pick the tools of an MCP server: give --mcp "<command>"', toolsServe)
     const clockSkewMs = parseSkew(context.values['clock-skew'])
     const { trust, signer, trustFile } = await agentTrustFrom(context)
     if (clockSkewMs !== undefined && trust === undefined)
@@ -105,7 +112,7 @@ export const toolsServe: Command = {
     const source =
       mcp === undefined
         ? await moduleSource(spec as string, approve, context.io.cwd)
-        : await (await import('../mcp-source.ts')).loadMcpTools(mcp, approve, context.io.signal)
+        : await (await import('../mcp-source.ts')).loadMcpTools(mcp, approve, context.io.signal, filter)
     const { tools } = source
     const queue = (context.values.queue as string | undefined) ?? DEFAULT_TOOL_QUEUE
     const [{ serveTools, busAuditLog }, { signedAuditLog }] = await Promise.all([
@@ -113,6 +120,7 @@ export const toolsServe: Command = {
       import('@signalbox/actors/trust'),
     ])
     const tracing = await commandTracing(context, 'signalbox-tools')
+    if (tracing && 'mcp' in source) tracing.mcp(source.mcp as import('@signalbox/otel').InstrumentableMcp)
     const opened = await openBus(context, 'tools')
     const { subjects, url } = opened
     const bus = tracing ? tracing.bus(opened.bus) : opened.bus

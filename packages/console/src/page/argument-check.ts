@@ -3,8 +3,8 @@
  * The agent checks them again (its own zod schema): this check only spares a person a refused run.
  *
  * Why zod 4's `fromJSONSchema`: the tool's schema is what zod's `toJSONSchema` emitted (draft-07),
- * so zod reads it back faithfully; it is already a dependency; and it is bundled by esbuild like the rest
- * of the page (no CDN). Its one use of `new Function` (a faster object parser) is switched off with
+ * so zod reads it back faithfully; it is already a dependency; and it is bundled into the page at
+ * build time like the rest (no CDN). Its one use of `new Function` (a faster object parser) is switched off with
  * `jitless` in `main.ts`, so the page runs under the server's `script-src 'self'` policy.
  * A schema zod cannot read (a hand-written one with `if`/`then`, say) leaves the check to the agent.
  */

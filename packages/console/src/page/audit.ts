@@ -3,26 +3,37 @@
 import type { AuditEntry } from '@signalbox/core'
 import { byId, clockTime, el, pretty } from './dom.ts'
 
-const KINDS = [
-  'approval.granted',
-  'approval.denied',
-  'approval.timeout',
-  'approval.unavailable',
-  'approval.rejected',
-  'steering.applied',
-  'question.answered',
-  'question.timeout',
-]
+/** How each kind of entry ended, for its colour: done as asked, refused by a person, nobody decided, not applied. */
+const OUTCOMES: Record<string, 'ok' | 'no' | 'none' | 'refused' | 'info'> = {
+  'approval.granted': 'ok',
+  'question.answered': 'ok',
+  'approval.denied': 'no',
+  'tool.refused': 'no',
+  'approval.timeout': 'none',
+  'approval.unavailable': 'none',
+  'approval.orphaned': 'none',
+  'question.timeout': 'none',
+  'tool.outcome_unknown': 'none',
+  'approval.rejected': 'refused',
+  'approval.duplicate': 'refused',
+  'question.rejected': 'refused',
+  'steering.applied': 'info',
+}
+
+function outcomeOf(kind: string): (typeof OUTCOMES)[string] {
+  return Object.hasOwn(OUTCOMES, kind) ? (OUTCOMES[kind] as (typeof OUTCOMES)[string]) : 'info'
+}
 
 export interface AuditView {
   render(entries: AuditEntry[]): void
 }
 
-export function createAuditView(): AuditView {
+/** `kinds`: every audit kind (core's list), for the filter. */
+export function createAuditView(kinds: readonly string[]): AuditView {
   const form = byId<HTMLFormElement>('audit-filters')
   const body = byId('audit').querySelector('tbody') as HTMLElement
   const kind = form.querySelector('select') as HTMLSelectElement
-  for (const k of KINDS) kind.append(el('option', { value: k }, k))
+  for (const k of kinds) kind.append(el('option', { value: k }, k))
   let latest: AuditEntry[] = []
 
   const render = () => {
@@ -43,22 +54,16 @@ export function createAuditView(): AuditView {
       ...rows.map((entry) =>
         el(
           'tr',
-          { 'data-kind': String(entry.kind) },
-          el('td', {}, clockTime(entry.decidedAt)),
+          { 'data-kind': String(entry.kind), class: `outcome-${outcomeOf(entry.kind)}` },
+          el('td', { class: 'when' }, clockTime(entry.decidedAt)),
           el('td', { class: 'kind' }, String(entry.kind)),
           el('td', {}, entry.agentId),
-          el('td', {}, entry.runId),
+          el('td', { class: 'run' }, entry.runId),
           el('td', { class: 'tool' }, entry.toolName ?? ''),
-          // Who provably decided (the policy's name for the key); the name the message claimed, beside it.
-          el(
-            'td',
-            { class: 'actor' },
-            entry.actor,
-            ...(entry.claimed === undefined ? [] : [' ', el('span', { class: 'claimed' }, `(claimed ${entry.claimed})`)]),
-          ),
-          el('td', { class: 'decision' }, entry.decision ?? ''),
+          actorCell(entry),
+          el('td', { class: 'decision' }, decisionText(entry)),
           el('td', { class: 'reason' }, entry.reason ?? ''),
-          el('td', {}, entry.latencyMs === undefined ? '' : `${entry.latencyMs} ms`),
+          el('td', { class: 'latency' }, entry.latencyMs === undefined ? '' : `${entry.latencyMs} ms`),
           el('td', {}, entry.shown === undefined ? '' : el('pre', {}, pretty(entry.shown))),
           el('td', { class: 'edited' }, entry.edited === undefined ? '' : el('pre', {}, pretty(entry.edited))),
         ),
@@ -73,4 +78,27 @@ export function createAuditView(): AuditView {
       render()
     },
   }
+}
+
+/**
+ * Who decided: for a signed message, the name its key has in the policy (who provably sent it);
+ * the name the message gave itself, when another, beside it as claimed.
+ */
+function actorCell(entry: AuditEntry): HTMLElement {
+  const { claimed } = entry
+  return el(
+    'td',
+    { class: 'actor' },
+    el('span', { class: 'verified-actor' }, entry.actor),
+    ...(typeof claimed === 'string' && claimed !== entry.actor
+      ? [' ', el('span', { class: 'claimed', title: 'the name the message gave itself' }, `(claimed ${claimed})`)]
+      : []),
+  )
+}
+
+/** A refused message's decision is what it asked for, not what happened: say so. */
+function decisionText(entry: AuditEntry): string {
+  const decision = entry.decision ?? ''
+  if (outcomeOf(entry.kind) !== 'refused') return decision
+  return decision ? `refused (it said: ${decision})` : 'refused'
 }

@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 /** The statechart drawing: boxes and lines from the server's layout; the active states highlighted. */
-import type { ChartLayout } from '../statechart-layout.ts'
+import type { ChartLayout } from '../chart-graph.ts'
 import { svg } from './dom.ts'
 
 export interface ChartView {
@@ -17,6 +17,8 @@ export function createChartView(layout: ChartLayout): ChartView {
     viewBox: `${-margin} ${-margin} ${Math.ceil(layout.width + margin * 2)} ${Math.ceil(layout.height + margin * 2)}`,
     role: 'img',
     'aria-label': 'agent statechart',
+    // Scaled down to the column it is in, never up.
+    style: `max-width: ${Math.ceil(layout.width + margin * 2)}px`,
   })
   root.append(
     svg(
@@ -44,11 +46,11 @@ export function createChartView(layout: ChartLayout): ChartView {
         {},
         [node.id, node.tags.length > 0 ? `[${node.tags.join(', ')}]` : '', node.description].filter(Boolean).join('\n'),
       ),
-      svg('rect', { x: node.x, y: node.y, width: node.width, height: node.height, rx: node.compound ? 8 : 12 }),
+      svg('rect', { x: node.x, y: node.y, width: node.width, height: node.height, rx: node.compound ? 8 : 11 }),
       svg(
         'text',
         node.compound
-          ? { x: node.x + 10, y: node.y + 17 }
+          ? { x: node.x + 10, y: node.y + 15 }
           : { x: node.x + node.width / 2, y: node.y + node.height / 2 + 4, 'text-anchor': 'middle' },
         node.key,
       ),
@@ -59,7 +61,16 @@ export function createChartView(layout: ChartLayout): ChartView {
   for (const edge of layout.edges) {
     if (edge.points.length < 2) continue
     const d = edge.points.map(([x, y], index) => `${index === 0 ? 'M' : 'L'} ${x} ${y}`).join(' ')
-    root.append(svg('path', { d, 'data-from': edge.from, 'data-to': edge.to }, svg('title', {}, edge.label)))
+    const attributes = { 'data-from': edge.from, 'data-to': edge.to, class: edge.collapsed ? 'edge exit' : 'edge' }
+    const group = svg('g', attributes, svg('path', { d }), svg('title', {}, edge.label.replace(/\n/g, ' ')))
+    if (edge.labelAt && edge.label) {
+      const { x, y, width, height } = edge.labelAt
+      const lines = edge.label.split('\n')
+      const text = svg('text', { class: 'label', 'text-anchor': 'middle' })
+      for (const [i, line] of lines.entries()) text.append(svg('tspan', { x: x + width / 2, y: y + 10 + i * 12 }, line))
+      group.append(svg('rect', { class: 'label-bg', x, y, width, height, rx: 3 }), text)
+    }
+    root.append(group)
   }
   for (const node of ordered) if (!node.compound) root.append(nodes.get(node.id) as SVGElement)
 

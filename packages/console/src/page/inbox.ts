@@ -1,22 +1,37 @@
 /// <reference lib="dom" />
 /** The inbox: every pending approval and question, newest first, with its live deadline. */
-import type { InboxItem, SettledItem } from '../view-model.ts'
+import type { InboxItem, MessageView, SettledItem } from '../view-model.ts'
 import { actions } from './api.ts'
-import { type ArgumentCheck, argumentChecker, parseOnly } from './argument-check.ts'
-import { byId, clockTime, el, pretty } from './dom.ts'
+import { clockTime, el } from './dom.ts'
+import { editControls } from './edit-controls.ts'
+import { whyBlock } from './why.ts'
 
 export interface InboxView {
-  render(items: InboxItem[], settled: SettledItem[]): void
+  /** `transcripts`: each run's conversation, with contents allowed (else empty). */
+  render(items: InboxItem[], settled: SettledItem[], transcripts: ReadonlyMap<string, MessageView[]>): void
   /** Updates the countdowns; `now` is the server's clock. */
   tick(now: number): void
 }
 
+type Approval = Extract<InboxItem, { kind: 'approval' }>
+type Question = Extract<InboxItem, { kind: 'question' }>
+
+interface Card {
+  card: HTMLElement
+  countdown: HTMLElement
+  deadline: number
+  runId: string
+  /** Shows the run's conversation (approvals, with contents allowed). */
+  conversation?: (messages: MessageView[] | undefined) => void
+}
+
 export function createInboxView(): InboxView {
-  const list = byId('inbox')
-  const settledList = byId('settled')
-  const count = byId('inbox-count')
+  const list = document.getElementById('inbox') as HTMLElement
+  const settledList = document.getElementById('settled') as HTMLElement
+  const count = document.getElementById('inbox-count') as HTMLElement
+  const notice = document.getElementById('trust-notice') as HTMLElement
   /** Cards by item id: re-rendering keeps what a person is typing. */
-  const cards = new Map<string, { card: HTMLElement; countdown: HTMLElement; deadline: number }>()
+  const cards = new Map<string, Card>()
 
   const runLine = (item: InboxItem) => {
     const agents = [...item.agentPath, item.agentId].join(' › ')
@@ -37,14 +52,15 @@ export function createInboxView(): InboxView {
     )
   }
 
-  const steerControls = (card: HTMLElement, item: InboxItem) => {
+  /** Steer or cancel the run: its own row at the card's foot, apart from the decision. */
+  const runControls = (card: HTMLElement, item: InboxItem) => {
     const steerText = el('input', {
       type: 'text',
       class: 'steer-text',
       placeholder: 'steer this run: a correction the agent reads',
     })
     const steer = el('button', { class: 'steer', type: 'button' }, 'Steer')
-    const cancel = el('button', { class: 'cancel', type: 'button' }, 'Cancel run')
+    const cancel = el('button', { class: 'cancel', type: 'button', title: 'Cancel the whole run' }, 'Cancel run')
     steer.addEventListener('click', () => {
       const text = steerText.value.trim()
       if (text)
@@ -55,121 +71,84 @@ export function createInboxView(): InboxView {
         )
     })
     cancel.addEventListener('click', () => guard(card, () => actions.cancel(item.runId)))
-    return el('div', { class: 'actions' }, steerText, steer, cancel)
+    return el('div', { class: 'run-controls' }, el('span', { class: 'label' }, 'This run:'), steerText, steer, cancel)
   }
 
-  const approvalCard = (item: Extract<InboxItem, { kind: 'approval' }>) => {
-    const countdown = el('dd', { class: 'countdown' })
+  const meta = (item: InboxItem, rows: [string, string, string?][]) =>
+    el(
+      'dl',
+      { class: 'meta' },
+      ...rows.flatMap(([label, value, className]) => [
+        el('dt', {}, label),
+        el('dd', className ? { class: className } : {}, value),
+      ]),
+      el('dt', {}, 'run'),
+      el('dd', { class: 'run' }, runLine(item)),
+    )
+
+  const approvalCard = (item: Approval): Card => {
+    const countdown = el('span', { class: 'countdown' })
     const reason = el('input', { type: 'text', class: 'reason', placeholder: 'reason for a denial (the model reads it)' })
     const approve = el('button', { class: 'approve', type: 'button' }, 'Approve')
     const deny = el('button', { class: 'deny', type: 'button' }, 'Deny')
+    const why = whyBlock(item)
     const card = el(
       'article',
-      { class: 'item approval', 'data-id': item.id, 'data-tool': item.toolName },
-      el('h4', {}, `Approve ${item.toolName}?`),
+      { class: 'item approval', 'data-id': item.id, 'data-tool': item.toolName, 'data-verified': String(item.origin.verified) },
       el(
-        'p',
-        { class: item.origin.verified ? 'origin verified' : 'origin unverified' },
-        item.origin.verified
-          ? `verified: signed by ${item.origin.name} (${item.origin.signer})`
-          : `NOT verified: ${item.origin.reason}`,
-      ),
-      el(
-        'dl',
-        {},
-        el('dt', {}, 'tool'),
-        el('dd', { class: 'tool' }, item.toolName),
-        el('dt', {}, 'arguments'),
-        el('dd', {}, el('pre', { class: 'arguments' }, pretty(item.arguments))),
-        el('dt', {}, 'call'),
-        el('dd', { class: 'call-id' }, item.callId),
-        el('dt', {}, 'digest'),
-        el('dd', { class: 'digest' }, item.digest),
-        el('dt', {}, 'run'),
-        el('dd', { class: 'run' }, runLine(item)),
-        el('dt', {}, 'requested'),
-        el('dd', {}, clockTime(item.requestedAt)),
-        el('dt', {}, 'time left'),
+        'div',
+        { class: 'item-head' },
+        el('h4', {}, 'Approve ', el('code', { class: 'tool' }, item.toolName), '?'),
+        el('span', { class: 'asker', title: 'the agent that asks' }, [...item.agentPath, item.agentId].join(' › ')),
         countdown,
       ),
-      el('div', { class: 'actions' }, approve, reason, deny),
+      item.origin.verified
+        ? el('p', { class: 'origin verified' }, `✔ verified: signed by ${item.origin.name} (${item.origin.signer})`)
+        : null,
+      item.description ? el('p', { class: 'tool-description' }, item.description) : null,
+      why.element,
+      el('div', { class: 'actions decide' }, approve, reason, deny),
       el('p', { class: 'error' }),
     )
-    card.insertBefore(steerControls(card, item), card.querySelector('.error'))
-    approve.addEventListener('click', () => guard(card, () => actions.decide(item.id, true)))
-    card.insertBefore(editControls(card, item), card.querySelector('.error'))
-    deny.addEventListener('click', () => guard(card, () => actions.decide(item.id, false, reason.value.trim() || undefined)))
-    return { card, countdown }
-  }
-
-  /**
-   * Approve with edited arguments: checked here against the tool's JSON Schema as the person types
-   * (the button waits for a valid edit), and checked again by the agent, which alone decides.
-   */
-  const editControls = (card: HTMLElement, item: Extract<InboxItem, { kind: 'approval' }>) => {
-    const editor = el('textarea', { class: 'edited-arguments', rows: '4', spellcheck: 'false' })
-    editor.value = pretty(item.arguments)
-    const send = el('button', { class: 'approve-edited', type: 'button' }, 'Approve with these arguments')
-    const issues = el('ul', { class: 'edit-issues', role: 'alert' })
-    const checker = argumentChecker(item.parameters)
-    const note = el(
-      'p',
-      { class: 'edit-note' },
-      checker
-        ? "Checked here against the tool's schema, and again by the agent."
-        : 'No schema came with this request: the agent will check the edit.',
+    card.append(
+      editControls(item, (edited) => guard(card, () => actions.approveEdited(item.id, edited))),
+      meta(item, [
+        ['call', item.callId, 'call-id'],
+        ['digest', item.digest, 'digest'],
+        ['requested', clockTime(item.requestedAt)],
+      ]),
+      runControls(card, item),
     )
-    let checked: ArgumentCheck = { ok: true, value: item.arguments }
-    const check = () => {
-      checked = checker ? checker(editor.value) : parseOnly(editor.value)
-      issues.replaceChildren(...(checked.ok ? [] : checked.issues.map((issue) => el('li', {}, issue))))
-      send.disabled = !checked.ok
-      editor.setAttribute('aria-invalid', String(!checked.ok))
-    }
-    editor.addEventListener('input', check)
-    send.addEventListener('click', () => {
-      check()
-      if (checked.ok) {
-        const { value } = checked
-        guard(card, () => actions.approveEdited(item.id, value))
-      }
-    })
-    return el('details', { class: 'edit' }, el('summary', {}, 'Edit the arguments, then approve'), editor, issues, note, send)
+    approve.addEventListener('click', () => guard(card, () => actions.decide(item.id, true)))
+    deny.addEventListener('click', () => guard(card, () => actions.decide(item.id, false, reason.value.trim() || undefined)))
+    return { card, countdown, deadline: item.deadline, runId: item.runId, conversation: why.conversation }
   }
 
-  const questionCard = (item: Extract<InboxItem, { kind: 'question' }>) => {
-    const countdown = el('dd', { class: 'countdown' })
+  const questionCard = (item: Question): Card => {
+    const countdown = el('span', { class: 'countdown' })
     const answerText = el('input', { type: 'text', class: 'answer-text', placeholder: 'your answer' })
     const answer = el('button', { class: 'answer', type: 'button' }, 'Answer')
     const card = el(
       'article',
       { class: 'item question', 'data-id': item.id },
-      el('h4', { class: 'question-text' }, item.question),
-      el(
-        'dl',
-        {},
-        el('dt', {}, 'run'),
-        el('dd', { class: 'run' }, runLine(item)),
-        el('dt', {}, 'call'),
-        el('dd', { class: 'call-id' }, item.callId),
-        el('dt', {}, 'asked'),
-        el('dd', {}, clockTime(item.requestedAt)),
-        el('dt', {}, 'time left'),
-        countdown,
-      ),
+      el('div', { class: 'item-head' }, el('h4', { class: 'question-text' }, item.question), countdown),
+      meta(item, [
+        ['call', item.callId, 'call-id'],
+        ['asked', clockTime(item.requestedAt)],
+      ]),
       el('div', { class: 'actions' }, answerText, answer),
       el('p', { class: 'error' }),
     )
-    card.insertBefore(steerControls(card, item), card.querySelector('.error'))
+    card.append(runControls(card, item))
     answer.addEventListener('click', () => {
       const text = answerText.value.trim()
       if (text) guard(card, () => actions.answer(item.id, text))
     })
-    return { card, countdown }
+    return { card, countdown, deadline: item.deadline, runId: item.runId }
   }
 
   return {
-    render(items, settled) {
+    render(items, settled, transcripts) {
       const ordered = [...items].sort((a, b) => b.requestedAt - a.requestedAt)
       for (const [id, entry] of cards) {
         if (!ordered.some((item) => item.id === id)) {
@@ -179,12 +158,19 @@ export function createInboxView(): InboxView {
       }
       for (const item of ordered) {
         if (cards.has(item.id)) continue
-        const built = item.kind === 'approval' ? approvalCard(item) : questionCard(item)
-        cards.set(item.id, { ...built, deadline: item.deadline })
+        cards.set(item.id, item.kind === 'approval' ? approvalCard(item) : questionCard(item))
       }
+      for (const entry of cards.values()) entry.conversation?.(transcripts.get(entry.runId))
       list.replaceChildren(...ordered.map((item) => cards.get(item.id)?.card).filter((c): c is HTMLElement => c !== undefined))
       if (ordered.length === 0) list.replaceChildren(el('p', { class: 'empty' }, 'Nothing waits for you.'))
       count.textContent = String(ordered.length)
+      // Said once for the page, not on every card: every unsigned request has the same reason.
+      const unverified = ordered.find((item): item is Approval => item.kind === 'approval' && !item.origin.verified)
+      notice.hidden = unverified === undefined
+      notice.textContent =
+        unverified && !unverified.origin.verified
+          ? `Requests here are not verified (${unverified.origin.reason}): anyone who may publish on the bus could have sent one. Start the console with --agent-key or --trust to show only requests your agents signed.`
+          : ''
       settledList.replaceChildren(...settled.map(settledLine))
     },
     tick(now) {

@@ -5,7 +5,7 @@
  */
 import type { AuditEntry } from '@signalbox/core'
 import * as zod from 'zod/v4'
-import type { InboxItem, RunView, ServerMessage, SettledItem } from '../view-model.ts'
+import type { InboxItem, MessageView, RunView, ServerMessage, SettledItem } from '../view-model.ts'
 import { type AuditView, createAuditView } from './audit.ts'
 import { byId } from './dom.ts'
 import { createInboxView, type InboxView } from './inbox.ts'
@@ -18,6 +18,7 @@ const inbox = new Map<string, InboxItem>()
 let settled: SettledItem[] = []
 const runs = new Map<string, RunView>()
 let audit: AuditEntry[] = []
+const transcripts = new Map<string, MessageView[]>()
 let clockOffset = 0
 let views: { inbox: InboxView; runs: RunsView; audit: AuditView } | undefined
 const connection = byId('connection')
@@ -34,7 +35,13 @@ function apply(message: ServerMessage): void {
       runs.clear()
       for (const run of message.runs) runs.set(run.runId, run)
       audit = message.audit
-      views ??= { inbox: createInboxView(), runs: createRunsView(message.chart), audit: createAuditView() }
+      transcripts.clear()
+      for (const [runId, messages] of Object.entries(message.transcripts ?? {})) transcripts.set(runId, messages)
+      views ??= {
+        inbox: createInboxView(),
+        runs: createRunsView(message.chart, { pendingTool }),
+        audit: createAuditView(message.auditKinds),
+      }
       renderInbox()
       views.runs.render(runs)
       views.audit.render(audit)
@@ -43,11 +50,13 @@ function apply(message: ServerMessage): void {
     case 'inbox.add':
       inbox.set(message.item.id, message.item)
       renderInbox()
+      views?.runs.render(runs)
       return
     case 'inbox.settled':
       inbox.delete(message.settled.id)
       settled = [message.settled, ...settled.filter((s) => s.id !== message.settled.id)].slice(0, 100)
       renderInbox()
+      views?.runs.render(runs)
       return
     case 'run':
       runs.set(message.run.runId, message.run)
@@ -57,12 +66,22 @@ function apply(message: ServerMessage): void {
       audit = [...audit, message.entry].slice(-2_000)
       views?.audit.render(audit)
       return
+    case 'transcript':
+      transcripts.set(message.runId, message.messages)
+      renderInbox()
+      return
   }
+}
+
+/** The tool of the run's call waiting for approval here, if one is. */
+function pendingTool(runId: string): string | undefined {
+  for (const item of inbox.values()) if (item.kind === 'approval' && item.runId === runId) return item.toolName
+  return undefined
 }
 
 /** A new card shows its countdown at once, not at the next tick. */
 function renderInbox(): void {
-  views?.inbox.render([...inbox.values()], settled)
+  views?.inbox.render([...inbox.values()], settled, transcripts)
   views?.inbox.tick(Date.now() + clockOffset)
 }
 

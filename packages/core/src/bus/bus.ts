@@ -13,6 +13,8 @@ export const DEFAULT_MAX_PAYLOAD = 1024 * 1024
 export const DEFAULT_DUPLICATE_WINDOW_MS = 2 * 60_000
 /** JetStream's default `ack_wait`. */
 export const DEFAULT_ACK_WAIT_MS = 30_000
+/** `requestMany`: how long after a reply the gathering waits for another. */
+export const DEFAULT_STALL_MS = 300
 
 /** Why plain publish/request are refused on durable subjects (on both transports). */
 export const DURABLE_ONLY_REASON =
@@ -40,6 +42,17 @@ export interface SubscribeOptions {
 export interface RequestOptions {
   /** Milliseconds before the request fails with `BusTimeoutError`. */
   timeoutMs: number
+  signal?: AbortSignal
+  headers?: BusHeaders
+}
+
+export interface RequestManyOptions {
+  /** The longest the replies are gathered, in milliseconds. */
+  timeoutMs: number
+  /** After a reply, stop once no other came for this long. Default `DEFAULT_STALL_MS` (300 ms). */
+  stallMs?: number
+  /** Stop once this many replies came. */
+  maxReplies?: number
   signal?: AbortSignal
   headers?: BusHeaders
 }
@@ -137,6 +150,12 @@ export interface Bus {
    * `BusTimeoutError` after `timeoutMs`, `AbortedError` when the signal aborts.
    */
   request(subject: string, data: Uint8Array | string, options: RequestOptions): Promise<BusMessage>
+  /**
+   * Scatter-gather: one request, the reply of every subscriber (a queue group answering once).
+   * Resolves with the replies gathered until `timeoutMs`, `stallMs` without a new one after a
+   * reply, or `maxReplies`; with none at once when nobody listens. `AbortedError` when the signal aborts.
+   */
+  requestMany(subject: string, data: Uint8Array | string, options: RequestManyOptions): Promise<BusMessage[]>
 
   /**
    * The path for messages that must not be lost (approvals, decisions, steering, audit):

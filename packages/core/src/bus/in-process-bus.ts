@@ -21,12 +21,14 @@ import {
   type BusStatus,
   DEFAULT_DUPLICATE_WINDOW_MS,
   DEFAULT_MAX_PAYLOAD,
+  DEFAULT_STALL_MS,
   DURABLE_ONLY_REASON,
   type DurableConsumeOptions,
   type DurableHandler,
   type DurablePublishOptions,
   type MessageHandler,
   type PublishOptions,
+  type RequestManyOptions,
   type RequestOptions,
   type SubscribeOptions,
   type Subscription,
@@ -164,10 +166,7 @@ export class InProcessBus implements Bus {
   request(subject: string, data: Uint8Array | string, options: RequestOptions): Promise<BusMessage> {
     let bytes: Uint8Array
     try {
-      this.#assertOpen('request')
-      assertPublishSubject(subject)
-      this.#assertNotDurable(subject)
-      bytes = this.#toBytes(subject, data)
+      bytes = this.#requestBytes(subject, data)
     } catch (error) {
       return Promise.reject(error)
     }
@@ -191,6 +190,54 @@ export class InProcessBus implements Bus {
       timer = this.#clock.setTimeout(() => settle(new BusTimeoutError(subject, timeoutMs)), timeoutMs)
       signal?.addEventListener('abort', onAbort, { once: true })
     })
+  }
+
+  requestMany(subject: string, data: Uint8Array | string, options: RequestManyOptions): Promise<BusMessage[]> {
+    let bytes: Uint8Array
+    try {
+      bytes = this.#requestBytes(subject, data)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    const { signal, timeoutMs } = options
+    if (signal?.aborted) return Promise.reject(abortedError(subject, signal))
+    return new Promise<BusMessage[]>((resolve, reject) => {
+      const inbox = `_INBOX.sbx${this.#id}.${++this.#inboxSeq}`
+      const replies: BusMessage[] = []
+      // Here every recipient is known: the gathering ends as soon as each of them replied.
+      let expected = Number.POSITIVE_INFINITY
+      let timer: unknown
+      let stall: unknown
+      const onAbort = () => finish(abortedError(subject, signal))
+      const finish = (error?: Error) => {
+        if (!this.#inboxes.delete(inbox)) return
+        if (timer !== undefined) this.#clock.clearTimeout(timer)
+        if (stall !== undefined) this.#clock.clearTimeout(stall)
+        signal?.removeEventListener('abort', onAbort)
+        if (error) reject(error)
+        else resolve(replies)
+      }
+      this.#inboxes.set(inbox, (error, reply) => {
+        if (error) return finish(error)
+        replies.push(reply as BusMessage)
+        if (replies.length >= Math.min(expected, options.maxReplies ?? Number.POSITIVE_INFINITY)) return finish()
+        if (stall !== undefined) this.#clock.clearTimeout(stall)
+        stall = this.#clock.setTimeout(() => finish(), options.stallMs ?? DEFAULT_STALL_MS)
+      })
+      const delivered = this.#route(new LocalMessage(subject, bytes, copyHeaders(options.headers), inbox, this))
+      if (delivered === 0) return finish()
+      expected = delivered
+      timer = this.#clock.setTimeout(() => finish(), timeoutMs)
+      signal?.addEventListener('abort', onAbort, { once: true })
+    })
+  }
+
+  /** What a request may be sent as: checked like a publish, on an open bus, off the durable subjects. */
+  #requestBytes(subject: string, data: Uint8Array | string): Uint8Array {
+    this.#assertOpen('request')
+    assertPublishSubject(subject)
+    this.#assertNotDurable(subject)
+    return this.#toBytes(subject, data)
   }
 
   async durablePublish(

@@ -10,6 +10,7 @@ export type {
   DurablePublishOptions,
   MessageHandler,
   PublishOptions,
+  RequestManyOptions,
   RequestOptions,
   SubscribeOptions,
   Subscription,

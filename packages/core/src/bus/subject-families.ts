@@ -152,6 +152,12 @@ export const SUBJECT_FAMILIES = {
     publish: { agent: { why: 'remote tool descriptions (requests)' } },
     subscribe: { 'tool-host': { why: 'description requests' } },
   },
+  toolCatalog: {
+    template: 'tools',
+    transport: 'request',
+    publish: { agent: { why: 'what the tool hosts serve (request to every host)' } },
+    subscribe: { 'tool-host': { why: 'tool list requests (every host answers, through allow_responses)' } },
+  },
   events: {
     template: 'agents.{agent}.events.{type?}',
     transport: 'publish',

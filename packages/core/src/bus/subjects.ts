@@ -20,6 +20,7 @@
  *   <prefix>.runs.<runId>.result           how a remote run ended (durable)
  *   <prefix>.heartbeats.<runId>            a parent's heartbeats for its remote child
  *   <prefix>.tools.<tool>.describe         a remote tool's description (request/reply)
+ *   <prefix>.tools                         what the tool hosts serve (request-many, every host answers)
  *   <prefix>.audit.<agent>.<kind>          audit trail
  *   <prefix>.errors.<component>            rejected messages nobody could be told about
  *   <prefix>.inspect.<runtime>             inspection relay
@@ -152,6 +153,8 @@ export interface Subjects {
   runHeartbeat(runId: string): string
   /** A remote tool's description (request/reply). */
   toolDescribe(toolName: string): string
+  /** What the tool hosts serve: every host answers (request-many). */
+  toolCatalog(): string
   /** Rejections of messages that had nobody to reply to, per component. */
   errors(component?: string): string
   /** The inspection relay of one runtime, or of every runtime. */
@@ -232,6 +235,7 @@ export function createSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): Subject
     runResult: (run) => build('runResult', { run }),
     runHeartbeat: (run) => build('runHeartbeat', { run }),
     toolDescribe: (tool) => build('toolDescribe', { tool }),
+    toolCatalog: () => build('toolCatalog', {}),
     errors: (component) => build('errors', { component }),
     inspect: (runtime) => any('inspect', { runtime }),
     directory: () => build('directory', {}),

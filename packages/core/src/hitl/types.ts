@@ -28,6 +28,22 @@ export interface ApprovalRequest {
    * sending them. Advisory: not covered by `digest`; the agent validates edits itself regardless.
    */
   parameters?: Record<string, unknown>
+  /** The tool's description, as the model read it: what the tool does. Advisory, like `parameters`. */
+  description?: string
+  /** What led to the call, so a reviewer decides knowing why it is asked. Advisory, like `parameters`. */
+  context?: ApprovalContext
+}
+
+/**
+ * What led to a call waiting for approval, each text cut to `APPROVAL_CONTEXT_MAX_CHARS`
+ * (an ellipsis marks the cut). Not covered by the digest nor by a signature: the call itself is
+ * `toolName` and `arguments`.
+ */
+export interface ApprovalContext {
+  /** What the run was asked to do (its input). */
+  input?: string
+  /** The model's last text before the call (the reply asking for it, or an earlier one). */
+  lastText?: string
 }
 
 export interface ApprovalDecision {
@@ -115,6 +131,11 @@ export interface Question {
   agentPath?: string[]
   callId: string
   question: string
+  /**
+   * JSON Schema the answer must match, the answer text being that value as JSON (e.g. the fields
+   * an MCP server asks the user for): an answerer that can, shows a form.
+   */
+  answerSchema?: Record<string, unknown>
   deadline: number
   askedAt: number
 }

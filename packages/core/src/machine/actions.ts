@@ -10,6 +10,7 @@ import {
   serializeError,
 } from '../errors.ts'
 import { deepFreeze, type ToolOutcome } from '../events.ts'
+import { approvalExtras } from '../hitl/approval-context.ts'
 import { decisionMismatch, rejectedDecisionAudit } from '../hitl/decision.ts'
 import { callDigest } from '../hitl/digest.ts'
 import { approveEdited, checkEditedArguments, noteEditedArguments } from '../hitl/edited-arguments.ts'
@@ -274,7 +275,8 @@ export class MachineActions extends RunEvents {
     const call = this.current(context)
     const now = this.runtime.clock.now()
     // A copy: events are frozen deep, and the tool's schema object is not ours to freeze.
-    const parameters = structuredClone(this.runtime.tools.get(call.toolName)?.parameters)
+    const tool = this.runtime.tools.get(call.toolName)
+    const parameters = structuredClone(tool?.parameters)
     const request: ApprovalRequest = {
       requestId: this.runtime.ids('request'),
       agentId: context.run.agentId,
@@ -288,6 +290,12 @@ export class MachineActions extends RunEvents {
       deadline: now + this.runtime.approvalTimeoutMs,
       requestedAt: now,
       ...(parameters ? { parameters } : {}),
+      ...approvalExtras({
+        description: tool?.description,
+        input: context.run.input,
+        messages: context.messages,
+        reply: context.reply,
+      }),
     }
     // Announced by the `requestApproval` actor, once the wait is durable (see actors.ts).
     return { current: { ...call, approval: request } }

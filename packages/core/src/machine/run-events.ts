@@ -63,6 +63,8 @@ export class RunEvents {
       finishReason: output.finishReason,
       ...(output.usage ? { usage: output.usage } : {}),
       durationMs: output.durationMs,
+      ...(output.model ? { model: output.model } : {}),
+      ...(output.id ? { responseId: output.id } : {}),
     })
   }
 

@@ -35,8 +35,10 @@ export {
   RunResultMessage,
   SteerMessage,
   ToolCallMessage,
+  ToolCatalogMessage,
   ToolDescribeMessage,
   ToolDescriptionMessage,
+  ToolListMessage,
   ToolResultMessage,
   WireError,
 } from './schemas.ts'

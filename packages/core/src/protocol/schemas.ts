@@ -66,6 +66,9 @@ export const ApprovalRequestMessage = envelope('approval.request', {
   requestedAt: epochMs,
   /** The tool's JSON Schema, so a reviewer can check an edit before sending it. Not in the digest. */
   parameters: z.record(z.string(), z.unknown()).optional(),
+  /** The tool's description and what led to the call, for the reviewer. Not in the digest. */
+  description: z.string().max(8192).optional(),
+  context: z.object({ input: z.string().max(8192).optional(), lastText: z.string().max(8192).optional() }).optional(),
   /**
    * Set by an agent that keeps the request only in its process (no run store): it publishes
    * `approval.alive` for the request at this interval while it waits. Three missed: orphaned.
@@ -103,6 +106,8 @@ export const QuestionMessage = envelope('question', {
   agentPath: agentPath.optional(),
   callId: id,
   question: z.string().min(1).max(16_384),
+  /** JSON Schema of the answer (the answer is that value as JSON text): answerers may show a form. */
+  answerSchema: z.record(z.string(), z.unknown()).optional(),
   deadline: epochMs,
   askedAt: epochMs,
 })
@@ -190,6 +195,17 @@ export const ToolDescriptionMessage = envelope('tool.description', {
   timeoutMs: z.number().int().positive().optional(),
 })
 export type ToolDescriptionMessage = z.infer<typeof ToolDescriptionMessage>
+
+/** Anyone → every tool host, on `tools`: which tools do you serve? */
+export const ToolListMessage = envelope('tool.list', {})
+export type ToolListMessage = z.infer<typeof ToolListMessage>
+/** A tool host's answer: each tool it serves, described as `tool.describe` would. */
+export const ToolCatalogMessage = envelope('tool.catalog', {
+  /** The host (for logs; tools are addressed by name, never by host). */
+  hostId: z.string().min(1).max(256).optional(),
+  tools: z.array(ToolDescriptionMessage.omit({ v: true, type: true })).max(1000),
+})
+export type ToolCatalogMessage = z.infer<typeof ToolCatalogMessage>
 
 /** Any reply that is a failure: bad input, unknown tool, a tool that threw. */
 export const ErrorMessage = envelope('error', {
@@ -371,6 +387,8 @@ export const PROTOCOL_MESSAGES = {
   'tool.result': ToolResultMessage,
   'tool.describe': ToolDescribeMessage,
   'tool.description': ToolDescriptionMessage,
+  'tool.list': ToolListMessage,
+  'tool.catalog': ToolCatalogMessage,
   error: ErrorMessage,
   event: EventMessage,
   audit: AuditMessage,

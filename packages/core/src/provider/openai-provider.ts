@@ -27,6 +27,11 @@ export interface OpenAIProviderOptions {
   extraBody?: Record<string, unknown>
   /** Use an existing client instead of building one. */
   client?: OpenAI
+  /**
+   * Who serves the model, for telemetry (`gen_ai.provider.name`). Default `openai`: the OpenAI
+   * API's conventions (an OpenAI-compatible server may be named, e.g. `ollama`).
+   */
+  providerName?: string
 }
 
 /** The tools in the chat-completions wire format. */
@@ -45,6 +50,7 @@ const wireTools = perToolList(
 export class OpenAIProvider implements Provider {
   readonly model: string
   readonly baseURL: string
+  readonly providerName: string
   readonly #client: OpenAI
   readonly #stream: boolean
   readonly #extraBody: Record<string, unknown>
@@ -57,6 +63,7 @@ export class OpenAIProvider implements Provider {
       )
     }
     this.model = model
+    this.providerName = options.providerName ?? 'openai'
     this.#stream = options.stream ?? true
     this.#extraBody = options.extraBody ?? {}
     this.#client =
@@ -168,7 +175,13 @@ function fromCompletion(completion: ChatCompletion, model: string, where: string
       function: { name: c.function.name, arguments: c.function.arguments },
     }))
   }
-  return { message, finishReason: choice.finish_reason, usage: toUsage(completion.usage), model: completion.model ?? model }
+  return {
+    message,
+    finishReason: choice.finish_reason,
+    usage: toUsage(completion.usage),
+    model: completion.model ?? model,
+    ...(typeof completion.id === 'string' && completion.id !== '' ? { id: completion.id } : {}),
+  }
 }
 
 /** Assembles text and tool-call deltas (arguments arrive in fragments, keyed by index). */
@@ -183,6 +196,7 @@ async function assembleStream(
   let finishReason = 'stop'
   let usage: Usage | undefined
   let answeredBy = model
+  let id: string | undefined
   const calls: ToolCall[] = []
   let chunks = 0
   for await (const chunk of stream) {
@@ -190,6 +204,7 @@ async function assembleStream(
       throw notACompletion(where, 'streamed an event that is not a chat-completion chunk', chunk)
     chunks++
     if (chunk.model) answeredBy = chunk.model
+    if (typeof chunk.id === 'string' && chunk.id !== '') id ??= chunk.id
     if (chunk.usage) usage = toUsage(chunk.usage)
     for (const choice of chunk.choices) {
       const delta = choice.delta
@@ -215,5 +230,5 @@ async function assembleStream(
   const message: AssistantMessage = { role: 'assistant', content: sawText ? text : null }
   const toolCalls = calls.filter(Boolean)
   if (toolCalls.length > 0) message.tool_calls = toolCalls
-  return { message, finishReason, usage, model: answeredBy }
+  return { message, finishReason, usage, model: answeredBy, ...(id === undefined ? {} : { id }) }
 }

@@ -23,6 +23,8 @@ export interface ProviderResponse {
   usage: Usage | undefined
   /** The model that answered, as the endpoint reported it. */
   model: string
+  /** The reply's id, as the endpoint gave it (a chat completion's `id`), for telemetry. */
+  id?: string
 }
 
 export interface ProviderCallOptions {
@@ -37,5 +39,12 @@ export interface ProviderCallOptions {
  */
 export interface Provider {
   readonly model: string
+  /**
+   * Who serves the model, as telemetry names it (`gen_ai.provider.name`: `openai`, `anthropic`,
+   * `aws.bedrock`...). Optional: tracing falls back to its own option, else `_OTHER`.
+   */
+  readonly providerName?: string
+  /** The endpoint's base URL, for telemetry (`server.address`, `server.port`). */
+  readonly baseURL?: string
   complete(request: ProviderRequest, options: ProviderCallOptions): Promise<ProviderResponse>
 }

@@ -18,6 +18,12 @@ export const CHECKPOINT_VERSION = 2
 const epochMs = z.number().int().nonnegative()
 const count = z.number().int().nonnegative()
 
+/** A few short strings kept with a run for its instrumentations (at most 16, each at most 1024 characters). */
+export const RunCarry = z
+  .record(z.string().min(1).max(64), z.string().max(1024))
+  .refine((carry) => Object.keys(carry).length <= 16, { message: 'at most 16 entries' })
+export type RunCarry = z.infer<typeof RunCarry>
+
 /**
  * Where a run stands, as the store lists it. `waiting`: on a person (approval, question).
  * `parked`: stored, not finished, but it cannot be continued (its stored state cannot be loaded:
@@ -122,6 +128,11 @@ export const Checkpoint = z.object({
   lease: RunLease.optional(),
   /** Set with status `parked`. */
   parked: RunParking.optional(),
+  /**
+   * What the agent's instrumentations keep with the run (`Instrumentation.carry`), e.g. its W3C
+   * trace context (`traceparent`, `tracestate`): a process that resumes the run continues its trace.
+   */
+  carry: RunCarry.optional(),
   createdAt: epochMs,
   savedAt: epochMs,
 })

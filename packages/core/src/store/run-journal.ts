@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.ts'
 import type { ApprovalDecision } from '../hitl/types.ts'
 import type { Message } from '../messages.ts'
-import type { AppliedDecision, Checkpoint, LedgerEntry, LedgerToolResult, PendingQuestion } from './checkpoint.ts'
+import type { AppliedDecision, Checkpoint, LedgerEntry, LedgerToolResult, PendingQuestion, RunCarry } from './checkpoint.ts'
 import { CHECKPOINT_VERSION } from './checkpoint.ts'
 import { findCall, finishCall, startCall } from './ledger.ts'
 import type { RunStore } from './run-store.ts'
@@ -34,6 +34,8 @@ export interface RunJournalOptions {
    * does not keep raw outputs: nothing of a call's raw output is stored, only what the model read.
    */
   masksToolOutput?: boolean
+  /** For a new run: what its instrumentations keep with it (asked at each save until it gives something). */
+  carry?: () => RunCarry | undefined
   /** The run cannot go on: a write failed or another process took it (compare-and-set lost). */
   onLost?(error: unknown): void
 }
@@ -60,6 +62,8 @@ export class RunJournal {
   /** The question the call in hand waits on (`ask_human`), kept until it is answered or timed out. */
   #questions: PendingQuestion[]
   #steeringCursor: number | undefined
+  /** What the instrumentations keep with the run: kept as first stored, across resumes. */
+  #carried: RunCarry | undefined
   /** A save that waits for its turn (not started): later requests join it. */
   #queued: Promise<void> | undefined
   /** Whether the queued save must be synced (one request that needs it is enough). */
@@ -96,6 +100,7 @@ export class RunJournal {
     this.#questions = stored ? [...stored.checkpoint.pending.questions] : []
     this.#resumedWait = stored?.checkpoint.pending.approvals[0]?.requestId
     this.#steeringCursor = stored ? stored.checkpoint.steeringCursor : options.steeringCursor
+    this.#carried = stored?.checkpoint.carry
     this.onLost = options.onLost ?? (() => {})
   }
 
@@ -391,9 +396,19 @@ export class RunJournal {
       ledger,
       // A finished run has no owner: nothing is left to drive.
       ...(finished ? {} : { lease: { owner: this.#options.owner, epoch: this.#epoch, expiresAt: now + this.#options.leaseMs } }),
+      ...(this.#carry() ? { carry: this.#carried } : {}),
       createdAt: this.#createdAt,
       savedAt: now,
     }
+  }
+
+  /** What the instrumentations keep with the run, asked of them until they give something. */
+  #carry(): RunCarry | undefined {
+    if (this.#carried === undefined) {
+      const given = this.#options.carry?.()
+      if (given !== undefined && Object.keys(given).length > 0) this.#carried = given
+    }
+    return this.#carried
   }
 
   /** A parked run keeps its lease: a save every `leaseMs / 3` (through the queue) extends it. */

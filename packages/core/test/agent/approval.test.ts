@@ -30,10 +30,40 @@ describe('approval requests', () => {
         properties: { to: { type: 'string' }, amount: { type: 'number' } },
         required: ['to', 'amount'],
       },
+      // What the tool does and what led to the call, for the reviewer; not part of the digest either.
+      description: 'Pay someone. Irreversible.',
+      context: { input: 'pay ACME' },
     })
     expect(request?.digest).toMatch(/^sha256:[0-9a-f]{64}$/)
     expect(callDigest('pay', { amount: 250, to: 'ACME' })).toBe(request?.digest)
     expect(callDigest('pay', { to: 'ACME', amount: 251 })).not.toBe(request?.digest)
+  })
+
+  it("tell the reviewer why: the run's input and the model's last text before the call, each cut to 2,000 characters", async () => {
+    const reviewer = new ScriptedReviewer([true])
+    const long = `Pay ACME ${'x'.repeat(3_000)}`
+    const provider = new ScriptedProvider({
+      script: [
+        { content: 'Let me look up the invoice first.', toolCalls: [{ id: 'c0', name: 'lookup', arguments: {} }] },
+        // The reply that asks for the payment says nothing: the text before it is the last one.
+        { toolCalls: [{ id: 'c1', name: 'pay', arguments: { to: 'ACME', amount: 250 } }] },
+        { content: 'Paid.', toolCalls: [] },
+      ],
+    })
+    const lookup = tool({ name: 'lookup', description: 'Look up.', schema: z.object({}), execute: () => 'invoice 7: 250' })
+    const agent = createAgent({
+      provider,
+      tools: [lookup, payTool().tool],
+      reviewer,
+    })
+    await agent.run(long)
+    const [request] = reviewer.requests
+    expect(request?.context?.lastText).toBe('Let me look up the invoice first.')
+    expect(request?.context?.input).toHaveLength(2_000)
+    expect(request?.context?.input?.endsWith('…')).toBe(true)
+    expect(request?.description).toBe('Pay someone. Irreversible.')
+    // Advisory: the digest covers the call only.
+    expect(request?.digest).toBe(callDigest('pay', { to: 'ACME', amount: 250 }))
   })
 
   it("carry a copy of the tool's schema: freezing the event leaves the tool's own object alone", async () => {

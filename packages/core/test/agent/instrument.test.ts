@@ -58,7 +58,9 @@ function recorder() {
           ? `hook ${work.point} ${work.name ?? '-'} #${work.index}`
           : work.kind === 'tool'
             ? `tool ${work.toolName} ${work.context.callId}`
-            : `review ${work.request.toolName}`
+            : work.kind === 'review'
+              ? `review ${work.request.toolName}`
+              : `resume ${work.runId}`
       seen.push(`> ${label}`)
       const result = run()
       seen.push(`< ${label}`)
