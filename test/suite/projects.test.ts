@@ -8,18 +8,15 @@ import { readdirSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { createVitest } from 'vitest/node'
 import { describe, expect, it } from 'vitest'
+import { createVitest } from 'vitest/node'
 import { PROJECTS } from '../support/projects.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
 /** Every `*.test.ts` under the packages' test folders and test/, node_modules aside. */
 function testFilesOnDisk(): string[] {
-  const roots = [
-    'test',
-    ...readdirSync(path.join(ROOT, 'packages')).map((p) => path.join('packages', p, 'test')),
-  ]
+  const roots = ['test', ...readdirSync(path.join(ROOT, 'packages')).map((p) => path.join('packages', p, 'test'))]
   return roots.flatMap((root) => {
     let entries: string[]
     try {

@@ -160,15 +160,17 @@ describe('scripted model server: HTTP edges', () => {
 
   // No timing here: a close() or an abort that waited for a delay would run into the test's time limit.
   it('a delay aborted by the client does not hang, and close() resolves', async () => {
-    const { server, client } = await serve({ m: [{ delayMs: 600_000, content: 'too late' }] })
-    // Watch the server's delay timer to see that it is cleared on disconnect, not left to run.
+    const { server, client } = await serve({ m: [{ delayMs: 3_600_000, content: 'too late' }] })
+    // Watch the server's delay timer (an hour: the SDK's own default timeout is 10 minutes) to see that it is cleared on disconnect, not left to run.
     const setSpy = vi.spyOn(globalThis, 'setTimeout')
     const clearSpy = vi.spyOn(globalThis, 'clearTimeout')
     try {
       const controller = new AbortController()
       const pending = client.chat.completions.create({ model: 'm', messages: user('q') }, { signal: controller.signal })
       pending.catch(() => {})
-      const delayTimer = await until(() => setSpy.mock.results[setSpy.mock.calls.findIndex((call) => call[1] === 600_000)]?.value)
+      const delayTimer = await until(
+        () => setSpy.mock.results[setSpy.mock.calls.findIndex((call) => call[1] === 3_600_000)]?.value,
+      )
       expect(server.requests).toHaveLength(1)
       controller.abort()
       await expect(pending).rejects.toBeInstanceOf(OpenAI.APIUserAbortError)
@@ -180,7 +182,7 @@ describe('scripted model server: HTTP edges', () => {
   })
 
   it('close() ends a pending delay and keep-alive connections', async () => {
-    const { server, client } = await serve({ m: [{ content: 'warm' }, { delayMs: 600_000, content: 'never' }] })
+    const { server, client } = await serve({ m: [{ content: 'warm' }, { delayMs: 3_600_000, content: 'never' }] })
     await client.chat.completions.create({ model: 'm', messages: user('q') })
     const pending = client.chat.completions.create({ model: 'm', messages: user('q') })
     pending.catch(() => {})
