@@ -10,6 +10,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
+import { connectNatsBus } from '@signalbox/actors/nats'
+import { createSigner, createTrustPolicy, newUserSeed } from '@signalbox/actors/trust'
 import { createSubjects } from '@signalbox/core/bus'
 import {
   AnswerMessage,
@@ -20,8 +22,6 @@ import {
   type QuestionMessage,
 } from '@signalbox/core/protocol'
 import { afterEach, describe, expect, it } from 'vitest'
-import { connectNatsBus } from '../../packages/actors/src/nats/index.ts'
-import { createSigner, createTrustPolicy, newUserSeed } from '../../packages/actors/src/trust/index.ts'
 import { uniquePrefix } from '../support/env.ts'
 import { busArgs, cleanupAll, deleteStream, NATS_URL, startProcess, until } from './support.ts'
 

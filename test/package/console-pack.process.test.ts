@@ -53,9 +53,7 @@ describe('@signalbox/console as packed', () => {
   })
 
   it('the built module serves the shipped assets without rebuilding them', async () => {
-    const built = (await import(
-      path.join(CONSOLE, 'dist', 'page-assets.js')
-    )) as typeof import('../../packages/console/src/page-assets.ts')
+    const built = (await import(path.join(CONSOLE, 'dist', 'page-assets.js'))) as typeof import('@signalbox/console/internal')
     const assets = await built.pageAssets()
     expect(assets.script).toBe(await readFile(path.join(CONSOLE, 'assets', 'app.js'), 'utf8'))
     expect(assets.chart).toEqual(JSON.parse(await readFile(path.join(CONSOLE, 'assets', 'chart.json'), 'utf8')))

@@ -11,7 +11,6 @@
 import { defaultStreamName } from '@signalbox/actors/nats'
 import { ErrorCode, SignalboxError } from '@signalbox/core'
 import {
-  agentPurpose,
   type BucketAccess,
   type ConsumerUse,
   createSubjects,
@@ -27,7 +26,7 @@ import {
   type SubjectFamilyName,
   type SubjectUse,
 } from '@signalbox/core/bus'
-import { assertToken } from '@signalbox/core/internal'
+import { agentPurpose, assertToken } from '@signalbox/core/internal'
 
 export { ROLES, type Role }
 
