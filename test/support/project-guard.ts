@@ -14,8 +14,8 @@ import { ALLOWED, type ProjectName } from './projects.ts'
 const project = process.env.SIGNALBOX_TEST_PROJECT as ProjectName | undefined
 const allowed = project ? ALLOWED[project] : undefined
 
-/** The shared NATS server's port (`NATS_URL` when set, else 4222). */
-const natsPort = Number(new URL(process.env.NATS_URL ?? 'nats://127.0.0.1:4222').port || 4222)
+/** The shared NATS server's port (as test/support/env.ts reads it: `SIGNALBOX_NATS_URL`, else 4222). */
+const natsPort = Number(new URL(process.env.SIGNALBOX_NATS_URL || 'nats://127.0.0.1:4222').port || 4222)
 
 /** What a NATS test may start: servers, and openssl for their TLS certificates. */
 const NATS_TOOLS = new Set(['nats-server', 'openssl'])
