@@ -4,7 +4,9 @@
 # the workspace, and prints the size of node_modules (du -sk, KiB) for two installs:
 #   core  @signalbox/core alone (with the zod its peer range asks for)
 #   cli   @signalbox/cli and the workspace packages it depends on
-# npm installs a package's non-optional peers too, so a peer dependency still counts here.
+#   core-own  @signalbox/core with its dependencies only (npm --legacy-peer-deps: no peers, no zod):
+#             what it adds to a project that already has its peers (zod, xstate)
+# npm installs a package's non-optional peers too, so a peer dependency still counts in the first two.
 # Usage: scripts/install-size.sh [--no-build] [--keep]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,21 +34,30 @@ for pkg in core actors console mcp otel cli; do
 done
 tarball() { ls "$base/packs"/signalbox-"$1"-*.tgz; }
 
-# install <project> <package>...: a project that depends on the named packages' tarballs (the CLI's
+# install <project> <package>... [-- npm flags]: a project that depends on the named packages' tarballs (the CLI's
 # workspace dependencies are given as tarballs too, as a registry would resolve them).
 install() {
   local name=$1
   shift
   local dir="$base/$name"
   mkdir -p "$dir"
-  local deps=""
-  for pkg in "$@"; do deps="$deps\"@signalbox/$pkg\": \"file:$(tarball "$pkg")\","; done
-  printf '{"name":"size-%s","private":true,"type":"module","dependencies":{%s"zod":"^4.0.0"}}\n' \
-    "$name" "$deps" >"$dir/package.json"
-  (cd "$dir" && npm install --prefer-offline --no-audit --no-fund --loglevel=error >/dev/null)
+  local deps=() flags=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --) shift; flags=("$@"); break ;;
+      *) deps+=("\"@signalbox/$1\":\"file:$(tarball "$1")\""); shift ;;
+    esac
+  done
+  # The zod a user brings (a peer), unless peers are left out.
+  [ ${#flags[@]} -gt 0 ] || deps+=('"zod":"^4.0.0"')
+  local joined
+  joined=$(IFS=,; echo "${deps[*]}")
+  printf '{"name":"size-%s","private":true,"type":"module","dependencies":{%s}}\n' "$name" "$joined" >"$dir/package.json"
+  (cd "$dir" && npm install --prefer-offline --no-audit --no-fund --loglevel=error ${flags[@]+"${flags[@]}"} >/dev/null)
   du -sk "$dir/node_modules" | cut -f1
 }
 
 core=$(install core core)
 cli=$(install cli core actors console mcp otel cli)
-printf 'core\t%s KiB\ncli\t%s KiB\n' "$core" "$cli"
+own=$(install core-own core -- --legacy-peer-deps)
+printf 'core\t%s KiB\ncli\t%s KiB\ncore-own\t%s KiB\n' "$core" "$cli" "$own"

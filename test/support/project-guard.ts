@@ -21,9 +21,10 @@ const natsPort = Number(new URL(process.env.SIGNALBOX_NATS_URL || 'nats://127.0.
 const NATS_TOOLS = new Set(['nats-server', 'openssl'])
 
 function misplaced(what: string, belongs: ProjectName): Error {
+  const suffix = belongs === 'processes' ? 'process' : belongs
   return new Error(
     `This test ${what}, which the "${project}" project does not allow: it belongs in the "${belongs}" project ` +
-      '(add it to test/support/projects.ts, or name it *.process.test.ts / *.nats.test.ts).',
+      `(add it to test/support/projects.ts, or name it *.${suffix}.test.ts).`,
   )
 }
 

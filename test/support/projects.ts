@@ -54,6 +54,7 @@ export const PROJECT_GLOBS: Record<Exclude<ProjectName, 'unit'>, string[]> = {
     'packages/actors/test/actors/faults.nats.test.ts',
     'packages/actors/test/actors/orphaned.nats.test.ts',
     'packages/actors/test/nats/nats-bus.handover.test.ts',
+    'packages/actors/test/store/kv-run-store.test.ts',
     'packages/actors/test/system/takeover.test.ts',
     'packages/actors/test/trust/permissions.test.ts',
     'packages/actors/test/trust/permissions-cli.test.ts',
