@@ -235,6 +235,12 @@ export interface KvBucketUse {
   /** What the bucket holds. */
   holds: string
   access: Partial<Record<Role, BucketAccess>>
+  /**
+   * Why its writers also purge keys from the bucket's stream (`$JS.API.STREAM.PURGE`): a deletion
+   * that leaves nothing behind. Writers can already roll a key up (a KV purge), so this grants no
+   * more than they have.
+   */
+  purge?: string
 }
 
 /**
@@ -246,6 +252,7 @@ export const KV_BUCKETS = {
   runs: {
     holds: 'stored runs',
     access: { agent: 'write', observer: 'read' },
+    purge: 'deletes a run, leaving nothing behind (signalbox runs prune)',
   },
   directory: {
     holds: 'the directory of agent hosts',
