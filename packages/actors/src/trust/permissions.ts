@@ -27,6 +27,7 @@ import {
   type SubjectFamily,
   type SubjectFamilyName,
   type SubjectUse,
+  usedApprovalsBucket,
 } from '@signalbox/core/bus'
 import { assertToken } from '@signalbox/core/internal'
 
@@ -60,6 +61,8 @@ export interface PermissionScope {
   runBucket?: string
   /** The directory's KV bucket. Default: the prefix's (`directoryBucket(prefix)`). */
   directoryBucket?: string
+  /** The enforcing tool hosts' ledger of used approvals. Default: the prefix's (`usedApprovalsBucket(prefix)`). */
+  usedApprovalsBucket?: string
 }
 
 export interface PermissionRule {
@@ -192,7 +195,11 @@ export function rolePermissions(role: Role | readonly Role[], scope: PermissionS
     seen.add(`${consumer.name} ${consumer.filter}`)
     publish.push(...consumerRules(stream, consumer))
   }
-  const buckets = { runs: scope.runBucket ?? DEFAULT_RUN_BUCKET, directory: scope.directoryBucket ?? directoryBucket(prefix) }
+  const buckets: Record<KvBucketName, string> = {
+    runs: scope.runBucket ?? DEFAULT_RUN_BUCKET,
+    directory: scope.directoryBucket ?? directoryBucket(prefix),
+    usedApprovals: scope.usedApprovalsBucket ?? usedApprovalsBucket(prefix),
+  }
   for (const [bucketName, bucket] of Object.entries(KV_BUCKETS) as [KvBucketName, (typeof KV_BUCKETS)[KvBucketName]][]) {
     const access = roles.map((r) => (bucket.access as Partial<Record<Role, BucketAccess>>)[r]).filter(Boolean)
     if (access.length === 0) continue
