@@ -8,8 +8,8 @@ import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
 import { KvRunStore } from '@signalbox/actors/store'
 import { authorizationBlock, rolePermissions } from '@signalbox/actors/trust'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { sampleCheckpoint } from '../../packages/core/test/store/sample.ts'
 import { runMain } from '../../packages/cli/test/helpers.ts'
+import { sampleCheckpoint } from '../../packages/core/test/store/sample.ts'
 import { type ConfigServer, startConfigServer } from '../support/nats-config-server.ts'
 
 const prefix = 'prune.v1'
@@ -60,7 +60,18 @@ describe('signalbox runs prune under the generated permissions', () => {
     })
 
     const login = ['--nats', server.url, '--prefix', prefix, '--user', 'claw', '--password', 'pw-claw']
-    const pruned = await runMain(['runs', 'prune', '--bucket', runBucket, ...login, '--inbox-prefix', claw.inboxPrefix, '--older-than', '30d', '--json'])
+    const pruned = await runMain([
+      'runs',
+      'prune',
+      '--bucket',
+      runBucket,
+      ...login,
+      '--inbox-prefix',
+      claw.inboxPrefix,
+      '--older-than',
+      '30d',
+      '--json',
+    ])
     expect(pruned.code, `${pruned.stdout}\n${pruned.stderr}`).toBe(0)
     const rows = pruned.stdout
       .split('\n')

@@ -157,7 +157,12 @@ export class ApprovalGate<Reply> {
     const replayed = () =>
       this.#refuse(
         call,
-        new ApprovalInvalidError(toolName, 'replayed', 'it was already used for another call; a decision lets one call run', requestId),
+        new ApprovalInvalidError(
+          toolName,
+          'replayed',
+          'it was already used for another call; a decision lets one call run',
+          requestId,
+        ),
       )
     if (claim.kind === 'other') return { kind: 'answer', reply: replayed() }
     const now = this.#options.clock.now()

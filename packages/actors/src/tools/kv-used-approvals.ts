@@ -156,16 +156,20 @@ export function kvUsedApprovals<T>(options: KvUsedApprovalsOptions<T>): SharedAp
             // The answer went to the caller anyway; a retry then learns that the call ran, not its output.
             if (value.byteLength > (connection.info?.max_payload ?? 1024 * 1024) - 1024)
               value = encoder.encode(JSON.stringify({ ...entry, answerTooLarge: true } satisfies Stored))
-            revision = await attempt(AbortSignal.timeout(retryMs), "Recording an approved call's answer", async (kv, ambiguous) => {
-              if (ambiguous) {
-                // The last update's answer was lost: it may be stored already.
-                const got = await kv.get(key)
-                const stored = parse(got)
-                if (got !== null && stored?.claim === claim && (stored.answer !== undefined || stored.answerTooLarge))
-                  return got.revision
-              }
-              return kv.update(key, value, revision)
-            })
+            revision = await attempt(
+              AbortSignal.timeout(retryMs),
+              "Recording an approved call's answer",
+              async (kv, ambiguous) => {
+                if (ambiguous) {
+                  // The last update's answer was lost: it may be stored already.
+                  const got = await kv.get(key)
+                  const stored = parse(got)
+                  if (got !== null && stored?.claim === claim && (stored.answer !== undefined || stored.answerTooLarge))
+                    return got.revision
+                }
+                return kv.update(key, value, revision)
+              },
+            )
           },
         }
       }

@@ -1,5 +1,4 @@
 import { AbortedError, type AuditLog, type Clock, randomIds, systemClock, type Tool } from '@signalbox/core'
-import { z } from 'zod'
 import { type Bus, createSubjects, type Subjects, type Subscription, usedApprovalsBucket } from '@signalbox/core/bus'
 import { describeError, stringifyToolOutput, untilAborted } from '@signalbox/core/internal'
 import {
@@ -16,6 +15,7 @@ import {
   ToolResultMessage,
   type WireError,
 } from '@signalbox/core/protocol'
+import { z } from 'zod'
 import { toWireError } from '../requests/rejections.ts'
 import { MAX_TIMER_MS } from '../requests/request-service.ts'
 import { IdempotencyCache, type IdempotencyCacheOptions } from '../store/idempotency-cache.ts'

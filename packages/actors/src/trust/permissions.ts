@@ -204,9 +204,7 @@ export function rolePermissions(role: Role | readonly Role[], scope: PermissionS
     const access = roles.map((r) => (bucket.access as Partial<Record<Role, BucketAccess>>)[r]).filter(Boolean)
     if (access.length === 0) continue
     const purge = (bucket as KvBucketUse).purge
-    publish.push(
-      ...bucketRules(buckets[bucketName], bucket.holds, access.includes('write') ? 'write' : 'read', purge),
-    )
+    publish.push(...bucketRules(buckets[bucketName], bucket.holds, access.includes('write') ? 'write' : 'read', purge))
   }
   return {
     role: roles.join('+'),

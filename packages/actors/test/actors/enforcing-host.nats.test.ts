@@ -76,8 +76,6 @@ async function enforcingHost(
   options: { gate?: Promise<void>; clock?: Clock; ledger?: HostApprovalOptions['ledger']; queue?: string } = {},
 ) {
   const bus = await d.bus('host')
-  // The pool's ledger of used approvals (a KV bucket per prefix) goes with the deployment.
-  d.defer(() => deleteStream(bus, `KV_${usedApprovalsBucket(d.prefix)}`))
   const audit = trackedAudit(busAuditLog({ bus, subjects: d.subjects }))
   const claw = clawTools(options.gate)
   const refusals: { callId: string; code: string; reason: string }[] = []
