@@ -335,6 +335,14 @@ export class Agent<TOutput = string> {
   }
 
   /**
+   * For the steering consumer of a durable agent: when `runId` began (its checkpoint's `createdAt`).
+   * A run that never saw a correction takes the general ones stored since then, not older ones.
+   */
+  steeringSince(runId: string): number | undefined {
+    return this.#journals?.get(runId)?.createdAt
+  }
+
+  /**
    * Where a steering consumer should start so that the runs in flight (resumed ones) miss nothing:
    * after the lowest cursor, or at the start of the log for a run that never saw a correction.
    * `undefined` when no durable run is in flight (the consumer then starts at new messages).
