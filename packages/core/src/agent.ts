@@ -426,7 +426,12 @@ export class Agent<TOutput = string> {
         assertSteeringText(text)
         actor.send({ type: 'agent.steer', text, from: steerOptions?.from ?? 'user' })
       },
-      cancel: (reason) => actor.send({ type: 'agent.cancel', reason: reason ?? 'cancelled by request' }),
+      cancel: (reason, cancelOptions) =>
+        actor.send({
+          type: 'agent.cancel',
+          reason: reason ?? 'cancelled by request',
+          ...(cancelOptions?.by !== undefined ? { by: cancelOptions.by } : {}),
+        }),
     }
     this.#active.set(runId, handle)
     journal?.attach(actor)

@@ -106,6 +106,7 @@ describe('@signalbox/core public surface', () => {
       'PROTOCOL_VERSION',
       'ProtocolError',
       'QuestionMessage',
+      'QuestionWithdrawnMessage',
       'RejectionMessage',
       'RunAcceptedMessage',
       'RunHeartbeatMessage',

@@ -159,7 +159,8 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
           }
           for (const [runId, handle] of [...agent.runs]) {
             if (request.runId !== undefined && request.runId !== runId) continue
-            handle.cancel(request.reason ?? `cancelled by ${who.name ?? request.from ?? 'control request'}`)
+            const by = who.name ?? request.from
+            handle.cancel(request.reason ?? `cancelled by ${by ?? 'control request'}`, by !== undefined ? { by } : undefined)
             cancelled.push(runId)
           }
         }

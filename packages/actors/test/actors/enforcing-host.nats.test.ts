@@ -396,7 +396,7 @@ describe('a tool host that verifies approvals (nats)', () => {
       Array.from({ length: 12 }, (_, i) => callTool(agent, d, { ...call, approval, runId: `run-${i}` })),
     )
     expect(replies.filter((reply) => reply.type === 'tool.result')).toHaveLength(1)
-    expect(replies.filter((reply) => refusal(reply).reason === 'replayed')).toHaveLength(11)
+    expect(replies.filter((reply) => reply.type === 'error' && reply.error.details?.reason === 'replayed')).toHaveLength(11)
     expect(hosts.flatMap((host) => host.dropped)).toEqual([5])
   })
 

@@ -115,6 +115,15 @@ export const SUBJECT_FAMILIES = {
     },
     deny: { agent: { why: 'nor answers its own questions' } },
   },
+  questionWithdrawals: {
+    template: 'ask.{agent}.withdrawn',
+    transport: 'durable',
+    publish: { agent: { why: 'questions it no longer waits for (its run was cancelled or ended; durable publish)' } },
+    consume: {
+      answerer: [{ purpose: 'unasked', why: 'questions their agents withdrew (stop showing them)' }],
+      console: [{ purpose: 'unasked', why: 'questions their agents withdrew (stop showing them)' }],
+    },
+  },
   steer: {
     template: 'agents.{agent}.steer',
     transport: 'durable',
