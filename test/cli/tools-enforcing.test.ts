@@ -22,7 +22,7 @@ import {
   verifyAuditEntry,
 } from '@signalbox/actors/trust'
 import { createAgent, policyReviewer, type Tool } from '@signalbox/core'
-import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { type Bus, createSubjects, type Subjects, usedApprovalsBucket } from '@signalbox/core/bus'
 import { decodeMessage, ErrorMessage, encodeMessage, type ToolCallMessage, ToolResultMessage } from '@signalbox/core/protocol'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -145,6 +145,7 @@ describe('signalbox tools serve --trust (a host that verifies approvals)', () =>
     )
     await host.waitFor(`enforcing approvals for drop_claw: signed decisions checked against ${trustFile}`)
     expect(host.stderr).toContain(`signed as ${keys.host.publicKey}`)
+    await host.waitFor(`used approvals remembered in the KV bucket ${usedApprovalsBucket(prefix)}, for every host of the pool`)
     await reviewer.waitFor('reviewing approval requests')
 
     const agentPolicy = createTrustPolicy({

@@ -171,7 +171,9 @@ export const toolsServe: Command = {
       const ready = `serving ${tools.length} tool${tools.length === 1 ? '' : 's'}: ${names} on ${subjects.prefix}.tools.* at ${url} (queue ${queue}; Ctrl-C to stop)`
       if (context.global.json) context.err(ready)
       else context.out(ready)
-      for (const line of approvalLines(tools, trust, trustFile, signer?.publicKey, clockSkewMs)) context.err(line(c))
+      const ledgerBucket = (await import('@signalbox/core/bus')).usedApprovalsBucket(subjects.prefix)
+      for (const line of approvalLines(tools, trust, trustFile, signer?.publicKey, clockSkewMs, ledgerBucket))
+        context.err(line(c))
       const signal = await stop.promise
       const running = host.running
       context.err(
@@ -229,6 +231,7 @@ function approvalLines(
   trustFile: string | undefined,
   signerKey: string | undefined,
   clockSkewMs: number | undefined,
+  ledgerBucket: string,
 ): ((c: Colors) => string)[] {
   const gated = tools.filter((t) => t.needsApproval !== undefined && t.needsApproval !== false).map((t) => t.name)
   if (trust === undefined) {
@@ -243,6 +246,8 @@ function approvalLines(
   const lines: ((c: Colors) => string)[] = [
     (c) =>
       `${c.green('enforcing approvals')} for ${gated.join(', ')}: signed decisions checked against ${trustFile ?? 'the trust policy'} (clock skew ${clockSkewMs ?? DEFAULT_CLOCK_SKEW_MS} ms); refusals audited${signerKey ? `, signed as ${signerKey}` : ' (unsigned: no --signing-key)'}`,
+    // Every host of the deployment shares it: a decision used at one is refused at all.
+    (c) => c.dim(`used approvals remembered in the KV bucket ${ledgerBucket}, for every host of the pool`),
   ]
   const { reviewers } = trust.options
   for (const name of gated) {
