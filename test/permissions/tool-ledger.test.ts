@@ -61,7 +61,7 @@ async function busOf(user: string): Promise<NatsBus> {
 }
 
 /** A host of the pool: its own connection (a process of its own, or the same one restarted). */
-async function toolHost() {
+async function toolHost(options: { queue?: string; gate?: Promise<void> } = {}) {
   const bus = await busOf('toolhost')
   const dropped: number[] = []
   const host = serveTools({
@@ -73,13 +73,15 @@ async function toolHost() {
         description: 'Drop the claw into a bin. Irreversible.',
         schema: z.object({ bin: z.number().int() }),
         needsApproval: true,
-        execute: ({ bin }) => {
+        execute: async ({ bin }) => {
           dropped.push(bin)
+          await options.gate
           return `dropped into bin ${bin}`
         },
       }),
     ],
     approvals: { trust: policy },
+    ...(options.queue ? { queue: options.queue } : {}),
   })
   cleanups.push(() => host.close())
   await host.ready
@@ -117,21 +119,21 @@ describe('enforcing tool hosts under the generated permissions', () => {
       requestedAt: now,
     }
     const approval = tina.sign({ v: 1, type: 'approval.decision', ...decideApproval(request, true, 'tina', now) })
-    const call = async (runId: string) => {
+    const call = async (runId: string, approvalOf = approval, callId = 'call-1') => {
       const message: ToolCallMessage = {
         v: 1,
         type: 'tool.call',
-        callId: 'call-1',
+        callId,
         toolName: 'drop_claw',
         agentId: 'claw',
         runId,
         arguments: args,
         deadline: Date.now() + 30_000,
-        approval,
+        approval: approvalOf,
       }
       const response = await agent.request(subjects.tool('drop_claw'), encodeMessage(message), {
         timeoutMs: 10_000,
-        headers: { 'Signalbox-Idempotency-Key': `${runId}:call-1` },
+        headers: { 'Signalbox-Idempotency-Key': `${runId}:${callId}` },
       })
       const decoded = decodeMessage(response.data, Reply)
       if (!decoded.ok) throw decoded.error
@@ -151,6 +153,24 @@ describe('enforcing tool hosts under the generated permissions', () => {
     }
     expect(await call('run-1')).toEqual(ran)
     expect([...first.dropped, ...restarted.dropped, ...other.dropped]).toEqual([2])
+
+    // A retry that reaches a host while another still runs the call waits for its recorded answer
+    // (a watch on the ledger's key, under the same grants).
+    let release = () => {}
+    const slow = await toolHost({ queue: 'slow-pool', gate: new Promise<void>((resolve) => (release = resolve)) })
+    restarted.host.close()
+    other.host.close()
+    const second = { ...request, requestId: 'req-ledger-2', callId: 'call-2' }
+    const approval2 = tina.sign({ v: 1, type: 'approval.decision', ...decideApproval(second, true, 'tina', Date.now()) })
+    const running = call('run-1', approval2, 'call-2')
+    await expect.poll(() => slow.dropped).toEqual([2])
+    const waiter = await toolHost()
+    const retried = call('run-1', approval2, 'call-2')
+    await expect.poll(() => waiter.host.running).toBe(1)
+    release()
+    expect(await running).toMatchObject({ type: 'tool.result', callId: 'call-2' })
+    expect(await retried).toEqual(await running)
+    expect(waiter.dropped).toEqual([])
     expect(server.violations()).toEqual([])
   })
 })
