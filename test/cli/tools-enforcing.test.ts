@@ -305,6 +305,9 @@ describe('signalbox tools serve --trust (a host that verifies approvals)', () =>
     const skew = await runCli(['tools', 'serve', CLAW_TOOLS, '--clock-skew', '5000', ...busArgs(prefix)])
     expect(skew.code).toBe(2)
     expect(skew.stderr).toContain('--clock-skew is for a host that verifies approvals: give --trust <file>')
+    const ledger = await runCli(['tools', 'serve', CLAW_TOOLS, '--ledger-bucket', 'claw_ledger', ...busArgs(prefix)])
+    expect(ledger.code).toBe(2)
+    expect(ledger.stderr).toContain('--ledger-bucket is for a host that verifies approvals: give --trust <file>')
     const typo = await runCli(['tools', 'serve', CLAW_TOOLS, '--approve', 'drop_clawz', '--trust', trustFile, ...busArgs(prefix)])
     expect(typo.code).toBe(1)
     expect(typo.stderr).toContain(
