@@ -113,22 +113,20 @@ describe('signalbox tools serve --trust (a host that verifies approvals)', () =>
     })
     buses.push(agentBus)
 
-    const host = startProcess(
-      [
-        'tools',
-        'serve',
-        CLAW_TOOLS,
-        '--approve',
-        'drop_claw',
-        '--trust',
-        trustFile,
-        '--signing-key',
-        file('host.nk', seeds.host),
-        ...['--nats', url, '--prefix', prefix, '--user', 'toolhost', '--password', 'pw-toolhost'],
-        ...['--inbox-prefix', permissions.toolhost.inboxPrefix, '--stream-access', 'check'],
-      ],
-      { name: 'tools', env: { CLAW_DROPS: drops } },
-    )
+    const hostArgs = [
+      'tools',
+      'serve',
+      CLAW_TOOLS,
+      '--approve',
+      'drop_claw',
+      '--trust',
+      trustFile,
+      '--signing-key',
+      file('host.nk', seeds.host),
+      ...['--nats', url, '--prefix', prefix, '--user', 'toolhost', '--password', 'pw-toolhost'],
+      ...['--inbox-prefix', permissions.toolhost.inboxPrefix, '--stream-access', 'check'],
+    ]
+    const host = startProcess(hostArgs, { name: 'tools', env: { CLAW_DROPS: drops } })
     const reviewer = startProcess(
       [
         'review',
@@ -207,8 +205,19 @@ describe('signalbox tools serve --trust (a host that verifies approvals)', () =>
     for (const entry of refused) expect(verifyAuditEntry(entry, { writers: [keys.host.publicKey] })).toEqual([])
 
     expect(await host.stop('SIGTERM')).toBe(0)
-    expect(await reviewer.stop('SIGTERM')).toBe(0)
     expect(host.stderr).not.toMatch(/warning|violation/i)
+    // The host restarts (a new process, nothing in memory): the pool's ledger still knows the decision
+    // was used. A replay is refused; the agent's retry of its own call gets the answer, no second drop.
+    const restarted = startProcess(hostArgs, { name: 'tools-again', env: { CLAW_DROPS: drops } })
+    await restarted.waitFor('enforcing approvals for drop_claw')
+    const again = { ...replay, runId: 'run-z' }
+    expect(await rawCall(agentBus, subjects, again, 'run-z:call_drop')).toEqual({ code: 'APPROVAL_INVALID', reason: 'replayed' })
+    const retry = { ...replay, runId: result.runId }
+    expect(await rawCall(agentBus, subjects, retry, `${result.runId}:call_drop`)).toEqual({ output: 'dropped into bin 3' })
+    expect(readFileSync(drops, 'utf8')).toBe('3\n')
+    expect(await restarted.stop('SIGTERM')).toBe(0)
+    expect(restarted.stderr).not.toMatch(/warning|violation/i)
+    expect(await reviewer.stop('SIGTERM')).toBe(0)
     // None by the tool host. (The `agents.*.alive` heartbeats are not in the generated tables yet: the
     // only violations allowed here, until they are.)
     expect(server.violations().filter((v) => v.user === 'toolhost')).toEqual([])
