@@ -78,6 +78,7 @@ describe('@signalbox/core public surface', () => {
       'DEFAULT_DIRECTORY_BUCKET',
       'DEFAULT_RUN_BUCKET',
       'DEFAULT_SUBJECT_PREFIX',
+      'DEFAULT_USED_APPROVALS_BUCKET',
       'DurableConsumerConflictError',
       'DurableSubjectError',
       'InProcessBus',
@@ -89,6 +90,7 @@ describe('@signalbox/core public surface', () => {
       'createSubjects',
       'defaultDurableSubjects',
       'directoryBucket',
+      'usedApprovalsBucket',
     ])
   })
 
@@ -109,6 +111,7 @@ describe('@signalbox/core public surface', () => {
       'PROTOCOL_VERSION',
       'ProtocolError',
       'QuestionMessage',
+      'QuestionWithdrawnMessage',
       'RejectionMessage',
       'RunAcceptedMessage',
       'RunHeartbeatMessage',

@@ -33,6 +33,7 @@ export {
   type ConsumerUse,
   DEFAULT_DIRECTORY_BUCKET,
   DEFAULT_RUN_BUCKET,
+  DEFAULT_USED_APPROVALS_BUCKET,
   directoryBucket,
   KV_BUCKETS,
   type KvBucketName,
@@ -44,5 +45,6 @@ export {
   type SubjectFamilyName,
   type SubjectToken,
   type SubjectUse,
+  usedApprovalsBucket,
 } from './subject-families.ts'
 export { createSubjects, DEFAULT_SUBJECT_PREFIX, defaultDurableSubjects, type Subjects } from './subjects.ts'
