@@ -9,7 +9,7 @@ import { KvRunStore } from '@signalbox/actors/store'
 import { authorizationBlock, rolePermissions } from '@signalbox/actors/trust'
 import { sampleCheckpoint } from '@signalbox/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runMain } from '../../packages/cli/test/helpers.ts'
+import { runMain } from '../support/cli-in-process.ts'
 import { type ConfigServer, startConfigServer } from '../support/nats-config-server.ts'
 
 const prefix = 'prune.v1'
