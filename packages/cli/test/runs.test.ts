@@ -9,10 +9,10 @@ import path from 'node:path'
 import { connectNatsBus } from '@signalbox/actors/nats'
 import { KvRunStore } from '@signalbox/actors/store'
 import { FileRunStore } from '@signalbox/core/store'
+import { sampleCheckpoint } from '@signalbox/core/testing'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { NATS_URL } from '../../../test/support/env.ts'
 import { cutInsideFirstCheckpoint } from '../../../test/support/run-log-files.ts'
-import { sampleCheckpoint } from '../../core/test/store/sample.ts'
 import { runMain } from './helpers.ts'
 
 const signal = () => AbortSignal.timeout(10_000)

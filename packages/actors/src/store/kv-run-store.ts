@@ -2,7 +2,7 @@ import { type JetStreamClient, type JetStreamManager, jetstream } from '@nats-io
 import { type KV, Kvm } from '@nats-io/kv'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { type Clock, ConfigError, type Message, systemClock } from '@signalbox/core'
-import { untilAborted } from '@signalbox/core/internal'
+import { runIdOfKey, runKey, untilAborted } from '@signalbox/core/internal'
 import {
   type AppendMessagesOptions,
   assembleTranscript,
@@ -19,8 +19,6 @@ import {
   type RunListing,
   type RunStore,
   RunStoreError,
-  runIdOfKey,
-  runKey,
   type StoredRun,
 } from '@signalbox/core/store'
 import { isWrongLastSequence, latestEntries, sameBytes } from './kv-entries.ts'
