@@ -52,7 +52,9 @@ describe('signalbox host with a run store', () => {
       .filter((line) => line.startsWith('{'))
       .map((line) => JSON.parse(line))
       .filter((record) => record.type === 'claimed')
-    expect(claimed).toEqual([{ type: 'claimed', runId: 'run_orphan', agentId: 'trains', from: 'dead-host', epoch: 2 }])
+    expect(claimed).toEqual([
+      { type: 'claimed', runId: 'run_orphan', agentId: 'trains', from: 'dead-host', epoch: 2, at: expect.any(Number) },
+    ])
     expect(host.stdout).not.toContain('resumed run_live')
     expect(host.stdout).not.toContain('resumed run_done')
     expect((await store.load('run_orphan', { signal: signal() }))?.checkpoint.lease?.owner).toBe('host-1')
