@@ -197,7 +197,9 @@ export async function runTreeScenario(options: TreeScenarioOptions): Promise<Tre
     }
     if (options.faults) {
       const p50 = takeoverMs.sort((a, b) => a - b)[Math.floor(takeoverMs.length / 2)]
-      log(`${takeoverMs.length}/${orphans.length} runs of ${victim.id} taken over: p50 ${p50} ms, max ${takeoverMs.at(-1)} ms after its SIGKILL`)
+      log(
+        `${takeoverMs.length}/${orphans.length} runs of ${victim.id} taken over: p50 ${p50} ms, max ${takeoverMs.at(-1)} ms after its SIGKILL`,
+      )
     }
     const jsm = await admin.manager()
     const stored = async (subject: string) =>
@@ -223,7 +225,10 @@ export async function runTreeScenario(options: TreeScenarioOptions): Promise<Tre
     if (options.outputDir) {
       for (const host of hosts) await writeFile(path.join(options.outputDir, `${host.id}.log`), host.output)
     }
-    for (const cleanup of cleanups.reverse()) await Promise.resolve().then(cleanup).catch(() => {})
+    for (const cleanup of cleanups.reverse())
+      await Promise.resolve()
+        .then(cleanup)
+        .catch(() => {})
     const admin = buses[0]
     if (admin) {
       for (const stream of [admin.streamName, `KV_${bucket}`]) {

@@ -272,13 +272,15 @@ export class KvRunStore implements RunStore {
     runId: string | undefined,
     work: (kv: KV, ambiguous: boolean) => Promise<T>,
   ): Promise<T> {
-    return retryTransient({ signal, what, retryMs: this.#retryMs, clock: this.#clock, ...(runId === undefined ? {} : { runId }) }, (ambiguous) =>
-      // An attempt waits at most its own timeout; the caller's signal ends the wait at once.
-      untilAborted(
-        this.#open().then((kv) => work(kv, ambiguous)),
-        signal,
-        what,
-      ),
+    return retryTransient(
+      { signal, what, retryMs: this.#retryMs, clock: this.#clock, ...(runId === undefined ? {} : { runId }) },
+      (ambiguous) =>
+        // An attempt waits at most its own timeout; the caller's signal ends the wait at once.
+        untilAborted(
+          this.#open().then((kv) => work(kv, ambiguous)),
+          signal,
+          what,
+        ),
     )
   }
 }

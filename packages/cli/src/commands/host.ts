@@ -149,9 +149,7 @@ export const host: Command = {
       ...(directory ? { directory } : {}),
       ...(trust ? { trust, evidence } : {}),
       ...(signer ? { signer } : {}),
-      ...(store
-        ? { runs: { store, leaseMs, onEvent: (event) => logTakeover(event) } }
-        : {}),
+      ...(store ? { runs: { store, leaseMs, onEvent: (event) => logTakeover(event) } } : {}),
     })
     const log = (record: Record<string, unknown>, text: string) =>
       context.out(context.global.json ? JSON.stringify(record) : text)
