@@ -4,7 +4,8 @@
  * each child waits for a person's approval. Half-way, one host is SIGKILLed and, 3 s later, the
  * node leading the run bucket's stream. Every parent finishes, every child's side effect happens
  * exactly once, every approval is applied once, and the killed host's runs are taken over within
- * their lease plus 10 s.
+ * their lease plus 10 s. The lease (10 s) is longer than an election (6-10 s measured on
+ * nats-server 2.9): a live host's runs keep theirs through it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type NatsCluster, startNatsCluster } from '../support/nats-cluster.ts'
@@ -20,7 +21,7 @@ afterAll(async () => {
 
 describe('run trees at scale on a 3-node cluster', () => {
   it('200 parents, three hosts; a host and then the stream leader killed mid-way: all finish, every effect and approval once', async () => {
-    const leaseMs = 3_000
+    const leaseMs = 10_000
     const result = await runTreeScenario({
       cluster,
       parents: 200,
