@@ -20,6 +20,8 @@ export interface TreeClusterRow {
   takenOver: string
   takeoverP50Ms: number | undefined
   takeoverMaxMs: number | undefined
+  /** Runs two hosts were both told they had claimed (see `TreeScenarioResult.doubleClaims`). */
+  doubleClaims: number
   /** Every task's side effect ran exactly once, and one approval was stored per child. */
   exactlyOnce: boolean
 }
@@ -55,6 +57,7 @@ function toRow(fault: string, result: TreeScenarioResult): TreeClusterRow {
     takenOver: fault === 'none' ? '-' : `${result.claimed}/${result.orphaned}`,
     takeoverP50Ms: takeoverMs.length > 0 ? takeoverMs[Math.floor(takeoverMs.length / 2)] : undefined,
     takeoverMaxMs: takeoverMs.at(-1),
+    doubleClaims: result.doubleClaims,
     exactlyOnce:
       result.effects.size === result.parents &&
       [...result.effects.values()].every((count) => count === 1) &&
@@ -67,10 +70,10 @@ export function renderTreeCluster(rows: TreeClusterRow[]): string {
   const base = rows.find((row) => row.fault === 'none')
   const ms = (value: number | undefined) => (value === undefined ? '-' : value.toFixed(0))
   return [
-    'fault                          parents  finished   total ms  vs none  taken over  takeover p50 ms  max ms  effects once',
+    'fault                          parents  finished   total ms  vs none  taken over  takeover p50 ms  max ms  double claims  effects once',
     ...rows.map(
       (r) =>
-        `${r.fault.padEnd(29)}  ${String(r.parents).padStart(7)}  ${String(r.finished).padStart(8)}  ${ms(r.totalMs).padStart(9)}  ${(base ? `${(r.totalMs / base.totalMs).toFixed(2)}x` : '-').padStart(7)}  ${r.takenOver.padStart(10)}  ${ms(r.takeoverP50Ms).padStart(15)}  ${ms(r.takeoverMaxMs).padStart(6)}  ${r.exactlyOnce ? 'yes' : 'NO'}`,
+        `${r.fault.padEnd(29)}  ${String(r.parents).padStart(7)}  ${String(r.finished).padStart(8)}  ${ms(r.totalMs).padStart(9)}  ${(base ? `${(r.totalMs / base.totalMs).toFixed(2)}x` : '-').padStart(7)}  ${r.takenOver.padStart(10)}  ${ms(r.takeoverP50Ms).padStart(15)}  ${ms(r.takeoverMaxMs).padStart(6)}  ${String(r.doubleClaims).padStart(13)}  ${r.exactlyOnce ? 'yes' : 'NO'}`,
     ),
   ].join('\n')
 }
