@@ -6,13 +6,12 @@ import type { ToolGate } from '../hooks.ts'
 import type { ProviderResponse } from '../provider/provider.ts'
 import type { TurnLimit } from './actions.ts'
 import { isRetryable, type ToolRunOutput } from './actors.ts'
-import { partsOf, unbound } from './agent-parts.ts'
+import { partsOf, workerOf } from './agent-parts.ts'
 import type { AgentContext, AgentInput, AgentMachineEvent, AgentOutput, CurrentCall } from './context.ts'
 import { createContext, runOutput } from './create-context.ts'
 import { decisionApproves, decisionFits, machineGuards } from './guards.ts'
 import { askForValidAnswer, createOutputGuards, failWithInvalidAnswer } from './output-check.ts'
-import { resumeWait, startWait, type WaitName } from './waits.ts'
-import { workerActor, workerOf } from './worker.ts'
+import { startWait, type WaitName } from './waits.ts'
 
 /** Every named guard, made once: each asks the run's own agent. */
 const guards = {
@@ -40,11 +39,10 @@ export const agentMachine = setup({
     input: {} as AgentInput,
     output: {} as AgentOutput,
   },
-  actors: { worker: workerActor(resumeWait) },
   guards,
   actions: {
-    startWork: ({ context, system }, wait: WaitName) => startWait(workerOf(system) ?? unbound(), wait, context),
-    stopWork: ({ system }) => workerOf(system)?.stop(),
+    startWork: ({ context }, wait: WaitName) => startWait(workerOf(context), wait, context),
+    stopWork: ({ context }) => workerOf(context).stop(),
     emitRunStart: ({ context }) => partsOf(context).act.emitRunStart(context),
     emitTurnStart: ({ context }) => partsOf(context).act.emitTurnStart(context),
     emitModelRequest: ({ context }) => partsOf(context).act.emitModelRequest(context),
@@ -115,8 +113,6 @@ export const agentMachine = setup({
   id: 'agent',
   description: 'One run of a signalbox agent: call the model, run the tools it asks for, feed results back, repeat.',
   context: ({ input }) => createContext(input),
-  // The run's worker: does the work of every wait state (see worker.ts).
-  invoke: { id: 'worker', src: 'worker' },
   initial: 'idle',
   output: ({ context }) => runOutput(context),
   states: {

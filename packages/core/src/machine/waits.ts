@@ -1,8 +1,6 @@
-import type { AnyActorRef } from 'xstate'
 import type { ApprovalRequest } from '../hitl/types.ts'
 import type { AssistantMessage } from '../messages.ts'
 import { createAgentWork, eventFields, type Work } from './actors.ts'
-import { runtimeOfSystem } from './agent-parts.ts'
 import type { AgentContext, CurrentCall } from './context.ts'
 import type { RunWorker } from './worker.ts'
 
@@ -10,7 +8,7 @@ import type { RunWorker } from './worker.ts'
 const current = (context: AgentContext) => context.current as CurrentCall
 const reply = (context: AgentContext) => context.reply as AssistantMessage
 
-const agentWork = createAgentWork(runtimeOfSystem)
+const agentWork = createAgentWork()
 type WorkName = keyof typeof agentWork
 
 /**
@@ -102,8 +100,7 @@ export function startWait(worker: RunWorker, wait: WaitName, context: AgentConte
  * inputs (they are made from the restored context): the model is called again, the approval shown
  * again with its request id, the deadline re-armed from its absolute time.
  */
-export function resumeWait(worker: RunWorker, parent: AnyActorRef): void {
-  const snapshot = parent.getSnapshot() as { status: string; value: unknown; context: AgentContext }
+export function resumeWait(worker: RunWorker, snapshot: { status: string; value: unknown; context: AgentContext }): void {
   if (snapshot.status !== 'active') return
   // The wait states are leaves named as in `waits`: follow the state value down to its leaf.
   let value = snapshot.value
