@@ -75,11 +75,7 @@ export function createAgentWork() {
     }),
 
     callModel: fromPromise(
-      async ({
-        input,
-        signal,
-        runtime,
-      }: WorkArgs<ModelCallInput>): Promise<ProviderResponse & { durationMs: number }> => {
+      async ({ input, signal, runtime }: WorkArgs<ModelCallInput>): Promise<ProviderResponse & { durationMs: number }> => {
         // No tools in the input: all of the agent's (a hook changed them otherwise).
         const tools = input.tools ?? runtime.toolSpecs
         const started = runtime.clock.now()
