@@ -44,15 +44,15 @@ function intoNextTurn<const G extends 'toolAnswered' | 'callsDone' | 'turnDone'>
     ? ([{ type: 'finishCall', params: ({ event }: { event: AgentMachineEvent }) => outputOf('executingTool', event) }] as const)
     : ([] as const)
   return [
-    { guard: { type: exit, params: 'next-turn:model' }, target: `${TURN}.callingModel`, actions: next(true) },
+    { guard: { type: exit, params: 'next-turn/model' }, target: `${TURN}.callingModel`, actions: next(true) },
     // The beforeTurn hooks announce the turn (turn.start) once they let it go on.
-    { guard: { type: exit, params: 'next-turn:beforeTurn' }, target: `${TURN}.runningBeforeTurn`, actions: next(false) },
+    { guard: { type: exit, params: 'next-turn/beforeTurn' }, target: `${TURN}.runningBeforeTurn`, actions: next(false) },
     {
-      guard: { type: exit, params: 'next-turn:beforeProviderCall' },
+      guard: { type: exit, params: 'next-turn/beforeProviderCall' },
       target: `${TURN}.runningBeforeProviderCall`,
       actions: next(true),
     },
-    { guard: { type: exit, params: 'next-turn:limit' }, target: TURN, reenter: true, actions: [...finish, 'emitTurnEnd'] },
+    { guard: { type: exit, params: 'next-turn/limit' }, target: TURN, reenter: true, actions: [...finish, 'emitTurnEnd'] },
   ] as const
 }
 
@@ -129,12 +129,8 @@ export const agentMachine = setup({
               always: [
                 // maxTurns, the token budget or the run's budget (turn-limit.ts).
                 { guard: { type: 'turnStarts', params: 'limit' }, target: '#agent.failed', actions: 'stopAtLimit' },
-                { guard: { type: 'turnStarts', params: 'beforeTurn' }, target: 'runningBeforeTurn' },
-                {
-                  guard: { type: 'turnStarts', params: 'beforeProviderCall' },
-                  target: 'beforeProviderCall',
-                  actions: 'emitTurnStart',
-                },
+                { guard: 'hasBeforeTurn', target: 'runningBeforeTurn' },
+                { guard: 'hasBeforeProviderCall', target: 'beforeProviderCall', actions: 'emitTurnStart' },
                 // The turn's entry has just reset the model call.
                 { target: 'callingModel', actions: 'emitTurnStart' },
               ],

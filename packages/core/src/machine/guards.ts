@@ -81,7 +81,7 @@ export function machineGuards(depsOf: (context: AgentContext) => GuardDeps) {
 
   return {
     // The exits of the waits, and where a turn starts (routes.ts).
-    /** The `beforeTurn` state: a limit stops the turn, or it goes to its first hook or the model. */
+    /** A turn starts where `turnEntry` says (the `beforeTurn` state asks it for a limit). */
     turnStarts: ({ context }: GuardArgs, entry: TurnEntry) => turnEntry(depsOf(context).runtime, context) === entry,
     modelAnswered: ({ context, event }: GuardArgs, exit: ModelExit) =>
       afterModel(depsOf(context), context, outputOf('callingModel', event)) === exit,

@@ -17,7 +17,7 @@ import { turnLimit } from './turn-limit.ts'
 export type TurnEntry = 'limit' | 'beforeTurn' | 'beforeProviderCall' | 'model'
 
 /** Into the next turn, at the state `TurnEntry` says. */
-export type IntoNextTurn = `next-turn:${TurnEntry}`
+export type IntoNextTurn = `next-turn/${TurnEntry}`
 
 /** After the model: its reply's first call at once, or to its hook; the calls step by step; or the turn's end (a final answer). */
 export type ModelExit = 'call-runs' | 'call-to-hook' | 'tool-calls' | 'after-turn'
@@ -44,7 +44,7 @@ export function nextTurnEntry(runtime: AgentRuntime, context: AgentContext): Tur
   return turnLimit(context, runtime, context.turn + 1) ? 'limit' : firstWait(runtime)
 }
 
-const intoNext = (runtime: AgentRuntime, context: AgentContext): IntoNextTurn => `next-turn:${nextTurnEntry(runtime, context)}`
+const intoNext = (runtime: AgentRuntime, context: AgentContext): IntoNextTurn => `next-turn/${nextTurnEntry(runtime, context)}`
 
 export function afterModel({ runtime, prepare }: GuardDeps, context: AgentContext, reply: ProviderResponse): ModelExit {
   const call = reply.message.tool_calls?.[0]

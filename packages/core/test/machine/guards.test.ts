@@ -84,7 +84,7 @@ describe('the direct jump into the next turn and the step-by-step path through b
     const runtime = {
       hooks: new HookChain({
         ...(beforeTurn ? { beforeTurn: () => undefined } : {}),
-        ...(beforeProviderCall ? { beforeProviderCall: (c: { messages: unknown[]; tools: unknown[] }) => c } : {}),
+        ...(beforeProviderCall ? { beforeProviderCall: () => undefined } : {}),
       }),
       tools: new Map(),
       budgetChecks: new Map(budgetSpent ? [['r', () => ({ code: 'BUDGET_EXCEEDED', message: 'spent' })]] : []),
@@ -105,15 +105,21 @@ describe('the direct jump into the next turn and the step-by-step path through b
     // The step-by-step path: the turn's entry counts it, then `beforeTurn` asks its guards (first match wins).
     const started: AgentContext = { ...ending, turn: ending.turn + 1 }
     const here = { context: started, event }
-    const slow = (['limit', 'beforeTurn', 'beforeProviderCall'] as const).find((entry) => guards.turnStarts(here, entry)) ?? 'model'
+    const slow = guards.turnStarts(here, 'limit')
+      ? 'limit'
+      : guards.hasBeforeTurn(here)
+        ? 'beforeTurn'
+        : guards.hasBeforeProviderCall(here)
+          ? 'beforeProviderCall'
+          : 'model'
     // The direct jump, from each exit that ends a turn: exactly one of its next-turn guards holds, the same.
     const at = { context: ending, event }
     const entries = ['limit', 'beforeTurn', 'beforeProviderCall', 'model'] as const
-    const fromCalls = entries.filter((entry) => guards.callsDone(at, `next-turn:${entry}`))
-    const fromAfterTurn = entries.filter((entry) => guards.turnDone(at, `next-turn:${entry}`))
+    const fromCalls = entries.filter((entry) => guards.callsDone(at, `next-turn/${entry}`))
+    const fromAfterTurn = entries.filter((entry) => guards.turnDone(at, `next-turn/${entry}`))
     const toolDone: AgentMachineEvent = { type: 'work.done', output: { output: 'ok' } }
     const fromTool = entries.filter((entry) =>
-      guards.toolAnswered({ context: { ...ending, callIndex: 0 }, event: toolDone }, `next-turn:${entry}`),
+      guards.toolAnswered({ context: { ...ending, callIndex: 0 }, event: toolDone }, `next-turn/${entry}`),
     )
     expect(fromCalls).toEqual([slow])
     expect(fromAfterTurn).toEqual([slow])
