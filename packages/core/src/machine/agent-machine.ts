@@ -1,60 +1,15 @@
 import { assign, setup } from 'xstate'
-import { ErrorCode, SignalboxError } from '../errors.ts'
 import { createActionTable } from './action-table.ts'
 import { partsOf, workerOf } from './agent-parts.ts'
 import type { AgentContext, AgentInput, AgentMachineEvent, AgentOutput } from './context.ts'
 import { createContext, runOutput } from './create-context.ts'
-import { fittingDecision, machineGuards } from './guards.ts'
+import { decision, machineGuards } from './guards.ts'
 import { createOutputGuards } from './output-check.ts'
-import { outputOf, startWait, type WaitName } from './waits.ts'
+import { intoNextTurn, TURN } from './routes.ts'
+import { failure, modelReply, outputOf, rewrite, startWait, toolOutput, type WaitName } from './waits.ts'
 
 /** The entry of a wait state: its work starts (its exit, `stopWork`, stops it). */
 const work = (wait: WaitName) => ({ type: 'startWork' as const, params: wait })
-
-const TURN = '#agent.running.turn'
-
-// What a wait's answer hands its actions: typed by the state it answers (`outputOf`).
-const reply = ({ event }: { event: AgentMachineEvent }) => outputOf('callingModel', event)
-const toolOutput = ({ event }: { event: AgentMachineEvent }) => outputOf('executingTool', event)
-const rewrite = ({ event }: { event: AgentMachineEvent }) => outputOf('runningAfterToolExecution', event)
-const failure = ({ event }: { event: AgentMachineEvent }) => ({ error: event.type === 'work.error' ? event.error : undefined })
-const decision = ({ context, event }: { context: AgentContext; event: AgentMachineEvent }) => {
-  const fits = fittingDecision(context, event)
-  if (fits === undefined)
-    throw new SignalboxError(ErrorCode.INTERNAL_ERROR, 'a decision applied without fitting the pending call')
-  return fits
-}
-
-/**
- * The jump into the next turn, the same from every exit that ends a turn (`exit`, the guard that asks
- * that exit's route): to the next turn's first wait (the model, or its first hook) with the turn's
- * end and the next turn's start in one update, or, when a limit stops the next turn, through
- * `beforeTurn`, whose check fails the run. After a tool (`step`), the tool's result joins the
- * transcript in the same update.
- */
-function intoNextTurn<const G extends 'toolAnswered' | 'callsDone' | 'turnDone'>(exit: G, step = false) {
-  const next = (announce: boolean) =>
-    step
-      ? ({
-          type: 'finishStep',
-          params: ({ event }: { event: AgentMachineEvent }) => ({ output: outputOf('executingTool', event), announce }),
-        } as const)
-      : ({ type: 'nextTurn', params: announce } as const)
-  const finish = step
-    ? ([{ type: 'finishCall', params: ({ event }: { event: AgentMachineEvent }) => outputOf('executingTool', event) }] as const)
-    : ([] as const)
-  return [
-    { guard: { type: exit, params: 'next-turn/model' }, target: `${TURN}.callingModel`, actions: next(true) },
-    // The beforeTurn hooks announce the turn (turn.start) once they let it go on.
-    { guard: { type: exit, params: 'next-turn/beforeTurn' }, target: `${TURN}.runningBeforeTurn`, actions: next(false) },
-    {
-      guard: { type: exit, params: 'next-turn/beforeProviderCall' },
-      target: `${TURN}.runningBeforeProviderCall`,
-      actions: next(true),
-    },
-    { guard: { type: exit, params: 'next-turn/limit' }, target: TURN, reenter: true, actions: [...finish, 'emitTurnEnd'] },
-  ] as const
-}
 
 /**
  * The agent loop as a statechart, one machine for every agent. States are the loop's phases and
@@ -198,31 +153,31 @@ export const agentMachine = setup({
                     guard: { type: 'modelAnswered', params: 'call-runs' },
                     target: 'toolCalls.executingTool',
                     actions: [
-                      { type: 'acceptReplyAndOpen', params: reply },
-                      { type: 'emitModelResponse', params: reply },
+                      { type: 'acceptReplyAndOpen', params: modelReply },
+                      { type: 'emitModelResponse', params: modelReply },
                     ],
                   },
                   {
                     guard: { type: 'modelAnswered', params: 'call-to-hook' },
                     target: 'toolCalls.runningBeforeToolExecution',
                     actions: [
-                      { type: 'acceptReplyAndOpen', params: reply },
-                      { type: 'emitModelResponse', params: reply },
+                      { type: 'acceptReplyAndOpen', params: modelReply },
+                      { type: 'emitModelResponse', params: modelReply },
                     ],
                   },
                   {
                     guard: { type: 'modelAnswered', params: 'tool-calls' },
                     target: 'toolCalls',
                     actions: [
-                      { type: 'acceptReply', params: reply },
-                      { type: 'emitModelResponse', params: reply },
+                      { type: 'acceptReply', params: modelReply },
+                      { type: 'emitModelResponse', params: modelReply },
                     ],
                   },
                   {
                     target: 'afterTurn',
                     actions: [
-                      { type: 'acceptReply', params: reply },
-                      { type: 'emitModelResponse', params: reply },
+                      { type: 'acceptReply', params: modelReply },
+                      { type: 'emitModelResponse', params: modelReply },
                     ],
                   },
                 ],

@@ -1,4 +1,4 @@
-import { FatalToolError } from '../errors.ts'
+import { ErrorCode, FatalToolError, SignalboxError } from '../errors.ts'
 import { decisionMismatch } from '../hitl/decision.ts'
 import { editedArgumentsRejected } from '../hitl/edited-arguments.ts'
 import type { ApprovalDecision } from '../hitl/types.ts'
@@ -143,6 +143,14 @@ export function fittingDecision(context: AgentContext, event: AgentMachineEvent)
   if (event.type !== 'approval.decision') return undefined
   const decision = event.decision
   return fitsPending(context, decision) ? decision : undefined
+}
+
+/** The decision a transition guarded by `decisionFits` (or `decisionApproves`) applies. */
+export function decision({ context, event }: { context: AgentContext; event: AgentMachineEvent }): ApprovalDecision {
+  const fits = fittingDecision(context, event)
+  if (fits === undefined)
+    throw new SignalboxError(ErrorCode.INTERNAL_ERROR, 'a decision applied without fitting the pending call')
+  return fits
 }
 
 function fitsPending(context: AgentContext, decision: unknown): decision is ApprovalDecision {

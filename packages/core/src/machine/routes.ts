@@ -1,10 +1,11 @@
 import type { ProviderResponse } from '../provider/provider.ts'
 import type { ToolRunOutput } from './actors.ts'
-import type { AgentContext } from './context.ts'
+import type { AgentContext, AgentMachineEvent } from './context.ts'
 import type { GuardDeps } from './guards.ts'
 import { routeCall } from './routing.ts'
 import type { AgentRuntime } from './runtime.ts'
 import { turnLimit } from './turn-limit.ts'
+import { outputOf } from './waits.ts'
 
 /**
  * Where the run goes when a wait ends, one function per exit: after the model, after a tool,
@@ -79,4 +80,38 @@ export function afterCalls({ runtime }: GuardDeps, context: AgentContext): Calls
 
 export function afterTurn(runtime: AgentRuntime, context: AgentContext): TurnExit {
   return context.calls.length > 0 && context.handoff === undefined ? intoNext(runtime, context) : 'turn-end'
+}
+
+/** The `turn` state, by id: the exits that end a turn jump from inside `toolCalls`. */
+export const TURN = '#agent.running.turn'
+
+/**
+ * The jump into the next turn, the same from every exit that ends a turn (`exit`, the guard that asks
+ * that exit's route): to the next turn's first wait (the model, or its first hook) with the turn's
+ * end and the next turn's start in one update, or, when a limit stops the next turn, through
+ * `beforeTurn`, whose check fails the run. After a tool (`step`), the tool's result joins the
+ * transcript in the same update.
+ */
+export function intoNextTurn<const G extends 'toolAnswered' | 'callsDone' | 'turnDone'>(exit: G, step = false) {
+  const next = (announce: boolean) =>
+    step
+      ? ({
+          type: 'finishStep',
+          params: ({ event }: { event: AgentMachineEvent }) => ({ output: outputOf('executingTool', event), announce }),
+        } as const)
+      : ({ type: 'nextTurn', params: announce } as const)
+  const finish = step
+    ? ([{ type: 'finishCall', params: ({ event }: { event: AgentMachineEvent }) => outputOf('executingTool', event) }] as const)
+    : ([] as const)
+  return [
+    { guard: { type: exit, params: 'next-turn/model' }, target: `${TURN}.callingModel`, actions: next(true) },
+    // The beforeTurn hooks announce the turn (turn.start) once they let it go on.
+    { guard: { type: exit, params: 'next-turn/beforeTurn' }, target: `${TURN}.runningBeforeTurn`, actions: next(false) },
+    {
+      guard: { type: exit, params: 'next-turn/beforeProviderCall' },
+      target: `${TURN}.runningBeforeProviderCall`,
+      actions: next(true),
+    },
+    { guard: { type: exit, params: 'next-turn/limit' }, target: TURN, reenter: true, actions: [...finish, 'emitTurnEnd'] },
+  ] as const
 }

@@ -155,3 +155,12 @@ export function resumeWait(worker: RunWorker, snapshot: { status: string; value:
   while (value !== null && typeof value === 'object') value = Object.values(value)[0]
   if (typeof value === 'string' && Object.hasOwn(waits, value)) startWait(worker, value as WaitName, snapshot.context)
 }
+
+// What a wait's answer hands the actions of its transitions, typed by the state it answers.
+export const modelReply = ({ event }: { event: AgentMachineEvent }) => outputOf('callingModel', event)
+export const toolOutput = ({ event }: { event: AgentMachineEvent }) => outputOf('executingTool', event)
+export const rewrite = ({ event }: { event: AgentMachineEvent }) => outputOf('runningAfterToolExecution', event)
+/** A wait's work failed (`work.error`): what it threw. */
+export const failure = ({ event }: { event: AgentMachineEvent }) => ({
+  error: event.type === 'work.error' ? event.error : undefined,
+})
