@@ -387,8 +387,6 @@ export class Agent<TOutput = string> {
     }
     const result = new Promise<RunResult<TOutput>>((resolve, reject) => {
       const finish = () => {
-        // The run has ended (or was stopped): the work in hand stops with it.
-        worker.stop()
         if (lost !== undefined) return reject(asError(lost))
         const output = actor.getSnapshot().output as AgentOutput | undefined
         // Stopped by `actor.stop()` before it finished: nothing to report but that.
@@ -402,6 +400,8 @@ export class Agent<TOutput = string> {
       actor.subscribe({
         ...(journal ? { next: (snapshot) => journal.observe(snapshot) } : {}),
         complete: () => {
+          // The run has ended (or was stopped): the work in hand stops with it.
+          worker.stop()
           if (!journal || lost !== undefined) return finish()
           // The result is handed back once the run's end is stored.
           journal.observe(actor.getSnapshot())
