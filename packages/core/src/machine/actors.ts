@@ -13,7 +13,7 @@ import type { AgentRuntime } from './runtime.ts'
 import { failedToolResult, transferredText } from './tool-result-texts.ts'
 
 /** A wait's work that settles once: its result becomes `work.done`, its failure `work.error`. */
-export interface PromiseWork<I = any, O = any> {
+export interface PromiseWork<I = unknown, O = unknown> {
   kind: 'promise'
   /**
    * `args.signal` is made when first read (most hooks never read it): read it where it is
@@ -31,7 +31,7 @@ export interface WorkArgs<I> {
 }
 
 /** A wait's work that answers with events of its own; returns what stops it. */
-export interface CallbackWork<I = any> {
+export interface CallbackWork<I = unknown> {
   kind: 'callback'
   run(args: { input: I; sendBack: (event: AgentMachineEvent) => void; runtime: AgentRuntime }): () => void
 }
