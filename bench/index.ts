@@ -244,7 +244,7 @@ if (only.has('durable')) {
     console.log(`(KV resume skipped: ${String(error)})`)
   }
   console.log(`\n## Resuming ${count} runs parked on approvals (issue 9)\n`)
-  console.log(renderResume(resume))
+  console.log(renderResume(resume, !quick))
 }
 
 // Issue 14: tracing on (in-memory exporter) and off, per tool step.
