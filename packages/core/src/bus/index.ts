@@ -29,11 +29,11 @@ export {
 } from './errors.ts'
 export { createInProcessBus, InProcessBus, type InProcessBusOptions } from './in-process-bus.ts'
 export {
-  agentPurpose,
   type BucketAccess,
   type ConsumerUse,
   DEFAULT_DIRECTORY_BUCKET,
   DEFAULT_RUN_BUCKET,
+  DEFAULT_USED_APPROVALS_BUCKET,
   directoryBucket,
   KV_BUCKETS,
   type KvBucketName,
@@ -45,12 +45,6 @@ export {
   type SubjectFamilyName,
   type SubjectToken,
   type SubjectUse,
+  usedApprovalsBucket,
 } from './subject-families.ts'
-export {
-  createSubjects,
-  DEFAULT_SUBJECT_PREFIX,
-  defaultDurableSubjects,
-  type Subjects,
-  subjectCovers,
-  subjectMatches,
-} from './subjects.ts'
+export { createSubjects, DEFAULT_SUBJECT_PREFIX, defaultDurableSubjects, type Subjects } from './subjects.ts'

@@ -33,7 +33,8 @@ export interface WorkArgs<I> {
 /** A wait's work that answers with events of its own; returns what stops it. */
 export interface CallbackWork<I = unknown> {
   kind: 'callback'
-  run(args: { input: I; sendBack: (event: AgentMachineEvent) => void; runtime: AgentRuntime }): () => void
+  /** Returns its stop, told why when something says (a cancel). */
+  run(args: { input: I; sendBack: (event: AgentMachineEvent) => void; runtime: AgentRuntime }): (reason?: unknown) => void
 }
 
 export type Work = PromiseWork | CallbackWork
@@ -157,7 +158,7 @@ export function createAgentWork() {
         // A failed save stops the run (the journal reports it); nothing is shown then.
         if (journal) journal.saveWait(request.requestId).then(publish, () => {})
         else publish()
-        return () => controller.abort()
+        return (reason) => controller.abort(reason)
       },
     ),
 

@@ -1,4 +1,5 @@
 import { assign, setup } from 'xstate'
+import { RunCancelledError } from '../errors.ts'
 import { createActionTable } from './action-table.ts'
 import { partsOf, workerOf } from './agent-parts.ts'
 import type { AgentContext, AgentInput, AgentMachineEvent, AgentOutput } from './context.ts'
@@ -38,7 +39,13 @@ export const agentMachine = setup({
     // Every action of `MachineActions`, by its name, on the run's own agent.
     ...createActionTable((context) => partsOf(context).act),
     startWork: ({ context }, wait: WaitName) => startWait(workerOf(context), wait, context),
-    stopWork: ({ context }) => workerOf(context).stop(),
+    // A cancel ends the run: the work's signal says so (a person's wait is then withdrawn, even a stored run's).
+    stopWork: ({ context, event }) =>
+      workerOf(context).stop(
+        event.type === 'agent.cancel'
+          ? new RunCancelledError(event.reason ?? 'cancelled by request', event.by !== undefined ? { by: event.by } : {})
+          : undefined,
+      ),
   },
 }).createMachine({
   id: 'agent',
