@@ -22,7 +22,7 @@ const help = benchArgs.includes('--help') || benchArgs.includes('-h')
 
 if (!fromSources && !help) await withBuildLock(build)
 
-const env = { ...process.env, SIGNALBOX_BENCH_CODE: fromSources ? 'sources' : 'dist' }
+const env = { ...process.env }
 if (!fromSources) {
   const hook = pathToFileURL(join(root, 'bench', 'dist', 'use-dist.mjs')).href
   env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --import=${hook}`.trim()
