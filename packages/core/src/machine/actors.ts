@@ -204,6 +204,7 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
       const tool = runtime.tools.get(call.toolName) as Tool<unknown>
       const base = eventFields(run)
       const journal = runtime.journals?.get(run.runId)
+      let rerun = false
       if (journal) {
         // The ledger decides what a call restored after a crash does; a new call just runs. A call
         // cut off while its question waited for a person runs again: it re-attaches to that question.
@@ -224,10 +225,11 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
           // Durable first, then the side effect.
           await journal.startCall({ callId: call.callId, toolName: call.toolName })
           args.signal.throwIfAborted()
+          rerun = resumed.reason === 'idempotent_retry'
         }
       }
       try {
-        const output = await runTool(runtime, tool, input, base, args)
+        const output = await runTool(runtime, tool, input, base, args, rerun)
         journal?.finishCall(call.callId, {
           output: output.output,
           isError: false,
@@ -291,6 +293,7 @@ async function runTool(
   { call, run }: ToolRunInput,
   base: EventFields,
   work: { readonly signal: AbortSignal },
+  rerun: boolean,
 ): Promise<ToolRunOutput> {
   const timeoutMs = tool.timeoutMs
   const journal = runtime.journals?.get(run.runId)
@@ -313,6 +316,7 @@ async function runTool(
           return toolSignal ?? work.signal
         },
         callId: call.callId,
+        ...(rerun ? { rerun: true as const } : {}),
         agentId: run.agentId,
         runId: run.runId,
         runPath: run.runPath,
