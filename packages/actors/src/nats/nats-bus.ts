@@ -42,7 +42,15 @@ import { NatsDurableConsumer } from './durable-consumer.ts'
 import { type DurablePublisher, publishUntilAcked } from './durable-publish.ts'
 import { mapDurableReadError, mapNatsError, requestAborted } from './errors.ts'
 import type { BusInternals } from './internals.ts'
-import { ackConfirmed, fromNatsHeaders, headerSize, NatsMessage, NatsPlainSubscription, toBytes, toNatsHeaders } from './messages.ts'
+import {
+  ackConfirmed,
+  fromNatsHeaders,
+  headerSize,
+  NatsMessage,
+  NatsPlainSubscription,
+  toBytes,
+  toNatsHeaders,
+} from './messages.ts'
 import { DEFAULT_SERVER_ACK_WAIT_MS, defaultConnectionName, type NatsBusOptions } from './options.ts'
 import { natsRequest, natsRequestMany } from './request.ts'
 import { awaitStream, defaultStreamName, ensureStream, StreamSubjects } from './stream.ts'

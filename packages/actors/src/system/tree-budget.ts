@@ -13,6 +13,9 @@ export interface TreeLimits {
   maxTotalTokens?: number
 }
 
+/** The limits a run tree carries from host to host (in `run.request`): each host applies them on top of its own. */
+export type CarriedLimits = Pick<TreeLimits, 'maxDepth' | 'maxTotalTurns' | 'maxTotalTokens'>
+
 /** What one run may still use of its tree's budget (absent: no limit). */
 export interface RunBudget {
   turns?: number
@@ -20,10 +23,12 @@ export interface RunBudget {
 }
 
 export interface TreeState {
+  /** This process's limits with the ones the tree carries (the lower of each). */
+  limits: CarriedLimits
   turns: number
   tokens: number
   /** Every run in this process that belongs to the tree, to cancel them all at once. */
-  handles: Set<RunHandle>
+  handles: Set<RunHandle<unknown>>
   /** Set once the tree went over its turns or tokens (the runs were cancelled for it). */
   exceeded?: string
 }
@@ -46,48 +51,60 @@ export class RunTreeLedger {
     return this.limits.maxTotalTurns !== undefined || this.limits.maxTotalTokens !== undefined
   }
 
+  /** The limits that hold for the tree of `rootRunId` here: this process's, lowered by what the tree carries. */
+  limitsOf(rootRunId: string | undefined): CarriedLimits {
+    const tree = rootRunId === undefined ? undefined : this.#trees.get(rootRunId)
+    return tree?.limits ?? this.#own()
+  }
+
   /**
    * Before a run starts below `runPath`: refuses it when the tree is too deep or spent, else
    * says what it may use. A root starts with the whole budget; a child with what its tree has left.
    */
   admit(runPath: string[]): RunBudget {
     const depth = runPath.length
-    if (depth > this.limits.maxDepth) {
-      throw new ChildRunError(
-        'TREE_DEPTH_EXCEEDED',
-        `Delegation is ${depth} levels deep; the limit is ${this.limits.maxDepth}.`,
-        {
-          depth,
-        },
-      )
-    }
     const rootRunId = runPath[0]
+    const limits = this.limitsOf(rootRunId)
+    const maxDepth = limits.maxDepth ?? this.limits.maxDepth
+    if (depth > maxDepth) {
+      const whose = maxDepth < this.limits.maxDepth ? 'the run tree’s limit' : 'the limit'
+      throw new ChildRunError('TREE_DEPTH_EXCEEDED', `Delegation is ${depth} levels deep; ${whose} is ${maxDepth}.`, {
+        depth,
+        maxDepth,
+      })
+    }
     const budget = this.#remaining(rootRunId)
     if (budget.turns !== undefined && budget.turns <= 0) {
-      throw new ChildRunError('TREE_BUDGET_EXCEEDED', `The run tree used all of its ${this.limits.maxTotalTurns} turns.`)
+      throw new ChildRunError('TREE_BUDGET_EXCEEDED', `The run tree used all of its ${limits.maxTotalTurns} turns.`)
     }
-    if (
-      rootRunId &&
-      this.limits.maxTotalTokens !== undefined &&
-      (this.#trees.get(rootRunId)?.tokens ?? 0) >= this.limits.maxTotalTokens
-    ) {
-      throw new ChildRunError('TREE_BUDGET_EXCEEDED', `The run tree used all of its ${this.limits.maxTotalTokens} tokens.`)
+    if (rootRunId && limits.maxTotalTokens !== undefined && (this.#trees.get(rootRunId)?.tokens ?? 0) >= limits.maxTotalTokens) {
+      throw new ChildRunError('TREE_BUDGET_EXCEEDED', `The run tree used all of its ${limits.maxTotalTokens} tokens.`)
     }
     return budget
   }
 
-  /** The tree of `rootRunId`, opened by its first run in this process. */
-  open(rootRunId: string): TreeState {
+  /**
+   * The tree of `rootRunId`, opened by its first run in this process; `carried`: the limits the
+   * tree brought with a run requested from elsewhere (the lower of each with this process's own).
+   */
+  open(rootRunId: string, carried?: CarriedLimits): TreeState {
     let tree = this.#trees.get(rootRunId)
     if (!tree) {
-      tree = { turns: 0, tokens: 0, handles: new Set() }
+      tree = { limits: this.#own(), turns: 0, tokens: 0, handles: new Set() }
       this.#trees.set(rootRunId, tree)
     }
+    if (carried) tree.limits = lowest(tree.limits, carried)
     return tree
   }
 
+  /** Whether the tree of `rootRunId` has a turn or token budget here (its runs' turns and tokens are counted). */
+  countsTree(rootRunId: string): boolean {
+    const limits = this.limitsOf(rootRunId)
+    return limits.maxTotalTurns !== undefined || limits.maxTotalTokens !== undefined
+  }
+
   /** A run of the tree ended (or never started): the tree is forgotten with its last run here. */
-  leave(rootRunId: string, handle?: RunHandle): void {
+  leave(rootRunId: string, handle?: RunHandle<unknown>): void {
     const tree = this.#trees.get(rootRunId)
     if (!tree) return
     if (handle) tree.handles.delete(handle)
@@ -117,11 +134,11 @@ export class RunTreeLedger {
 
   /** What every run of a tree asks before each turn: is anything left for one more? */
   check(rootRunId: string): BudgetCheck | undefined {
-    const { maxTotalTurns, maxTotalTokens } = this.limits
-    if (maxTotalTurns === undefined && maxTotalTokens === undefined) return undefined
+    if (!this.countsTree(rootRunId)) return undefined
     return () => {
       const tree = this.#trees.get(rootRunId)
       if (!tree) return undefined
+      const { maxTotalTurns, maxTotalTokens } = tree.limits
       if (maxTotalTurns !== undefined && tree.turns >= maxTotalTurns) {
         return { code: 'TREE_BUDGET_EXCEEDED', message: `The run tree used ${tree.turns} of its ${maxTotalTurns} turns.` }
       }
@@ -140,18 +157,41 @@ export class RunTreeLedger {
   #remaining(rootRunId: string | undefined): RunBudget {
     const tree = rootRunId === undefined ? undefined : this.#trees.get(rootRunId)
     const used = tree ?? { turns: 0, tokens: 0 }
+    const { maxTotalTurns, maxTotalTokens } = this.limitsOf(rootRunId)
     return {
-      ...(this.limits.maxTotalTurns !== undefined ? { turns: this.limits.maxTotalTurns - used.turns } : {}),
-      ...(this.limits.maxTotalTokens !== undefined ? { tokens: Math.max(1, this.limits.maxTotalTokens - used.tokens) } : {}),
+      ...(maxTotalTurns !== undefined ? { turns: maxTotalTurns - used.turns } : {}),
+      ...(maxTotalTokens !== undefined ? { tokens: Math.max(1, maxTotalTokens - used.tokens) } : {}),
+    }
+  }
+
+  #own(): CarriedLimits {
+    const { maxDepth, maxTotalTurns, maxTotalTokens } = this.limits
+    return {
+      maxDepth,
+      ...(maxTotalTurns === undefined ? {} : { maxTotalTurns }),
+      ...(maxTotalTokens === undefined ? {} : { maxTotalTokens }),
     }
   }
 
   /** Stops the tree once it is over its tokens. */
   #stopIfOver(rootRunId: string): void {
     const tree = this.#trees.get(rootRunId)
-    const limit = this.limits.maxTotalTokens
+    const limit = tree?.limits.maxTotalTokens
     if (!tree || tree.exceeded || limit === undefined || tree.tokens <= limit) return
     tree.exceeded = `it used ${tree.tokens} of its ${limit} tokens`
     this.cancel(rootRunId, `the run tree went over its budget: ${tree.exceeded}`)
+  }
+}
+
+/** The lower of each limit (a limit absent on one side is the other's). */
+function lowest(a: CarriedLimits, b: CarriedLimits): CarriedLimits {
+  const pick = (x: number | undefined, y: number | undefined) => (x === undefined ? y : y === undefined ? x : Math.min(x, y))
+  const maxDepth = pick(a.maxDepth, b.maxDepth)
+  const maxTotalTurns = pick(a.maxTotalTurns, b.maxTotalTurns)
+  const maxTotalTokens = pick(a.maxTotalTokens, b.maxTotalTokens)
+  return {
+    ...(maxDepth === undefined ? {} : { maxDepth }),
+    ...(maxTotalTurns === undefined ? {} : { maxTotalTurns }),
+    ...(maxTotalTokens === undefined ? {} : { maxTotalTokens }),
   }
 }

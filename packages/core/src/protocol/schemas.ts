@@ -303,6 +303,22 @@ export const RunRequestMessage = envelope('run.request', {
   /** The host cancels the run if no `run.heartbeat` arrives for this long (orphan guard). */
   leaseMs: z.number().int().positive().optional(),
   requestedBy: z.string().max(256).optional(),
+  /**
+   * The limits set on the tree's root, carried to every host that runs one of its runs; each
+   * host applies them on top of its own (the lower of each).
+   */
+  limits: z
+    .object({
+      maxDepth: z.number().int().nonnegative().optional(),
+      maxTotalTurns: z.number().int().positive().optional(),
+      maxTotalTokens: z.number().int().positive().optional(),
+    })
+    .optional(),
+  /**
+   * A parent re-attaching after a crash or a takeover: answer only for a run that exists (running
+   * on this host, or stored), never start it; `RUN_NOT_FOUND` otherwise.
+   */
+  check: z.literal(true).optional(),
 })
 export type RunRequestMessage = z.infer<typeof RunRequestMessage>
 
