@@ -15,6 +15,7 @@ import { z } from 'zod/v4'
 import { sendControl } from '../agents/clients.ts'
 import type { Signer } from '../trust/sign.ts'
 import { ChildRunError } from './child-run-error.ts'
+import { repeat } from './repeat.ts'
 import { waitForResult } from './run-results.ts'
 import type { CarriedLimits, RunBudget, RunTreeLedger } from './tree-budget.ts'
 
@@ -198,48 +199,48 @@ async function beat(options: RemoteRunOptions, timeoutMs: number): Promise<'answ
 }
 
 /**
- * Keeps the child's lease alive, HEARTBEATS_PER_LEASE beats per lease. `lost` rejects once no
- * host has answered for `lostAfterMs` and no result is stored (a result published meanwhile wins
- * the race on the consumer first).
+ * Keeps the child's lease alive, HEARTBEATS_PER_LEASE beats per lease (the first a period after
+ * the start). `lost` rejects once no host has answered for `lostAfterMs` and no result is stored
+ * (a result published meanwhile wins the race on the consumer first).
  */
 function heartbeat(options: RemoteRunOptions): { lost: Promise<never>; stop(): void } {
   const { clock, leaseMs, lostAfterMs } = options
   const intervalMs = Math.max(50, Math.floor(leaseMs / HEARTBEATS_PER_LEASE))
   let stopped = false
-  let timer: unknown
   let lastAnswer = clock.now()
+  let looking = false
   let reject!: (error: Error) => void
   const lost = new Promise<never>((_, r) => {
     reject = r
   })
   lost.catch(() => {})
-  const tick = async () => {
-    if (stopped) return
-    const answered = (await beat(options, intervalMs)) === 'answered'
-    if (stopped) return
-    if (answered) lastAnswer = clock.now()
-    else if (clock.now() - lastAnswer >= lostAfterMs) {
-      const stored = await storedResult(options).catch(() => undefined)
-      if (stopped) return
-      if (stored === undefined) {
-        reject(
-          new ChildRunError(
-            'CHILD_LOST',
-            `The child run ${options.runId} of "${options.agentId}" was lost: no host has run it for ${lostAfterMs} ms and no result of it is stored.`,
-            { runId: options.runId, agentId: options.agentId },
-          ),
-        )
-        return
-      }
-    }
-    timer = clock.setTimeout(() => void tick(), intervalMs)
+  const isLost = async () => {
+    const stored = await storedResult(options).catch(() => undefined)
+    if (stopped || stored !== undefined || clock.now() - lastAnswer < lostAfterMs) return
+    reject(
+      new ChildRunError(
+        'CHILD_LOST',
+        `The child run ${options.runId} of "${options.agentId}" was lost: no host has run it for ${lostAfterMs} ms and no result of it is stored.`,
+        { runId: options.runId, agentId: options.agentId },
+      ),
+    )
   }
-  void tick()
+  // Each beat on its own: a slow answer never delays the next beat (the lease counts them).
+  const stopRepeat = repeat(clock, intervalMs, () => {
+    void beat(options, intervalMs).then((answer) => {
+      if (answer === 'answered') lastAnswer = clock.now()
+    })
+    if (looking || clock.now() - lastAnswer < lostAfterMs) return
+    looking = true
+    void isLost().finally(() => {
+      looking = false
+    })
+  })
   return {
     lost,
     stop: () => {
       stopped = true
-      if (timer !== undefined) clock.clearTimeout(timer)
+      stopRepeat()
     },
   }
 }
