@@ -61,6 +61,7 @@ describe('@signalbox/actors public surface', () => {
       'RunTakeover',
       'createAgentSystem',
       'delegateTool',
+      'derivedRunId',
       'fanOut',
       'fanOutTool',
       'handoffFilters',
