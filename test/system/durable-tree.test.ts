@@ -255,6 +255,10 @@ describe('a run tree across crashes and takeovers', { timeout: 120_000 }, () => 
     })
     const result = await system.add(root).run('root', 'Go.')
     expect(result.output).toMatch(/^root read: middle read: .*TREE_DEPTH_EXCEEDED.*the run tree’s limit is 1/)
-    expect(printed(b1).filter((line) => line.type === 'run.start').map((line) => line.agentId)).toEqual(['middle'])
+    expect(
+      printed(b1)
+        .filter((line) => line.type === 'run.start')
+        .map((line) => line.agentId),
+    ).toEqual(['middle'])
   })
 })
