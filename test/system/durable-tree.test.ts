@@ -119,7 +119,7 @@ async function setUp() {
     spawned.push(child)
     return child
   }
-  return { prefix, bucket, effectLines, host, parent }
+  return { prefix, bucket, effects, effectLines, host, parent }
 }
 
 describe('a run tree across crashes and takeovers', { timeout: 120_000 }, () => {
@@ -184,6 +184,22 @@ describe('a run tree across crashes and takeovers', { timeout: 120_000 }, () => 
     expect(result.output).toBe('Planner read: Done: worked on inventory')
     expect(effectLines()).toEqual(['work inventory by host-b1'])
     expect(printed(b1).filter((line) => line.type === 'run.start')).toHaveLength(1)
+  })
+
+  it('a child in the parent’s own process: the resumed parent resumes it and reads its real result, one child', async () => {
+    const { parent, effects, effectLines } = await setUp()
+    const a1 = await parent('start', { localWorker: { effects } })
+    const started = await next(a1, 'worker.tool.start')
+    await a1.kill()
+
+    const a2 = await parent('resume', { localWorker: { effects } })
+    // The delegate call runs again, resumes the stored child (its tool, idempotent, runs again).
+    const again = await next(a2, 'worker.tool.start')
+    expect(again.runId).toBe(started.runId)
+    a2.send('open inventory')
+    const result = await next(a2, 'result')
+    expect(result.output).toBe('Planner read: Done: worked on inventory')
+    expect(effectLines()).toEqual(['work inventory by planner-host'])
   })
 
   it('a child gone everywhere (its host and its parent killed, nothing stored): CHILD_LOST, not a hang', async () => {

@@ -22,6 +22,7 @@ import type { EvidenceBook } from '../trust/signed-audit.ts'
 import { ChildRunError } from './child-run-error.ts'
 import { ChildSlots } from './child-slots.ts'
 import type { Directory } from './directory.ts'
+import { findLocalRun } from './local-reattach.ts'
 import { type Reattach, runRemote } from './remote-run.ts'
 import { repeat } from './repeat.ts'
 import { RunHost } from './run-host.ts'
@@ -425,6 +426,23 @@ export class AgentSystem<Known extends KnownAgents = {}> {
     if (running) {
       this.#host?.localParent(runId)
       return await running.result
+    }
+    if (options.reattach) {
+      const found = await findLocalRun(agent, runId, {
+        store: this.#runs?.store,
+        clock: this.#clock,
+        lostAfterMs: this.#childLostAfterMs,
+        signal: options.signal,
+        attached: (id) => this.#host?.localParent(id),
+      })
+      if (found) return await found
+      if (options.reattach === 'only') {
+        throw new ChildRunError(
+          'CHILD_LOST',
+          `The child run ${runId} of "${agent.id}" is nowhere: it does not run in this process and no run of it is stored.`,
+          { runId, agentId: agent.id },
+        )
+      }
     }
     const runPath = options.runPath ?? []
     const rootRunId = runPath[0] ?? runId
