@@ -49,34 +49,38 @@ export async function findLocalRun(
   }
 }
 
-/** A finished stored run's answer: the last assistant message of its transcript. */
+/** A finished stored run's answer: the last assistant message of its transcript (`undefined` if not finished). */
+export async function storedAnswer(store: RunStore, runId: string, signal: AbortSignal): Promise<RunResult<unknown> | undefined> {
+  const stored = await store.load(runId, { signal })
+  if (stored === undefined || !isFinished(stored.checkpoint.status)) return undefined
+  const { checkpoint } = stored
+  const messages = await store.readMessages(runId, { length: checkpoint.transcript.length, signal })
+  const answer = [...messages].reverse().find((message) => message.role === 'assistant')
+  const done = checkpoint.status === 'done'
+  return {
+    runId,
+    status: checkpoint.status as RunResult['status'],
+    output: done && typeof answer?.content === 'string' ? answer.content : '',
+    stopReason: done ? 'final_answer' : undefined,
+    error: done ? undefined : { code: 'CHILD_FAILED', message: `The run ended ${checkpoint.status}.` },
+    turns: 0,
+    usage: checkpoint.usage,
+    messages,
+    pendingSteering: [],
+  }
+}
+
+/** A finished stored child's answer, as the parent's call reads it (a failed one is an error). */
 async function finishedResult(
   store: RunStore | undefined,
   runId: string,
   signal: AbortSignal | undefined,
 ): Promise<RunResult<unknown> | undefined> {
   if (store === undefined) return undefined
-  const limit = signal ?? new AbortController().signal
-  const stored = await store.load(runId, { signal: limit })
-  if (stored === undefined || !isFinished(stored.checkpoint.status)) return undefined
-  const { checkpoint } = stored
-  if (checkpoint.status !== 'done') {
-    throw new ChildRunError('CHILD_FAILED', `The child run ${runId} ended ${checkpoint.status} while its parent was down.`, {
-      runId,
-      status: checkpoint.status,
-    })
-  }
-  const messages = await store.readMessages(runId, { length: checkpoint.transcript.length, signal: limit })
-  const answer = [...messages].reverse().find((message) => message.role === 'assistant')
-  return {
+  const result = await storedAnswer(store, runId, signal ?? new AbortController().signal)
+  if (result === undefined || result.status === 'done') return result
+  throw new ChildRunError('CHILD_FAILED', `The child run ${runId} ended ${result.status} while its parent was down.`, {
     runId,
-    status: 'done',
-    output: typeof answer?.content === 'string' ? answer.content : '',
-    stopReason: 'final_answer',
-    error: undefined,
-    turns: 0,
-    usage: checkpoint.usage,
-    messages,
-    pendingSteering: [],
-  }
+    status: result.status,
+  })
 }

@@ -217,6 +217,20 @@ function heartbeat(options: RemoteRunOptions): { lost: Promise<never>; stop(): v
   const isLost = async () => {
     const stored = await storedResult(options).catch(() => undefined)
     if (stopped || stored !== undefined || clock.now() - lastAnswer < lostAfterMs) return
+    // A host whose store holds the child: it is between hosts (a takeover is coming), or it ended
+    // and its result is published again. Either way, not lost.
+    let seen: RunAcceptedMessage | undefined
+    try {
+      seen = await requestRun(options, true)
+    } catch (error) {
+      if (!stopped) reject(error as Error)
+      return
+    }
+    if (stopped) return
+    if (seen) {
+      lastAnswer = clock.now()
+      return
+    }
     reject(
       new ChildRunError(
         'CHILD_LOST',

@@ -21,6 +21,7 @@ import {
 } from '@signalbox/core/protocol'
 import type { RunStore } from '@signalbox/core/store'
 import { watchSilence } from '../silence.ts'
+import { storedAnswer } from './local-reattach.ts'
 import { HEARTBEATS_PER_LEASE } from './remote-run.ts'
 import type { RunTreeLedger } from './tree-budget.ts'
 
@@ -181,13 +182,44 @@ export class RunHost {
     try {
       const stored = await store.load(runId, { signal: limit.signal })
       if (stored === undefined || stored.checkpoint.agentId !== agent.id) return notFound()
+      const { checkpoint } = stored
+      if (checkpoint.status === 'parked') {
+        const why = checkpoint.parked ? `${checkpoint.parked.code}: ${checkpoint.parked.message}` : 'its state cannot be loaded'
+        const refusal = { code: 'RUN_NOT_RESUMABLE', message: `Run ${runId} is parked (${why}): a person must look at it.` }
+        message.respond(encodeMessage(errorMessage(refusal, runId)))
+        return
+      }
+      // Ended: its result is published again (its host may have died before publishing it).
+      const ended = await storedAnswer(store, runId, limit.signal)
+      if (ended) await this.#publish(agent.id, ended, ended.error)
       // Stored: its owner runs it, or a host will take it over once the owner's lease is out.
-      message.respond(encodeMessage(this.#accepted(runId, agent.id, stored.checkpoint.lease?.owner ?? hostId)))
+      message.respond(encodeMessage(this.#accepted(runId, agent.id, checkpoint.lease?.owner ?? hostId)))
     } catch (error) {
       message.respond(encodeMessage(errorMessage(serializeError(error), runId)))
     } finally {
       clock.clearTimeout(timer)
     }
+  }
+
+  /** The run's `run.result`, durably, once (`Nats-Msg-Id: result-<runId>`); a failure is the lease's to cover. */
+  #publish(agentId: string, result: RunResult<unknown>, error?: SerializedError): Promise<unknown> {
+    const { bus, subjects, hostId } = this.#options
+    const out: RunResultMessage = {
+      v: PROTOCOL_VERSION,
+      type: 'run.result',
+      runId: result.runId,
+      agentId,
+      status: result.status,
+      output: typeof result.output === 'string' ? result.output : JSON.stringify(result.output ?? ''),
+      ...(error ? { error: { code: error.code, message: error.message } } : {}),
+      turns: result.turns,
+      usage: result.usage,
+      ...(result.handoff ? { handoff: result.handoff as RunResultMessage['handoff'] } : {}),
+      hostId,
+    }
+    return bus
+      .durablePublish(subjects.runResult(result.runId), encodeMessage(out), { msgId: `result-${result.runId}` })
+      .catch(() => {})
   }
 
   #accepted(runId: string, agentId: string, hostId: string): RunAcceptedMessage {
@@ -217,22 +249,7 @@ export class RunHost {
     const stopOnClose = () => cancelled.abort(new AbortedError('the host is shutting down'))
     stopping.addEventListener('abort', stopOnClose, { once: true })
 
-    const publish = (result: RunResult<unknown>, error?: SerializedError) => {
-      const out: RunResultMessage = {
-        v: PROTOCOL_VERSION,
-        type: 'run.result',
-        runId,
-        agentId: agent.id,
-        status: result.status,
-        output: typeof result.output === 'string' ? result.output : JSON.stringify(result.output ?? ''),
-        ...(error ? { error: { code: error.code, message: error.message } } : {}),
-        turns: result.turns,
-        usage: result.usage,
-        ...(result.handoff ? { handoff: result.handoff as RunResultMessage['handoff'] } : {}),
-        hostId,
-      }
-      return bus.durablePublish(subjects.runResult(runId), encodeMessage(out), { msgId: `result-${runId}` }).catch(() => {})
-    }
+    const publish = (result: RunResult<unknown>, error?: SerializedError) => this.#publish(agent.id, result, error)
     const finished = handle.result
       .then(
         (result) => publish(result),
