@@ -271,7 +271,7 @@ describe('every role under the generated permissions', () => {
     const reattach = { parentRunId: result.runId, runPath: [result.runId], agentPath: ['travel'], reattach: 'only' as const }
     const again = await travelSystem.run('flights', 'Book me to Lima.', {
       ...reattach,
-      runId: derivedRunId(result.runId, 'c_ask'),
+      runId: derivedRunId(result.runId, '1:c_ask'),
     })
     expect(again.output).toBe('Booked AF123 to Lima, window seat.')
     const impatient = createAgentSystem({ bus: travelBus, subjects, hostId: 'travel-host', childLostAfterMs: 300 })

@@ -18,6 +18,11 @@ export interface ToolContext {
    * `runId` and `callId`) instead of starting it anew.
    */
   rerun?: true
+  /**
+   * The turn whose reply made this call (the same after a resume). With `runId` and `callId` it
+   * names the call in a way that survives providers that number their call ids per reply.
+   */
+  turn?: number
   agentId: string
   runId: string
   runPath: string[]

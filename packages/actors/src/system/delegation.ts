@@ -14,6 +14,11 @@ export type ChildFailurePolicy =
 
 const NOT_RETRYABLE = new Set<string>([ErrorCode.TREE_DEPTH_EXCEEDED, ErrorCode.TREE_BUDGET_EXCEEDED, ErrorCode.HANDOFF_LIMIT])
 
+/** The call, named the same in any process: its turn (call ids may be numbered per reply) and its id. */
+function callKey(context: { turn?: number; callId: string }): string {
+  return context.turn === undefined ? context.callId : `${context.turn}:${context.callId}`
+}
+
 export interface DelegateOptions {
   /** Tool name the parent's model calls. Default `ask_<agentId>`. */
   name?: string
@@ -53,7 +58,7 @@ export function delegateTool(system: AgentSystem<any>, agentId: string, options:
             parentRunId: context.runId,
             runPath: [...context.runPath, context.runId],
             agentPath: [...(context.agentPath ?? []), context.agentId],
-            runId: derivedRunId(context.runId, context.callId, attempt),
+            runId: derivedRunId(context.runId, callKey(context), attempt),
             // The first attempt was asked for before the crash; a later one may not have been.
             ...(context.rerun ? { reattach: attempt === 1 ? ('only' as const) : ('first' as const) } : {}),
           })
@@ -113,7 +118,7 @@ export function fanOutTool(
             parentRunId: context.runId,
             runPath: [...context.runPath, context.runId],
             agentPath: [...(context.agentPath ?? []), context.agentId],
-            runId: derivedRunId(context.runId, `${context.callId}#${index}`),
+            runId: derivedRunId(context.runId, `${callKey(context)}#${index}`),
             ...(context.rerun ? { reattach: 'first' as const } : {}),
           }),
         { concurrency: options.concurrency ?? tasks.length, signal: context.signal },

@@ -291,7 +291,7 @@ function hookBase(input: { run: RunInfo; turn: number }, work: { readonly signal
 async function runTool(
   runtime: AgentRuntime,
   tool: Tool<unknown>,
-  { call, run }: ToolRunInput,
+  { call, run, turn }: ToolRunInput,
   base: EventFields,
   work: { readonly signal: AbortSignal },
   rerun: boolean,
@@ -318,6 +318,7 @@ async function runTool(
         },
         callId: call.callId,
         ...(rerun ? { rerun: true as const } : {}),
+        ...(turn === undefined ? {} : { turn }),
         agentId: run.agentId,
         runId: run.runId,
         runPath: run.runPath,
@@ -414,6 +415,8 @@ export interface CallInput extends TurnInput {
 export interface ToolRunInput {
   run: RunInfo
   call: CurrentCall
+  /** The turn whose reply made the call (restored with the run, so the same after a resume). */
+  turn?: number
 }
 
 /** What a tool run produced: the text the model reads, and maybe a hand-off. */
