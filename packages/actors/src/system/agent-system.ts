@@ -27,7 +27,7 @@ import { type Reattach, runRemote } from './remote-run.ts'
 import { repeat } from './repeat.ts'
 import { RunHost } from './run-host.ts'
 import { type ResumableAgent, RunTakeover, type TakeoverEvent } from './run-takeover.ts'
-import { type RunBudget, RunTreeLedger, type TreeLimits } from './tree-budget.ts'
+import { type CarriedLimits, type RunBudget, RunTreeLedger, type TreeLimits } from './tree-budget.ts'
 
 export interface AgentSystemOptions {
   /** Without a bus, the system is one process; with one, agents are served and reached over it. */
@@ -128,6 +128,15 @@ export function derivedRunId(parentRunId: string, callId: string, attempt = 1): 
   const hex = createHash('sha256').update(`${parentRunId}\u0000${callId}\u0000${attempt}`).digest('hex').slice(0, 32)
   const variant = ((Number.parseInt(hex[16] as string, 16) & 0x3) | 0x8).toString(16)
   return `run_${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+}
+
+/** What a child's host must hold its subtree to: the tree's depth, and the turns and tokens it has left. */
+function carriedLimits(limits: CarriedLimits, budget: RunBudget): CarriedLimits {
+  return {
+    ...(limits.maxDepth === undefined ? {} : { maxDepth: limits.maxDepth }),
+    ...(budget.turns === undefined ? {} : { maxTotalTurns: budget.turns }),
+    ...(budget.tokens === undefined ? {} : { maxTotalTokens: budget.tokens }),
+  }
 }
 
 function handoffRunId(runId: string, step: number): string {
@@ -403,7 +412,7 @@ export class AgentSystem<Known extends KnownAgents = {}> {
         agentId,
         input,
         budget,
-        limits: this.#ledger.limitsOf((options.runPath ?? [])[0]),
+        limits: carriedLimits(this.#ledger.limitsOf((options.runPath ?? [])[0]), budget),
         reattach: options.reattach,
         parentRunId: options.parentRunId,
         runPath: options.runPath,

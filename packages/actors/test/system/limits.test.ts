@@ -151,6 +151,59 @@ describe.each(TOPOLOGIES)('limits (%s)', (name) => {
 })
 
 describe.each(REMOTE_TOPOLOGIES)('limits on the host (%s)', (name) => {
+  it('the root’s limits travel with the tree: a host with no limits of its own holds the grandchild to them', async () => {
+    const t = await topology(name, { limits: { maxDepth: 1 }, childLimits: {} })
+    const root = agent({
+      id: 'root',
+      tools: [delegateTool(t.parent, 'middle')],
+      script: [call('ask_middle', { task: 'Go deeper.' }), answer('Done.')],
+    })
+    const middle = agent({
+      id: 'middle',
+      tools: [delegateTool(t.child, 'leaf')],
+      script: [
+        call('ask_leaf', { task: 'Deeper still.' }),
+        answer('Refused.', { expect: afterToolResult('the run tree’s limit is 1') }),
+      ],
+    })
+    const leaf = agent({ id: 'leaf', script: [] })
+    t.parent.add(root.agent)
+    t.child.add(middle.agent).add(leaf.agent)
+    await t.start()
+    expect((await t.parent.run('root', 'Go.')).output).toBe('Done.')
+    expect(ofType(middle.events, 'tool.end')[0]?.output).toContain('TREE_DEPTH_EXCEEDED')
+    expect(leaf.events).toEqual([])
+  })
+
+  it('the turns the tree has left travel with it: the host holds the child’s own children to them', async () => {
+    const t = await topology(name, { limits: { maxTotalTurns: 4 }, childLimits: {} })
+    const root = agent({
+      id: 'root',
+      tools: [delegateTool(t.parent, 'middle')],
+      script: [call('ask_middle', { task: 'Go.' }), answer('Done.')],
+    })
+    const middle = agent({
+      id: 'middle',
+      tools: [delegateTool(t.child, 'looper')],
+      script: [call('ask_looper', { task: 'Keep going.' }), answer('never sent')],
+    })
+    const looper = agent({
+      id: 'looper',
+      tools: [concurrencyProbe('step', 1).tool],
+      script: (request) => ({ toolCalls: [{ name: 'step', arguments: { item: String(request.messages.length) } }] }),
+    })
+    t.parent.add(root.agent)
+    t.child.add(middle.agent).add(looper.agent)
+    await t.start()
+    expect((await t.parent.run('root', 'Go.')).output).toBe('Done.')
+    // Root 1 turn, middle 1: the looper gets the 2 the tree had left (not its own 10), and then
+    // the middle's subtree has spent the 3 it was given.
+    expect(looper.provider.requests).toHaveLength(2)
+    expect(ofType(middle.events, 'tool.end')[0]?.output).toContain('maxTurns=2')
+    expect(middle.provider.requests).toHaveLength(1)
+    expect(ofType(root.events, 'tool.end')[0]?.output).toContain('TREE_BUDGET_EXCEEDED')
+  })
+
   it('a host refuses a run deeper than its own maxDepth, whatever the parent allows', async () => {
     const t = await topology(name, { limits: { maxDepth: 8 }, childLimits: { maxDepth: 0 } })
     const root = agent({
