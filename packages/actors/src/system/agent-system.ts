@@ -204,7 +204,11 @@ export class AgentSystem<Known extends KnownAgents = {}> {
       : undefined
   }
 
-  /** Adds a local agent (its id must be unique in this process). */
+  /**
+   * Adds a local agent, whatever its output type (its id must be unique in this process). Returns
+   * the system typed with it: `run` of its id then resolves with its output type (when the id is a
+   * literal type, as `createAgent({ id: 'booking', ... })` gives).
+   */
   add<TOutput, TId extends string>(
     agent: Agent<TOutput, TId>,
   ): AgentSystem<string extends TId ? Known : Known & Record<TId, TOutput>> {
