@@ -72,7 +72,15 @@ export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
   let onAbort: (() => void) | undefined
   try {
     let found: RunResultMessage | 'running' | undefined
-    if (options.reattach) found = await findChild(options)
+    if (options.reattach) {
+      try {
+        found = await findChild(options)
+      } catch (error) {
+        // Cancelled while looking: the child, wherever it is, is told to stop too.
+        if (signal?.aborted) cancelRemote(options)
+        throw error
+      }
+    }
     if (found === undefined) {
       if (options.reattach === 'only') {
         throw new ChildRunError(
