@@ -29,4 +29,4 @@ export {
   type ScanResult,
   type TakeoverEvent,
 } from './run-takeover.ts'
-export type { CarriedLimits, TreeLimits } from './tree-budget.ts'
+export type { TreeLimits } from './tree-budget.ts'
