@@ -136,6 +136,7 @@ function carriedLimits(limits: CarriedLimits, budget: RunBudget): CarriedLimits 
     ...(limits.maxDepth === undefined ? {} : { maxDepth: limits.maxDepth }),
     ...(budget.turns === undefined ? {} : { maxTotalTurns: budget.turns }),
     ...(budget.tokens === undefined ? {} : { maxTotalTokens: budget.tokens }),
+    ...(budget.runs === undefined ? {} : { maxTotalRuns: budget.runs }),
   }
 }
 
@@ -462,6 +463,7 @@ export class AgentSystem<Known extends KnownAgents = {}> {
     const runPath = options.runPath ?? []
     const rootRunId = runPath[0] ?? runId
     const tree = this.#ledger.open(rootRunId)
+    this.#ledger.countRuns(runPath.length > 0 ? runPath : [runId], 1)
     const check = this.#ledger.check(rootRunId)
     const handle = agent.start(input, {
       ...(check ? { budget: check } : {}),

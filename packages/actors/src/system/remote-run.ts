@@ -91,6 +91,8 @@ export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
       }
       await requestRun(options)
     }
+    // The child exists (started, or found): it counts against the tree.
+    options.ledger.countRuns(options.runPath ?? [], 1)
     const cancelled = new Promise<never>((_, reject) => {
       onAbort = () => {
         // The parent stopped: stop the child where it runs, then report the cancellation.
@@ -109,7 +111,11 @@ export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
       stopBeats = beats.stop
       message = await Promise.race([resultWait.result, cancelled, beats.lost])
     }
-    options.ledger.countChild((options.runPath ?? [])[0], { turns: message.turns, tokens: message.usage.totalTokens })
+    options.ledger.countChild(options.runPath ?? [], {
+      turns: message.turns,
+      tokens: message.usage.totalTokens,
+      runs: message.runs,
+    })
     return fromResultMessage(message)
   } finally {
     stopBeats?.()

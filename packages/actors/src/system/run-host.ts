@@ -116,6 +116,8 @@ export class RunHost {
     const cancelled = new AbortController()
     const rootRunId = request.runPath[0] ?? request.runId
     const tree = ledger.open(rootRunId, request.limits)
+    ledger.trackSubtree(request.runId)
+    ledger.countRuns(request.runPath, 1)
     const check = ledger.check(rootRunId)
     let handle: RunHandle<unknown>
     try {
@@ -130,6 +132,7 @@ export class RunHost {
         signal: cancelled.signal,
       })
     } catch (error) {
+      ledger.subtreeRuns(request.runId)
       ledger.leave(rootRunId)
       message.respond(encodeMessage(errorMessage(serializeError(error), request.runId)))
       return
@@ -148,6 +151,8 @@ export class RunHost {
     const { runPath } = handle.actor.getSnapshot().context.run
     const rootRunId = runPath[0] ?? handle.runId
     const tree = this.#options.ledger.open(rootRunId)
+    this.#options.ledger.trackSubtree(handle.runId)
+    this.#options.ledger.countRuns(runPath, 1)
     tree.handles.add(handle)
     this.#host(agent, handle, { rootRunId, leaseMs: this.#options.leaseMs, cancelled })
   }
@@ -202,7 +207,7 @@ export class RunHost {
   }
 
   /** The run's `run.result`, durably, once (`Nats-Msg-Id: result-<runId>`); a failure is the lease's to cover. */
-  #publish(agentId: string, result: RunResult<unknown>, error?: SerializedError): Promise<unknown> {
+  #publish(agentId: string, result: RunResult<unknown>, error?: SerializedError, runs?: number): Promise<unknown> {
     const { bus, subjects, hostId } = this.#options
     const out: RunResultMessage = {
       v: PROTOCOL_VERSION,
@@ -216,6 +221,7 @@ export class RunHost {
       usage: result.usage,
       ...(result.handoff ? { handoff: result.handoff as RunResultMessage['handoff'] } : {}),
       hostId,
+      ...(runs === undefined ? {} : { runs }),
     }
     return bus
       .durablePublish(subjects.runResult(result.runId), encodeMessage(out), { msgId: `result-${result.runId}` })
@@ -249,7 +255,8 @@ export class RunHost {
     const stopOnClose = () => cancelled.abort(new AbortedError('the host is shutting down'))
     stopping.addEventListener('abort', stopOnClose, { once: true })
 
-    const publish = (result: RunResult<unknown>, error?: SerializedError) => this.#publish(agent.id, result, error)
+    const publish = (result: RunResult<unknown>, error?: SerializedError) =>
+      this.#publish(agent.id, result, error, ledger.subtreeRuns(runId))
     const finished = handle.result
       .then(
         (result) => publish(result),

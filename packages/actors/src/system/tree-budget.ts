@@ -11,15 +11,19 @@ export interface TreeLimits {
   maxTotalTurns?: number
   /** Tokens summed over the tree, root included. */
   maxTotalTokens?: number
+  /** Runs in the tree, root included (each delegation, fan-out task and hand-off starts one). */
+  maxTotalRuns?: number
 }
 
 /** The limits a run tree carries from host to host (in `run.request`): each host applies them on top of its own. */
-export type CarriedLimits = Pick<TreeLimits, 'maxDepth' | 'maxTotalTurns' | 'maxTotalTokens'>
+export type CarriedLimits = Pick<TreeLimits, 'maxDepth' | 'maxTotalTurns' | 'maxTotalTokens' | 'maxTotalRuns'>
 
 /** What one run may still use of its tree's budget (absent: no limit). */
 export interface RunBudget {
   turns?: number
   tokens?: number
+  /** Runs the new run and everything below it may start, itself included. */
+  runs?: number
 }
 
 export interface TreeState {
@@ -27,6 +31,8 @@ export interface TreeState {
   limits: CarriedLimits
   turns: number
   tokens: number
+  /** Runs of the tree started here, and the whole subtrees of remote children once their results came back. */
+  runs: number
   /** Every run in this process that belongs to the tree, to cancel them all at once. */
   handles: Set<RunHandle<unknown>>
   /** Set once the tree went over its turns or tokens (the runs were cancelled for it). */
@@ -41,6 +47,8 @@ export interface TreeState {
 export class RunTreeLedger {
   readonly limits: Required<Pick<TreeLimits, 'maxDepth' | 'maxConcurrentChildren'>> & TreeLimits
   readonly #trees = new Map<string, TreeState>()
+  /** Runs in the subtree of each run hosted here for a parent elsewhere (below it, by run id): its result reports them. */
+  readonly #subtrees = new Map<string, number>()
 
   constructor(limits: TreeLimits = {}) {
     this.limits = { maxDepth: 4, maxConcurrentChildren: 8, ...limits }
@@ -80,6 +88,9 @@ export class RunTreeLedger {
     if (rootRunId && limits.maxTotalTokens !== undefined && (this.#trees.get(rootRunId)?.tokens ?? 0) >= limits.maxTotalTokens) {
       throw new ChildRunError('TREE_BUDGET_EXCEEDED', `The run tree used all of its ${limits.maxTotalTokens} tokens.`)
     }
+    if (budget.runs !== undefined && budget.runs <= 0) {
+      throw new ChildRunError('TREE_BUDGET_EXCEEDED', `The run tree started all of its ${limits.maxTotalRuns} runs.`)
+    }
     return budget
   }
 
@@ -90,7 +101,7 @@ export class RunTreeLedger {
   open(rootRunId: string, carried?: CarriedLimits): TreeState {
     let tree = this.#trees.get(rootRunId)
     if (!tree) {
-      tree = { limits: this.#own(), turns: 0, tokens: 0, handles: new Set() }
+      tree = { limits: this.#own(), turns: 0, tokens: 0, runs: 0, handles: new Set() }
       this.#trees.set(rootRunId, tree)
     }
     if (carried) tree.limits = lowest(tree.limits, carried)
@@ -124,9 +135,40 @@ export class RunTreeLedger {
     this.#stopIfOver(rootRunId)
   }
 
-  /** What a child elsewhere used counts against the tree here too (its turns were counted on its host). */
-  countChild(rootRunId: string | undefined, used: { turns: number; tokens: number }): void {
-    const tree = this.#trees.get(rootRunId ?? '')
+  /**
+   * Runs started below `runPath` (a run starting here, or a remote child accepted: 1; the rest of
+   * a remote child's subtree when its result comes back): they count against the tree, and
+   * against the subtree of every ancestor hosted here for a parent elsewhere.
+   */
+  countRuns(runPath: readonly string[], runs: number): void {
+    if (runs <= 0) return
+    const tree = this.#trees.get(runPath[0] ?? '')
+    if (tree) tree.runs += runs
+    for (const id of runPath) {
+      const below = this.#subtrees.get(id)
+      if (below !== undefined) this.#subtrees.set(id, below + runs)
+    }
+  }
+
+  /** A run hosted here for a parent elsewhere: the runs below it are counted for its result (`subtreeRuns`). */
+  trackSubtree(runId: string): void {
+    if (!this.#subtrees.has(runId)) this.#subtrees.set(runId, 0)
+  }
+
+  /** The runs of the subtree of `runId` (itself included); it is no longer tracked. */
+  subtreeRuns(runId: string): number {
+    const below = this.#subtrees.get(runId) ?? 0
+    this.#subtrees.delete(runId)
+    return 1 + below
+  }
+
+  /**
+   * What a child elsewhere used counts against the tree here too (its turns were counted on its
+   * host), and so do the runs of its subtree (`runs`, itself included: it was counted when accepted).
+   */
+  countChild(runPath: readonly string[], used: { turns: number; tokens: number; runs?: number | undefined }): void {
+    this.countRuns(runPath, (used.runs ?? 1) - 1)
+    const tree = this.#trees.get(runPath[0] ?? '')
     if (!tree) return
     tree.turns += used.turns
     tree.tokens += used.tokens
@@ -157,19 +199,21 @@ export class RunTreeLedger {
   #remaining(rootRunId: string | undefined): RunBudget {
     const tree = rootRunId === undefined ? undefined : this.#trees.get(rootRunId)
     const used = tree ?? { turns: 0, tokens: 0 }
-    const { maxTotalTurns, maxTotalTokens } = this.limitsOf(rootRunId)
+    const { maxTotalTurns, maxTotalTokens, maxTotalRuns } = this.limitsOf(rootRunId)
     return {
       ...(maxTotalTurns !== undefined ? { turns: maxTotalTurns - used.turns } : {}),
       ...(maxTotalTokens !== undefined ? { tokens: Math.max(1, maxTotalTokens - used.tokens) } : {}),
+      ...(maxTotalRuns !== undefined ? { runs: maxTotalRuns - (tree?.runs ?? 0) } : {}),
     }
   }
 
   #own(): CarriedLimits {
-    const { maxDepth, maxTotalTurns, maxTotalTokens } = this.limits
+    const { maxDepth, maxTotalTurns, maxTotalTokens, maxTotalRuns } = this.limits
     return {
       maxDepth,
       ...(maxTotalTurns === undefined ? {} : { maxTotalTurns }),
       ...(maxTotalTokens === undefined ? {} : { maxTotalTokens }),
+      ...(maxTotalRuns === undefined ? {} : { maxTotalRuns }),
     }
   }
 
@@ -189,9 +233,11 @@ function lowest(a: CarriedLimits, b: CarriedLimits): CarriedLimits {
   const maxDepth = pick(a.maxDepth, b.maxDepth)
   const maxTotalTurns = pick(a.maxTotalTurns, b.maxTotalTurns)
   const maxTotalTokens = pick(a.maxTotalTokens, b.maxTotalTokens)
+  const maxTotalRuns = pick(a.maxTotalRuns, b.maxTotalRuns)
   return {
     ...(maxDepth === undefined ? {} : { maxDepth }),
     ...(maxTotalTurns === undefined ? {} : { maxTotalTurns }),
     ...(maxTotalTokens === undefined ? {} : { maxTotalTokens }),
+    ...(maxTotalRuns === undefined ? {} : { maxTotalRuns }),
   }
 }

@@ -120,6 +120,34 @@ describe.each(TOPOLOGIES)('limits (%s)', (name) => {
     expect(ofType(looper.events, 'run.end')[0]).toMatchObject({ status: 'failed', error: { code: 'MAX_TURNS_EXCEEDED' } })
   })
 
+  it('maxTotalRuns: the runs of the tree, root included, in every process; one more is refused', async () => {
+    const t = await topology(name, { limits: { maxTotalRuns: 3 } })
+    const root = agent({
+      id: 'root',
+      tools: [delegateTool(t.parent, 'middle')],
+      script: [call('ask_middle', { task: 'one' }), call('ask_middle', { task: 'two' }), answer('Done.')],
+    })
+    const middle = agent({
+      id: 'middle',
+      tools: [delegateTool(t.child, 'leaf')],
+      script: [call('ask_leaf', { task: 'a' }), call('ask_leaf', { task: 'b' }), answer('middle done')],
+    })
+    const leaf = agent({ id: 'leaf', script: [answer('leaf done')] })
+    t.parent.add(root.agent)
+    t.child.add(middle.agent).add(leaf.agent)
+    await t.start()
+    expect((await t.parent.run('root', 'Go.')).output).toBe('Done.')
+    // root, middle, leaf: 3 runs. The middle's second child and the root's second one are refused.
+    expect(leaf.provider.requests).toHaveLength(1)
+    const middleCalls = ofType(middle.events, 'tool.end')
+    expect(middleCalls.map((e) => e.isError)).toEqual([false, true])
+    expect(middleCalls[1]?.output).toContain('started all of its')
+    const rootCalls = ofType(root.events, 'tool.end')
+    expect(rootCalls.map((e) => e.isError)).toEqual([false, true])
+    expect(rootCalls[1]?.output).toContain('TREE_BUDGET_EXCEEDED')
+    expect(ofType(middle.events, 'run.start')).toHaveLength(1)
+  })
+
   it('maxTotalTokens: the tree is stopped when root and children together go over', async () => {
     const t = await topology(name, { limits: { maxTotalTokens: 100 } })
     const usage = { promptTokens: 40, completionTokens: 10 }

@@ -312,6 +312,7 @@ export const RunRequestMessage = envelope('run.request', {
       maxDepth: z.number().int().nonnegative().optional(),
       maxTotalTurns: z.number().int().positive().optional(),
       maxTotalTokens: z.number().int().positive().optional(),
+      maxTotalRuns: z.number().int().positive().optional(),
     })
     .optional(),
   /**
@@ -342,6 +343,8 @@ export const RunResultMessage = envelope('run.result', {
   /** Set when the run handed the conversation to another agent. */
   handoff: z.object({ to: name, reason: z.string().max(4096).optional(), messages: z.array(wireMessage) }).optional(),
   hostId: z.string().min(1).max(256),
+  /** Runs in the run's subtree, itself included (the parent counts them against the tree). */
+  runs: z.number().int().positive().optional(),
 })
 export type RunResultMessage = z.infer<typeof RunResultMessage>
 
