@@ -169,6 +169,26 @@ describe('a run tree across crashes and takeovers', { timeout: 120_000 }, () => 
     ])
   })
 
+  it('a parent whose host is killed is taken over by another host, which re-attaches to the running child', async () => {
+    const { host, effectLines, prefix } = await setUp()
+    const b1 = await host('host-b1')
+    const p1 = await host('host-p1', { serve: ['planner'], start: { agentId: 'planner', input: 'inventory', runId: 'run-plan' } })
+    const started = await next(b1, 'tool.start')
+    const p2 = await host('host-p2', { serve: ['planner'] })
+    await p1.kill()
+
+    const claimed = await next(p2, 'takeover', (line) => line.event === 'claimed' && line.runId === 'run-plan')
+    expect(claimed.from).toBe('host-p1')
+    // The parent's delegate call runs again on P2 and finds its child on B1 (it answers the heartbeats).
+    const beats = await heartbeatsOf(prefix, String(started.runId))
+    await beats.first
+    b1.send('open inventory')
+    const ended = await next(p2, 'run.end', (line) => line.agentId === 'planner')
+    expect(ended).toMatchObject({ runId: 'run-plan', status: 'done', output: 'Planner read: Done: worked on inventory' })
+    expect(effectLines()).toEqual(['work inventory by host-b1'])
+    expect(printed(b1).filter((line) => line.type === 'run.start')).toHaveLength(1)
+  })
+
   it('a child that finished while its parent was down: the resumed parent reads its stored result', async () => {
     const { host, parent, effectLines } = await setUp()
     const b1 = await host('host-b1')

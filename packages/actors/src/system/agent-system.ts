@@ -37,7 +37,11 @@ export interface AgentSystemOptions {
   hostId?: string
   directory?: Directory
   limits?: TreeLimits
-  /** A remote child is cancelled by its host when the parent stops sending heartbeats for this long. Default 15 s. */
+  /**
+   * A remote child is cancelled by its host when the parent stops sending heartbeats for this long.
+   * Default 15 s; with `runs`, twice the takeover lease (60 s by default), so that the child of a
+   * parent whose host died outlives the parent's takeover by another host (which re-attaches to it).
+   */
   leaseMs?: number
   /**
    * A remote child that no host has answered for (none runs it, none stores it) and whose result
@@ -185,7 +189,7 @@ export class AgentSystem<Known extends KnownAgents = {}> {
     this.#directory = options.directory
     this.#ledger = new RunTreeLedger(options.limits)
     this.#childSlots = new ChildSlots(this.#ledger.limits.maxConcurrentChildren)
-    this.#leaseMs = options.leaseMs ?? 15_000
+    this.#leaseMs = options.leaseMs ?? (options.runs ? 2 * (options.runs.leaseMs ?? DEFAULT_RUN_LEASE_MS) : 15_000)
     this.#childLostAfterMs = options.childLostAfterMs ?? DEFAULT_CHILD_LOST_AFTER_MS
     this.#clock = options.clock ?? systemClock
     this.#ids = options.ids ?? randomIds
