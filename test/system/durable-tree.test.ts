@@ -76,6 +76,23 @@ async function heartbeatsOf(prefix: string, childRunId: string): Promise<{ first
   return { first }
 }
 
+/** `root`, here: delegates to `middle` and answers with what it read. */
+function rootAgent(system: ReturnType<typeof createAgentSystem>) {
+  return createAgent({
+    id: 'root',
+    tools: [delegateTool(system, 'middle')],
+    provider: new ScriptedProvider({
+      model: 'root',
+      script: (request) => {
+        const last = request.messages.at(-1)
+        return last?.role === 'tool'
+          ? { content: `root read: ${String(last.content)}` }
+          : { toolCalls: [{ name: 'ask_middle', arguments: { task: 'Go as deep as you can.' } }] }
+      },
+    }),
+  })
+}
+
 async function setUp() {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'durable-tree-'))
   const prefix = uniquePrefix()
@@ -268,6 +285,30 @@ describe('a run tree across crashes and takeovers', { timeout: 120_000 }, () => 
     expect(effectLines()).toEqual([])
   })
 
+  it('the root’s depth limit holds on the host that took the child over (kept with the child’s run)', async () => {
+    const { host, prefix } = await setUp()
+    const b1 = await host('host-b1', { maxDepth: 4, middleWorks: true })
+    const bus = await connectNatsBus({ servers: NATS_URL, prefix, name: 'root', durable: { storage: 'memory' } })
+    onTestFinished(() => bus.close())
+    const system = createAgentSystem({ bus, subjects: createSubjects(prefix), hostId: 'root', limits: { maxDepth: 1 } })
+    onTestFinished(() => system.close())
+    const running = system.add(rootAgent(system)).run('root', 'Go.')
+    const started = await next(b1, 'tool.start', (line) => line.task === 'middle')
+    const b2 = await host('host-b2', { maxDepth: 4, middleWorks: true })
+    await b1.kill()
+    await next(b2, 'takeover', (line) => line.event === 'claimed' && line.runId === started.runId)
+    await next(b2, 'tool.start', (line) => line.task === 'middle')
+    b2.send('open middle')
+
+    const result = await running
+    expect(result.output).toMatch(/^root read: middle read: .*TREE_DEPTH_EXCEEDED.*the run tree’s limit is 1/)
+    expect(
+      printed(b2)
+        .filter((line) => line.type === 'run.start')
+        .map((line) => line.agentId),
+    ).toEqual(['middle'])
+  })
+
   it('the root’s depth limit holds on a remote host (whose own limit is higher)', async () => {
     const { host, prefix } = await setUp()
     const b1 = await host('host-b1', { bucket: undefined, maxDepth: 4 })
@@ -276,20 +317,7 @@ describe('a run tree across crashes and takeovers', { timeout: 120_000 }, () => 
     const system = createAgentSystem({ bus, subjects: createSubjects(prefix), hostId: 'root', limits: { maxDepth: 1 } })
     onTestFinished(() => system.close())
     // root (depth 0, here) → middle (depth 1, on the host) → leaf (depth 2: over the root's limit).
-    const root = createAgent({
-      id: 'root',
-      tools: [delegateTool(system, 'middle')],
-      provider: new ScriptedProvider({
-        model: 'root',
-        script: (request) => {
-          const last = request.messages.at(-1)
-          return last?.role === 'tool'
-            ? { content: `root read: ${String(last.content)}` }
-            : { toolCalls: [{ name: 'ask_middle', arguments: { task: 'Go as deep as you can.' } }] }
-        },
-      }),
-    })
-    const result = await system.add(root).run('root', 'Go.')
+    const result = await system.add(rootAgent(system)).run('root', 'Go.')
     expect(result.output).toMatch(/^root read: middle read: .*TREE_DEPTH_EXCEEDED.*the run tree’s limit is 1/)
     expect(
       printed(b1)

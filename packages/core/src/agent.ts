@@ -204,6 +204,7 @@ export class Agent<TOutput = string, TId extends string = string> {
         ...(this.#options.instructions ? { instructions: this.#options.instructions } : {}),
         maxTurns: options.maxTurns === undefined ? this.#maxTurns : Math.max(1, Math.min(this.#maxTurns, options.maxTurns)),
         ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
+        ...(options.treeLimits ? { treeLimits: options.treeLimits } : {}),
         steering,
         startedAt: this.#clock.now(),
       },

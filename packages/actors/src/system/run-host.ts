@@ -129,6 +129,7 @@ export class RunHost {
         ...(request.parentRunId ? { parentRunId: request.parentRunId } : {}),
         ...(request.maxTurns ? { maxTurns: request.maxTurns } : {}),
         ...(request.maxTokens ? { maxTokens: request.maxTokens } : {}),
+        ...(request.limits ? { treeLimits: request.limits } : {}),
         signal: cancelled.signal,
       })
     } catch (error) {
@@ -148,9 +149,10 @@ export class RunHost {
    * result published, as if it had started here. `cancelled` stops it (lease expired, host closing).
    */
   adopt(agent: Agent<unknown>, handle: RunHandle<unknown>, cancelled: AbortController): void {
-    const { runPath } = handle.actor.getSnapshot().context.run
+    const { runPath, treeLimits } = handle.actor.getSnapshot().context.run
     const rootRunId = runPath[0] ?? handle.runId
-    const tree = this.#options.ledger.open(rootRunId)
+    // The limits its parent sent are kept with the run: this host holds its children to them too.
+    const tree = this.#options.ledger.open(rootRunId, treeLimits)
     this.#options.ledger.trackSubtree(handle.runId)
     this.#options.ledger.countRuns(runPath, 1)
     tree.handles.add(handle)
