@@ -20,6 +20,8 @@ import { type AgentMachine, agentMachine } from './machine/agent-machine.ts'
 import { type AgentParts, bindAgentParts, createAgentParts } from './machine/agent-parts.ts'
 import type { AgentOutput, SteeringItem } from './machine/context.ts'
 import { type BudgetCheck, defaultRetryPolicy } from './machine/runtime.ts'
+import { resumeWait } from './machine/waits.ts'
+import type { RunWorker } from './machine/worker.ts'
 import type { Message } from './messages.ts'
 import { isName, NAME_RULE } from './names.ts'
 import { type OutputSpec, outputSpec } from './output.ts'
@@ -49,8 +51,9 @@ export {
  * An agent definition. Each `run()` is one XState actor running the agent machine; several
  * runs of one agent may be in flight at once.
  */
-export class Agent<TOutput = string> {
-  readonly id: string
+export class Agent<TOutput = string, TId extends string = string> {
+  /** The agent's id; its literal type when `createAgent` was given one (`AgentSystem.run` types its result by it). */
+  readonly id: TId
   /** The agent machine: one for every agent; this agent's runtime is bound to each run's actor. */
   readonly machine: AgentMachine = agentMachine
   readonly audit: AuditLog
@@ -86,7 +89,7 @@ export class Agent<TOutput = string> {
     const maxTurns = options.maxTurns ?? 10
     if (!Number.isInteger(maxTurns) || maxTurns < 1)
       throw new ConfigError(`maxTurns must be a positive integer, got ${maxTurns}.`)
-    this.id = options.id ?? 'agent'
+    this.id = (options.id ?? 'agent') as TId
     assertAgentId(this.id)
     this.#options = options
     this.#maxTurns = maxTurns
@@ -201,13 +204,15 @@ export class Agent<TOutput = string> {
         ...(this.#options.instructions ? { instructions: this.#options.instructions } : {}),
         maxTurns: options.maxTurns === undefined ? this.#maxTurns : Math.max(1, Math.min(this.#maxTurns, options.maxTurns)),
         ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
+        ...(options.treeLimits ? { treeLimits: options.treeLimits } : {}),
         steering,
         startedAt: this.#clock.now(),
       },
     })
-    bindAgentParts(actor, this.#parts)
+    const worker = bindAgentParts(actor, this.#parts)
     if (options.budget) this.#budgetChecks.set(runId, options.budget)
-    const handle = this.#launch(actor, runId, options.signal, this.#journal(runId, options.runPath ?? [], undefined))
+    const journal = this.#journal(runId, options.runPath ?? [], undefined)
+    const handle = this.#launch(actor, worker, runId, options.signal, journal, false)
     // A signal that was already aborted has cancelled the run before it started.
     if (actor.getSnapshot().status === 'active') actor.send({ type: 'agent.start' })
     return handle
@@ -269,9 +274,9 @@ export class Agent<TOutput = string> {
       throw error
     }
     signal.throwIfAborted()
-    bindAgentParts(actor, this.#parts)
+    const worker = bindAgentParts(actor, this.#parts)
     this.#announceResumed(actor, claimed.checkpoint.carry ?? {})
-    return this.#launch(actor, runId, options.signal, this.#journal(runId, stored.runPath, claimed))
+    return this.#launch(actor, worker, runId, options.signal, this.#journal(runId, stored.runPath, claimed), true)
   }
 
   /**
@@ -367,12 +372,18 @@ export class Agent<TOutput = string> {
     return this.#store
   }
 
-  /** Wires a created (or restored) actor to its result, signal and journal, and starts it. */
+  /**
+   * Wires a created (or restored) actor to its result, signal and journal, and starts it. A restored
+   * run's worker restarts the work of the state it was saved in (the machine's entry actions do not
+   * run again on a restore).
+   */
   #launch(
     actor: Actor<AgentMachine>,
+    worker: RunWorker,
     runId: string,
     signal: AbortSignal | undefined,
     journal: RunJournal | undefined,
+    restored: boolean,
   ): RunHandle<TOutput> {
     let onAbort: (() => void) | undefined
     /** Set when the journal could not write: the run stops here, and `result` rejects with why. */
@@ -399,6 +410,8 @@ export class Agent<TOutput = string> {
       actor.subscribe({
         ...(journal ? { next: (snapshot) => journal.observe(snapshot) } : {}),
         complete: () => {
+          // The run has ended (or was stopped): the work in hand stops with it.
+          worker.stop()
           if (!journal || lost !== undefined) return finish()
           // The result is handed back once the run's end is stored.
           journal.observe(actor.getSnapshot())
@@ -406,6 +419,7 @@ export class Agent<TOutput = string> {
         },
         // A root actor without an error observer would crash the process (XState rethrows).
         error: (error) => {
+          worker.stop()
           reject(asError(error))
         },
       })
@@ -436,6 +450,7 @@ export class Agent<TOutput = string> {
     this.#active.set(runId, handle)
     journal?.attach(actor)
     actor.start()
+    if (restored) resumeWait(worker, actor.getSnapshot())
     if (signal) {
       onAbort = () => handle.cancel(`signal aborted${signal.reason ? `: ${String(signal.reason)}` : ''}`)
       if (signal.aborted) onAbort()
@@ -533,10 +548,12 @@ export class Agent<TOutput = string> {
  * console.log(result.output)
  * ```
  */
-export function createAgent<S extends Schema, T extends ToolList = ToolList>(
-  options: Omit<AgentOptions<T>, 'output'> & { output: S },
-): Agent<SchemaOutput<S>>
-export function createAgent<T extends ToolList = ToolList>(options: AgentOptions<T>): Agent
+export function createAgent<S extends Schema, T extends ToolList = ToolList, const Id extends string = string>(
+  options: Omit<AgentOptions<T>, 'output' | 'id'> & { output: S; id?: Id },
+): Agent<SchemaOutput<S>, Id>
+export function createAgent<T extends ToolList = ToolList, const Id extends string = string>(
+  options: Omit<AgentOptions<T>, 'id'> & { id?: Id },
+): Agent<string, Id>
 export function createAgent(options: AgentOptions): Agent<unknown> {
   return new Agent<unknown>(options)
 }

@@ -52,6 +52,8 @@ export interface RunInfo {
   maxTurns: number
   /** Token budget of this run (a run tree passes down what is left). */
   maxTokens: number | undefined
+  /** The run tree's limits as the parent sent them (absent: none were sent; older snapshots have none). */
+  treeLimits?: Readonly<Record<string, number>>
   startedAt: number
 }
 
@@ -122,6 +124,7 @@ export interface AgentInput {
   instructions?: string
   maxTurns: number
   maxTokens?: number
+  treeLimits?: Readonly<Record<string, number>>
   /** Corrections queued before the run started. */
   steering?: SteeringItem[]
   startedAt: number
@@ -147,7 +150,7 @@ export type AgentMachineEvent =
   | { type: 'approval.unavailable'; reason: string }
   /** The `deadline` actor: the absolute time it was armed for has come. */
   | { type: 'deadline.reached' }
-  /** The work of the wait state the run is in has finished (the run's worker; typed by the state). */
-  | { type: 'work.done'; output: any }
+  /** The work of the wait state the run is in has finished (the run's worker): its output, typed per state by `outputOf`. */
+  | { type: 'work.done'; output: unknown }
   /** The work of the wait state the run is in has failed. */
   | { type: 'work.error'; error: unknown }
