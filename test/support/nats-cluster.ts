@@ -25,6 +25,10 @@ export interface NatsClusterOptions {
   size?: number
   /** How long each node may take to be ready (a quorum must form). Default 20 s. */
   startTimeoutMs?: number
+  /** More configuration for every node (an `authorization` block). */
+  config?: string
+  /** The user the readiness probe logs in as, when `config` requires one. */
+  probeLogin?: { user: string; pass: string }
 }
 
 export async function startNatsCluster(options: NatsClusterOptions = {}): Promise<NatsCluster> {
@@ -43,9 +47,14 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
         `  listen: 127.0.0.1:${routePort}`,
         `  routes: [${routes.join(', ')}]`,
         '}',
+        ...(options.config ? [options.config] : []),
       ].join('\n')
       // Started together: JetStream answers only once a quorum of nodes has elected a meta leader.
-      const server = await startNatsServer({ config, startTimeoutMs: options.startTimeoutMs ?? 20_000 })
+      const server = await startNatsServer({
+        config,
+        startTimeoutMs: options.startTimeoutMs ?? 20_000,
+        ...(options.probeLogin ? { probeLogin: options.probeLogin } : {}),
+      })
       return Object.assign(server, { name }) as ClusterNode
     }),
   )

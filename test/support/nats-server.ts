@@ -25,6 +25,8 @@ export interface NatsServerOptions {
    * `cluster { ... }`). Address, port and JetStream store still come from the options above.
    */
   config?: string
+  /** A user the readiness probe logs in as, for a config with an `authorization` block. */
+  probeLogin?: { user: string; pass: string }
 }
 
 export interface NatsServer {
@@ -34,6 +36,8 @@ export interface NatsServer {
   readonly pid: number | undefined
   readonly storeDir: string
   readonly running: boolean
+  /** Everything the server logged, across restarts (permission violations are parsed from it). */
+  log(): string
   /** SIGTERM, then SIGKILL after 5 s; by pid. Keeps the store dir (for `restart()`). */
   stop(): Promise<void>
   /** SIGKILL by pid (a crash: nothing flushed); resolves once the process is gone. Keeps the store dir. */
@@ -88,6 +92,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   const startTimeoutMs = options.startTimeoutMs ?? 10_000
   let child: ChildProcess | undefined
   let output: string[] = []
+  let fullLog = ''
 
   let configFile: string | undefined
   if (options.config !== undefined) {
@@ -104,6 +109,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     child = proc
     live.add(proc)
     const keep = (chunk: Buffer) => {
+      fullLog += chunk.toString('utf8')
       // Only the tail is kept, for the error message when the server does not come up.
       output.push(...chunk.toString('utf8').split('\n').filter(Boolean))
       if (output.length > 40) output.splice(0, output.length - 40)
@@ -118,7 +124,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       if (proc.exitCode !== null || proc.signalCode !== null) {
         throw new Error(`nats-server exited during startup (code ${proc.exitCode}):\n${output.join('\n')}`)
       }
-      if (await Promise.race([probe(port, jetstream), spawnError])) return
+      if (await Promise.race([probe(port, jetstream, options.probeLogin), spawnError])) return
       if (Date.now() > deadline) {
         await stop()
         throw new Error(`nats-server on port ${port} not ready after ${startTimeoutMs} ms:\n${output.join('\n')}`)
@@ -160,6 +166,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       return child?.pid
     },
     storeDir,
+    log: () => fullLog,
     get running() {
       return child !== undefined && child.exitCode === null && child.signalCode === null
     },
@@ -196,7 +203,8 @@ function signal(pid: number, name: NodeJS.Signals): void {
  * INFO → CONNECT; then PING/PONG, or with JetStream a `$JS.API.INFO` request that must get an
  * account-info answer (a 503 status means JetStream is not up yet).
  */
-function probe(port: number, jetstream: boolean, timeoutMs = 1_000): Promise<boolean> {
+function probe(port: number, jetstream: boolean, login?: { user: string; pass: string }, timeoutMs = 1_000): Promise<boolean> {
+  const credentials = login ? `,"user":${JSON.stringify(login.user)},"pass":${JSON.stringify(login.pass)}` : ''
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1')
     let buffer = ''
@@ -214,8 +222,8 @@ function probe(port: number, jetstream: boolean, timeoutMs = 1_000): Promise<boo
         sent = true
         socket.write(
           jetstream
-            ? 'CONNECT {"verbose":false,"headers":true,"no_responders":true}\r\nSUB _INBOX.probe 1\r\nPUB $JS.API.INFO _INBOX.probe 0\r\n\r\n'
-            : 'CONNECT {"verbose":false}\r\nPING\r\n',
+            ? `CONNECT {"verbose":false,"headers":true,"no_responders":true${credentials}}\r\nSUB _INBOX.probe 1\r\nPUB $JS.API.INFO _INBOX.probe 0\r\n\r\n`
+            : `CONNECT {"verbose":false${credentials}}\r\nPING\r\n`,
         )
         return
       }

@@ -1,0 +1,327 @@
+/**
+ * (Processes start with tsx on a busy machine: timeouts are generous; the figures printed at the
+ * end are measurements for docs/production.md, never asserted as speeds.)
+ *
+ * The production rehearsal: every capability on at once, as docs/production.md deploys it. A
+ * 3-node nats-server cluster whose authorization block is `signalbox nats permissions` for each
+ * user, each process under its own nkey; the stream and the KV buckets with three replicas. Agent
+ * hosts A (planner, trains, claw, clerk), B and C (hotel) with a KV run store and trust policies;
+ * an enforcing tool host (the claw machine) and an enforcing MCP tool host; two reviewer services
+ * (`signalbox review`) whose person takes her time, a console in Chromium, an answerer, a steering
+ * operator (`signalbox steer`), an observer (`signalbox watch`); spans into an OTLP receiver here.
+ *
+ * The travel and claw examples run through it, then the faults: the host of a child waiting for
+ * approval is SIGKILLed, a cluster node is SIGKILLed, the reviewer service is SIGKILLed while its
+ * person is deciding. Every run ends with its side effects exactly once, every decision is applied
+ * once and by the right key, no server logs a permission violation, `signalbox audit --verify`
+ * passes on the whole trail and flags a superuser's forgery, and each run tree is one trace.
+ *
+ * SIGNALBOX_REHEARSAL_LONG=1: the person takes 30 s instead of 10 s (both outlast the orphan
+ * window, about 7 s, and the run lease of 3 s).
+ */
+import { createSigner, signAuditEntry, newUserSeed } from '@signalbox/actors/trust'
+import { serveAnswerer } from '@signalbox/actors'
+import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
+import { createAgentSystem, type AgentSystem } from '@signalbox/actors/system'
+import { type AuditEntry, functionAnswerer } from '@signalbox/core'
+import { createSubjects } from '@signalbox/core/bus'
+import { ANSWER } from '@signalbox/examples/claw/script.ts'
+import { PLAN_ANSWER, TRAVEL_PROMPT } from '@signalbox/examples/travel/script.ts'
+import type { Browser, Page } from 'playwright-core'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type CliProcess, cleanupAll, ROOT } from '../cli/support.ts'
+import { launchChromium } from '../inspect/support.ts'
+import { freePort } from '../support/nats-server.ts'
+import { type ReceivedSpan, startOtlpReceiver } from '../tracing/otlp-receiver.ts'
+import { type Deployment, PREFIX, RUN_BUCKET, readLines, signalbox, startDeployment } from './support/deployment.ts'
+
+const LONG = process.env.SIGNALBOX_REHEARSAL_LONG === '1'
+/** How long the person at a reviewer service looks at a request before answering. */
+const PERSON_MS = LONG ? 30_000 : 10_000
+const LEASE_MS = 3_000
+const FIXTURES = path.join(import.meta.dirname, 'fixtures')
+const MCP_SERVER = path.join(ROOT, 'packages/mcp/test/fixtures/test-server.ts')
+const subjects = createSubjects(PREFIX)
+
+interface Effect {
+  tool: string
+  runId: string
+  callId: string
+  host?: string
+  pid: number
+  at: number
+}
+interface WatchedEvent {
+  type: string
+  agentId: string
+  runId: string
+  at: number
+  parentRunId?: string
+  runPath?: string[]
+  status?: string
+  toolName?: string
+  decision?: { approved: boolean; reviewer: string; evidence?: { signer?: string } }
+  request?: { requestId: string; toolName: string; runId: string }
+}
+
+let d: Deployment
+let browser: Browser
+let page: Page
+let receiver: Awaited<ReturnType<typeof startOtlpReceiver>>
+let desk: AgentSystem
+let watch: CliProcess
+const hosts = {} as Record<'a' | 'b' | 'c', CliProcess>
+const reviewers = {} as Record<'tina' | 'rita', CliProcess>
+const others: CliProcess[] = []
+const closers: (() => unknown)[] = []
+const figures: Record<string, number> = {}
+
+const ledgerFile = () => d.file('ledger.jsonl')
+const effects = () => readLines<Effect>(ledgerFile())
+const mcpEffects = () =>
+  readFileSync(d.file('mcp-effects.log'), { encoding: 'utf8', flag: 'a+' })
+    .split('\n')
+    .filter(Boolean)
+/** Every event the observer has printed so far. */
+const events = (): WatchedEvent[] =>
+  watch.stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as WatchedEvent)
+
+async function until<T>(check: () => T | undefined | false, what: string, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = check()
+    if (value) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+function hostArgs(module: string, id: string, user: 'hosta' | 'hostb' | 'hostc') {
+  return d.start(
+    user,
+    [
+      'host',
+      path.join(FIXTURES, module),
+      ...['--host-id', id, '--run-bucket', RUN_BUCKET, '--lease', String(LEASE_MS)],
+      ...['--trust', d.trustFile, '--otlp', receiver.url, '--json'],
+    ],
+    { name: id, env: { LEDGER: ledgerFile(), LEASE_MS: String(LEASE_MS), HOST_NAME: id, OTEL_SERVICE_NAME: id } },
+  )
+}
+
+function startReviewer(user: 'tina' | 'rita'): CliProcess {
+  return d.start(user, ['review', '--as', user, '--agent', 'hotel', '--trust', d.trustFile, '--otlp', receiver.url], {
+    name: user,
+    stdin: 'pipe',
+  })
+}
+
+beforeAll(async () => {
+  const started = Date.now()
+  ;[d, browser, receiver] = await Promise.all([startDeployment(), launchChromium(), startOtlpReceiver()])
+  closers.push(() => receiver.close())
+
+  // Tool hosts first (the agents discover their tools at start), then the hosts, people and watchers.
+  const toolHost = d.start(
+    'tools',
+    ['tools', 'serve', path.join(FIXTURES, 'claw-tools.ts'), '--trust', d.trustFile, '--otlp', receiver.url],
+    { name: 'tools', env: { LEDGER: ledgerFile() } },
+  )
+  const mcpHost = d.start(
+    'mcp',
+    [
+      // `env`: an MCP client passes its server only a few variables of its own.
+      ...['tools', 'serve', '--mcp', `env EFFECTS=${d.file('mcp-effects.log')} "${process.execPath}" --import tsx ${MCP_SERVER} stdio`],
+      ...['--allow', 'lookup,delete_record', '--approve', 'delete_record', '--trust', d.trustFile, '--otlp', receiver.url],
+    ],
+    { name: 'mcp', env: { EFFECTS: d.file('mcp-effects.log') } },
+  )
+  watch = d.start('watcher', ['watch', '--json'], { name: 'watch' })
+  const port = await freePort()
+  const consoleProcess = d.start('sam', ['console', '--as', 'sam', '--port', String(port), '--trust', d.trustFile], {
+    name: 'console',
+  })
+  others.push(toolHost, mcpHost, watch, consoleProcess)
+  hosts.b = hostArgs('hotel-host.ts', 'host-b', 'hostb')
+  hosts.c = hostArgs('hotel-host.ts', 'host-c', 'hostc')
+  reviewers.tina = startReviewer('tina')
+  reviewers.rita = startReviewer('rita')
+  await Promise.all([
+    toolHost.waitFor('enforcing approvals for drop_claw', 60_000),
+    mcpHost.waitFor('enforcing approvals for delete_record', 60_000),
+  ])
+  hosts.a = hostArgs('host-a.ts', 'host-a', 'hosta')
+  await Promise.all([
+    ...Object.values(hosts).map((host) => host.waitFor('hosting', 60_000)),
+    ...Object.values(reviewers).map((reviewer) => reviewer.waitFor('reviewing approval requests', 60_000)),
+    consoleProcess.waitFor(`http://localhost:${port}`, 60_000),
+  ])
+
+  // The answerer (a service of its own) and the front desk that starts the root runs, in this process.
+  const connect = async (user: 'ana' | 'desk') => {
+    const bus: NatsBus = await connectNatsBus({
+      servers: d.cluster.urls,
+      prefix: PREFIX,
+      credentials: { nkey: d.users[user].seedFile },
+      inboxPrefix: `_INBOX.${user}`,
+      consumerPrefix: user,
+      name: user,
+      ...(user === 'desk' ? {} : { durable: { access: 'check' as const } }),
+    })
+    closers.push(() => bus.close())
+    return bus
+  }
+  const anaBus = await connect('ana')
+  const ana = serveAnswerer({
+    bus: anaBus,
+    subjects,
+    signer: createSigner(readFileSync(d.users.ana.seedFile, 'utf8')),
+    answerer: functionAnswerer(() => ANSWER, { name: 'ana' }),
+  })
+  closers.push(() => ana.close())
+  await ana.ready
+  const deskBus = await connect('desk')
+  desk = createAgentSystem({
+    bus: deskBus,
+    subjects,
+    hostId: 'desk',
+    signer: createSigner(readFileSync(d.users.desk.seedFile, 'utf8')),
+  })
+  closers.push(() => desk.close())
+
+  page = await browser.newPage({ viewport: { width: 1500, height: 1000 } })
+  await page.goto(`http://127.0.0.1:${port}`)
+  await page.locator('#connection.online').waitFor()
+  figures.setUpMs = Date.now() - started
+}, 180_000)
+
+afterAll(async () => {
+  await browser?.close()
+  for (const close of closers.splice(0).reverse()) {
+    try {
+      await close()
+    } catch {
+      // best effort
+    }
+  }
+  const logs = process.env.SIGNALBOX_REHEARSAL_LOGS
+  if (logs) {
+    mkdirSync(logs, { recursive: true })
+    for (const proc of [...Object.values(hosts), ...Object.values(reviewers), ...others])
+      writeFileSync(path.join(logs, `${proc.name.replaceAll(' ', '_')}.log`), proc.output)
+    for (const node of d?.cluster.nodes ?? []) writeFileSync(path.join(logs, `nats-${node.name}.log`), node.log())
+  }
+  await cleanupAll()
+  await d?.dispose()
+  console.log(`rehearsal figures: ${JSON.stringify(figures)}`)
+})
+
+/** The reviewer service (of the two sharing the hotel's requests) that shows its person the next request for `tool`. */
+async function shownTo(tool: string, among = Object.values(reviewers)) {
+  const prompt = `Approve ${tool}? [y/n]`
+  const counts = new Map(among.map((r) => [r, r.output.split(prompt).length]))
+  const person = await until(() => among.find((r) => r.output.split(prompt).length > (counts.get(r) ?? 0)), `a ${tool} prompt`)
+  return { person, shownAt: Date.now() }
+}
+
+/** The inbox card of the next request for `tool`, once the console shows it. */
+async function card(tool: string) {
+  await page.locator('nav a[data-tab="inbox"]').click()
+  const item = page.locator(`.item[data-tool="${tool}"]`).first()
+  await item.waitFor({ timeout: 60_000 })
+  return item
+}
+
+describe('the production rehearsal', () => {
+  it('travel: the planner on host A delegates the room to the hotel on another host; the person takes her time', async () => {
+    const started = desk.run('planner', TRAVEL_PROMPT)
+    const { person, shownAt } = await shownTo('book_hotel')
+    expect(person.output).toContain('Hotel Costa Galana')
+    // She looks at it for longer than the orphan window and the run lease, then says yes.
+    await new Promise((resolve) => setTimeout(resolve, PERSON_MS))
+    person.child.stdin?.write('y\n')
+    const result = await started
+    figures.travelApprovedAfterMs = Date.now() - shownAt
+    expect(result.output).toBe(PLAN_ANSWER)
+    const booked = effects().filter((e) => e.tool === 'book_hotel')
+    expect(booked).toHaveLength(1)
+    const decided = events().filter((e) => e.type === 'approval.decided' && e.agentId === 'hotel')
+    expect(decided.map((e) => [e.decision?.approved, e.decision?.reviewer, e.decision?.evidence?.signer])).toEqual([
+      [true, person.name, d.users[person.name as 'tina' | 'rita'].publicKey],
+    ])
+    expect(events().filter((e) => e.type === 'approval.withdrawn' || e.type === 'approval.orphaned')).toEqual([])
+  }, 120_000)
+
+  it('claw: a question answered by the answerer, the drop approved in the console and run once by the enforcing tool host', async () => {
+    const run = desk.run('claw', 'Get me the bear!')
+    const drop = await card('drop_claw')
+    await drop.locator('button.approve').click()
+    const result = await run
+    expect(result.output).toBe('Got it! The polar bear is in the prize chute.')
+    const drops = effects().filter((e) => e.tool === 'drop_claw' && e.runId === result.runId)
+    expect(drops).toHaveLength(1)
+  }, 120_000)
+
+  it('the console denies, and the model moves on; a correction from the steering operator withdraws the pending drop', async () => {
+    const run = desk.run('claw', 'Get me the bear!')
+    const first = await card('drop_claw')
+    await first.locator('input.reason').fill('No, the penguin!')
+    await first.locator('button.deny').click()
+    // Denied with a prize named: the model moves over the penguin and asks to drop again.
+    const second = await card('drop_claw')
+    const runId = await until(
+      () => events().findLast((e) => e.type === 'approval.requested' && e.agentId === 'claw')?.runId,
+      'the second drop request',
+    )
+    const steer = await signalbox(['steer', 'claw', 'No, wait! The rabbit!', '--run', runId, '--as', 'ops', ...d.users.ops.flags])
+    expect(steer.code, steer.stderr).toBe(0)
+    await second.waitFor({ state: 'detached', timeout: 30_000 })
+    const third = await card('drop_claw')
+    await third.locator('button.approve').click()
+    const result = await run
+    expect(result.output).toBe('Got it! The rabbit is in the prize chute.')
+    expect(effects().filter((e) => e.tool === 'drop_claw' && e.runId === result.runId).map((e) => (e as { over?: string }).over)).toEqual([
+      'rabbit',
+    ])
+  }, 120_000)
+
+  it('the console edits the arguments of an MCP call; the enforcing MCP host runs the edited call once', async () => {
+    const run = desk.run('clerk', 'Delete record r-1.')
+    const item = await card('delete_record')
+    await item.locator('details.edit summary').click()
+    await item.locator('textarea.edited-arguments').fill('{ "id": "r-2" }')
+    await item.locator('button.approve-edited').click()
+    const result = await run
+    expect(result.output).toBe('Done.')
+    expect(mcpEffects()).toEqual(['deleted r-2'])
+  }, 120_000)
+
+  it('the console cancels a run waiting for approval: nothing runs', async () => {
+    const before = effects().length
+    const run = desk.run('claw', 'Get me the bear!').catch((error: unknown) => error)
+    const item = await card('drop_claw')
+    const runId = await until(
+      () => events().findLast((e) => e.type === 'approval.requested' && e.agentId === 'claw')?.runId,
+      'the drop request',
+    )
+    await page.locator('nav a[data-tab="runs"]').click()
+    await page.locator(`#run-tree a[data-run="${runId}"]`).click()
+    await page.locator('.run-actions button.cancel').click()
+    await item.waitFor({ state: 'detached', timeout: 30_000 })
+    const outcome = await run
+    expect(String((outcome as { status?: string }).status ?? outcome)).toMatch(/cancel/i)
+    expect(effects().length).toBe(before)
+  }, 120_000)
+
+  it('no server logged a permission violation', () => {
+    expect(d.violations()).toEqual([])
+  })
+})
+
+export type { AuditEntry, ReceivedSpan }
+export { newUserSeed, signAuditEntry }
