@@ -84,6 +84,11 @@ const mcpEffects = () =>
   readFileSync(d.file('mcp-effects.log'), { encoding: 'utf8', flag: 'a+' })
     .split('\n')
     .filter(Boolean)
+/** Where the claw was over at each drop of a run (the tool host's ledger). */
+const dropsOf = (runId: string) =>
+  effects()
+    .filter((e) => e.tool === 'drop_claw' && e.runId === runId)
+    .map((e) => (e as Effect & { over?: string }).over)
 /** Every event the observer has printed so far. */
 const events = (): WatchedEvent[] =>
   watch.stdout
@@ -91,10 +96,14 @@ const events = (): WatchedEvent[] =>
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as WatchedEvent)
 
-async function until<T>(check: () => T | undefined | false, what: string, timeoutMs = 60_000): Promise<T> {
+async function until<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
-    const value = check()
+    const value = await check()
     if (value) return value
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 50))
@@ -229,12 +238,19 @@ async function shownTo(tool: string, among = Object.values(reviewers)) {
   return { person, shownAt: Date.now() }
 }
 
-/** The inbox card of the next request for `tool`, once the console shows it. */
+const seenCards = new Set<string>()
+/** The inbox card of the next request for `tool` (one not returned before), once the console shows it. */
 async function card(tool: string) {
   await page.locator('nav a[data-tab="inbox"]').click()
-  const item = page.locator(`.item[data-tool="${tool}"]`).first()
-  await item.waitFor({ timeout: 60_000 })
-  return item
+  const id = await until(async () => {
+    for (const found of await page.locator(`.item[data-tool="${tool}"]`).all()) {
+      const candidate = await found.getAttribute('data-id')
+      if (candidate && !seenCards.has(candidate)) return candidate
+    }
+    return undefined
+  }, `a new ${tool} card`)
+  seenCards.add(id)
+  return page.locator(`.item[data-id="${id}"]`)
 }
 
 describe('the production rehearsal', () => {
@@ -263,31 +279,41 @@ describe('the production rehearsal', () => {
     await drop.locator('button.approve').click()
     const result = await run
     expect(result.output).toBe('Got it! The polar bear is in the prize chute.')
-    const drops = effects().filter((e) => e.tool === 'drop_claw' && e.runId === result.runId)
-    expect(drops).toHaveLength(1)
+    expect(dropsOf(result.runId)).toEqual(['polar bear'])
+    const answered = events().filter((e) => e.type === 'question.answered' && e.runId === result.runId)
+    expect(answered.map((e) => (e as { answeredBy?: string }).answeredBy)).toEqual(['ana'])
   }, 120_000)
 
-  it('the console denies, and the model moves on; a correction from the steering operator withdraws the pending drop', async () => {
+  it('the console denies and steers, and the model moves on; the steering operator withdraws a pending drop', async () => {
     const run = desk.run('claw', 'Get me the bear!')
     const first = await card('drop_claw')
     await first.locator('input.reason').fill('No, the penguin!')
     await first.locator('button.deny').click()
-    // Denied with a prize named: the model moves over the penguin and asks to drop again.
+    // Denied with a prize named: the model moves over the penguin and asks to drop again; sam changes his mind.
     const second = await card('drop_claw')
-    const runId = await until(
-      () => events().findLast((e) => e.type === 'approval.requested' && e.agentId === 'claw')?.runId,
-      'the second drop request',
-    )
-    const steer = await signalbox(['steer', 'claw', 'No, wait! The rabbit!', '--run', runId, '--as', 'ops', ...d.users.ops.flags])
-    expect(steer.code, steer.stderr).toBe(0)
-    await second.waitFor({ state: 'detached', timeout: 30_000 })
-    const third = await card('drop_claw')
-    await third.locator('button.approve').click()
+    await second.locator('input.steer-text').fill('No, wait! The rabbit!')
+    await second.locator('button.steer').click()
+    await (await card('drop_claw')).locator('button.approve').click()
     const result = await run
     expect(result.output).toBe('Got it! The rabbit is in the prize chute.')
-    expect(effects().filter((e) => e.tool === 'drop_claw' && e.runId === result.runId).map((e) => (e as { over?: string }).over)).toEqual([
-      'rabbit',
-    ])
+    expect(dropsOf(result.runId)).toEqual(['rabbit'])
+
+    // The operator's correction (`signalbox steer`, signed with ops's key) withdraws the drop waiting for sam.
+    const again = desk.run('claw', 'Get me the bear!')
+    const pending = await card('drop_claw')
+    const runId = await until(
+      () => events().findLast((e) => e.type === 'approval.requested' && e.agentId === 'claw')?.runId,
+      'the drop request',
+    )
+    const steer = await signalbox(['steer', 'claw', 'No, wait! The penguin!', '--run', runId, '--as', 'ops', ...d.users.ops.flags])
+    expect(steer.code, steer.stderr).toBe(0)
+    await pending.waitFor({ state: 'detached', timeout: 30_000 })
+    await (await card('drop_claw')).locator('button.approve').click()
+    const steered = await again
+    expect(steered.output).toBe('Got it! The penguin is in the prize chute.')
+    expect(dropsOf(steered.runId)).toEqual(['penguin'])
+    const applied = events().filter((e) => e.type === 'steering.applied' && e.runId === runId)
+    expect(applied.map((e) => (e as { from?: string }).from)).toEqual(['ops'])
   }, 120_000)
 
   it('the console edits the arguments of an MCP call; the enforcing MCP host runs the edited call once', async () => {
@@ -312,6 +338,7 @@ describe('the production rehearsal', () => {
     await page.locator('nav a[data-tab="runs"]').click()
     await page.locator(`#run-tree a[data-run="${runId}"]`).click()
     await page.locator('.run-actions button.cancel').click()
+    await page.locator('nav a[data-tab="inbox"]').click()
     await item.waitFor({ state: 'detached', timeout: 30_000 })
     const outcome = await run
     expect(String((outcome as { status?: string }).status ?? outcome)).toMatch(/cancel/i)
