@@ -22,7 +22,7 @@
 import { createSigner, signAuditEntry, newUserSeed } from '@signalbox/actors/trust'
 import { serveAnswerer } from '@signalbox/actors'
 import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
-import { createAgentSystem, type AgentSystem } from '@signalbox/actors/system'
+import { type AgentSystem, createAgentSystem, type SystemRunResult } from '@signalbox/actors/system'
 import { type AuditEntry, functionAnswerer } from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
 import { ANSWER } from '@signalbox/examples/claw/script.ts'
@@ -35,7 +35,7 @@ import { type CliProcess, cleanupAll, ROOT } from '../cli/support.ts'
 import { launchChromium } from '../inspect/support.ts'
 import { freePort } from '../support/nats-server.ts'
 import { type ReceivedSpan, startOtlpReceiver } from '../tracing/otlp-receiver.ts'
-import { type Deployment, PREFIX, RUN_BUCKET, readLines, signalbox, startDeployment } from './support/deployment.ts'
+import { type Deployment, PREFIX, RUN_BUCKET, readLines, signalbox, startDeployment, type UserName } from './support/deployment.ts'
 
 const LONG = process.env.SIGNALBOX_REHEARSAL_LONG === '1'
 /** How long the person at a reviewer service looks at a request before answering. */
@@ -253,6 +253,13 @@ async function card(tool: string) {
   return page.locator(`.item[data-id="${id}"]`)
 }
 
+/** Runs `signalbox <args>` as `user` to the end. */
+async function runAs(user: UserName, args: string[]) {
+  const proc = d.start(user, args, { name: `${user} ${args[0]}` })
+  const code = await proc.exited
+  return { code, stdout: proc.stdout, output: proc.output }
+}
+
 describe('the production rehearsal', () => {
   it('travel: the planner on host A delegates the room to the hotel on another host; the person takes her time', async () => {
     const started = desk.run('planner', TRAVEL_PROMPT)
@@ -345,10 +352,176 @@ describe('the production rehearsal', () => {
     expect(effects().length).toBe(before)
   }, 120_000)
 
+  /** The plan whose hotel run was taken over by another host, still to be heard from. */
+  let takenOver: { plan: Promise<SystemRunResult | Error>; child: string } | undefined
+
+  it('the host of a child waiting for approval is SIGKILLed: the other hotel host takes the run over and applies the decision once', async () => {
+    const plan = desk.run('planner', TRAVEL_PROMPT).catch((error: Error) => error)
+    const { person, shownAt } = await shownTo('book_hotel')
+    const child = await until(
+      () => events().findLast((e) => e.type === 'approval.requested' && e.agentId === 'hotel')?.runId,
+      'the hotel run waiting for approval',
+    )
+    takenOver = { plan, child }
+    const owner = (['b', 'c'] as const).find((k) => hosts[k].stdout.includes(`"runId":"${child}"`))
+    if (owner === undefined) throw new Error(`no hotel host says it runs ${child}`)
+    const survivor = owner === 'b' ? 'c' : 'b'
+    const killedAt = Date.now()
+    hosts[owner].child.kill('SIGKILL')
+    await hosts[owner].exited
+    others.push(hosts[owner])
+    await hosts[survivor].waitFor(`"type":"claimed","runId":"${child}"`, 60_000)
+    figures.takeoverMs = Date.now() - killedAt
+    // The person still takes her time; her yes reaches the run where it now is.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, PERSON_MS - (Date.now() - shownAt))))
+    person.child.stdin?.write('y\n')
+    await until(() => events().find((e) => e.type === 'run.end' && e.runId === child), 'the hotel run to end')
+    expect(events().filter((e) => e.type === 'run.end' && e.runId === child).map((e) => e.status)).toEqual(['done'])
+    const booked = effects().filter((e) => e.tool === 'book_hotel' && e.runId === child)
+    expect(booked.map((e) => e.host)).toEqual([`host-${survivor}`])
+    // The killed host comes back under its own id, for what follows.
+    hosts[owner] = hostArgs('hotel-host.ts', `host-${owner}`, owner === 'b' ? 'hostb' : 'hostc')
+    await hosts[owner].waitFor('hosting', 60_000)
+  }, 120_000)
+
+  it('the parent hears the result of its child from the host that took the child over, and the plan completes', async () => {
+    if (takenOver === undefined) throw new Error('needs the takeover above')
+    const timeout = new Promise<Error>((resolve) =>
+      setTimeout(() => resolve(new Error('the planner never heard from its child')), 30_000),
+    )
+    const result = await Promise.race([takenOver.plan, timeout])
+    if (result instanceof Error) throw result
+    expect(result.output).toBe(PLAN_ANSWER)
+  }, 60_000)
+
+  it('the reviewer service is SIGKILLed while its person decides: the other service shows the request, and its decision is applied once', async () => {
+    const since = Date.now()
+    const started = desk.run('planner', TRAVEL_PROMPT)
+    const { person } = await shownTo('book_hotel')
+    const other = person === reviewers.tina ? reviewers.rita : reviewers.tina
+    const killedAt = Date.now()
+    person.child.kill('SIGKILL')
+    await person.exited
+    const { person: next } = await shownTo('book_hotel', [other])
+    figures.reviewerPickUpMs = Date.now() - killedAt
+    next.child.stdin?.write('y\n')
+    const result = await started
+    expect(result.output).toBe(PLAN_ANSWER)
+    const decided = events().filter((e) => e.type === 'approval.decided' && e.agentId === 'hotel' && e.at >= since)
+    expect(decided.map((e) => [e.decision?.reviewer, e.decision?.evidence?.signer])).toEqual([
+      [next.name, d.users[next.name as 'tina' | 'rita'].publicKey],
+    ])
+    expect(effects().filter((e) => e.tool === 'book_hotel' && decided.some((x) => x.runId === e.runId))).toHaveLength(1)
+  }, 180_000)
+
+  it('the stream leader node is SIGKILLed while a drop waits for the console: the decision is applied once, on the nodes left', async () => {
+    const run = desk.run('claw', 'Get me the bear!')
+    const item = await card('drop_claw')
+    const admin = await d.admin()
+    const leaderName = (await (await admin.manager()).streams.info(admin.streamName)).cluster?.leader
+    const leader = d.cluster.node(leaderName as string)
+    const killedAt = Date.now()
+    await leader.kill()
+    await item.locator('button.approve').click()
+    const result = await run
+    const drop = effects().find((e) => e.tool === 'drop_claw' && e.runId === result.runId)
+    figures.nodeLossDropAfterMs = (drop?.at ?? Number.NaN) - killedAt
+    expect(result.output).toBe('Got it! The polar bear is in the prize chute.')
+    expect(dropsOf(result.runId)).toEqual(['polar bear'])
+    await leader.restart()
+  }, 180_000)
+
+  it('every decision was applied once and by a key the policy allows for its tool', async () => {
+    const listed = await runAs('watcher', ['audit', '--json'])
+    expect(listed.code, listed.output).toBe(0)
+    const entries = listed.stdout
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as AuditEntry & { evidence?: { signer?: string } })
+    const decisions = entries.filter((e) => e.kind === 'approval.granted' || e.kind === 'approval.denied')
+    const allowed: Record<string, string[]> = { book_hotel: ['tina', 'rita'], drop_claw: ['sam'], delete_record: ['sam'] }
+    const byName = Object.fromEntries(Object.values(d.users).map((u) => [u.publicKey, u.name]))
+    const calls = new Set<string>()
+    for (const entry of decisions) {
+      const call = `${entry.runId} ${entry.callId}`
+      expect(calls.has(call), call).toBe(false)
+      calls.add(call)
+      expect(allowed[entry.toolName as string]).toContain(entry.actor)
+      expect(byName[entry.evidence?.signer as string]).toBe(entry.actor)
+    }
+    // The travel runs (3 bookings), the claw drops and the denial, the edited delete.
+    expect(decisions.filter((e) => e.toolName === 'book_hotel')).toHaveLength(3)
+    expect(entries.filter((e) => e.kind === 'approval.rejected')).toEqual([])
+  }, 60_000)
+
+  it('signalbox audit --verify passes on the whole trail and flags a grant forged by a superuser', async () => {
+    const verify = ['audit', '--verify', '--trust', d.trustFile, '--agent-key', `${d.users.tools.publicKey},${d.users.mcp.publicKey}`]
+    const clean = await runAs('watcher', verify)
+    expect(clean.code, clean.output).toBe(0)
+    expect(clean.stdout).toMatch(/\d+ entries checked, 0 do not verify/)
+
+    // The operator's superuser writes a grant for the claw: entry and decision signed by fresh keys.
+    const admin = await d.admin()
+    const writer = createSigner(newUserSeed())
+    const reviewer = createSigner(newUserSeed())
+    const now = Date.now()
+    const decision = reviewer.sign({
+      v: 1,
+      type: 'approval.decision',
+      requestId: 'request_forged',
+      callId: 'call_forged',
+      digest: 'sha256:0',
+      approved: true,
+      reviewer: 'sam',
+      decidedAt: now,
+    })
+    const forged = signAuditEntry(writer, {
+      kind: 'approval.granted',
+      agentId: 'claw',
+      runId: 'run_forged',
+      runPath: [],
+      callId: 'call_forged',
+      toolName: 'drop_claw',
+      shown: {},
+      digest: 'sha256:0',
+      decision: 'approved',
+      actor: 'sam',
+      requestedAt: now,
+      decidedAt: now,
+      evidence: decision,
+    })
+    await admin.durablePublish(subjects.audit('claw', 'approval.granted'), JSON.stringify({ v: 1, type: 'audit', entry: forged }), {
+      msgId: 'forged-grant',
+    })
+    const flagged = await runAs('watcher', verify)
+    expect(flagged.code, flagged.output).toBe(1)
+    expect(flagged.stdout.match(/^FAIL.*$/gm)).toEqual([expect.stringMatching(/approval\.granted drop_claw by sam: entry signed by \w+ \(not in the policy\)/)])
+  }, 60_000)
+
+  it('each run tree is one trace, across hosts, a takeover included', async () => {
+    const trees = new Map<string, Set<string>>()
+    const ended = new Set(events().filter((e) => e.type === 'run.end').map((e) => e.runId))
+    for (const e of events()) {
+      // A run that never ended (a plan still waiting for its child) has no span exported yet.
+      if (e.type !== 'run.start' || !ended.has(e.runPath?.[0] ?? e.runId)) continue
+      const root = e.runPath?.[0] ?? e.runId
+      trees.set(root, (trees.get(root) ?? new Set()).add(e.runId))
+    }
+    const runOf = (span: ReceivedSpan) => span.attributes['signalbox.run.id'] as string | undefined
+    // Hosts export in batches: wait until every run has spans.
+    const runs = [...trees.values()].flatMap((tree) => [...tree])
+    const missing = () => runs.filter((run) => !receiver.spans.some((span) => runOf(span) === run))
+    await until(() => missing().length === 0, 'spans of every run', 30_000).catch((error: Error) => {
+      throw new Error(`${error.message}: none for ${missing().join(', ')}`)
+    })
+    for (const [root, tree] of trees) {
+      const traces = new Set(receiver.spans.filter((span) => tree.has(runOf(span) ?? '')).map((span) => span.traceId))
+      expect(traces.size, `run tree ${root}`).toBe(1)
+    }
+    expect(trees.size).toBeGreaterThanOrEqual(8)
+  }, 60_000)
+
   it('no server logged a permission violation', () => {
     expect(d.violations()).toEqual([])
   })
 })
-
-export type { AuditEntry, ReceivedSpan }
-export { newUserSeed, signAuditEntry }
