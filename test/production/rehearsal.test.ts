@@ -261,6 +261,20 @@ async function runAs(user: UserName, args: string[]) {
 }
 
 describe('the production rehearsal', () => {
+  it('the stream, every consumer and the run bucket keep three replicas', async () => {
+    const admin = await d.admin()
+    const jsm = await admin.manager()
+    expect((await jsm.streams.info(admin.streamName)).config.num_replicas).toBe(3)
+    expect((await jsm.streams.info(`KV_${RUN_BUCKET}`)).config.num_replicas).toBe(3)
+    const consumers: [string, number][] = []
+    for await (const consumer of jsm.consumers.list(admin.streamName)) {
+      // A consumer's copies: its leader and its replicas.
+      consumers.push([consumer.name, 1 + (consumer.cluster?.replicas?.length ?? 0)])
+    }
+    expect(consumers.length).toBeGreaterThan(10)
+    expect(consumers.filter(([, copies]) => copies !== 3)).toEqual([])
+  })
+
   it('travel: the planner on host A delegates the room to the hotel on another host; the person takes her time', async () => {
     const started = desk.run('planner', TRAVEL_PROMPT)
     const { person, shownAt } = await shownTo('book_hotel')
@@ -277,7 +291,9 @@ describe('the production rehearsal', () => {
     expect(decided.map((e) => [e.decision?.approved, e.decision?.reviewer, e.decision?.evidence?.signer])).toEqual([
       [true, person.name, d.users[person.name as 'tina' | 'rita'].publicKey],
     ])
-    expect(events().filter((e) => e.type === 'approval.withdrawn' || e.type === 'approval.orphaned')).toEqual([])
+    // Nobody withdrew it as orphaned (a `system` denial), nothing was refused, nothing timed out.
+    for (const reviewer of Object.values(reviewers)) expect(reviewer.output).not.toMatch(/by system|withdrawn/)
+    expect(events().filter((e) => ['approval.rejected', 'approval.timeout', 'approval.unavailable'].includes(e.type))).toEqual([])
   }, 120_000)
 
   it('claw: a question answered by the answerer, the drop approved in the console and run once by the enforcing tool host', async () => {
