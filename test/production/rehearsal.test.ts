@@ -19,23 +19,32 @@
  * SIGNALBOX_REHEARSAL_LONG=1: the person takes 30 s instead of 10 s (both outlast the orphan
  * window, about 7 s, and the run lease of 3 s).
  */
-import { createSigner, signAuditEntry, newUserSeed } from '@signalbox/actors/trust'
+
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
 import { serveAnswerer } from '@signalbox/actors'
 import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
 import { type AgentSystem, createAgentSystem, type SystemRunResult } from '@signalbox/actors/system'
+import { createSigner, newUserSeed, signAuditEntry } from '@signalbox/actors/trust'
 import { type AuditEntry, functionAnswerer } from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
 import { ANSWER } from '@signalbox/examples/claw/script.ts'
 import { PLAN_ANSWER, TRAVEL_PROMPT } from '@signalbox/examples/travel/script.ts'
 import type { Browser, Page } from 'playwright-core'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type CliProcess, cleanupAll, ROOT } from '../cli/support.ts'
 import { launchChromium } from '../inspect/support.ts'
 import { freePort } from '../support/nats-server.ts'
 import { type ReceivedSpan, startOtlpReceiver } from '../tracing/otlp-receiver.ts'
-import { type Deployment, PREFIX, RUN_BUCKET, readLines, signalbox, startDeployment, type UserName } from './support/deployment.ts'
+import {
+  type Deployment,
+  PREFIX,
+  RUN_BUCKET,
+  readLines,
+  signalbox,
+  startDeployment,
+  type UserName,
+} from './support/deployment.ts'
 
 const LONG = process.env.SIGNALBOX_REHEARSAL_LONG === '1'
 /** How long the person at a reviewer service looks at a request before answering. */
@@ -71,6 +80,7 @@ let browser: Browser
 let page: Page
 let receiver: Awaited<ReturnType<typeof startOtlpReceiver>>
 let desk: AgentSystem
+let deskBus: NatsBus
 let watch: CliProcess
 const hosts = {} as Record<'a' | 'b' | 'c', CliProcess>
 const reviewers = {} as Record<'tina' | 'rita', CliProcess>
@@ -80,10 +90,7 @@ const figures: Record<string, number> = {}
 
 const ledgerFile = () => d.file('ledger.jsonl')
 const effects = () => readLines<Effect>(ledgerFile())
-const mcpEffects = () =>
-  readFileSync(d.file('mcp-effects.log'), { encoding: 'utf8', flag: 'a+' })
-    .split('\n')
-    .filter(Boolean)
+const mcpEffects = () => readFileSync(d.file('mcp-effects.log'), { encoding: 'utf8', flag: 'a+' }).split('\n').filter(Boolean)
 /** Where the claw was over at each drop of a run (the tool host's ledger). */
 const dropsOf = (runId: string) =>
   effects()
@@ -145,7 +152,12 @@ beforeAll(async () => {
     'mcp',
     [
       // `env`: an MCP client passes its server only a few variables of its own.
-      ...['tools', 'serve', '--mcp', `env EFFECTS=${d.file('mcp-effects.log')} "${process.execPath}" --import tsx ${MCP_SERVER} stdio`],
+      ...[
+        'tools',
+        'serve',
+        '--mcp',
+        `env EFFECTS=${d.file('mcp-effects.log')} "${process.execPath}" --import tsx ${MCP_SERVER} stdio`,
+      ],
       ...['--allow', 'lookup,delete_record', '--approve', 'delete_record', '--trust', d.trustFile, '--otlp', receiver.url],
     ],
     { name: 'mcp', env: { EFFECTS: d.file('mcp-effects.log') } },
@@ -194,7 +206,7 @@ beforeAll(async () => {
   })
   closers.push(() => ana.close())
   await ana.ready
-  const deskBus = await connect('desk')
+  deskBus = await connect('desk')
   desk = createAgentSystem({
     bus: deskBus,
     subjects,
@@ -328,7 +340,16 @@ describe('the production rehearsal', () => {
       () => events().findLast((e) => e.type === 'approval.requested' && e.agentId === 'claw')?.runId,
       'the drop request',
     )
-    const steer = await signalbox(['steer', 'claw', 'No, wait! The penguin!', '--run', runId, '--as', 'ops', ...d.users.ops.flags])
+    const steer = await signalbox([
+      'steer',
+      'claw',
+      'No, wait! The penguin!',
+      '--run',
+      runId,
+      '--as',
+      'ops',
+      ...d.users.ops.flags,
+    ])
     expect(steer.code, steer.stderr).toBe(0)
     await pending.waitFor({ state: 'detached', timeout: 30_000 })
     await (await card('drop_claw')).locator('button.approve').click()
@@ -369,7 +390,7 @@ describe('the production rehearsal', () => {
   }, 120_000)
 
   /** The plan whose hotel run was taken over by another host, still to be heard from. */
-  let takenOver: { plan: Promise<SystemRunResult | Error>; child: string } | undefined
+  let takenOver: { plan: Promise<SystemRunResult | Error>; child: string; hosts: string[] } | undefined
 
   it('the host of a child waiting for approval is SIGKILLed: the other hotel host takes the run over and applies the decision once', async () => {
     const plan = desk.run('planner', TRAVEL_PROMPT).catch((error: Error) => error)
@@ -378,10 +399,10 @@ describe('the production rehearsal', () => {
       () => events().findLast((e) => e.type === 'approval.requested' && e.agentId === 'hotel')?.runId,
       'the hotel run waiting for approval',
     )
-    takenOver = { plan, child }
     const owner = (['b', 'c'] as const).find((k) => hosts[k].stdout.includes(`"runId":"${child}"`))
     if (owner === undefined) throw new Error(`no hotel host says it runs ${child}`)
     const survivor = owner === 'b' ? 'c' : 'b'
+    takenOver = { plan, child, hosts: [`host-${owner}`, `host-${survivor}`] }
     const killedAt = Date.now()
     hosts[owner].child.kill('SIGKILL')
     await hosts[owner].exited
@@ -392,7 +413,11 @@ describe('the production rehearsal', () => {
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, PERSON_MS - (Date.now() - shownAt))))
     person.child.stdin?.write('y\n')
     await until(() => events().find((e) => e.type === 'run.end' && e.runId === child), 'the hotel run to end')
-    expect(events().filter((e) => e.type === 'run.end' && e.runId === child).map((e) => e.status)).toEqual(['done'])
+    expect(
+      events()
+        .filter((e) => e.type === 'run.end' && e.runId === child)
+        .map((e) => e.status),
+    ).toEqual(['done'])
     const booked = effects().filter((e) => e.tool === 'book_hotel' && e.runId === child)
     expect(booked.map((e) => e.host)).toEqual([`host-${survivor}`])
     // The killed host comes back under its own id, for what follows.
@@ -447,6 +472,34 @@ describe('the production rehearsal', () => {
     await leader.restart()
   }, 180_000)
 
+  it('the enforcing tool host refuses a drop nobody approved, sent by a client allowed to call tools, and audits it', async () => {
+    const call = {
+      v: 1,
+      type: 'tool.call',
+      callId: 'call_rogue',
+      toolName: 'drop_claw',
+      agentId: 'desk',
+      runId: 'run_rogue',
+      arguments: {},
+      deadline: Date.now() + 30_000,
+    }
+    const reply = await deskBus.request(subjects.tool('drop_claw'), JSON.stringify(call), {
+      timeoutMs: 10_000,
+      headers: { 'Signalbox-Idempotency-Key': 'run_rogue:call_rogue' },
+    })
+    const answer = JSON.parse(new TextDecoder().decode(reply.data)) as { type: string; error?: { code: string } }
+    expect(answer).toMatchObject({ type: 'error', error: { code: 'APPROVAL_REQUIRED' } })
+    expect(effects().filter((e) => e.runId === 'run_rogue')).toEqual([])
+    const listed = await runAs('watcher', ['audit', '--agent', 'desk', '--json'])
+    const entries = listed.stdout
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as AuditEntry)
+    expect(entries.filter((e) => e.kind === 'tool.refused').map((e) => [e.callId, e.signer])).toEqual([
+      ['call_rogue', d.users.tools.publicKey],
+    ])
+  }, 60_000)
+
   it('every decision was applied once and by a key the policy allows for its tool', async () => {
     const listed = await runAs('watcher', ['audit', '--json'])
     expect(listed.code, listed.output).toBe(0)
@@ -471,7 +524,14 @@ describe('the production rehearsal', () => {
   }, 60_000)
 
   it('signalbox audit --verify passes on the whole trail and flags a grant forged by a superuser', async () => {
-    const verify = ['audit', '--verify', '--trust', d.trustFile, '--agent-key', `${d.users.tools.publicKey},${d.users.mcp.publicKey}`]
+    const verify = [
+      'audit',
+      '--verify',
+      '--trust',
+      d.trustFile,
+      '--agent-key',
+      `${d.users.tools.publicKey},${d.users.mcp.publicKey}`,
+    ]
     const clean = await runAs('watcher', verify)
     expect(clean.code, clean.output).toBe(0)
     expect(clean.stdout).toMatch(/\d+ entries checked, 0 do not verify/)
@@ -506,27 +566,33 @@ describe('the production rehearsal', () => {
       decidedAt: now,
       evidence: decision,
     })
-    await admin.durablePublish(subjects.audit('claw', 'approval.granted'), JSON.stringify({ v: 1, type: 'audit', entry: forged }), {
-      msgId: 'forged-grant',
-    })
+    await admin.durablePublish(
+      subjects.audit('claw', 'approval.granted'),
+      JSON.stringify({ v: 1, type: 'audit', entry: forged }),
+      {
+        msgId: 'forged-grant',
+      },
+    )
     const flagged = await runAs('watcher', verify)
     expect(flagged.code, flagged.output).toBe(1)
-    expect(flagged.stdout.match(/^FAIL.*$/gm)).toEqual([expect.stringMatching(/approval\.granted drop_claw by sam: entry signed by \w+ \(not in the policy\)/)])
+    expect(flagged.stdout.match(/^FAIL.*$/gm)).toEqual([
+      expect.stringMatching(/approval\.granted drop_claw by sam: entry signed by \w+ \(not in the policy\)/),
+    ])
   }, 60_000)
 
   it('each run tree is one trace, across hosts, a takeover included', async () => {
     const trees = new Map<string, Set<string>>()
-    const ended = new Set(events().filter((e) => e.type === 'run.end').map((e) => e.runId))
     for (const e of events()) {
-      // A run that never ended (a plan still waiting for its child) has no span exported yet.
-      if (e.type !== 'run.start' || !ended.has(e.runPath?.[0] ?? e.runId)) continue
+      if (e.type !== 'run.start') continue
       const root = e.runPath?.[0] ?? e.runId
       trees.set(root, (trees.get(root) ?? new Set()).add(e.runId))
     }
     const runOf = (span: ReceivedSpan) => span.attributes['signalbox.run.id'] as string | undefined
-    // Hosts export in batches: wait until every run has spans.
-    const runs = [...trees.values()].flatMap((tree) => [...tree])
-    const missing = () => runs.filter((run) => !receiver.spans.some((span) => runOf(span) === run))
+    // Hosts export in batches: wait until every run that ended has its spans.
+    const ended = events()
+      .filter((e) => e.type === 'run.end')
+      .map((e) => e.runId)
+    const missing = () => ended.filter((run) => !receiver.spans.some((span) => runOf(span) === run))
     await until(() => missing().length === 0, 'spans of every run', 30_000).catch((error: Error) => {
       throw new Error(`${error.message}: none for ${missing().join(', ')}`)
     })
@@ -534,7 +600,11 @@ describe('the production rehearsal', () => {
       const traces = new Set(receiver.spans.filter((span) => tree.has(runOf(span) ?? '')).map((span) => span.traceId))
       expect(traces.size, `run tree ${root}`).toBe(1)
     }
-    expect(trees.size).toBeGreaterThanOrEqual(8)
+    expect(trees.size).toBe(9)
+    // The child taken over: its spans from the host that died and from the one that finished it, in its tree's one trace.
+    const { child, hosts: both } = takenOver as NonNullable<typeof takenOver>
+    const childSpans = receiver.spans.filter((span) => runOf(span) === child)
+    expect(new Set(childSpans.map((span) => span.service))).toEqual(new Set(both))
   }, 60_000)
 
   it('no server logged a permission violation', () => {

@@ -215,9 +215,10 @@ export class NatsDurableConsumer implements Subscription {
           : undefined
         if (DurableConsumerConflictError.is(error) || refused) {
           // Cannot succeed by retrying: end the subscription and say why.
-          this.#failure = refused ?? (error as Error)
+          const failure = refused ?? (error as Error)
+          this.#failure = failure
           this.#failed.resolve()
-          this.#bus.emitError(error)
+          this.#bus.emitError(failure)
           await this.shutdown()
           break
         }

@@ -32,7 +32,13 @@ describe('a consumer the permissions refuse', () => {
         { login: { user: 'tina', password: 'pw-tina' }, permissions: tina },
       ]),
     )
-    const agentBus = await connectNatsBus({ servers: server.url, prefix, user: 'claw', pass: 'pw-claw', inboxPrefix: agent.inboxPrefix })
+    const agentBus = await connectNatsBus({
+      servers: server.url,
+      prefix,
+      user: 'claw',
+      pass: 'pw-claw',
+      inboxPrefix: agent.inboxPrefix,
+    })
     closers.push(() => agentBus.close())
     const bus = await connectNatsBus({
       servers: server.url,
