@@ -9,6 +9,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { connectNatsBus } from '@signalbox/actors/nats'
+import { usedApprovalsBucket } from '@signalbox/core/bus'
 import { NATS_URL } from '../support/env.ts'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -143,6 +144,8 @@ export async function deleteStream(prefix: string): Promise<void> {
   const bus = await connectNatsBus({ servers: NATS_URL, prefix, name: `cleanup-${prefix}` })
   try {
     await bus.request(`$JS.API.STREAM.DELETE.${bus.streamName}`, '', { timeoutMs: 3_000 }).catch(() => {})
+    // The enforcing tool hosts' ledger of used approvals, if the test had one.
+    await bus.request(`$JS.API.STREAM.DELETE.KV_${usedApprovalsBucket(prefix)}`, '', { timeoutMs: 3_000 }).catch(() => {})
   } finally {
     await bus.close()
   }

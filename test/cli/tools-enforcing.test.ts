@@ -22,7 +22,7 @@ import {
   verifyAuditEntry,
 } from '@signalbox/actors/trust'
 import { createAgent, policyReviewer, type Tool } from '@signalbox/core'
-import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { type Bus, createSubjects, type Subjects, usedApprovalsBucket } from '@signalbox/core/bus'
 import { decodeMessage, ErrorMessage, encodeMessage, type ToolCallMessage, ToolResultMessage } from '@signalbox/core/protocol'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -113,22 +113,20 @@ describe('signalbox tools serve --trust (a host that verifies approvals)', () =>
     })
     buses.push(agentBus)
 
-    const host = startProcess(
-      [
-        'tools',
-        'serve',
-        CLAW_TOOLS,
-        '--approve',
-        'drop_claw',
-        '--trust',
-        trustFile,
-        '--signing-key',
-        file('host.nk', seeds.host),
-        ...['--nats', url, '--prefix', prefix, '--user', 'toolhost', '--password', 'pw-toolhost'],
-        ...['--inbox-prefix', permissions.toolhost.inboxPrefix, '--stream-access', 'check'],
-      ],
-      { name: 'tools', env: { CLAW_DROPS: drops } },
-    )
+    const hostArgs = [
+      'tools',
+      'serve',
+      CLAW_TOOLS,
+      '--approve',
+      'drop_claw',
+      '--trust',
+      trustFile,
+      '--signing-key',
+      file('host.nk', seeds.host),
+      ...['--nats', url, '--prefix', prefix, '--user', 'toolhost', '--password', 'pw-toolhost'],
+      ...['--inbox-prefix', permissions.toolhost.inboxPrefix, '--stream-access', 'check'],
+    ]
+    const host = startProcess(hostArgs, { name: 'tools', env: { CLAW_DROPS: drops } })
     const reviewer = startProcess(
       [
         'review',
@@ -145,6 +143,7 @@ describe('signalbox tools serve --trust (a host that verifies approvals)', () =>
     )
     await host.waitFor(`enforcing approvals for drop_claw: signed decisions checked against ${trustFile}`)
     expect(host.stderr).toContain(`signed as ${keys.host.publicKey}`)
+    await host.waitFor(`used approvals remembered in the KV bucket ${usedApprovalsBucket(prefix)}, for every host of the pool`)
     await reviewer.waitFor('reviewing approval requests')
 
     const agentPolicy = createTrustPolicy({
@@ -206,8 +205,19 @@ describe('signalbox tools serve --trust (a host that verifies approvals)', () =>
     for (const entry of refused) expect(verifyAuditEntry(entry, { writers: [keys.host.publicKey] })).toEqual([])
 
     expect(await host.stop('SIGTERM')).toBe(0)
-    expect(await reviewer.stop('SIGTERM')).toBe(0)
     expect(host.stderr).not.toMatch(/warning|violation/i)
+    // The host restarts (a new process, nothing in memory): the pool's ledger still knows the decision
+    // was used. A replay is refused; the agent's retry of its own call gets the answer, no second drop.
+    const restarted = startProcess(hostArgs, { name: 'tools-again', env: { CLAW_DROPS: drops } })
+    await restarted.waitFor('enforcing approvals for drop_claw')
+    const again = { ...replay, runId: 'run-z' }
+    expect(await rawCall(agentBus, subjects, again, 'run-z:call_drop')).toEqual({ code: 'APPROVAL_INVALID', reason: 'replayed' })
+    const retry = { ...replay, runId: result.runId }
+    expect(await rawCall(agentBus, subjects, retry, `${result.runId}:call_drop`)).toEqual({ output: 'dropped into bin 3' })
+    expect(readFileSync(drops, 'utf8')).toBe('3\n')
+    expect(await restarted.stop('SIGTERM')).toBe(0)
+    expect(restarted.stderr).not.toMatch(/warning|violation/i)
+    expect(await reviewer.stop('SIGTERM')).toBe(0)
     // None by the tool host. (The `agents.*.alive` heartbeats are not in the generated tables yet: the
     // only violations allowed here, until they are.)
     expect(server.violations().filter((v) => v.user === 'toolhost')).toEqual([])
@@ -304,6 +314,9 @@ describe('signalbox tools serve --trust (a host that verifies approvals)', () =>
     const skew = await runCli(['tools', 'serve', CLAW_TOOLS, '--clock-skew', '5000', ...busArgs(prefix)])
     expect(skew.code).toBe(2)
     expect(skew.stderr).toContain('--clock-skew is for a host that verifies approvals: give --trust <file>')
+    const ledger = await runCli(['tools', 'serve', CLAW_TOOLS, '--ledger-bucket', 'claw_ledger', ...busArgs(prefix)])
+    expect(ledger.code).toBe(2)
+    expect(ledger.stderr).toContain('--ledger-bucket is for a host that verifies approvals: give --trust <file>')
     const typo = await runCli(['tools', 'serve', CLAW_TOOLS, '--approve', 'drop_clawz', '--trust', trustFile, ...busArgs(prefix)])
     expect(typo.code).toBe(1)
     expect(typo.stderr).toContain(

@@ -1,8 +1,8 @@
 /**
  * `signalbox steer` while no process of the agent runs (the shared NATS server, a private prefix):
  * the command says what will happen to the correction, and a stored run resumed afterwards does
- * exactly that. Aimed at the run (--run), the resumed run applies it; aimed at the agent, nothing
- * applies it, as the command warned.
+ * exactly that. Aimed at the run (--run), the resumed run applies it; aimed at the agent (every
+ * run), the resumed run applies it too: it was sent after the run began, so it was meant for it.
  */
 import type { ScriptedModelServer } from '@signalbox/core/testing'
 import { startScriptedModelServer } from '@signalbox/core/testing'
@@ -25,7 +25,11 @@ describe('signalbox steer while the agent is down', { timeout: 120_000 }, () => 
   })
 
   /** A stored claw run parked on its approval, and its process killed. */
-  async function parkedRun(answer: string, reads: (content: string) => boolean) {
+  async function parkedRun(
+    answer: string,
+    reads: (content: string) => boolean,
+    before?: (nats: { url: string; prefix: string }) => Promise<void>,
+  ) {
     dir = await durableDir()
     prefix = uniquePrefix()
     server = await startScriptedModelServer({
@@ -37,6 +41,7 @@ describe('signalbox steer while the agent is down', { timeout: 120_000 }, () => 
       },
     })
     const nats = { url: busArgs(prefix)[1] as string, prefix }
+    await before?.(nats)
     const first = await clawChild(dir, server, 'start', 'run-s1', { nats })
     await first.next('approval.requested')
     await first.child.kill()
@@ -62,8 +67,8 @@ describe('signalbox steer while the agent is down', { timeout: 120_000 }, () => 
     ])
   })
 
-  it('without --run: the command says nothing applies it, and the resumed run indeed goes on without it', async () => {
-    const parked = await parkedRun('Dropped.', (c) => c === 'drop_claw did: drop_claw whale')
+  it('without --run: the command says stored runs apply it when resumed, and the resumed run does', async () => {
+    const parked = await parkedRun('Understood, no whale.', (c) => c === `Cancelled. The person says: ${CORRECTION}`)
     const steered = await runCli(['steer', 'claw', CORRECTION, '--as', 'olga', '--json', ...busArgs(parked.nats.prefix)])
     expect(steered.code, steered.output).toBe(0)
     expect(JSON.parse(steered.stdout)).toMatchObject({
@@ -72,9 +77,27 @@ describe('signalbox steer while the agent is down', { timeout: 120_000 }, () => 
       agentOnline: false,
       appliedBy: 'nobody-now',
     })
-    expect(steered.stderr).toContain('nothing applies it, and runs started later will not read it')
-    expect(steered.stderr).toContain('aim at it with --run <runId>')
+    expect(steered.stderr).toContain(
+      'Its runs kept in a run store apply it when a process started from now on resumes them (signalbox runs lists them); runs started later do not read it.',
+    )
 
+    const { result } = await resumeToEnd(parked.dir, parked.server, 'run-s1', { nats: parked.nats })
+    expect(result).toMatchObject({ status: 'done', output: 'Understood, no whale.' })
+    expect(parked.dir.effectLines()).toEqual([])
+    expect(parked.dir.auditEntries().map((e) => [e.kind, e.actor, e.decision])).toEqual([
+      ['steering.applied', 'olga', CORRECTION],
+    ])
+  })
+
+  it('a correction for every run sent before the run began is not applied when it resumes (it was not meant for it)', async () => {
+    const parked = await parkedRun(
+      'Dropped.',
+      (c) => c === 'drop_claw did: drop_claw whale',
+      async (nats) => {
+        const early = await runCli(['steer', 'claw', 'an old correction', '--as', 'olga', ...busArgs(nats.prefix)])
+        expect(early.code, early.output).toBe(0)
+      },
+    )
     const reviewer = startProcess([
       'review',
       '--auto',

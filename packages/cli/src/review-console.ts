@@ -49,6 +49,8 @@ export interface ReviewConsole {
   answered(question: Question | undefined, answer: Answer, options?: { elsewhere?: boolean }): void
   /** Prints that the agent withdrew a request (a correction cancelled the call): nobody decides it any more. */
   withdrawnByAgent(request: ApprovalRequest, withdrawal: { reason: string; by?: string }): void
+  /** Prints that the agent withdrew a question (its run was cancelled): nobody answers it any more. */
+  questionWithdrawnByAgent(question: Question, withdrawal: { reason: string; by?: string }): void
 }
 
 const AUTO_DENY_REASON = 'denied automatically by the reviewer (--auto deny)'
@@ -214,7 +216,9 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
         } catch (error) {
           if (signal.aborted) {
             const reason = signal.reason instanceof Error ? signal.reason.message : ''
-            if (!/settled elsewhere/.test(reason)) {
+            // Answered elsewhere, or withdrawn by the agent: reported by `answered` / `questionWithdrawnByAgent`.
+            const withdrawal = withdrawalOf(signal.reason)
+            if (withdrawal !== 'settled-elsewhere' && withdrawal !== 'withdrawn' && !/settled elsewhere/.test(reason)) {
               emit(
                 { type: 'question.timeout', questionId: question.questionId, agentId: question.agentId },
                 `${c.red('⏱ no answer')}: ${quote(question.question, 80)} ${c.dim(`(${question.agentId}): the agent is told nobody answered`)}`,
@@ -254,6 +258,12 @@ export function createReviewConsole(options: ReviewConsoleOptions): ReviewConsol
       emit(
         { type: 'approval.withdrawn', requestId: request.requestId, reason, ...(by !== undefined ? { by } : {}) },
         `${c.yellow('↩ withdrawn')}${by !== undefined ? ` by ${c.bold(by)}` : ''}: ${describeCall(request)}: ${reason}`,
+      )
+    },
+    questionWithdrawnByAgent(question, { reason, by }) {
+      emit(
+        { type: 'question.withdrawn', questionId: question.questionId, reason, ...(by !== undefined ? { by } : {}) },
+        `${c.yellow('↩ withdrawn')}${by !== undefined ? ` by ${c.bold(by)}` : ''}: ${quote(question.question, 60)} ${c.dim(`(${question.agentId})`)}: ${reason}`,
       )
     },
     answered(question, answer, extra = {}) {

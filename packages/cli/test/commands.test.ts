@@ -149,7 +149,7 @@ describe('status and cancel', () => {
     expect(steer.stdout).not.toContain('✔')
     expect(steer.stdout).toContain('queued (durably) "hello" from tester for ghost')
     expect(steer.stderr).toContain(
-      'warning: no process of agent "ghost" is on the bus right now: nothing applies it, and runs started later will not read it.',
+      'warning: no process of agent "ghost" is on the bus right now: nothing applies it now. Its runs kept in a run store apply it when a process started from now on resumes them',
     )
   })
 

@@ -4,6 +4,7 @@
  * The real-terminal test is test/cli/review-tty.test.ts.
  */
 import { PassThrough } from 'node:stream'
+import { RequestWithdrawnError } from '@signalbox/actors'
 import { AbortedError, type ApprovalRequest, type Question } from '@signalbox/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createColorizer } from '../src/output.ts'
@@ -211,5 +212,18 @@ describe('the terminal answerer', () => {
       answer: '42',
     })
     expect(screen()).toContain('│ How much?')
+  })
+
+  it('a question the agent withdraws leaves the prompt, saying by whom, and is not reported as unanswered', async () => {
+    const { ui, waitFor, screen } = setup()
+    const q = question('Which prize?')
+    const asking = new AbortController()
+    const pending = ui.answerer.answer(q, { signal: asking.signal })
+    await waitFor('Answer: ')
+    asking.abort(new RequestWithdrawnError('withdrawn'))
+    await expect(pending).rejects.toThrow('withdrew')
+    ui.questionWithdrawnByAgent(q, { reason: 'the run was cancelled (wrong prize)', by: 'carol' })
+    expect(screen()).toContain('↩ withdrawn by carol: "Which prize?" (claw): the run was cancelled (wrong prize)')
+    expect(screen()).not.toContain('no answer')
   })
 })

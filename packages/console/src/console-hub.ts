@@ -280,6 +280,7 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       },
       onAnswer: (question, answer) => settle(question.questionId, 'answered', answer.answeredBy),
       onSettled: (id, answer) => settle(id, 'answered', answer.answeredBy),
+      onWithdrawn: (id, { reason, by }) => withdrawn(id, reason, by),
       onError,
     }),
   )

@@ -2,7 +2,14 @@
 import { remoteReviewer } from '@signalbox/actors'
 import { type ApprovalRequest, ConfigError, SignalboxError } from '@signalbox/core'
 import { InProcessBus } from '@signalbox/core/bus'
-import { type ApprovalRequestMessage, callDigest, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
+import {
+  type ApprovalRequestMessage,
+  callDigest,
+  encodeMessage,
+  PROTOCOL_VERSION,
+  type QuestionMessage,
+  type QuestionWithdrawnMessage,
+} from '@signalbox/core/protocol'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import * as consolePackage from '../src/index.ts'
 import { createConsoleHub, startConsole } from '../src/index.ts'
@@ -144,5 +151,42 @@ describe('createConsoleHub: an item no longer asked', () => {
     expect(settled).toMatchObject({ id: 'request_1', outcome: 'denied', by: 'system' })
     await bus.flush()
     expect(decisions).toEqual([expect.objectContaining({ requestId: 'request_1', approved: false, reviewer: 'system' })])
+  })
+
+  it('a question the agent withdraws (its run was cancelled) leaves the inbox at once, saying by whom; an answer to it is refused', async () => {
+    const bus = new InProcessBus()
+    const hub = createConsoleHub({ bus, reviewer: 'tina' })
+    onTestFinished(() => hub.close())
+    await hub.ready
+    const now = Date.now()
+    const question: QuestionMessage = {
+      v: PROTOCOL_VERSION,
+      type: 'question',
+      questionId: 'question_1',
+      agentId: 'bank',
+      runId: 'run_1',
+      runPath: [],
+      callId: 'call_ask',
+      question: 'Which account?',
+      deadline: now + 60_000,
+      askedAt: now,
+    }
+    await bus.durablePublish('signalbox.v1.ask.bank', encodeMessage(question), { msgId: question.questionId })
+    await until(() => hub.snapshot().inbox[0])
+    const withdrawal: QuestionWithdrawnMessage = {
+      v: PROTOCOL_VERSION,
+      type: 'question.withdrawn',
+      questionId: 'question_1',
+      agentId: 'bank',
+      callId: 'call_ask',
+      reason: 'the run was cancelled (wrong customer)',
+      by: 'carol',
+      withdrawnAt: now + 1,
+    }
+    await bus.durablePublish('signalbox.v1.ask.bank.withdrawn', encodeMessage(withdrawal), { msgId: 'withdrawn-question_1' })
+    const settled = await until(() => hub.snapshot().settled[0])
+    expect(settled).toMatchObject({ id: 'question_1', outcome: 'withdrawn', by: 'carol' })
+    expect(hub.snapshot().inbox).toEqual([])
+    expect(hub.answer('question_1', 'the savings one')).toMatchObject({ ok: false, code: 'NOT_PENDING' })
   })
 })

@@ -128,7 +128,8 @@ export interface RunHandle<TOutput = string> {
   /** Resolves with the result when the run is `done`; rejects with `RunFailedError` otherwise. */
   readonly result: Promise<RunResult<TOutput>>
   steer(text: string, options?: { from?: string }): void
-  cancel(reason?: string): void
+  /** `by`: who cancels (a pending approval request is withdrawn saying so). */
+  cancel(reason?: string, options?: { by?: string }): void
 }
 
 /** Keeps the audit trail in memory; the default when no `audit` log is given. */

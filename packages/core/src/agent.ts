@@ -335,6 +335,14 @@ export class Agent<TOutput = string> {
   }
 
   /**
+   * For the steering consumer of a durable agent: when `runId` began (its checkpoint's `createdAt`).
+   * A run that never saw a correction takes the general ones stored since then, not older ones.
+   */
+  steeringSince(runId: string): number | undefined {
+    return this.#journals?.get(runId)?.createdAt
+  }
+
+  /**
    * Where a steering consumer should start so that the runs in flight (resumed ones) miss nothing:
    * after the lowest cursor, or at the start of the log for a run that never saw a correction.
    * `undefined` when no durable run is in flight (the consumer then starts at new messages).
@@ -418,7 +426,12 @@ export class Agent<TOutput = string> {
         assertSteeringText(text)
         actor.send({ type: 'agent.steer', text, from: steerOptions?.from ?? 'user' })
       },
-      cancel: (reason) => actor.send({ type: 'agent.cancel', reason: reason ?? 'cancelled by request' }),
+      cancel: (reason, cancelOptions) =>
+        actor.send({
+          type: 'agent.cancel',
+          reason: reason ?? 'cancelled by request',
+          ...(cancelOptions?.by !== undefined ? { by: cancelOptions.by } : {}),
+        }),
     }
     this.#active.set(runId, handle)
     journal?.attach(actor)

@@ -265,8 +265,14 @@ export class MaxTurnsExceededError extends SignalboxError {
 
 /** The run was cancelled (by `cancel()`, an aborted signal, or a hook's stop). */
 export class RunCancelledError extends SignalboxError {
-  constructor(reason: string) {
-    super(ErrorCode.RUN_CANCELLED, `Run cancelled: ${reason}`, { fault: 'user', details: { reason } })
+  /** Who cancelled, when known (the name the agent's policy gives the canceller's key, or the sender). */
+  readonly by: string | undefined
+  constructor(reason: string, options: { by?: string } = {}) {
+    super(ErrorCode.RUN_CANCELLED, `Run cancelled: ${reason}`, {
+      fault: 'user',
+      details: { reason, ...(options.by !== undefined ? { by: options.by } : {}) },
+    })
+    this.by = options.by
   }
 }
 

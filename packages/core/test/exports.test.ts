@@ -70,6 +70,7 @@ describe('@signalbox/core public surface', () => {
       'DEFAULT_DIRECTORY_BUCKET',
       'DEFAULT_RUN_BUCKET',
       'DEFAULT_SUBJECT_PREFIX',
+      'DEFAULT_USED_APPROVALS_BUCKET',
       'DurableConsumerConflictError',
       'DurableSubjectError',
       'InProcessBus',
@@ -84,6 +85,7 @@ describe('@signalbox/core public surface', () => {
       'directoryBucket',
       'subjectCovers',
       'subjectMatches',
+      'usedApprovalsBucket',
     ])
   })
 
@@ -104,6 +106,7 @@ describe('@signalbox/core public surface', () => {
       'PROTOCOL_VERSION',
       'ProtocolError',
       'QuestionMessage',
+      'QuestionWithdrawnMessage',
       'RejectionMessage',
       'RunAcceptedMessage',
       'RunHeartbeatMessage',

@@ -97,9 +97,16 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
           const from = who.name ?? steer.from
           /**
            * A run restored from a checkpoint has seen the corrections up to its cursor. One that
-           * never saw any has no cursor: it takes the corrections aimed at it, not older general ones.
+           * never saw any has no cursor: it takes the corrections aimed at it, and the general ones
+           * stored since it began (by the stream's clock; older ones were never meant for it).
            */
           const cursorOf = (runId: string) => agent.steeringCursor(runId)
+          const isNewsTo = (runId: string) => {
+            const cursor = cursorOf(runId)
+            if (cursor !== undefined) return cursor < message.seq
+            const since = agent.steeringSince(runId)
+            return since !== undefined && message.storedAt !== undefined && message.storedAt >= since
+          }
           let targets: { steer(text: string, options: { from: string }): void }[] = [agent]
           if (steer.runId !== undefined) {
             const handle = agent.runs.get(steer.runId)
@@ -111,10 +118,7 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
             const cursor = cursorOf(steer.runId)
             targets = cursor === undefined || cursor < message.seq ? [handle] : []
           } else if (startSeq !== undefined && agent.runs.size > 0) {
-            targets = [...agent.runs.values()].filter((handle) => {
-              const cursor = cursorOf(handle.runId)
-              return cursor !== undefined && cursor < message.seq
-            })
+            targets = [...agent.runs.values()].filter((handle) => isNewsTo(handle.runId))
           }
           // Kept first: a correction can be applied (and audited) inside `steer` itself.
           if (trust !== undefined) options.evidence?.remember(`steer:${steer.text}`, steer)
@@ -155,7 +159,8 @@ export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentC
           }
           for (const [runId, handle] of [...agent.runs]) {
             if (request.runId !== undefined && request.runId !== runId) continue
-            handle.cancel(request.reason ?? `cancelled by ${who.name ?? request.from ?? 'control request'}`)
+            const by = who.name ?? request.from
+            handle.cancel(request.reason ?? `cancelled by ${by ?? 'control request'}`, by !== undefined ? { by } : undefined)
             cancelled.push(runId)
           }
         }

@@ -23,6 +23,7 @@ import { DurableRequester } from '../requests/durable-request.ts'
 import { rejectedReplies } from '../requests/rejected-replies.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
 import { signedReply, signerProblem } from '../requests/signed-replies.ts'
+import { withdrawalOnStop } from '../requests/withdrawal.ts'
 import { provenActor, type TrustPolicy } from '../trust/policy.ts'
 import type { Signer } from '../trust/sign.ts'
 import type { EvidenceBook } from '../trust/signed-audit.ts'
@@ -202,14 +203,16 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
     const message = signer ? signer.sign(unsigned) : unsigned
     // Until decided, a withdrawal is owed. The agent stopped waiting without a decision: the machine
     // names a correction (`withdraw`) in the same step; anything else (a cancel, the run's end) is
-    // said here. Not at the deadline (reviewers know it), and not for a stored run's request (it
-    // resumes: a process that stops is no withdrawal). Watched from before the request is stored:
-    // a person may see it, and the run stop, before its store is confirmed here.
+    // said here. Not at the deadline (reviewers know it), and for a stored run's request only when
+    // its run was cancelled (it ends there): a process that stops is no withdrawal (the run resumes
+    // elsewhere and waits for the same request). Watched from before the request is stored: a
+    // person may see it, and the run stop, before its store is confirmed here.
     undecided.set(request.requestId, { request, durable })
     const stopped = () =>
       queueMicrotask(() => {
-        if (durable || clock.now() >= request.deadline) undecided.delete(request.requestId)
-        else publishWithdrawal(request, { reason: 'the agent stopped waiting for it (its run was cancelled or ended)' })
+        const withdrawal = withdrawalOnStop(signal.reason)
+        if (clock.now() >= request.deadline || (durable && withdrawal.cancel === undefined)) undecided.delete(request.requestId)
+        else publishWithdrawal(request, withdrawal)
       })
     if (signal.aborted) stopped()
     else signal.addEventListener('abort', stopped, { once: true })

@@ -1,7 +1,7 @@
 import type { Answer, Answerer, Question } from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
 import { openMessage } from '@signalbox/core/internal'
-import { AnswerMessage, PROTOCOL_VERSION, QuestionMessage } from '@signalbox/core/protocol'
+import { AnswerMessage, PROTOCOL_VERSION, QuestionMessage, QuestionWithdrawnMessage } from '@signalbox/core/protocol'
 import { createRejectionReporter } from '../requests/rejections.ts'
 import { type RequestService, serveDurableRequests } from '../requests/request-service.ts'
 import { publishSignedReply, type ReplyServiceOptions, signedReply } from '../requests/signed-replies.ts'
@@ -20,6 +20,12 @@ export interface AnswerServiceOptions extends ReplyServiceOptions {
   onQuestion?(question: Question): void
   onAnswer?(question: Question, answer: Answer): void
   onSettled?(questionId: string, answer: Answer): void
+  /**
+   * The agent withdrew a question (its run was cancelled or ended): it is no longer asked here, and
+   * an answer to it would be refused. With a policy that names `agents`, only a withdrawal signed by
+   * the agent's key counts.
+   */
+  onWithdrawn?(questionId: string, withdrawal: { reason: string; by?: string; withdrawnAt: number }): void
 }
 
 /** A person (or a program) answering the agents' questions from `ask.<agent>`. */
@@ -46,6 +52,22 @@ export function serveAnswerer(options: AnswerServiceOptions): RequestService {
       trusted: (answer) => options.trust === undefined || options.trust.check(answer).ok,
       onSettled: (id, message) =>
         options.onSettled?.(id, signedReply(message, { trust: options.trust, nameField: 'answeredBy' })),
+    },
+    withdrawals: {
+      subject: subjects.questionWithdrawals(options.agentId),
+      schema: QuestionWithdrawnMessage,
+      idOf: (withdrawal) => withdrawal.questionId,
+      purpose: 'unasked',
+      withdrawal: 'withdrawn',
+      // Anyone allowed to publish here is an agent (permissions); with the agents' keys, only theirs count.
+      trusted: (withdrawal) =>
+        options.trust?.options.agents === undefined || options.trust.check(withdrawal, { agentId: withdrawal.agentId }).ok,
+      matches: (question, withdrawal) => {
+        const message = question as QuestionMessage
+        return message.agentId === withdrawal.agentId && message.callId === withdrawal.callId
+      },
+      onSettled: (id, { reason, by, withdrawnAt }) =>
+        options.onWithdrawn?.(id, { reason, ...(by !== undefined ? { by } : {}), withdrawnAt }),
     },
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.onError ? { onError: options.onError } : {}),

@@ -1,11 +1,18 @@
 import { type Answer, type Answerer, type AuditLog, type Clock, type Question, systemClock } from '@signalbox/core'
 import { agentPurpose, type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { rejectedAnswerAudit } from '@signalbox/core/internal'
-import { AnswerMessage, PROTOCOL_VERSION, type QuestionMessage } from '@signalbox/core/protocol'
+import {
+  AnswerMessage,
+  encodeMessage,
+  PROTOCOL_VERSION,
+  type QuestionMessage,
+  type QuestionWithdrawnMessage,
+} from '@signalbox/core/protocol'
 import { DurableRequester } from '../requests/durable-request.ts'
 import { rejectedReplies } from '../requests/rejected-replies.ts'
 import { createRejectionReporter } from '../requests/rejections.ts'
 import { signedReply, signerProblem } from '../requests/signed-replies.ts'
+import { withdrawalOnStop } from '../requests/withdrawal.ts'
 import { provenActor, type TrustPolicy } from '../trust/policy.ts'
 import type { Signer } from '../trust/sign.ts'
 import type { EvidenceBook } from '../trust/signed-audit.ts'
@@ -75,6 +82,28 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
       nameField: 'answeredBy',
       evidence: { book: options.evidence, key: `answer:${question.callId}` },
     })
+  /** Tells the answerers the agent no longer waits for `question` (durable, signed by the agent's key). */
+  const publishWithdrawal = (question: Question, withdrawal: { reason: string; by?: string }) => {
+    const unsigned: QuestionWithdrawnMessage = {
+      v: PROTOCOL_VERSION,
+      type: 'question.withdrawn',
+      questionId: question.questionId,
+      agentId: question.agentId,
+      callId: question.callId,
+      reason: withdrawal.reason,
+      ...(withdrawal.by !== undefined ? { by: withdrawal.by } : {}),
+      withdrawnAt: clock.now(),
+    }
+    bus
+      .durablePublish(subjects.questionWithdrawals(question.agentId), encodeMessage(signer ? signer.sign(unsigned) : unsigned), {
+        msgId: `withdrawn-${question.questionId}`,
+        signal: AbortSignal.timeout(30_000),
+      })
+      .catch(() => {
+        // Best effort: without it the question leaves the answerers at its deadline.
+      })
+  }
+
   return {
     /** An answer the stream stored by the question's deadline (the server's timestamp), read once caught up. */
     async recover(question, { signal }): Promise<Answer | undefined> {
@@ -85,17 +114,34 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
     async answer(question, { signal, rejected, durable }): Promise<Answer> {
       rejections.keep(question.questionId, rejected)
       const message: QuestionMessage = { v: PROTOCOL_VERSION, type: 'question', ...question }
-      const reply = await requester.request({
-        id: question.questionId,
-        context: question,
-        subject: subjects.ask(question.agentId),
-        message,
-        check: (answer) => check(question, answer),
-        // A stored run's question may have been answered while no process ran: read from the start.
-        ...(durable ? { replay: true } : {}),
-        signal,
-      })
-      return applied(question, reply)
+      // Until answered, a withdrawal is owed when the agent stops waiting before the deadline: its
+      // run was cancelled, or (a run without a store) ended. A stored run's process that stops is
+      // no withdrawal: the run resumes elsewhere and asks the same question again.
+      let answered = false
+      const stopped = () =>
+        queueMicrotask(() => {
+          const withdrawal = withdrawalOnStop(signal.reason)
+          if (answered || clock.now() >= question.deadline || (durable && withdrawal.cancel === undefined)) return
+          publishWithdrawal(question, withdrawal)
+        })
+      if (signal.aborted) stopped()
+      else signal.addEventListener('abort', stopped, { once: true })
+      try {
+        const reply = await requester.request({
+          id: question.questionId,
+          context: question,
+          subject: subjects.ask(question.agentId),
+          message,
+          check: (answer) => check(question, answer),
+          // A stored run's question may have been answered while no process ran: read from the start.
+          ...(durable ? { replay: true } : {}),
+          signal,
+        })
+        answered = true
+        return applied(question, reply)
+      } finally {
+        signal.removeEventListener('abort', stopped)
+      }
     },
     close() {
       requester.close(new BusClosedError('the bus answerer was closed'))

@@ -1,4 +1,4 @@
-import { AbortedError } from '@signalbox/core'
+import { AbortedError, RunCancelledError } from '@signalbox/core'
 
 /**
  * Why a request stopped waiting for its decider (the signal `review`/`answer` receive aborts with
@@ -28,4 +28,15 @@ export class RequestWithdrawnError extends AbortedError {
 /** The withdrawal a signal's reason names, if it is one. */
 export function withdrawalOf(reason: unknown): WithdrawalReason | undefined {
   return RequestWithdrawnError.is(reason) ? reason.withdrawal : undefined
+}
+
+/**
+ * What reviewers and answerers are told when the agent stops waiting (its signal aborted, no
+ * correction named): a cancel says so, with who cancelled (`cancel`: a stored run's request is
+ * withdrawn only then); anything else is the run's end, or its process stopping.
+ */
+export function withdrawalOnStop(reason: unknown): { reason: string; by?: string; cancel?: RunCancelledError } {
+  if (!RunCancelledError.is(reason)) return { reason: 'the agent stopped waiting for it (its run was cancelled or ended)' }
+  const why = typeof reason.details?.reason === 'string' ? reason.details.reason : reason.message
+  return { reason: `the run was cancelled (${why})`, ...(reason.by !== undefined ? { by: reason.by } : {}), cancel: reason }
 }

@@ -10,10 +10,16 @@ import type { TrustRejectionCode } from '../trust/policy.ts'
  * `missing`: no approval in the call. The rest are `APPROVAL_INVALID`: it does not decode
  * (`malformed`), is not signed by a key the host's policy allows for the tool (`unsigned`,
  * `bad-signature`, `unknown-key`, `key-not-allowed`), does not approve exactly this call (`denied`,
- * `wrong-call`, `wrong-digest`), is past its deadline (`expired`), or was used for another call
- * (`replayed`).
+ * `wrong-call`, `wrong-digest`), is past its deadline (`expired`), was used for another call
+ * (`replayed`), or holds longer than the host remembers used approvals (`outlives-ledger`).
  */
-export type ApprovalRefusalReason = 'missing' | TrustRejectionCode | CallApprovalProblem['code'] | 'expired' | 'replayed'
+export type ApprovalRefusalReason =
+  | 'missing'
+  | TrustRejectionCode
+  | CallApprovalProblem['code']
+  | 'expired'
+  | 'replayed'
+  | 'outlives-ledger'
 
 /** A call of a gated tool that carries no signed approval. */
 export class ApprovalRequiredError extends SignalboxError {

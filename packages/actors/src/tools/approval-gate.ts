@@ -10,7 +10,7 @@
  */
 import type { AuditEntry, AuditLog, Clock, Tool } from '@signalbox/core'
 import { ConfigError } from '@signalbox/core'
-import { callApprovalMismatch } from '@signalbox/core/internal'
+import { callApprovalMismatch, describeError } from '@signalbox/core/internal'
 import {
   ApprovalDecisionMessage,
   callDigest,
@@ -27,7 +27,7 @@ import {
   type ApprovalRefusalReason,
   ApprovalRequiredError,
 } from './approval-errors.ts'
-import { UsedApprovals } from './used-approvals.ts'
+import { type SharedApprovalLedger, UsedApprovals } from './used-approvals.ts'
 
 /**
  * Clocks of the agent (which set the request's deadline), the reviewer and the host are apart by
@@ -109,13 +109,15 @@ export function refusedCallAudit(call: ToolCallMessage, error: ApprovalRefusal, 
   }
 }
 
-export interface ApprovalGateOptions {
+export interface ApprovalGateOptions<Reply = unknown> {
   trust: TrustPolicy
   clockSkewMs?: number
   audit?: AuditLog
   clock: Clock
   /** How long an answer is kept for the redeliveries of its call, at least (besides the decision's validity). */
   retainMs: number
+  /** The pool's shared memory of used approvals (a JetStream KV bucket); without it, this process's only. */
+  ledger?: SharedApprovalLedger<Reply | ErrorMessage>
   onRefused?(call: ToolCallMessage, refusal: WireError & { reason: ApprovalRefusalReason }): void
   onError?(error: unknown): void
 }
@@ -127,12 +129,12 @@ export type Admission<Reply> =
 
 /** The enforcing host's gate: verifies the approval a gated call carries, and lets each decision run one call. */
 export class ApprovalGate<Reply> {
-  readonly #options: ApprovalGateOptions
+  readonly #options: ApprovalGateOptions<Reply>
   readonly #clockSkewMs: number
   /** Approvals already used, by request id: each lets one call run (its redeliveries get its answer). */
   readonly #used: UsedApprovals<Reply | ErrorMessage>
 
-  constructor(options: ApprovalGateOptions) {
+  constructor(options: ApprovalGateOptions<Reply>) {
     this.#options = options
     this.#clockSkewMs = options.clockSkewMs ?? DEFAULT_APPROVAL_CLOCK_SKEW_MS
     if (!(this.#clockSkewMs >= 0))
@@ -140,29 +142,104 @@ export class ApprovalGate<Reply> {
     this.#used = new UsedApprovals({ clock: options.clock, retainMs: options.retainMs })
   }
 
-  /** `identity`: the call's idempotency key (`<runId>:<callId>` when it has none). */
-  admit(toolName: string, call: ToolCallMessage, identity: string): Admission<Reply> {
+  /**
+   * `identity`: the call's idempotency key (`<runId>:<callId>` when it has none). `signal`: the
+   * host stops (a wait on the shared ledger ends).
+   */
+  async admit(toolName: string, call: ToolCallMessage, identity: string, signal: AbortSignal): Promise<Admission<Reply>> {
     const verified = verifyApproval(this.#options.trust, toolName, call)
     if (!verified.ok) return { kind: 'answer', reply: this.#refuse(call, verified.error) }
     const { decision, deadline } = verified
+    const { requestId } = decision
     const until = deadline + this.#clockSkewMs
-    const claim = this.#used.claim(decision.requestId, identity, until)
+    const claim = this.#used.claim(requestId, identity, until)
     if (claim.kind === 'same') return { kind: 'answer', reply: claim.answer }
-    if (claim.kind === 'other') {
-      const why = 'it was already used for another call; a decision lets one call run'
-      return {
-        kind: 'answer',
-        reply: this.#refuse(call, new ApprovalInvalidError(toolName, 'replayed', why, decision.requestId)),
-      }
-    }
-    if (this.#options.clock.now() > until) {
+    const replayed = () =>
+      this.#refuse(
+        call,
+        new ApprovalInvalidError(
+          toolName,
+          'replayed',
+          'it was already used for another call; a decision lets one call run',
+          requestId,
+        ),
+      )
+    if (claim.kind === 'other') return { kind: 'answer', reply: replayed() }
+    const now = this.#options.clock.now()
+    if (now > until) {
       const why = `its deadline ${new Date(deadline).toISOString()} has passed (tolerance ${this.#clockSkewMs} ms)`
-      const refused = this.#refuse(call, new ApprovalInvalidError(toolName, 'expired', why, decision.requestId))
+      const refused = this.#refuse(call, new ApprovalInvalidError(toolName, 'expired', why, requestId))
       // Its redeliveries get the same answer.
       claim.settle(refused)
       return { kind: 'answer', reply: refused }
     }
-    return { kind: 'run', settle: (reply) => claim.settle(reply) }
+    const ledger = this.#options.ledger
+    if (ledger === undefined) return { kind: 'run', settle: (reply) => claim.settle(reply) }
+
+    // The pool's memory (and this host's before a restart): the first host to record the use wins.
+    let shared: Awaited<ReturnType<SharedApprovalLedger<Reply | ErrorMessage>['claim']>>
+    try {
+      const retention = await ledger.retentionMs(signal)
+      if (until > now + retention) {
+        // Its entry would go before the decision does, and a replay be taken for a first use then.
+        const why = `it holds until ${new Date(until).toISOString()}, longer than this host remembers used approvals (${retention} ms)`
+        const refused = this.#refuse(call, new ApprovalInvalidError(toolName, 'outlives-ledger', why, requestId))
+        claim.settle(refused)
+        return { kind: 'answer', reply: refused }
+      }
+      shared = await ledger.claim(requestId, identity, { answerBy: Math.max(call.deadline, now), signal })
+    } catch (error) {
+      // Fail closed, and nothing is remembered: nothing ran, so a retry is judged again.
+      this.#used.release(requestId)
+      quietly(() => this.#options.onError?.(error))
+      return {
+        kind: 'answer',
+        reply: errorMessage(
+          {
+            code: 'TOOL_FAILED',
+            message: `"${toolName}" was not executed: its tool host could not record the use of its approval in the pool's ledger (${describeError(error)}). Nothing ran; the call may be retried.`,
+          },
+          call.callId,
+        ),
+      }
+    }
+    if (shared.kind === 'other') {
+      // Not remembered here under this call: the decision is the other call's, whose retries must get its answer.
+      this.#used.release(requestId)
+      const refused = replayed()
+      claim.settle(refused)
+      return { kind: 'answer', reply: refused }
+    }
+    if (shared.kind === 'same') {
+      // The same call, used before by another host of the pool or by this one before a restart: its answer.
+      const reply = shared.answer.then(
+        (found): Reply | ErrorMessage => {
+          if (typeof found === 'object') return found.answer
+          const message =
+            found === 'unkept'
+              ? `"${toolName}" ran once already for this call; its answer was too large to keep, and it is not run again.`
+              : `"${toolName}" was started for this call by a tool host that gave no answer before the call's deadline (it stopped); it may or may not have taken effect, and it is not run again.`
+          return errorMessage({ code: 'TOOL_HOST_STOPPED', message }, call.callId)
+        },
+        (error: unknown): ErrorMessage => {
+          // This host stopped (or lost the ledger) while waiting: nothing is remembered here, a retry asks again.
+          this.#used.release(requestId)
+          quietly(() => this.#options.onError?.(error))
+          const message = `"${toolName}" is being run for this call by another tool host, and this one could not wait for its answer (${describeError(error)}); it is not run again here.`
+          return errorMessage({ code: 'TOOL_HOST_STOPPED', message }, call.callId)
+        },
+      )
+      // Redeliveries to this process meanwhile get the same answer (a released claim is no longer kept).
+      void reply.then((answer) => claim.settle(answer))
+      return { kind: 'answer', reply }
+    }
+    return {
+      kind: 'run',
+      settle: (reply) => {
+        claim.settle(reply)
+        shared.settle(reply).catch((error: unknown) => quietly(() => this.#options.onError?.(error)))
+      },
+    }
   }
 
   /** A refused call: audited, reported, and answered with the reason (the tool does not run). */

@@ -1,8 +1,9 @@
 import { AbortedError, type AuditLog, type Clock, randomIds, systemClock, type Tool } from '@signalbox/core'
-import { type Bus, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
+import { type Bus, createSubjects, type Subjects, type Subscription, usedApprovalsBucket } from '@signalbox/core/bus'
 import { describeError, stringifyToolOutput, untilAborted } from '@signalbox/core/internal'
 import {
   decodeMessage,
+  ErrorMessage,
   encodeMessage,
   errorMessage,
   PROTOCOL_VERSION,
@@ -11,15 +12,17 @@ import {
   ToolDescribeMessage,
   type ToolDescriptionMessage,
   ToolListMessage,
-  type ToolResultMessage,
+  ToolResultMessage,
   type WireError,
 } from '@signalbox/core/protocol'
+import { z } from 'zod'
 import { toWireError } from '../requests/rejections.ts'
 import { MAX_TIMER_MS } from '../requests/request-service.ts'
 import { IdempotencyCache, type IdempotencyCacheOptions } from '../store/idempotency-cache.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
 import type { ApprovalRefusalReason } from './approval-errors.ts'
 import { ApprovalGate, needsApproval } from './approval-gate.ts'
+import type { SharedApprovalLedger } from './used-approvals.ts'
 
 export const TOOL_QUEUE_GROUP = 'signalbox-tools'
 
@@ -69,11 +72,28 @@ export interface HostApprovalOptions {
   clockSkewMs?: number
   /** Where refused calls are recorded (`tool.refused`), e.g. `busAuditLog(...)`. Default: nowhere. */
   audit?: AuditLog
+  /**
+   * Where the approvals used are remembered for the whole pool of hosts (the queue group) and
+   * across restarts, so that a replayed decision is refused by any host, and an honest retry of the
+   * same call at any host gets its answer without running the tool again. Default, on a NATS bus:
+   * the JetStream KV bucket `usedApprovalsBucket(prefix)` (created if missing, entries kept 7 days;
+   * a decision valid for longer is refused). `false`, and on the in-process bus: this process only.
+   */
+  ledger?: false | UsedApprovalLedgerOptions
+}
+
+export interface UsedApprovalLedgerOptions {
+  /** The KV bucket. Default `usedApprovalsBucket(prefix)`: every host of a deployment shares it. */
+  bucket?: string
+  /** Copies of the bucket in a JetStream cluster. Default 1. */
+  replicas?: 1 | 3 | 5
+  /** How long entries are kept when this host creates the bucket (an existing one keeps its own). Default 7 days. */
+  retentionMs?: number
 }
 
 export interface ToolHost {
   readonly ready: Promise<void>
-  /** Calls running now (not answered yet). */
+  /** Calls running now, or waiting for the answer of the same call run before (not answered yet). */
   readonly running: number
   /**
    * Stops taking calls. Running calls are aborted and answered at once with a
@@ -101,10 +121,14 @@ export function serveTools(options: ToolHostOptions): ToolHost {
   /** Answers by idempotency key: a call retried after a crash or a reconnect is answered, not run again. */
   const answers = new IdempotencyCache<Reply>({ clock, ...options.idempotency })
   /** Enforcing mode: gated calls run only with a verified approval, each approval once. */
+  const ledger = options.approvals && sharedLedger(bus, subjects, clock, options.approvals.ledger)
   const gate =
     options.approvals &&
     new ApprovalGate<Reply>({
-      ...options.approvals,
+      trust: options.approvals.trust,
+      ...(options.approvals.clockSkewMs !== undefined ? { clockSkewMs: options.approvals.clockSkewMs } : {}),
+      ...(options.approvals.audit ? { audit: options.approvals.audit } : {}),
+      ...(ledger ? { ledger } : {}),
       clock,
       retainMs: options.idempotency?.ttlMs ?? 10 * 60_000,
       onRefused: ({ toolName, callId, agentId, runId }, refusal) =>
@@ -112,6 +136,10 @@ export function serveTools(options: ToolHostOptions): ToolHost {
       ...(options.onError ? { onError: options.onError } : {}),
     })
   let closed = false
+  /** Gated calls being admitted, or waiting for the answer of the same call run before (by another host). */
+  let waiting = 0
+  /** Aborted at close: calls waiting on the shared ledger stop waiting. */
+  const closing = new AbortController()
 
   const send = (respond: (data: Uint8Array) => boolean, message: Outgoing) => {
     let data = encodeMessage(message)
@@ -221,8 +249,15 @@ export function serveTools(options: ToolHostOptions): ToolHost {
           const key = message.headers?.[IDEMPOTENCY_KEY_HEADER]
           let remember: ((reply: Reply) => void) | undefined
           if (gate !== undefined && (await needsApproval(tool, validation.value))) {
-            const admitted = gate.admit(tool.name, call, key || `${call.runId}:${call.callId}`)
-            if (admitted.kind === 'answer') return send(respond, await admitted.reply)
+            waiting++
+            let admitted: Awaited<ReturnType<typeof gate.admit>>
+            try {
+              admitted = await gate.admit(tool.name, call, key || `${call.runId}:${call.callId}`, closing.signal)
+              // Refused, or the same call again: its answer (maybe once another host records it).
+              if (admitted.kind === 'answer') return send(respond, await admitted.reply)
+            } finally {
+              waiting--
+            }
             remember = admitted.settle
           } else if (key) {
             const first = answers.run(key, () => new Promise<Reply>((resolve) => (remember = resolve)))
@@ -307,13 +342,49 @@ export function serveTools(options: ToolHostOptions): ToolHost {
   return {
     ready: Promise.all(subscriptions.map((s) => s.ready)).then(() => {}),
     get running() {
-      return running.size
+      return running.size + waiting
     },
     close() {
       if (closed) return
       closed = true
+      closing.abort()
       for (const subscription of subscriptions) subscription.unsubscribe()
       for (const stopCall of [...running]) stopCall()
     },
+  }
+}
+
+/** An answer read back from the shared ledger (what this host sent for the call). */
+const StoredReply = z.discriminatedUnion('type', [ToolResultMessage, ErrorMessage])
+
+/**
+ * The pool's ledger of used approvals: a JetStream KV bucket when the bus is a NATS connection
+ * (loaded only then, so the in-process bus needs no NATS client), else none.
+ */
+function sharedLedger(
+  bus: Bus,
+  subjects: Subjects,
+  clock: Clock,
+  options: false | UsedApprovalLedgerOptions | undefined,
+): SharedApprovalLedger<Reply> | undefined {
+  const connection = (bus as { connection?: unknown }).connection
+  if (options === false || typeof connection !== 'object' || connection === null) return undefined
+  const bucket = options?.bucket ?? usedApprovalsBucket(subjects.prefix)
+  const loaded = import('./kv-used-approvals.ts').then(({ kvUsedApprovals }) =>
+    kvUsedApprovals<Reply>({
+      connection: connection as Parameters<typeof kvUsedApprovals>[0]['connection'],
+      bucket,
+      ...(options?.replicas ? { replicas: options.replicas } : {}),
+      ...(options?.retentionMs ? { retentionMs: options.retentionMs } : {}),
+      clock,
+      decode: (value) => {
+        const parsed = StoredReply.safeParse(value)
+        return parsed.success ? (parsed.data as Reply) : undefined
+      },
+    }),
+  )
+  return {
+    retentionMs: async (signal) => (await loaded).retentionMs(signal),
+    claim: async (requestId, identity, claimOptions) => (await loaded).claim(requestId, identity, claimOptions),
   }
 }

@@ -56,6 +56,12 @@ export class UsedApprovals<T> {
     }
   }
 
+  /** Forgets a first claim that could not go ahead (nothing ran): the next presentation is judged again. */
+  release(requestId: string): void {
+    const entry = this.#entries.get(requestId)
+    if (entry !== undefined && entry.keepUntil === undefined) this.#entries.delete(requestId)
+  }
+
   /** Approvals remembered now (running calls included). */
   get size(): number {
     return this.#entries.size
@@ -67,4 +73,36 @@ export class UsedApprovals<T> {
       if (entry.keepUntil !== undefined && entry.keepUntil < now) this.#entries.delete(requestId)
     }
   }
+}
+
+/**
+ * What a retry of a call learns from the ledger: the call's answer; or `unkept`, it was answered
+ * but the answer was too large to keep; or `unanswered`, none was recorded by the call's deadline
+ * (the host that ran it stopped: it may or may not have taken effect).
+ */
+export type SameCallAnswer<T> = { answer: T } | 'unkept' | 'unanswered'
+
+/**
+ * The memory of used approvals that every host of a pool shares, and that outlives a process (a
+ * JetStream KV bucket: `kvUsedApprovals`): the first host to record a decision's use wins, so a
+ * replay is refused by any host, also after a restart. The host's own `UsedApprovals` stays in
+ * front of it (a redelivery to the same process never asks the ledger).
+ */
+export interface SharedApprovalLedger<T> {
+  /** How long an entry is kept (the bucket's age limit): a decision valid for longer is refused. */
+  retentionMs(signal: AbortSignal): Promise<number>
+  /**
+   * Claims `requestId` for the call `identity`. `first`: this host runs the call and `settle`s its
+   * answer (kept for the call's retries). `same`: the call was claimed before (by this host before
+   * a restart, or another host): its answer, once recorded (see `SameCallAnswer`). `other`: a replay.
+   */
+  claim(
+    requestId: string,
+    identity: string,
+    options: { answerBy: number; signal: AbortSignal },
+  ): Promise<
+    | { kind: 'first'; settle(answer: T): Promise<void> }
+    | { kind: 'same'; answer: Promise<SameCallAnswer<T>> }
+    | { kind: 'other'; identity: string }
+  >
 }

@@ -29,6 +29,7 @@ export const SIGNED_FIELDS = {
   steer: ['v', 'type', 'agentId', 'steerId', 'text', 'from', 'runId', 'sentAt'],
   'control.cancel': ['v', 'type', 'agentId', 'runId', 'reason', 'from', 'sentAt'],
   'approval.withdrawn': ['v', 'type', 'requestId', 'agentId', 'callId', 'digest', 'reason', 'by', 'withdrawnAt'],
+  'question.withdrawn': ['v', 'type', 'questionId', 'agentId', 'callId', 'reason', 'by', 'withdrawnAt'],
 } as const satisfies Record<string, readonly string[]>
 
 export type SignableType = keyof typeof SIGNED_FIELDS
@@ -41,6 +42,7 @@ const REQUIRED: Record<SignableType, readonly string[]> = {
   steer: ['agentId', 'steerId', 'text', 'from', 'sentAt'],
   'control.cancel': ['agentId', 'from', 'sentAt'],
   'approval.withdrawn': ['requestId', 'agentId', 'callId', 'digest', 'reason', 'withdrawnAt'],
+  'question.withdrawn': ['questionId', 'agentId', 'callId', 'reason', 'withdrawnAt'],
 }
 
 /** A message as it travels: its own fields plus the signer's public nkey and the signature. */

@@ -20,12 +20,14 @@ import {
   directoryBucket,
   KV_BUCKETS,
   type KvBucketName,
+  type KvBucketUse,
   ROLES,
   type Role,
   SUBJECT_FAMILIES,
   type SubjectFamily,
   type SubjectFamilyName,
   type SubjectUse,
+  usedApprovalsBucket,
 } from '@signalbox/core/bus'
 import { assertToken } from '@signalbox/core/internal'
 
@@ -59,6 +61,8 @@ export interface PermissionScope {
   runBucket?: string
   /** The directory's KV bucket. Default: the prefix's (`directoryBucket(prefix)`). */
   directoryBucket?: string
+  /** The enforcing tool hosts' ledger of used approvals. Default: the prefix's (`usedApprovalsBucket(prefix)`). */
+  usedApprovalsBucket?: string
 }
 
 export interface PermissionRule {
@@ -191,11 +195,16 @@ export function rolePermissions(role: Role | readonly Role[], scope: PermissionS
     seen.add(`${consumer.name} ${consumer.filter}`)
     publish.push(...consumerRules(stream, consumer))
   }
-  const buckets = { runs: scope.runBucket ?? DEFAULT_RUN_BUCKET, directory: scope.directoryBucket ?? directoryBucket(prefix) }
+  const buckets: Record<KvBucketName, string> = {
+    runs: scope.runBucket ?? DEFAULT_RUN_BUCKET,
+    directory: scope.directoryBucket ?? directoryBucket(prefix),
+    usedApprovals: scope.usedApprovalsBucket ?? usedApprovalsBucket(prefix),
+  }
   for (const [bucketName, bucket] of Object.entries(KV_BUCKETS) as [KvBucketName, (typeof KV_BUCKETS)[KvBucketName]][]) {
     const access = roles.map((r) => (bucket.access as Partial<Record<Role, BucketAccess>>)[r]).filter(Boolean)
     if (access.length === 0) continue
-    publish.push(...bucketRules(buckets[bucketName], bucket.holds, access.includes('write') ? 'write' : 'read'))
+    const purge = (bucket as KvBucketUse).purge
+    publish.push(...bucketRules(buckets[bucketName], bucket.holds, access.includes('write') ? 'write' : 'read', purge))
   }
   return {
     role: roles.join('+'),
@@ -234,7 +243,7 @@ function consumerRules(stream: string, consumer: Consumer): PermissionRule[] {
  * A KV bucket is a stream of its own (`KV_<bucket>`) holding nothing else: the grants name it,
  * and within it the consumers nats.js makes for lists and watches (ordered, named by the client).
  */
-function bucketRules(bucket: string, holds: string, access: BucketAccess): PermissionRule[] {
+function bucketRules(bucket: string, holds: string, access: BucketAccess, purge: string | undefined): PermissionRule[] {
   const kv = `KV_${bucket}`
   const why = `KV bucket ${bucket} (${holds})`
   const rules: PermissionRule[] = [
@@ -251,6 +260,7 @@ function bucketRules(bucket: string, holds: string, access: BucketAccess): Permi
       { subject: `$JS.API.STREAM.CREATE.${kv}`, why: `${why}: creates it if it is missing` },
       { subject: `$JS.API.STREAM.UPDATE.${kv}`, why: `${why}: its settings (replicas, history, age)` },
     )
+    if (purge !== undefined) rules.push({ subject: `$JS.API.STREAM.PURGE.${kv}`, why: `${why}: ${purge}` })
   }
   return rules
 }

@@ -116,7 +116,8 @@ function allowedFor(options: TrustPolicyOptions, message: Signed, context: Trust
     case 'control.cancel':
       return options.controllers
     case 'approval.request':
-    case 'approval.withdrawn': {
+    case 'approval.withdrawn':
+    case 'question.withdrawn': {
       const agents = options.agents ?? {}
       const agent = typeof message.agentId === 'string' ? message.agentId : undefined
       return agent !== undefined && Object.hasOwn(agents, agent) ? agents[agent] : agents['*']
@@ -133,6 +134,7 @@ const WHAT: Record<string, string> = {
   'control.cancel': 'cancel',
   'approval.request': 'send approval requests',
   'approval.withdrawn': 'withdraw approval requests',
+  'question.withdrawn': 'withdraw questions',
 }
 
 function check(
@@ -152,7 +154,7 @@ function check(
     return { ok: false, code: 'wrong-agent', reason: `signed for agent ${JSON.stringify(message.agentId)}, not this one`, signer }
   }
   if (
-    (type === 'approval.request' || type === 'approval.withdrawn') &&
+    (type === 'approval.request' || type === 'approval.withdrawn' || type === 'question.withdrawn') &&
     context.agentId !== undefined &&
     message.agentId !== context.agentId
   ) {

@@ -7,7 +7,7 @@
 
 import { busAuditLog, readAudit, serveTools } from '@signalbox/actors'
 import { type Clock, decideApproval, systemClock, type Tool, tool } from '@signalbox/core'
-import type { Bus } from '@signalbox/core/bus'
+import { type Bus, usedApprovalsBucket } from '@signalbox/core/bus'
 import {
   type ApprovalDecisionMessage,
   callDigest,
@@ -19,7 +19,8 @@ import {
 } from '@signalbox/core/protocol'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { IDEMPOTENCY_KEY_HEADER } from '../../src/tools/tool-host.ts'
+import type { NatsBus } from '../../src/nats/index.ts'
+import { type HostApprovalOptions, IDEMPOTENCY_KEY_HEADER } from '../../src/tools/tool-host.ts'
 import { createSigner, createTrustPolicy, newUserSeed, type Signer } from '../../src/trust/index.ts'
 import { type Deployment, deferred, deploy, nats, trackedAudit } from './harness.ts'
 
@@ -70,7 +71,10 @@ function clawTools(gate?: Promise<void>) {
   return { tools, dropped, moved }
 }
 
-async function enforcingHost(d: Deployment, options: { gate?: Promise<void>; clock?: Clock } = {}) {
+async function enforcingHost(
+  d: Deployment,
+  options: { gate?: Promise<void>; clock?: Clock; ledger?: HostApprovalOptions['ledger']; queue?: string } = {},
+) {
   const bus = await d.bus('host')
   const audit = trackedAudit(busAuditLog({ bus, subjects: d.subjects }))
   const claw = clawTools(options.gate)
@@ -79,13 +83,18 @@ async function enforcingHost(d: Deployment, options: { gate?: Promise<void>; clo
     bus,
     subjects: d.subjects,
     tools: claw.tools,
-    approvals: { trust: policy, audit: audit.log },
+    approvals: { trust: policy, audit: audit.log, ...(options.ledger !== undefined ? { ledger: options.ledger } : {}) },
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.queue ? { queue: options.queue } : {}),
     onRefused: (call, refusal) => refusals.push({ callId: call.callId, code: refusal.code, reason: refusal.reason }),
   })
   d.defer(() => host.close())
   await host.ready
   return { ...claw, audit, refusals, host }
+}
+
+async function deleteStream(bus: Bus, stream: string): Promise<void> {
+  await (bus as NatsBus).connection.request(`$JS.API.STREAM.DELETE.${stream}`).catch(() => {})
 }
 
 let counter = 0
@@ -353,5 +362,90 @@ describe('a tool host that verifies approvals (nats)', () => {
       refusal(await callTool(agent, d, { toolName: 'refund', callId: 'c-big', arguments: { credits: 9 }, approval })),
     ).toMatchObject({ reason: 'key-not-allowed' })
     expect(host.moved).toEqual(['penguin'])
+  })
+
+  it('a pool remembers used approvals together: a replay is refused by another host and after a restart, a retry of the same call gets its answer', async () => {
+    const d = await deploy(nats)
+    const agent = await d.bus('agent')
+    const first = await enforcingHost(d)
+    const call = { callId: 'c-pool', arguments: { bin: 4 } }
+    const approval = approvalOf(tina, call)
+    const ran = await callTool(agent, d, { ...call, approval })
+    expect(ran).toEqual({ v: 1, type: 'tool.result', callId: 'c-pool', output: 'dropped into bin 4' })
+
+    // Another host of the pool (the same queue group) takes the calls from now on; the first one stops
+    // (what a restart of it is too: a new process, a new connection, nothing in memory).
+    const second = await enforcingHost(d)
+    first.host.close()
+    const replay = await callTool(agent, d, { ...call, approval, runId: 'run-2' })
+    expect(refusal(replay)).toMatchObject({ code: 'APPROVAL_INVALID', reason: 'replayed' })
+    // The honest retry of the same call (same idempotency key, e.g. after the agent resumed): its answer, not a second drop.
+    expect(await callTool(agent, d, { ...call, approval })).toEqual(ran)
+    expect(first.dropped).toEqual([4])
+    expect(second.dropped).toEqual([])
+    expect(second.refusals.map((r) => r.reason)).toEqual(['replayed'])
+  })
+
+  it('two live hosts, one decision presented for many calls at once: exactly one runs, whichever host took it', async () => {
+    const d = await deploy(nats)
+    const agent = await d.bus('agent')
+    const hosts = [await enforcingHost(d), await enforcingHost(d)]
+    const call = { callId: 'c-race', arguments: { bin: 5 } }
+    const approval = approvalOf(tina, call)
+    const replies = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => callTool(agent, d, { ...call, approval, runId: `run-${i}` })),
+    )
+    expect(replies.filter((reply) => reply.type === 'tool.result')).toHaveLength(1)
+    expect(replies.filter((reply) => reply.type === 'error' && reply.error.details?.reason === 'replayed')).toHaveLength(11)
+    expect(hosts.flatMap((host) => host.dropped)).toEqual([5])
+  })
+
+  it('a retry of a call still running on another host waits for its answer; the tool runs once', async () => {
+    const d = await deploy(nats)
+    const agent = await d.bus('agent')
+    const release = deferred()
+    const first = await enforcingHost(d, { gate: release.promise })
+    const call = { callId: 'c-slow', arguments: { bin: 6 } }
+    const approval = approvalOf(tina, call)
+    const running = callTool(agent, d, { ...call, approval })
+    await expect.poll(() => first.dropped).toEqual([6])
+    // A host in another queue group gets the retry too (as well as the first host, which answers it
+    // from memory): it must not run it, but wait for the answer the first host records.
+    const second = await enforcingHost(d, { queue: 'another-pool' })
+    const retried = callTool(agent, d, { ...call, approval })
+    await expect.poll(() => second.host.running).toBe(1)
+    release.resolve()
+    expect(await running).toEqual({ v: 1, type: 'tool.result', callId: 'c-slow', output: 'dropped into bin 6' })
+    expect(await retried).toEqual(await running)
+    expect(second.dropped).toEqual([])
+  })
+
+  it('with the ledger off, a host remembers only in memory: the replay at another host runs (what the ledger prevents)', async () => {
+    const d = await deploy(nats)
+    const agent = await d.bus('agent')
+    const first = await enforcingHost(d, { ledger: false })
+    const call = { callId: 'c-off', arguments: { bin: 7 } }
+    const approval = approvalOf(tina, call)
+    expect(await callTool(agent, d, { ...call, approval })).toMatchObject({ type: 'tool.result' })
+    const second = await enforcingHost(d, { ledger: false })
+    first.host.close()
+    expect(await callTool(agent, d, { ...call, approval, runId: 'run-2' })).toMatchObject({ type: 'tool.result' })
+    expect([...first.dropped, ...second.dropped]).toEqual([7, 7])
+  })
+
+  it('refuses a decision that holds longer than the ledger keeps its entries (its replay could not be told then)', async () => {
+    const d = await deploy(nats)
+    const agent = await d.bus('agent')
+    const bucket = `${usedApprovalsBucket(d.prefix)}_short`
+    d.defer(() => deleteStream(agent, `KV_${bucket}`))
+    const host = await enforcingHost(d, { ledger: { bucket, retentionMs: 60_000 } })
+    const call = { callId: 'c-long', arguments: { bin: 8 } }
+    const reply = await callTool(agent, d, { ...call, approval: approvalOf(tina, call, { deadline: Date.now() + 120_000 }) })
+    expect(refusal(reply)).toMatchObject({ code: 'APPROVAL_INVALID', reason: 'outlives-ledger' })
+    const inTime = { callId: 'c-short', arguments: { bin: 9 } }
+    // 30 s of validity plus 30 s of skew tolerance: within the minute.
+    const ok = await callTool(agent, d, { ...inTime, approval: approvalOf(tina, inTime, { deadline: Date.now() + 25_000 }) })
+    expect(ok).toMatchObject({ type: 'tool.result' })
+    expect(host.dropped).toEqual([9])
   })
 })

@@ -18,7 +18,14 @@ import {
   type ToolMessage,
   tool,
 } from '@signalbox/core'
-import { type Bus, createInProcessBus, createSubjects, defaultDurableSubjects, type Subjects } from '@signalbox/core/bus'
+import {
+  type Bus,
+  createInProcessBus,
+  createSubjects,
+  defaultDurableSubjects,
+  type Subjects,
+  usedApprovalsBucket,
+} from '@signalbox/core/bus'
 import { decodeMessage, RejectionMessage } from '@signalbox/core/protocol'
 import type { ScriptedProvider } from '@signalbox/core/testing'
 import { onTestFinished } from 'vitest'
@@ -121,6 +128,8 @@ export const nats: Transport = {
         try {
           const jsm = await jetstreamManager(admin)
           await jsm.streams.delete(streamName).catch(() => {})
+          // The enforcing tool hosts' ledger of used approvals, if the test had one.
+          await jsm.streams.delete(`KV_${usedApprovalsBucket(prefix)}`).catch(() => {})
         } finally {
           await admin.close()
         }

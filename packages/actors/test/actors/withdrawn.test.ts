@@ -1,13 +1,22 @@
 /**
  * The agent says when it stops waiting for a decision: a correction that cancels a pending call
  * withdraws its approval request (`approval.withdrawn`, by the correction's sender), a cancelled
- * run withdraws its own; reviewer services drop the request at once (not ~7 s later as orphaned),
- * and a decision sent after it is refused by the agent as already settled.
+ * run withdraws its own, and its pending question (`question.withdrawn`); reviewer and answer
+ * services drop them at once (not ~7 s later as orphaned, or at the deadline), and a decision sent
+ * after it is refused by the agent as already settled.
  */
 
-import { connectAgent, remoteReviewer, sendSteering, serveReviewer } from '@signalbox/actors'
+import {
+  connectAgent,
+  remoteAnswerer,
+  remoteReviewer,
+  sendSteering,
+  serveAnswerer,
+  serveReviewer,
+  withdrawalOf,
+} from '@signalbox/actors'
 import { createSigner, createTrustPolicy, newUserSeed } from '@signalbox/actors/trust'
-import { type ApprovalRequest, createAgent, tool } from '@signalbox/core'
+import { type ApprovalRequest, askHumanTool, createAgent, type Question, tool } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -145,16 +154,58 @@ for (const transport of TRANSPORTS) {
               signal.addEventListener('abort', () => reject(signal.reason))
             }),
         },
-        onWithdrawn: (_id, withdrawal) => withdrawn.push(withdrawal.reason),
+        onWithdrawn: (_id, withdrawal) => withdrawn.push(`${withdrawal.reason}${withdrawal.by ? ` by ${withdrawal.by}` : ''}`),
       })
       d.defer(() => service.close())
       await service.ready
       const run = agent.start('drop it')
       run.result.catch(() => {})
       await within(shown.promise, 10_000, 'the request shown')
-      run.cancel('the person changed their mind')
+      run.cancel('the person changed their mind', { by: 'carol' })
       await eventually(() => withdrawn[0], 10_000, 'the withdrawal')
-      expect(withdrawn).toEqual(['the agent stopped waiting for it (its run was cancelled or ended)'])
+      expect(withdrawn).toEqual(['the run was cancelled (the person changed their mind) by carol'])
+    })
+
+    it('a cancelled run withdraws its pending question: answerers drop it at once, saying by whom', async () => {
+      const d = await deploy(transport)
+      const agentBus = await d.bus('agent')
+      const answerer = remoteAnswerer({ bus: agentBus, subjects: d.subjects })
+      d.defer(() => answerer.close())
+      const agent = createAgent({
+        id: 'claw',
+        provider: new ScriptedProvider({
+          script: [{ toolCalls: [{ id: 'call_ask', name: 'ask_human', arguments: { question: 'Which bin?' } }] }],
+        }),
+        tools: [askHumanTool({ answerer, timeoutMs: 60_000 })],
+      })
+      const answererBus = await d.bus('bob')
+      const shown = deferred<Question>()
+      const stopped = deferred<unknown>()
+      const withdrawn: { id: string; reason: string; by?: string }[] = []
+      const service = serveAnswerer({
+        bus: answererBus,
+        subjects: d.subjects,
+        answerer: {
+          answer: (question, { signal }) =>
+            new Promise((_, reject) => {
+              shown.resolve(question)
+              signal.addEventListener('abort', () => {
+                stopped.resolve(signal.reason)
+                reject(signal.reason)
+              })
+            }),
+        },
+        onWithdrawn: (id, withdrawal) => withdrawn.push({ id, reason: withdrawal.reason, by: withdrawal.by }),
+      })
+      d.defer(() => service.close())
+      await service.ready
+      const run = agent.start('ask')
+      run.result.catch(() => {})
+      const question = await within(shown.promise, 10_000, 'the question shown')
+      run.cancel('wrong prize', { by: 'carol' })
+      // The person asking is told at once (the question is withdrawn), not at its deadline a minute away.
+      expect(withdrawalOf(await within(stopped.promise, 10_000, 'the answerer stopped'))).toBe('withdrawn')
+      expect(withdrawn).toEqual([{ id: question.questionId, reason: 'the run was cancelled (wrong prize)', by: 'carol' }])
     })
   })
 }

@@ -52,6 +52,16 @@ describe('signalbox nats permissions', () => {
     expect(unknown.stderr).toContain('--role must be one of')
   })
 
+  it('the tool-host role is granted the ledger of used approvals: the prefix’s bucket, or --ledger-bucket', async () => {
+    const byDefault = await runCli(['nats', 'permissions', '--role', 'tool-host', '--prefix', 'p.v1'])
+    expect(byDefault.code).toBe(0)
+    expect(byDefault.stdout).toContain('"$KV.signalbox_used_approvals_p_v1.>"')
+    const named = await runCli(['nats', 'permissions', '--role', 'tool-host', '--ledger-bucket', 'claw_ledger'])
+    expect(named.stdout).toContain('"$KV.claw_ledger.>"')
+    expect(named.stdout).toContain('"$JS.API.STREAM.CREATE.KV_claw_ledger"')
+    expect(named.stdout).not.toContain('signalbox_used_approvals')
+  })
+
   it('the agent role without --agent is a usage error', async () => {
     const result = await runCli(['nats', 'permissions', '--role', 'agent'])
     expect(result.code).toBe(2)

@@ -51,6 +51,12 @@ export const natsPermissions: Command = {
       description: "the run store's KV bucket (signalbox host --run-bucket)",
       default: 'signalbox_runs',
     },
+    'ledger-bucket': {
+      type: 'string',
+      valueName: '<name>',
+      description: 'the KV bucket where enforcing tool hosts remember used approvals (tools serve --ledger-bucket)',
+      default: 'signalbox_used_approvals (_<prefix> for another prefix)',
+    },
     user: { type: 'string', valueName: '<user>', description: 'user name in the block', default: 'the name' },
     nkey: { type: 'string', valueName: '<key>', description: 'log in with this public nkey instead of a password' },
   },
@@ -83,6 +89,7 @@ export const natsPermissions: Command = {
       ...(text('name') ? { name: text('name') } : {}),
       ...(text('group') ? { group: text('group') } : {}),
       ...(text('run-bucket') ? { runBucket: text('run-bucket') } : {}),
+      ...(text('ledger-bucket') ? { usedApprovalsBucket: text('ledger-bucket') } : {}),
     }
     let permissions: ReturnType<typeof rolePermissions>
     try {

@@ -185,6 +185,10 @@ export const review: Command = {
             },
           }),
           onQuestion: (question) => questions.set(question.questionId, question),
+          onWithdrawn: (questionId, withdrawal) => {
+            const seen = questions.get(questionId)
+            if (seen) ui.questionWithdrawnByAgent(seen, withdrawal)
+          },
           onAnswer: (question, answer) => ui.answered(question, answer),
           onSettled: (questionId, answer) => {
             if (ours.has(questionId)) return

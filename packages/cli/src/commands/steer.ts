@@ -18,7 +18,7 @@ export const steer: Command = {
     'The agent is asked first which runs it has in flight, and the command says who will apply the',
     'correction. With no process of the agent on the bus nothing applies it now: a process started',
     'later reads only corrections sent while it is connected, except that a run kept in a run store',
-    'reads the ones aimed at it (--run) when it resumes.',
+    'reads, when it resumes, the ones aimed at it (--run) and the ones for every run sent since it began.',
     'With --nkey (or NATS_NKEY) the correction is signed with that seed; an agent with a trust',
     'policy applies only corrections signed by a key it lists in `steerers`.',
   ].join('\n'),
@@ -125,7 +125,7 @@ export function reachOf(agentId: string, runId: string | undefined, inFlight: st
       line: runId ? `for run ${runId} of ${agentId}` : `for ${agentId}`,
       note: runId
         ? `no process of agent "${agentId}" is on the bus right now: nothing applies it now. If run ${runId} is kept in a run store, it applies the correction when a process started from now on resumes it.`
-        : `no process of agent "${agentId}" is on the bus right now: nothing applies it, and runs started later will not read it. To reach a run kept in a run store when it resumes, aim at it with --run <runId> (signalbox runs lists them).`,
+        : `no process of agent "${agentId}" is on the bus right now: nothing applies it now. Its runs kept in a run store apply it when a process started from now on resumes them (signalbox runs lists them); runs started later do not read it.`,
     }
   }
   if (runId !== undefined) {

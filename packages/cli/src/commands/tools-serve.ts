@@ -64,6 +64,12 @@ export const toolsServe: Command = {
       description: "the host's nkey seed: signs its tool.refused audit entries",
       default: '$SIGNALBOX_SIGNING_KEY, else the --nkey seed, else unsigned',
     },
+    'ledger-bucket': {
+      type: 'string',
+      valueName: '<name>',
+      description: 'with --trust: the KV bucket where the hosts of the pool remember the approvals they used',
+      default: 'signalbox_used_approvals (_<prefix> for another prefix)',
+    },
     'clock-skew': {
       type: 'string',
       valueName: '<ms>',
@@ -109,6 +115,9 @@ export const toolsServe: Command = {
     const { trust, signer, trustFile } = await agentTrustFrom(context)
     if (clockSkewMs !== undefined && trust === undefined)
       throw new UsageError('--clock-skew is for a host that verifies approvals: give --trust <file>', toolsServe)
+    const ledgerFlag = context.values['ledger-bucket'] as string | undefined
+    if (ledgerFlag !== undefined && trust === undefined)
+      throw new UsageError('--ledger-bucket is for a host that verifies approvals: give --trust <file>', toolsServe)
     const source =
       mcp === undefined
         ? await moduleSource(spec as string, approve, context.io.cwd)
@@ -138,6 +147,7 @@ export const toolsServe: Command = {
               trust,
               audit: signer ? signedAuditLog({ log: audit, signer }) : audit,
               ...(clockSkewMs !== undefined ? { clockSkewMs } : {}),
+              ...(ledgerFlag !== undefined ? { ledger: { bucket: ledgerFlag } } : {}),
             },
           }
         : {}),
@@ -171,7 +181,9 @@ export const toolsServe: Command = {
       const ready = `serving ${tools.length} tool${tools.length === 1 ? '' : 's'}: ${names} on ${subjects.prefix}.tools.* at ${url} (queue ${queue}; Ctrl-C to stop)`
       if (context.global.json) context.err(ready)
       else context.out(ready)
-      for (const line of approvalLines(tools, trust, trustFile, signer?.publicKey, clockSkewMs)) context.err(line(c))
+      const ledgerBucket = ledgerFlag ?? (await import('@signalbox/core/bus')).usedApprovalsBucket(subjects.prefix)
+      for (const line of approvalLines(tools, trust, trustFile, signer?.publicKey, clockSkewMs, ledgerBucket))
+        context.err(line(c))
       const signal = await stop.promise
       const running = host.running
       context.err(
@@ -229,6 +241,7 @@ function approvalLines(
   trustFile: string | undefined,
   signerKey: string | undefined,
   clockSkewMs: number | undefined,
+  ledgerBucket: string,
 ): ((c: Colors) => string)[] {
   const gated = tools.filter((t) => t.needsApproval !== undefined && t.needsApproval !== false).map((t) => t.name)
   if (trust === undefined) {
@@ -243,6 +256,8 @@ function approvalLines(
   const lines: ((c: Colors) => string)[] = [
     (c) =>
       `${c.green('enforcing approvals')} for ${gated.join(', ')}: signed decisions checked against ${trustFile ?? 'the trust policy'} (clock skew ${clockSkewMs ?? DEFAULT_CLOCK_SKEW_MS} ms); refusals audited${signerKey ? `, signed as ${signerKey}` : ' (unsigned: no --signing-key)'}`,
+    // Every host of the deployment shares it: a decision used at one is refused at all.
+    (c) => c.dim(`used approvals remembered in the KV bucket ${ledgerBucket}, for every host of the pool`),
   ]
   const { reviewers } = trust.options
   for (const name of gated) {

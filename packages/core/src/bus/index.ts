@@ -34,6 +34,7 @@ export {
   type ConsumerUse,
   DEFAULT_DIRECTORY_BUCKET,
   DEFAULT_RUN_BUCKET,
+  DEFAULT_USED_APPROVALS_BUCKET,
   directoryBucket,
   KV_BUCKETS,
   type KvBucketName,
@@ -45,6 +46,7 @@ export {
   type SubjectFamilyName,
   type SubjectToken,
   type SubjectUse,
+  usedApprovalsBucket,
 } from './subject-families.ts'
 export {
   createSubjects,

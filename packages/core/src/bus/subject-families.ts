@@ -115,6 +115,15 @@ export const SUBJECT_FAMILIES = {
     },
     deny: { agent: { why: 'nor answers its own questions' } },
   },
+  questionWithdrawals: {
+    template: 'ask.{agent}.withdrawn',
+    transport: 'durable',
+    publish: { agent: { why: 'questions it no longer waits for (its run was cancelled or ended; durable publish)' } },
+    consume: {
+      answerer: [{ purpose: 'unasked', why: 'questions their agents withdrew (stop showing them)' }],
+      console: [{ purpose: 'unasked', why: 'questions their agents withdrew (stop showing them)' }],
+    },
+  },
   steer: {
     template: 'agents.{agent}.steer',
     transport: 'durable',
@@ -235,21 +244,33 @@ export interface KvBucketUse {
   /** What the bucket holds. */
   holds: string
   access: Partial<Record<Role, BucketAccess>>
+  /**
+   * Why its writers also purge keys from the bucket's stream (`$JS.API.STREAM.PURGE`): a deletion
+   * that leaves nothing behind. Writers can already roll a key up (a KV purge), so this grants no
+   * more than they have.
+   */
+  purge?: string
 }
 
 /**
- * The KV buckets, by what they are for: the run store (`KvRunStore`, `signalbox host --run-bucket`)
- * and the directory of agent hosts (`signalbox host`). Their names are the deployment's
- * (`runBucket`, `directoryBucket(prefix)`).
+ * The KV buckets, by what they are for: the run store (`KvRunStore`, `signalbox host --run-bucket`),
+ * the directory of agent hosts (`signalbox host`) and the approvals the enforcing tool hosts of a
+ * pool used (`serveTools({ approvals })`, `signalbox tools serve --approve`). Their names are the
+ * deployment's (`runBucket`, `directoryBucket(prefix)`, `usedApprovalsBucket(prefix)`).
  */
 export const KV_BUCKETS = {
   runs: {
     holds: 'stored runs',
     access: { agent: 'write', observer: 'read' },
+    purge: 'deletes a run, leaving nothing behind (signalbox runs prune)',
   },
   directory: {
     holds: 'the directory of agent hosts',
     access: { agent: 'write' },
+  },
+  usedApprovals: {
+    holds: 'the approvals enforcing tool hosts used, each for one call',
+    access: { 'tool-host': 'write' },
   },
 } as const satisfies Record<string, KvBucketUse>
 
@@ -258,9 +279,18 @@ export type KvBucketName = keyof typeof KV_BUCKETS
 export const DEFAULT_RUN_BUCKET = 'signalbox_runs'
 export const DEFAULT_DIRECTORY_BUCKET = 'signalbox_directory'
 
+export const DEFAULT_USED_APPROVALS_BUCKET = 'signalbox_used_approvals'
+
 /** The KV bucket of a deployment's directory (one per prefix, so deployments never mix). */
 export function directoryBucket(prefix: string): string {
-  return prefix === 'signalbox.v1'
-    ? DEFAULT_DIRECTORY_BUCKET
-    : `${DEFAULT_DIRECTORY_BUCKET}_${prefix.replace(/[^A-Za-z0-9_-]/g, '_')}`
+  return bucketOfPrefix(DEFAULT_DIRECTORY_BUCKET, prefix)
+}
+
+/** The KV bucket where a deployment's enforcing tool hosts remember the approvals they used (one per prefix). */
+export function usedApprovalsBucket(prefix: string): string {
+  return bucketOfPrefix(DEFAULT_USED_APPROVALS_BUCKET, prefix)
+}
+
+function bucketOfPrefix(base: string, prefix: string): string {
+  return prefix === 'signalbox.v1' ? base : `${base}_${prefix.replace(/[^A-Za-z0-9_-]/g, '_')}`
 }

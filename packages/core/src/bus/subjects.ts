@@ -11,6 +11,7 @@
  *   <prefix>.approvals.<agent>.withdrawn   requests the agent no longer waits for
  *   <prefix>.ask.<agent>                   questions to a human
  *   <prefix>.ask.<agent>.answers           their answers
+ *   <prefix>.ask.<agent>.withdrawn         questions the agent no longer waits for
  *   <prefix>.agents.<agent>.steer          steering
  *   <prefix>.agents.<agent>.alive          heartbeats of pending approval requests
  *   <prefix>.agents.<agent>.control        cancel / status (request/reply)
@@ -134,6 +135,8 @@ export interface Subjects {
   ask(agentId?: string): string
   /** Answers to one agent's questions, or to every agent's. */
   answers(agentId?: string): string
+  /** One agent's questions it no longer waits for (withdrawn: its run was cancelled or ended), or every agent's. */
+  questionWithdrawals(agentId?: string): string
   steer(agentId: string): string
   /** Heartbeats of an agent's pending approval requests (agents without a run store), or of every agent's. */
   alive(agentId?: string): string
@@ -223,6 +226,7 @@ export function createSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): Subject
     approvalWithdrawals: (agent) => any('approvalWithdrawals', { agent }),
     ask: (agent) => any('ask', { agent }),
     answers: (agent) => any('answers', { agent }),
+    questionWithdrawals: (agent) => any('questionWithdrawals', { agent }),
     steer: (agent) => build('steer', { agent }),
     alive: (agent) => any('alive', { agent }),
     control: (agent) => build('control', { agent }),

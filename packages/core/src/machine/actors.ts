@@ -35,7 +35,8 @@ export interface WorkArgs<I> {
 /** A wait's work that answers with events of its own; returns what stops it. */
 export interface CallbackWork<I = any> {
   kind: 'callback'
-  run(args: { input: I; sendBack: (event: AgentMachineEvent) => void; system: AnyActorSystem }): () => void
+  /** Returns its stop, told why when something says (a cancel). */
+  run(args: { input: I; sendBack: (event: AgentMachineEvent) => void; system: AnyActorSystem }): (reason?: unknown) => void
 }
 
 export type Work = PromiseWork | CallbackWork
@@ -169,7 +170,7 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
         // A failed save stops the run (the journal reports it); nothing is shown then.
         if (journal) journal.saveWait(request.requestId).then(publish, () => {})
         else publish()
-        return () => controller.abort()
+        return (reason) => controller.abort(reason)
       },
     ),
 

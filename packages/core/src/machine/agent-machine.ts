@@ -1,5 +1,5 @@
 import { assign, setup } from 'xstate'
-import { FatalToolError } from '../errors.ts'
+import { FatalToolError, RunCancelledError } from '../errors.ts'
 import { editedArgumentsRejected } from '../hitl/edited-arguments.ts'
 import type { ApprovalDecision } from '../hitl/types.ts'
 import type { ToolGate } from '../hooks.ts'
@@ -44,7 +44,13 @@ export const agentMachine = setup({
   guards,
   actions: {
     startWork: ({ context, system }, wait: WaitName) => startWait(workerOf(system) ?? unbound(), wait, context),
-    stopWork: ({ system }) => workerOf(system)?.stop(),
+    // A cancel ends the run: the work's signal says so (a person's wait is then withdrawn, even a stored run's).
+    stopWork: ({ system, event }) =>
+      workerOf(system)?.stop(
+        event.type === 'agent.cancel'
+          ? new RunCancelledError(event.reason ?? 'cancelled by request', event.by !== undefined ? { by: event.by } : {})
+          : undefined,
+      ),
     emitRunStart: ({ context }) => partsOf(context).act.emitRunStart(context),
     emitTurnStart: ({ context }) => partsOf(context).act.emitTurnStart(context),
     emitModelRequest: ({ context }) => partsOf(context).act.emitModelRequest(context),

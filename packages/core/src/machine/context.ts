@@ -141,7 +141,7 @@ export interface AgentOutput {
 
 export type AgentMachineEvent =
   | { type: 'agent.start' }
-  | { type: 'agent.cancel'; reason?: string }
+  | { type: 'agent.cancel'; reason?: string; by?: string }
   | { type: 'agent.steer'; text: string; from?: string }
   | { type: 'approval.decision'; decision: unknown }
   | { type: 'approval.unavailable'; reason: string }

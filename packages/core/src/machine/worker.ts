@@ -57,12 +57,12 @@ export class RunWorker {
    * is dropped. Work that has answered is not aborted (as an invoked actor that was done was not):
    * an abort makes Node build a `DOMException`, the costliest part of a wait.
    */
-  stop(): void {
+  stop(reason?: unknown): void {
     const jobs = this.#jobs
     for (let i = 0; i < jobs.length; i++) {
       const job = jobs[i] as PromiseJob | CallbackJob
-      if (job.kind === 'callback') job.stop()
-      else if (!job.settled) job.abort()
+      if (job.kind === 'callback') job.stop(reason)
+      else if (!job.settled) job.abort(reason)
     }
     jobs.length = 0
   }
@@ -70,7 +70,7 @@ export class RunWorker {
 
 interface CallbackJob {
   kind: 'callback'
-  stop: () => void
+  stop: (reason?: unknown) => void
 }
 
 /**
@@ -86,6 +86,8 @@ class PromiseJob {
   settled = false
   /** Stopped while running: its signal is (or, once read, will be) aborted; its answer dropped. */
   aborted = false
+  /** Why it was stopped (a cancel), when something says. */
+  #reason: unknown = undefined
   #controller: AbortController | undefined = undefined
 
   constructor(input: unknown, system: AnyActorSystem) {
@@ -98,14 +100,15 @@ class PromiseJob {
     if (controller === undefined) {
       controller = new AbortController()
       this.#controller = controller
-      if (this.aborted) controller.abort()
+      if (this.aborted) controller.abort(this.#reason)
     }
     return controller.signal
   }
 
-  abort(): void {
+  abort(reason?: unknown): void {
     this.aborted = true
-    this.#controller?.abort()
+    this.#reason = reason
+    this.#controller?.abort(reason)
   }
 }
 

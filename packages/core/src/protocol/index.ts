@@ -28,6 +28,7 @@ export {
   PROTOCOL_VERSION,
   type ProtocolMessageType,
   QuestionMessage,
+  QuestionWithdrawnMessage,
   RejectionMessage,
   RunAcceptedMessage,
   RunHeartbeatMessage,

@@ -359,6 +359,22 @@ export const ApprovalWithdrawnMessage = envelope('approval.withdrawn', {
 })
 export type ApprovalWithdrawnMessage = z.infer<typeof ApprovalWithdrawnMessage>
 
+/**
+ * Agent → answerers, on `ask.<agent>.withdrawn` (durable): the agent no longer waits for an answer
+ * to this question (its run was cancelled or ended), so answerers stop showing it at once.
+ */
+export const QuestionWithdrawnMessage = envelope('question.withdrawn', {
+  questionId: id,
+  agentId: name,
+  callId: id,
+  reason: z.string().min(1).max(4096),
+  /** Who withdrew it, when a person did: the sender of the cancel, as the agent names them. */
+  by: z.string().min(1).max(256).optional(),
+  withdrawnAt: epochMs,
+  ...signed,
+})
+export type QuestionWithdrawnMessage = z.infer<typeof QuestionWithdrawnMessage>
+
 /** A host announcing the agents it serves (directory entry). */
 export const DirectoryEntryMessage = envelope('directory.entry', {
   agentId: name,
@@ -379,6 +395,7 @@ export const PROTOCOL_MESSAGES = {
   'approval.withdrawn': ApprovalWithdrawnMessage,
   question: QuestionMessage,
   answer: AnswerMessage,
+  'question.withdrawn': QuestionWithdrawnMessage,
   steer: SteerMessage,
   'control.cancel': ControlRequestMessage,
   'control.status': ControlRequestMessage,

@@ -245,6 +245,11 @@ export class RunJournal {
     return typeof requestId === 'string' && this.#applied.some((d) => d.requestId === requestId)
   }
 
+  /** When the run was first stored (its checkpoint's `createdAt`, the agent's clock). */
+  get createdAt(): number {
+    return this.#createdAt
+  }
+
   /** The last steering message (stream sequence) this run has seen; a resumed consumer starts after it. */
   get steeringCursor(): number | undefined {
     return this.#steeringCursor
