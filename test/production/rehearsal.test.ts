@@ -27,7 +27,7 @@ import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
 import { type AgentSystem, createAgentSystem, type SystemRunResult } from '@signalbox/actors/system'
 import { createSigner, newUserSeed, signAuditEntry } from '@signalbox/actors/trust'
 import { type AuditEntry, functionAnswerer } from '@signalbox/core'
-import { createSubjects } from '@signalbox/core/bus'
+import { createSubjects, directoryBucket, usedApprovalsBucket } from '@signalbox/core/bus'
 import { ANSWER } from '@signalbox/examples/claw/script.ts'
 import { PLAN_ANSWER, TRAVEL_PROMPT } from '@signalbox/examples/travel/script.ts'
 import type { Browser, Page } from 'playwright-core'
@@ -274,11 +274,12 @@ async function runAs(user: UserName, args: string[]) {
 }
 
 describe('the production rehearsal', () => {
-  it('the stream, every consumer and the run bucket keep three replicas', async () => {
+  it('the stream, every consumer and the KV buckets keep three replicas', async () => {
     const admin = await d.admin()
     const jsm = await admin.manager()
     expect((await jsm.streams.info(admin.streamName)).config.num_replicas).toBe(3)
-    expect((await jsm.streams.info(`KV_${RUN_BUCKET}`)).config.num_replicas).toBe(3)
+    for (const bucket of [RUN_BUCKET, directoryBucket(PREFIX), usedApprovalsBucket(PREFIX)])
+      expect((await jsm.streams.info(`KV_${bucket}`)).config.num_replicas, bucket).toBe(3)
     const consumers: [string, number][] = []
     for await (const consumer of jsm.consumers.list(admin.streamName)) {
       // A consumer's copies: its leader and its replicas.

@@ -13,7 +13,7 @@ import path from 'node:path'
 import { Writable } from 'node:stream'
 import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
 import { KvRunStore } from '@signalbox/actors/store'
-import { directoryBucket } from '@signalbox/core/bus'
+import { directoryBucket, usedApprovalsBucket } from '@signalbox/core/bus'
 import { main } from '../../../packages/cli/src/main.ts'
 import { type CliProcess, startProcess } from '../../cli/support.ts'
 import { type NatsCluster, startNatsCluster } from '../../support/nats-cluster.ts'
@@ -210,22 +210,25 @@ export async function startDeployment(): Promise<Deployment> {
   const provisioning = await admin()
   const runs = new KvRunStore({ connection: provisioning.connection, bucket: RUN_BUCKET, replicas: 3 })
   await runs.list({ signal: AbortSignal.timeout(20_000) })
-  // The directory's bucket as `nats kv add --replicas 3 --ttl 60s --history 1` makes it.
-  const directory = directoryBucket(PREFIX)
+  // The directory's bucket and the tool hosts' ledger of used approvals, as `nats kv add
+  // --replicas 3 --history 1 --ttl ...` makes them.
   const jsm = await provisioning.manager()
-  await jsm.streams.add({
-    name: `KV_${directory}`,
-    subjects: [`$KV.${directory}.>`],
-    retention: 'limits' as never,
-    storage: 'file' as never,
-    discard: 'new' as never,
-    max_msgs_per_subject: 1,
-    max_age: 60_000 * 1_000_000,
-    allow_rollup_hdrs: true,
-    deny_delete: true,
-    allow_direct: true,
-    num_replicas: 3,
-  })
+  const bucket = (name: string, ttlMs: number, direct: boolean) =>
+    jsm.streams.add({
+      name: `KV_${name}`,
+      subjects: [`$KV.${name}.>`],
+      retention: 'limits' as never,
+      storage: 'file' as never,
+      discard: 'new' as never,
+      max_msgs_per_subject: 1,
+      max_age: ttlMs * 1_000_000,
+      allow_rollup_hdrs: true,
+      deny_delete: true,
+      allow_direct: direct,
+      num_replicas: 3,
+    })
+  await bucket(directoryBucket(PREFIX), 60_000, true)
+  await bucket(usedApprovalsBucket(PREFIX), 7 * 86_400_000, false)
 
   const users = {} as Record<UserName, User>
   for (const name of names) {
