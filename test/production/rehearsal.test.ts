@@ -474,6 +474,57 @@ describe('the production rehearsal', () => {
     await leader.restart()
   }, 180_000)
 
+  it("a reviewer's key is rotated while everything runs: the new key next to the old, a decision signed with it, then the old one refused", async () => {
+    // 1. Her new key, made where she works.
+    const made = await signalbox(['keys', 'gen', '--out', d.file('tina-2.nk'), '--json'])
+    const fresh = (JSON.parse(made.stdout) as { publicKey: string }).publicKey
+    const old = d.users.tina.publicKey
+    // 2. Next to the old one: a second login in the server configuration (every node reloads), and
+    //    the same place in the policy; the processes that read the policy restart, one host at a time.
+    await d.authorize('tina', fresh)
+    const trust = structuredClone(d.trust)
+    trust.keys[fresh] = 'tina'
+    trust.reviewers.book_hotel?.push(fresh)
+    trust.answerers.push(fresh)
+    d.writeTrust(trust)
+    for (const k of ['b', 'c'] as const) {
+      await hosts[k].stop('SIGTERM')
+      hosts[k] = hostArgs('hotel-host.ts', `host-${k}`, k === 'b' ? 'hostb' : 'hostc')
+      await hosts[k].waitFor('hosting', 60_000)
+    }
+    // 3. She restarts with the new seed (the other reviewer service stays down for this run).
+    await Promise.all(Object.values(reviewers).map((reviewer) => reviewer.stop('SIGTERM')))
+    writeFileSync(d.file('tina-old.nk'), readFileSync(d.users.tina.seedFile))
+    writeFileSync(d.users.tina.seedFile, readFileSync(d.file('tina-2.nk')))
+    reviewers.tina = startReviewer('tina')
+    await reviewers.tina.waitFor('reviewing approval requests', 60_000)
+    const since = Date.now()
+    const plan = desk.run('planner', TRAVEL_PROMPT)
+    const { person } = await shownTo('book_hotel', [reviewers.tina])
+    person.child.stdin?.write('y\n')
+    expect((await plan).output).toBe(PLAN_ANSWER)
+    const decided = events().filter((e) => e.type === 'approval.decided' && e.agentId === 'hotel' && e.at >= since)
+    expect(decided.map((e) => [e.decision?.reviewer, e.decision?.evidence?.signer])).toEqual([['tina', fresh]])
+    // 4. The old key goes: out of the server configuration and the policy; it can no longer log in.
+    await d.authorize('tina', fresh, { replace: true })
+    const withoutOld = structuredClone(d.trust)
+    delete withoutOld.keys[old]
+    withoutOld.reviewers.book_hotel = withoutOld.reviewers.book_hotel?.filter((key) => key !== old) ?? []
+    withoutOld.answerers = withoutOld.answerers.filter((key) => key !== old)
+    d.writeTrust(withoutOld)
+    const refused = await connectNatsBus({
+      servers: d.cluster.urls,
+      prefix: PREFIX,
+      credentials: { nkey: d.file('tina-old.nk') },
+      durable: { access: 'check' },
+      name: 'tina-old',
+    }).then(
+      (bus) => bus.close().then(() => 'connected'),
+      (error: { code?: string }) => error.code,
+    )
+    expect(refused).toBe('NATS_AUTHORIZATION_VIOLATION')
+  }, 180_000)
+
   it('the enforcing tool host refuses a drop nobody approved, sent by a client allowed to call tools, and audits it', async () => {
     const call = {
       v: 1,
@@ -511,7 +562,8 @@ describe('the production rehearsal', () => {
       .map((line) => JSON.parse(line) as AuditEntry & { evidence?: { signer?: string } })
     const decisions = entries.filter((e) => e.kind === 'approval.granted' || e.kind === 'approval.denied')
     const allowed: Record<string, string[]> = { book_hotel: ['tina', 'rita'], drop_claw: ['sam'], delete_record: ['sam'] }
-    const byName = Object.fromEntries(Object.values(d.users).map((u) => [u.publicKey, u.name]))
+    // Every key that was ever valid, rotated ones included, by the name the policy gives it.
+    const byName = d.auditTrust.keys
     const calls = new Set<string>()
     for (const entry of decisions) {
       const call = `${entry.runId} ${entry.callId}`
@@ -524,17 +576,18 @@ describe('the production rehearsal', () => {
     const ran = effects().map((e) => `${e.tool} ${e.runId} ${e.callId}`)
     expect(ran.length).toBe(new Set(ran).size)
     expect(mcpEffects()).toEqual(['deleted r-2'])
-    // The travel runs (3 bookings), the claw drops and the denial, the edited delete.
-    expect(decisions.filter((e) => e.toolName === 'book_hotel')).toHaveLength(3)
+    // The travel runs: one booking each (the first, after the takeover, after the reviewer's death, after the rotation).
+    expect(decisions.filter((e) => e.toolName === 'book_hotel')).toHaveLength(4)
     expect(entries.filter((e) => e.kind === 'approval.rejected')).toEqual([])
   }, 60_000)
 
   it('signalbox audit --verify passes on the whole trail and flags a grant forged by a superuser', async () => {
+    // Against every key that was ever valid: entries signed before the rotation still verify.
     const verify = [
       'audit',
       '--verify',
       '--trust',
-      d.trustFile,
+      d.auditTrustFile,
       '--agent-key',
       `${d.users.tools.publicKey},${d.users.mcp.publicKey}`,
     ]
@@ -606,7 +659,7 @@ describe('the production rehearsal', () => {
       const traces = new Set(receiver.spans.filter((span) => tree.has(runOf(span) ?? '')).map((span) => span.traceId))
       expect(traces.size, `run tree ${root}`).toBe(1)
     }
-    expect(trees.size).toBe(9)
+    expect(trees.size).toBe(10)
     // The child taken over: the host that finished it continued its trace (the killed host's spans
     // not yet exported died with it; those that were are in the same trace, checked above).
     const { child, hosts: both } = takenOver as NonNullable<typeof takenOver>

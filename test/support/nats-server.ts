@@ -25,6 +25,8 @@ export interface NatsServerOptions {
    * `cluster { ... }`). Address, port and JetStream store still come from the options above.
    */
   config?: string
+  /** `config` names the store dir itself (`jetstream { store_dir }`): no `-sd` flag (the server refuses both). */
+  storeDirInConfig?: boolean
   /** A user the readiness probe logs in as, for a config with an `authorization` block. */
   probeLogin?: { user: string; pass: string }
 }
@@ -44,6 +46,12 @@ export interface NatsServer {
   kill(): Promise<void>
   /** Stops if running, then starts again on the same port and store dir; resolves when ready. */
   restart(): Promise<void>
+  /**
+   * Replaces the config file's text and has the running server reload it (SIGHUP, as
+   * `nats-server --signal reload` does); resolves once it logged the reload. A stopped server
+   * starts with it.
+   */
+  reconfigure(config: string): Promise<void>
   /** Stops and removes the store dir if this helper created it. */
   dispose(): Promise<void>
 }
@@ -103,7 +111,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
 
   const start = async (): Promise<void> => {
     const args = [...(configFile ? ['-c', configFile] : []), '-a', '127.0.0.1', '-p', String(port)]
-    if (jetstream) args.push('-js', '-sd', storeDir)
+    if (jetstream) args.push('-js', ...(options.storeDirInConfig ? [] : ['-sd', storeDir]))
     output = []
     const proc = spawn('nats-server', args, { stdio: ['ignore', 'pipe', 'pipe'] })
     child = proc
@@ -175,6 +183,20 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     restart: async () => {
       await stop()
       await start()
+    },
+    reconfigure: async (config: string) => {
+      if (configFile === undefined) throw new Error('reconfigure: this server was started without a config')
+      await writeFile(configFile, config)
+      const proc = child
+      if (proc?.pid === undefined) return
+      const reloads = () => fullLog.split('Reloaded server configuration').length
+      const before = reloads()
+      signal(proc.pid, 'SIGHUP')
+      const deadline = Date.now() + 10_000
+      while (reloads() === before) {
+        if (Date.now() > deadline) throw new Error(`nats-server on port ${port} did not reload:\n${output.join('\n')}`)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
     },
     dispose: async () => {
       await stop()

@@ -42,6 +42,16 @@ export interface User {
   readonly flags: string[]
 }
 
+/** A trust policy file (docs/security.md), the fields the rehearsal uses. */
+export interface TrustFile {
+  keys: Record<string, string>
+  reviewers: Record<string, string[]>
+  answerers: string[]
+  steerers: string[]
+  controllers: string[]
+  agents: Record<string, string[]>
+}
+
 /** Every user of the rehearsal and what it runs. */
 export const USERS = {
   /** Agent host A: the planner, the trains agent and the claw agent; the planner delegates to the hotel. */
@@ -105,6 +115,20 @@ function usersOf(block: string): string {
   return block.slice(start + 'users = ['.length, end).trimEnd()
 }
 
+/** The user entry `signalbox nats permissions` prints for `name`'s roles and scope, logging in with `publicKey`. */
+async function permissionsOf(name: UserName, publicKey: string): Promise<string> {
+  const spec: UserSpec = USERS[name]
+  const argv = ['nats', 'permissions', '--role', spec.roles.join(','), '--prefix', PREFIX, '--name', name]
+  if (spec.roles.includes('agent')) {
+    argv.push('--agent', (spec.agents ?? []).join(','), '--run-bucket', RUN_BUCKET)
+    if (spec.children) argv.push('--child', spec.children.join(','))
+  } else if (spec.agents) {
+    argv.push('--agent', spec.agents.join(','))
+  }
+  argv.push('--nkey', publicKey)
+  return usersOf(await must(argv))
+}
+
 export interface Deployment {
   readonly dir: string
   readonly cluster: NatsCluster
@@ -113,6 +137,18 @@ export interface Deployment {
   readonly users: Record<UserName, User>
   /** The trust policy every actor reads. */
   readonly trustFile: string
+  /** The policy as written now (change it with `writeTrust`). */
+  readonly trust: TrustFile
+  writeTrust(trust: TrustFile): void
+  /** Every key that was ever valid: what `audit --verify` checks the whole trail against. */
+  readonly auditTrustFile: string
+  readonly auditTrust: TrustFile
+  /**
+   * Gives `name` a second login (a rotated key) next to, or instead of (`replace`), its own:
+   * the server configuration gets the entry `signalbox nats permissions` prints for it, and every
+   * node reloads.
+   */
+  authorize(name: UserName, publicKey: string, options?: { replace?: boolean }): Promise<void>
   /** The generated server configuration (the authorization block), as written. */
   readonly authorization: string
   /** A file in the deployment's directory. */
@@ -140,32 +176,23 @@ export async function startDeployment(): Promise<Deployment> {
   }
 
   // Permissions: `signalbox nats permissions` for each user, merged into one block.
-  const entries: string[] = []
-  for (const name of names) {
-    const spec: UserSpec = USERS[name]
-    const argv = ['nats', 'permissions', '--role', spec.roles.join(','), '--prefix', PREFIX, '--name', name]
-    if (spec.roles.includes('agent')) {
-      argv.push('--agent', (spec.agents ?? []).join(','), '--run-bucket', RUN_BUCKET)
-      if (spec.children) argv.push('--child', spec.children.join(','))
-    } else if (spec.agents) {
-      argv.push('--agent', spec.agents.join(','))
-    }
-    argv.push('--nkey', publicKeys[name])
-    entries.push(usersOf(await must(argv)))
-  }
-  const authorization = [
-    'authorization {',
-    '  users = [',
-    `    { user: ${ADMIN.user}, password: ${ADMIN.pass} }`,
-    ...entries,
-    '  ]',
-    '}',
-  ].join('\n')
+  const entries = new Map<string, string>()
+  for (const name of names) entries.set(name, await permissionsOf(name, publicKeys[name]))
+  const block = () =>
+    [
+      'authorization {',
+      '  users = [',
+      `    { user: ${ADMIN.user}, password: ${ADMIN.pass} }`,
+      ...entries.values(),
+      '  ]',
+      '}',
+    ].join('\n')
+  const authorization = block()
   writeFileSync(file('authorization.conf'), authorization)
 
   // One trust policy: who may decide, answer, steer and cancel, and which keys are the agents'.
   const k = publicKeys
-  const trust = {
+  let trust: TrustFile = {
     keys: {
       [k.tina]: 'tina',
       [k.rita]: 'rita',
@@ -189,6 +216,10 @@ export async function startDeployment(): Promise<Deployment> {
   }
   const trustFile = file('trust.json')
   writeFileSync(trustFile, JSON.stringify(trust, null, 2))
+  // What an auditor verifies the trail against: every key that was ever valid (a rotation adds to it).
+  const auditTrust = structuredClone(trust)
+  const auditTrustFile = file('audit-trust.json')
+  writeFileSync(auditTrustFile, JSON.stringify(auditTrust, null, 2))
 
   const cluster = await startNatsCluster({ config: authorization, probeLogin: ADMIN, startTimeoutMs: 30_000 })
   cleanups.push(() => cluster.dispose())
@@ -251,6 +282,27 @@ export async function startDeployment(): Promise<Deployment> {
     servers,
     users,
     trustFile,
+    get trust() {
+      return trust
+    },
+    writeTrust(next) {
+      trust = next
+      writeFileSync(trustFile, JSON.stringify(next, null, 2))
+      for (const [key, label] of Object.entries(next.keys)) auditTrust.keys[key] = label
+      for (const [tool, keys] of Object.entries(next.reviewers))
+        auditTrust.reviewers[tool] = [...new Set([...(auditTrust.reviewers[tool] ?? []), ...keys])]
+      auditTrust.answerers = [...new Set([...auditTrust.answerers, ...next.answerers])]
+      writeFileSync(auditTrustFile, JSON.stringify(auditTrust, null, 2))
+    },
+    auditTrustFile,
+    auditTrust,
+    async authorize(name, publicKey, options = {}) {
+      const entry = await permissionsOf(name, publicKey)
+      if (options.replace) entries.set(name, entry)
+      else entries.set(`${name} ${publicKey}`, entry)
+      if (options.replace) for (const label of [...entries.keys()]) if (label.startsWith(`${name} `)) entries.delete(label)
+      await cluster.reconfigure(block())
+    },
     authorization,
     file,
     start(user, args, options = {}) {
