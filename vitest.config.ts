@@ -1,8 +1,14 @@
-import { defineConfig } from 'vitest/config'
+import { configDefaults, defineConfig } from 'vitest/config'
+import { PROJECTS, projectGlobs } from './test/support/projects.ts'
 
+/**
+ * One vitest project per kind of real part the tests need (see test/support/projects.ts): `pnpm
+ * test` runs them all, `pnpm test --project unit` (or nats, processes, browser) runs one.
+ */
 export default defineConfig({
   test: {
-    include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+    // Hang guards, not measurements: a test waits for readiness, these only stop one that never
+    // settles. Projects that start processes get more (a child's start-up scales with the load).
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // NATS- and process-heavy suites share one machine: keep parallelism modest.
@@ -10,5 +16,20 @@ export default defineConfig({
     reporters: ['default'],
     // The console's built page and chart, current before any test serves them.
     globalSetup: ['test/support/console-assets.ts'],
+    projects: PROJECTS.map((name) => {
+      const { include, exclude } = projectGlobs(name)
+      const heavy = name === 'processes' || name === 'browser'
+      return {
+        extends: true,
+        test: {
+          name,
+          include,
+          exclude: [...configDefaults.exclude, ...exclude],
+          env: { SIGNALBOX_TEST_PROJECT: name },
+          setupFiles: ['test/support/project-guard.ts'],
+          ...(heavy ? { testTimeout: 120_000, hookTimeout: 120_000 } : {}),
+        },
+      }
+    }),
   },
 })

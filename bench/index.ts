@@ -10,6 +10,7 @@
  *   pnpm bench --only pickup        pick-up of pending approvals after a reviewer kill -9 / server restart (issue 9)
  *   pnpm bench --only tracing       OpenTelemetry tracing on and off, per tool step (issue 14)
  *   pnpm bench --only durable       checkpoint cost per tool step by store, 200 durable runs at once, resuming 1,000 parked runs
+ *   pnpm bench --only tree-cluster  1,000 run trees on a 3-node cluster, a host and the stream leader killed: takeover and time to finish
  *   pnpm bench --server in-process  model server in this process (default: a child process)
  *   pnpm bench --rounds 9
  *
@@ -32,6 +33,7 @@ import type { ScenarioOptions } from './scenarios/options.ts'
 import { pickupScenario, renderPickup } from './scenarios/pickup.ts'
 import { scaleMemoryScenario, scaleThroughputScenario } from './scenarios/scale.ts'
 import { tracingScenario } from './scenarios/tracing.ts'
+import { renderTreeCluster, treeClusterScenario } from './scenarios/tree-cluster.ts'
 import { xstateFloorScenario } from './scenarios/xstate-floor.ts'
 
 const SCENARIOS = [
@@ -45,6 +47,7 @@ const SCENARIOS = [
   'pickup',
   'tracing',
   'durable',
+  'tree-cluster',
 ] as const
 type ScenarioName = (typeof SCENARIOS)[number]
 
@@ -256,6 +259,14 @@ if (only.has('approval')) {
 }
 
 // Issue 9: how soon pending approvals are picked up after a reviewer kill -9 and a server restart.
+let treeCluster: Awaited<ReturnType<typeof treeClusterScenario>> | undefined
+if (only.has('tree-cluster')) {
+  const parents = quick ? 100 : 1_000
+  console.log(`\n## Run trees on a 3-node cluster: ${parents} parents, three hosts, one host and the stream leader killed\n`)
+  treeCluster = await treeClusterScenario(parents, (line) => console.error(line))
+  console.log(renderTreeCluster(treeCluster))
+}
+
 let pickup: Awaited<ReturnType<typeof pickupScenario>> | undefined
 if (only.has('pickup')) {
   const count = quick ? 50 : 200
@@ -285,7 +296,7 @@ if (args.markdown) {
 if (args.json) {
   writeFileSync(
     args.json,
-    `${JSON.stringify({ meta: { ...meta, seconds, loadAverageAtEnd }, tables, approvalLatency, pickup, resume }, null, 2)}\n`,
+    `${JSON.stringify({ meta: { ...meta, seconds, loadAverageAtEnd }, tables, approvalLatency, pickup, resume, treeCluster }, null, 2)}\n`,
   )
   console.log(`results written to ${args.json}`)
 }

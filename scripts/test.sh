@@ -1,14 +1,33 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine of this kind: makes sure the real parts the tests
 # talk to are there (a NATS server with JetStream on 127.0.0.1:4222, Chromium and tmux), then
-# runs vitest. Extra arguments go to vitest.
+# runs vitest. Extra arguments go to vitest; `--project <name>` (unit, nats, processes, browser:
+# see test/support/projects.ts) runs one project and asks only for the parts it needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The projects asked for (all when none is).
+projects=()
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case "${args[$i]}" in
+    --project) projects+=("${args[$((i + 1))]:-}") ;;
+    --project=*) projects+=("${args[$i]#--project=}") ;;
+  esac
+done
+[ ${#projects[@]} -gt 0 ] || projects=(unit nats processes browser)
+wants() { case " ${projects[*]} " in *" $1 "*) return 0 ;; esac; return 1; }
+need_nats=false
+need_tmux=false
+need_chromium=false
+if wants nats || wants processes || wants browser; then need_nats=true; fi
+if wants processes; then need_tmux=true; fi
+if wants browser; then need_chromium=true; fi
+
 missing=()
-command -v tmux >/dev/null 2>&1 || missing+=(tmux)
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
+if $need_tmux; then command -v tmux >/dev/null 2>&1 || missing+=(tmux); fi
+if $need_chromium; then command -v chromium >/dev/null 2>&1 || missing+=(chromium); fi
+if $need_nats; then command -v nats-server >/dev/null 2>&1 || missing+=(nats-server); fi
 if [ ${#missing[@]} -gt 0 ]; then
   # Which system this is: Debian (and its derivatives) can install all three with apt-get.
   os_release="${SIGNALBOX_OS_RELEASE:-/etc/os-release}"
@@ -47,7 +66,7 @@ fi
 # The shared NATS server the tests expect; start one for this run if none answers.
 nats_pid=""
 nats_dir=""
-if ! (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; then
+if $need_nats && ! (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; then
   nats_dir=$(mktemp -d)
   nats-server -a 127.0.0.1 -p 4222 -js -sd "$nats_dir" >"$nats_dir/nats.log" 2>&1 &
   nats_pid=$!

@@ -8,12 +8,12 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { busAuditLog } from '@signalbox/actors'
+import { provenActor } from '@signalbox/actors/internal'
 import { connectNatsBus } from '@signalbox/actors/nats'
 import {
   createSigner,
   createTrustPolicy,
   newUserSeed,
-  provenActor,
   type Signer,
   signAuditEntry,
   signedAuditLog,

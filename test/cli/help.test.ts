@@ -4,8 +4,8 @@
  */
 // The command table, not the public API: importing main.ts from a module `signalbox run` loads would form a cycle.
 
+import { COMMANDS } from '@signalbox/cli/internal'
 import { afterEach, describe, expect, it } from 'vitest'
-import { COMMANDS } from '../../packages/cli/src/main.ts'
 import { cleanupAll, runCli } from './support.ts'
 
 afterEach(cleanupAll)

@@ -4,14 +4,15 @@
  * `--stream-access check`, and decides an agent's request (the tool runs once). Without those
  * flags the same user cannot work (it may not create the stream or read the shared inbox).
  */
+
+import { remoteReviewer } from '@signalbox/actors'
+import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
+import { authorizationBlock, rolePermissions } from '@signalbox/actors/trust'
 import { createAgent, MemoryAuditLog, tool } from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { remoteReviewer } from '../../packages/actors/src/index.ts'
-import { connectNatsBus, type NatsBus } from '../../packages/actors/src/nats/index.ts'
-import { authorizationBlock, rolePermissions } from '../../packages/actors/src/trust/index.ts'
 import { type ConfigServer, startConfigServer } from '../support/nats-config-server.ts'
 import { cleanupAll, runCli, startProcess } from './support.ts'
 

@@ -10,6 +10,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
+import { connectNatsBus } from '@signalbox/actors/nats'
+import { createSigner, createTrustPolicy, newUserSeed } from '@signalbox/actors/trust'
 import { createSubjects } from '@signalbox/core/bus'
 import {
   AnswerMessage,
@@ -20,8 +22,6 @@ import {
   type QuestionMessage,
 } from '@signalbox/core/protocol'
 import { afterEach, describe, expect, it } from 'vitest'
-import { connectNatsBus } from '../../packages/actors/src/nats/index.ts'
-import { createSigner, createTrustPolicy, newUserSeed } from '../../packages/actors/src/trust/index.ts'
 import { uniquePrefix } from '../support/env.ts'
 import { busArgs, cleanupAll, deleteStream, NATS_URL, startProcess, until } from './support.ts'
 
@@ -101,8 +101,8 @@ describe('signalbox review with keys', () => {
       // 4. A real request.
       await send(agentKey.sign(request(4, { bin: 2 })), 'r4')
 
-      await until(() => decisions.some((d) => d.requestId === 'request_4'), 15_000, 'the decision on the real request')
-      await until(() => decisions.some((d) => d.requestId === 'request_1'), 15_000, 'the refusal of the mismatched digest')
+      await until(() => decisions.some((d) => d.requestId === 'request_4'), 'the decision on the real request')
+      await until(() => decisions.some((d) => d.requestId === 'request_1'), 'the refusal of the mismatched digest')
       // Long enough for a retried refusal (the service retries failures after 1 s) to show up.
       await new Promise((resolve) => setTimeout(resolve, 2_500))
 
@@ -127,7 +127,7 @@ describe('signalbox review with keys', () => {
     } finally {
       await bus.close()
     }
-  }, 60_000)
+  })
 })
 
 describe('signalbox review --trust', () => {
@@ -243,11 +243,7 @@ describe('signalbox review --trust', () => {
       reviewer.child.stdin?.write('bin 7\n')
       await reviewer.waitFor('Approve drop_claw?')
       reviewer.child.stdin?.write('y\n')
-      await until(
-        () => decisions.some((d) => d.requestId === 'request_1' && d.signer === tina.publicKey),
-        15_000,
-        'tina’s decision',
-      )
+      await until(() => decisions.some((d) => d.requestId === 'request_1' && d.signer === tina.publicKey), 'tina’s decision')
       expect(answers.filter((a) => a.questionId === 'question_1' && a.signer === tina.publicKey)).toMatchObject([
         { answer: 'bin 7', answeredBy: 'tina' },
       ])
@@ -261,5 +257,5 @@ describe('signalbox review --trust', () => {
     } finally {
       await bus.close()
     }
-  }, 60_000)
+  })
 })

@@ -135,7 +135,7 @@ describe('signalbox run|host --trust --signing-key', () => {
       // Refused before the run: nothing was started.
       expect(result.stdout).not.toContain('signalbox run · vault')
     }
-  }, 60_000)
+  })
 
   it('run: forged decisions are rejected and audited by the agent; the right key’s approval runs the tool once', async () => {
     prefix = uniquePrefix()
@@ -149,7 +149,7 @@ describe('signalbox run|host --trust --signing-key', () => {
         { name: 'run', env: { SBX_RECORD: record } },
       )
       await agent.waitFor(`signing as ${signers.agent.publicKey}`)
-      await until(() => seen.requests.length > 0, 20_000, 'the approval request')
+      await until(() => seen.requests.length > 0, 'the approval request')
       const request = seen.requests[0] as ApprovalRequestMessage
       // Signed by the agent's key.
       expect(request.signer).toBe(signers.agent.publicKey)
@@ -159,7 +159,7 @@ describe('signalbox run|host --trust --signing-key', () => {
       await seen.decide(signers.mallory.sign(decision)) // a key nobody named
       await seen.decide(signers.bob.sign(decision)) // a known key, not allowed for this tool
       await seen.decide(signers.agent.sign(decision)) // the agent's own key
-      await until(() => seen.rejected.length >= 4, 15_000, 'four approval.rejected events')
+      await until(() => seen.rejected.length >= 4, 'four approval.rejected events')
       expect(seen.rejected.map((event) => event.reason.split(':')[0])).toEqual([
         'unsigned',
         'unknown-key',
@@ -190,7 +190,7 @@ describe('signalbox run|host --trust --signing-key', () => {
     } finally {
       await bus.close()
     }
-  }, 60_000)
+  })
 
   it('host: an unsigned cancel is refused, a forged decision rejected; the right key’s approval runs the tool once', async () => {
     prefix = uniquePrefix()
@@ -218,7 +218,7 @@ describe('signalbox run|host --trust --signing-key', () => {
       expect(host.output).toContain(`signing as ${signers.agent.publicKey}`)
       const running = system.run('vault', 'Open vault 7')
       running.catch(() => {})
-      await until(() => seen.requests.length > 0, 20_000, 'the approval request')
+      await until(() => seen.requests.length > 0, 'the approval request')
       const request = seen.requests[0] as ApprovalRequestMessage
       expect(request.signer).toBe(signers.agent.publicKey)
 
@@ -228,7 +228,7 @@ describe('signalbox run|host --trust --signing-key', () => {
       ).rejects.toMatchObject({ code: 'CONTROL_NOT_AUTHORIZED' })
       const decision = decisionFor(request)
       await seen.decide(decision)
-      await until(() => seen.rejected.length >= 1, 15_000, 'the rejection')
+      await until(() => seen.rejected.length >= 1, 'the rejection')
       expect(seen.rejected[0]?.reason).toMatch(/^unsigned/)
       expect(existsSync(record)).toBe(false)
 
@@ -247,5 +247,5 @@ describe('signalbox run|host --trust --signing-key', () => {
       await system.close()
       await bus.close()
     }
-  }, 60_000)
+  })
 })

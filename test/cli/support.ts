@@ -11,6 +11,7 @@ import { promisify } from 'node:util'
 import { connectNatsBus } from '@signalbox/actors/nats'
 import { usedApprovalsBucket } from '@signalbox/core/bus'
 import { NATS_URL } from '../support/env.ts'
+import { whileWaiting } from '../support/waiting.ts'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 export const ROOT = path.resolve(here, '../..')
@@ -29,7 +30,10 @@ export interface CliProcess {
   readonly stdout: string
   readonly stderr: string
   readonly exited: Promise<number>
-  /** Resolves with the output once it matches; rejects (with the output) on timeout or exit. */
+  /**
+   * Resolves with the output once it matches; rejects (with the output) if the process exits
+   * first, or after `timeoutMs` when one is given (by default the test's time limit is the guard).
+   */
   waitFor(pattern: string | RegExp, timeoutMs?: number): Promise<string>
   /** Sends `signal` and waits for the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number>
@@ -88,8 +92,9 @@ export function startProcess(
       return stderr
     },
     exited,
-    waitFor(pattern, timeoutMs = 20_000) {
+    waitFor(pattern, timeoutMs) {
       const matches = () => (typeof pattern === 'string' ? output.includes(pattern) : pattern.test(output))
+      const waited = whileWaiting(() => `${name} to print ${String(pattern)}; its output so far:\n${output}`)
       return new Promise((resolve, reject) => {
         const check = () => {
           if (matches()) {
@@ -100,13 +105,17 @@ export function startProcess(
             reject(new Error(`${name} exited (${exitCode}) without printing ${String(pattern)}; output:\n${output}`))
           }
         }
-        const timer = setTimeout(() => {
-          done()
-          reject(new Error(`${name}: no ${String(pattern)} after ${timeoutMs} ms; output:\n${output}`))
-        }, timeoutMs)
+        const timer =
+          timeoutMs === undefined
+            ? undefined
+            : setTimeout(() => {
+                done()
+                reject(new Error(`${name}: no ${String(pattern)} after ${timeoutMs} ms; output:\n${output}`))
+              }, timeoutMs)
         const done = () => {
           clearTimeout(timer)
           waiters.delete(check)
+          waited()
         }
         waiters.add(check)
         check()
@@ -127,12 +136,17 @@ export function startProcess(
   return proc
 }
 
-/** Runs `signalbox ...` to the end. */
+/**
+ * Runs `signalbox ...` to the end. With `timeoutMs` the process is killed (SIGKILL) after that
+ * long; by default the test's time limit is the guard, and `cleanupAll` stops what is left.
+ */
 export async function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}) {
   const proc = startProcess(args, options)
-  const timer = setTimeout(() => proc.child.kill('SIGKILL'), options.timeoutMs ?? 25_000)
+  const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => proc.child.kill('SIGKILL'), options.timeoutMs)
+  const waited = whileWaiting(() => `${proc.name} to exit; its output so far:\n${proc.output}`)
   const code = await proc.exited
   clearTimeout(timer)
+  waited()
   return { code, stdout: proc.stdout, stderr: proc.stderr, output: proc.output }
 }
 
@@ -231,10 +245,23 @@ export async function stopTmuxServer(): Promise<void> {
   await tmux('kill-server').catch(() => {})
 }
 
-export async function until(check: () => boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+/**
+ * Polls `check` until it holds. `what` names it in the report if the test fails first; a
+ * `timeoutMs`, when given, is a deadline of its own (by default the test's time limit is the guard).
+ */
+export async function until(check: () => boolean, what?: string): Promise<void>
+export async function until(check: () => boolean, timeoutMs: number, what?: string): Promise<void>
+export async function until(check: () => boolean, timeoutOrWhat?: number | string, named?: string): Promise<void> {
+  const timeoutMs = typeof timeoutOrWhat === 'number' ? timeoutOrWhat : Number.POSITIVE_INFINITY
+  const what = (typeof timeoutOrWhat === 'string' ? timeoutOrWhat : named) ?? 'condition'
   const deadline = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 25))
+  const waited = whileWaiting(() => what)
+  try {
+    while (!check()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+  } finally {
+    waited()
   }
 }

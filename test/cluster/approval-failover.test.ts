@@ -20,10 +20,9 @@ import {
   tool,
 } from '@signalbox/core'
 import { createSubjects, type Subjects } from '@signalbox/core/bus'
-import { ScriptedProvider } from '@signalbox/core/testing'
+import { ScriptedProvider, sampleCheckpoint } from '@signalbox/core/testing'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { z } from 'zod'
-import { sampleCheckpoint } from '../../packages/core/test/store/sample.ts'
 import { uniquePrefix } from '../support/env.ts'
 import { type NatsCluster, startNatsCluster } from '../support/nats-cluster.ts'
 import { type NatsServer, startNatsServer } from '../support/nats-server.ts'

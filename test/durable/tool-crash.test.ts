@@ -3,7 +3,7 @@
  * call started and never finished. A tool that is not idempotent is not run again and the model
  * reads that the outcome is unknown (audited); an idempotent one runs again, once.
  */
-import { outcomeUnknownText } from '@signalbox/core/store'
+import { outcomeUnknownText } from '@signalbox/core/internal'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { clawChild, type DurableDir, durableDir } from './support.ts'

@@ -10,8 +10,8 @@ import { createAgent, functionAnswerer, MemoryAuditLog, type Question } from '@s
 import { createSubjects } from '@signalbox/core/bus'
 import { mcpTools } from '@signalbox/mcp'
 import { afterEach, describe, expect, it } from 'vitest'
-import { ourServer } from '../../packages/mcp/test/our-server.ts'
 import { NATS_URL, uniquePrefix } from '../support/env.ts'
+import { ourServer } from '../support/mcp/our-server.ts'
 import { scriptedModel } from './support/scripted.ts'
 
 const closers: (() => Promise<void> | void)[] = []

@@ -10,14 +10,18 @@ import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { createBusInspector } from '@signalbox/actors/inspect'
 import { connectNatsBus } from '@signalbox/actors/nats'
+import {
+  type CommandContext,
+  type CommandIO,
+  createColorizer,
+  main,
+  RUN_INSPECT_OPTIONS,
+  startRunInspection,
+} from '@signalbox/cli/internal'
 import { createAgent, HOOK_POINTS } from '@signalbox/core'
 import { createInProcessBus, createSubjects } from '@signalbox/core/bus'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest'
-import type { CommandContext, CommandIO } from '../../packages/cli/src/cli.ts'
-import { RUN_INSPECT_OPTIONS, startRunInspection } from '../../packages/cli/src/commands/inspect.ts'
-import { main } from '../../packages/cli/src/main.ts'
-import { createColorizer } from '../../packages/cli/src/output.ts'
 import { NATS_URL, uniquePrefix } from '../support/env.ts'
 import { freePort } from '../support/nats-server.ts'
 import { connectCollector, deleteStream, eventually, runScript, type ScriptProcess } from './support.ts'

@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { mustRun, ROOT } from './installed.ts'
+import { mustRun, ROOT, stopCommands, withBuildLock } from './installed.ts'
 
 const CONSOLE = path.join(ROOT, 'packages', 'console')
 let base: string
@@ -16,9 +16,11 @@ let manifest: { dependencies?: Record<string, string>; peerDependencies?: Record
 
 beforeAll(async () => {
   // The workspace's build (as the other package tests run it): every package, then the console's assets.
-  await mustRun('pnpm', ['build'], { cwd: ROOT, timeoutMs: 300_000 })
   base = await mkdtemp(path.join(tmpdir(), 'signalbox-console-pack-'))
-  await mustRun('pnpm', ['pack', '--pack-destination', base], { cwd: CONSOLE })
+  await withBuildLock(async () => {
+    await mustRun('pnpm', ['build'], { cwd: ROOT })
+    await mustRun('pnpm', ['pack', '--pack-destination', base], { cwd: CONSOLE })
+  })
   const tarball = (await mustRun('sh', ['-c', 'ls *.tgz'], { cwd: base })).stdout.trim()
   files = (await mustRun('tar', ['tzf', tarball], { cwd: base })).stdout
     .trim()
@@ -29,6 +31,7 @@ beforeAll(async () => {
 }, 400_000)
 
 afterAll(async () => {
+  stopCommands()
   if (base) await rm(base, { recursive: true, force: true })
 })
 
@@ -50,9 +53,7 @@ describe('@signalbox/console as packed', () => {
   })
 
   it('the built module serves the shipped assets without rebuilding them', async () => {
-    const built = (await import(
-      path.join(CONSOLE, 'dist', 'page-assets.js')
-    )) as typeof import('../../packages/console/src/page-assets.ts')
+    const built = (await import(path.join(CONSOLE, 'dist', 'page-assets.js'))) as typeof import('@signalbox/console/internal')
     const assets = await built.pageAssets()
     expect(assets.script).toBe(await readFile(path.join(CONSOLE, 'assets', 'app.js'), 'utf8'))
     expect(assets.chart).toEqual(JSON.parse(await readFile(path.join(CONSOLE, 'assets', 'chart.json'), 'utf8')))

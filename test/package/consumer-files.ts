@@ -95,21 +95,26 @@ import type * as coreInternal from '@signalbox/core/internal'
 import type * as coreProtocol from '@signalbox/core/protocol'
 import type * as coreStore from '@signalbox/core/store'
 import type * as coreTesting from '@signalbox/core/testing'
+import type * as coreConformance from '@signalbox/core/testing/conformance'
 import type * as actors from '@signalbox/actors'
 import type * as actorsInspect from '@signalbox/actors/inspect'
+import type * as actorsInternal from '@signalbox/actors/internal'
 import type * as actorsNats from '@signalbox/actors/nats'
 import type * as actorsStore from '@signalbox/actors/store'
 import type * as actorsSystem from '@signalbox/actors/system'
 import type * as actorsTrust from '@signalbox/actors/trust'
 import type * as aiSdk from '@signalbox/ai-sdk'
 import type * as cli from '@signalbox/cli'
+import type * as cliInternal from '@signalbox/cli/internal'
 import type * as consoleUi from '@signalbox/console'
+import type * as consoleInternal from '@signalbox/console/internal'
 import type * as mcp from '@signalbox/mcp'
 import type * as otel from '@signalbox/otel'
 
 export type Everything = [typeof core, typeof coreBus, typeof coreInternal, typeof coreProtocol, typeof coreStore,
-  typeof coreTesting, typeof actors, typeof actorsInspect, typeof actorsNats, typeof actorsStore, typeof actorsSystem,
-  typeof actorsTrust, typeof aiSdk, typeof cli, typeof consoleUi, typeof mcp, typeof otel]
+  typeof coreTesting, typeof coreConformance, typeof actors, typeof actorsInspect, typeof actorsInternal, typeof actorsNats, typeof actorsStore,
+  typeof actorsSystem, typeof actorsTrust, typeof aiSdk, typeof cli, typeof cliInternal, typeof consoleUi,
+  typeof consoleInternal, typeof mcp, typeof otel]
 `
 
 /**

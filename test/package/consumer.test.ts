@@ -29,6 +29,7 @@ import {
   type Packed,
   ROOT,
   run,
+  stopCommands,
   ZOD_VERSIONS,
   type ZodLine,
 } from './installed.ts'
@@ -110,6 +111,7 @@ const SLOW = 120_000
 const TSC_TIMEOUT = 300_000
 
 afterAll(async () => {
+  stopCommands()
   await model?.close()
   await packed?.remove()
 })
@@ -180,6 +182,29 @@ describe.concurrent('installed from the tarballs, outside the workspace', { time
     expect(nested.stdout.trim()).toBe('')
   })
 
+  it('without the optional peer @statelyai/inspect, /inspect loads and draws Mermaid, and a Stately view says what to install', async () => {
+    const script = `
+      const { existsSync } = await import('node:fs')
+      const inspect = await import('@signalbox/actors/inspect')
+      const { createAgent } = await import('@signalbox/core')
+      const machine = createAgent({ provider: { model: 'none', complete: async () => ({}) } }).machine
+      const mermaid = inspect.statechartToMermaid(machine)
+      const error = await inspect.createLocalInspector({ port: 1 }).catch((e) => e)
+      console.log(JSON.stringify({
+        installed: existsSync('node_modules/@statelyai/inspect'),
+        mermaid: mermaid.includes('stateDiagram'),
+        code: error.code,
+        message: error.message,
+      }))`
+    const ran = await mustRun('node', ['--input-type=module', '-e', script], { cwd: installed.dir })
+    expect(JSON.parse(ran.stdout)).toEqual({
+      installed: false,
+      mermaid: true,
+      code: 'INSPECTOR_UNAVAILABLE',
+      message: expect.stringContaining('npm install @statelyai/inspect@"^0.7.2"'),
+    })
+  })
+
   it('`npx signalbox --help` runs the built CLI with plain node', async () => {
     const ran = await mustRun('npx', ['--no-install', 'signalbox', '--help'], { cwd: installed.dir })
     expect(ran.stdout).toMatch(/signalbox/)
@@ -227,7 +252,6 @@ describe.concurrent.each(Object.keys(ZOD_VERSIONS) as ZodLine[])('installed with
       const files = ['consumer.ts', 'readme-example.ts', 'entry-points.ts', 'zod-consumer.ts']
       const ran = await run('node', [tsc, '--strict', '--module', 'nodenext', '--skipLibCheck', 'false', '--noEmit', ...files], {
         cwd: consumers[line].dir,
-        timeoutMs: TSC_TIMEOUT - 5_000,
       })
       expect(`${ran.stdout}${ran.stderr}`).toBe('')
       expect(ran.code).toBe(0)

@@ -4,7 +4,7 @@
  * folder; dependencies (openai, xstate, zod...) come from npm's cache when they are there.
  */
 import { execFile } from 'node:child_process'
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -22,7 +22,19 @@ export interface Ran {
   stderr: string
 }
 
-/** Runs a command to its end; a failing exit is returned, not thrown. */
+/** Aborted by `stopCommands()`: what a test file started does not outlive it. */
+const commands = new AbortController()
+
+/** Stops every command still running (a test file's afterAll). */
+export function stopCommands(): void {
+  commands.abort()
+}
+
+/**
+ * Runs a command to its end; a failing exit is returned, not thrown. No deadline by default:
+ * builds, installs and type checks take what the machine's load makes them take, and the test's
+ * (or hook's) time limit is the hang guard; `timeoutMs` kills the command after that long.
+ */
 export async function run(
   command: string,
   args: string[],
@@ -32,7 +44,8 @@ export async function run(
     const { stdout, stderr } = await execFileAsync(command, args, {
       cwd: options.cwd,
       env: { ...process.env, NO_COLOR: '1', ...options.env },
-      timeout: options.timeoutMs ?? 60_000,
+      timeout: options.timeoutMs ?? 0,
+      signal: commands.signal,
       maxBuffer: 32 * 1024 * 1024,
     })
     return { code: 0, stdout, stderr }
@@ -68,15 +81,54 @@ export interface Installed {
 
 let projects = 0
 
+/**
+ * Runs `fn` while holding the workspace's build lock. Test files that build and pack run in
+ * parallel workers; two `pnpm build`s at once rewrite the same dist/ files while the other packs
+ * them. The lock is a directory (mkdir is atomic) holding its owner's pid: a lock whose owner
+ * died is taken over. Waiting for it has no deadline of its own (the hook's time limit guards).
+ */
+export async function withBuildLock<T>(fn: () => Promise<T>): Promise<T> {
+  const lock = path.join(ROOT, 'node_modules', '.cache', 'signalbox-build.lock')
+  await mkdir(path.dirname(lock), { recursive: true })
+  for (;;) {
+    try {
+      await mkdir(lock)
+      await writeFile(path.join(lock, 'pid'), String(process.pid))
+      break
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      const owner = Number(await readFile(path.join(lock, 'pid'), 'utf8').catch(() => ''))
+      if (owner && !alive(owner)) await rm(lock, { recursive: true, force: true })
+      else await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+  }
+  try {
+    return await fn()
+  } finally {
+    await rm(lock, { recursive: true, force: true })
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
 /** Builds the packages and packs each with pnpm (which applies `publishConfig`), into a temporary folder. */
 export async function buildAndPack(): Promise<Packed & { base: string }> {
-  await mustRun('pnpm', ['build'], { cwd: ROOT, timeoutMs: 120_000 })
   const base = await mkdtemp(path.join(tmpdir(), 'signalbox-consumer-'))
   const packs = path.join(base, 'packs')
   await mkdir(packs)
-  await Promise.all(
-    PACKAGES.map((name) => mustRun('pnpm', ['pack', '--pack-destination', packs], { cwd: path.join(ROOT, 'packages', name) })),
-  )
+  await withBuildLock(async () => {
+    await mustRun('pnpm', ['build'], { cwd: ROOT })
+    await Promise.all(
+      PACKAGES.map((name) => mustRun('pnpm', ['pack', '--pack-destination', packs], { cwd: path.join(ROOT, 'packages', name) })),
+    )
+  })
   const files = await readdir(packs)
   const tarballs = Object.fromEntries(
     PACKAGES.map((name) => {
@@ -108,9 +160,6 @@ export async function installConsumer(packed: Packed & { base: string }, zod: Zo
     },
   }
   await writeFile(path.join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`)
-  await mustRun('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
-    cwd: dir,
-    timeoutMs: 150_000,
-  })
+  await mustRun('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir })
   return { dir, tarballs: packed.tarballs }
 }

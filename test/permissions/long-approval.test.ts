@@ -72,7 +72,7 @@ describe('an approval that takes longer than the orphan window, under the genera
     const heard = probe.subscribe(subjects.alive('claw'), (message) => {
       const { at } = JSON.parse(message.text()) as { at: number }
       for (const waiter of [...beatWaiters]) {
-        if (at >= waiter.at) {
+        if (at > waiter.at) {
           beatWaiters.splice(beatWaiters.indexOf(waiter), 1)
           waiter.resolve()
         }

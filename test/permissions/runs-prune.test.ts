@@ -7,9 +7,9 @@
 import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
 import { KvRunStore } from '@signalbox/actors/store'
 import { authorizationBlock, rolePermissions } from '@signalbox/actors/trust'
+import { sampleCheckpoint } from '@signalbox/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runMain } from '../../packages/cli/test/helpers.ts'
-import { sampleCheckpoint } from '../../packages/core/test/store/sample.ts'
+import { runCli } from '../cli/support.ts'
 import { type ConfigServer, startConfigServer } from '../support/nats-config-server.ts'
 
 const prefix = 'prune.v1'
@@ -60,7 +60,7 @@ describe('signalbox runs prune under the generated permissions', () => {
     })
 
     const login = ['--nats', server.url, '--prefix', prefix, '--user', 'claw', '--password', 'pw-claw']
-    const pruned = await runMain([
+    const pruned = await runCli([
       'runs',
       'prune',
       '--bucket',
@@ -86,7 +86,7 @@ describe('signalbox runs prune under the generated permissions', () => {
 
     // The observer reads the store (`signalbox runs`) but may not prune it.
     const watching = ['--nats', server.url, '--prefix', prefix, '--user', 'observer', '--password', 'pw-observer']
-    const listed = await runMain(['runs', '--bucket', runBucket, ...watching, '--inbox-prefix', observer.inboxPrefix, '--json'])
+    const listed = await runCli(['runs', '--bucket', runBucket, ...watching, '--inbox-prefix', observer.inboxPrefix, '--json'])
     expect(listed.code, listed.stderr).toBe(0)
     expect(server.violations()).toEqual([])
     expect(observer.publish.map((rule) => rule.subject)).not.toContain(`$JS.API.STREAM.PURGE.KV_${runBucket}`)

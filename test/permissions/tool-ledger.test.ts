@@ -85,7 +85,12 @@ async function toolHost(options: { queue?: string; gate?: Promise<void> } = {}) 
   })
   cleanups.push(() => host.close())
   await host.ready
-  return { host, dropped }
+  /** Stops taking calls, once the server knows (a call routed to a closed subscription would go unanswered). */
+  const stop = async () => {
+    host.close()
+    await bus.connection.flush()
+  }
+  return { host, dropped, stop }
 }
 
 beforeAll(async () => {
@@ -144,7 +149,7 @@ describe('enforcing tool hosts under the generated permissions', () => {
     const ran = await call('run-1')
     expect(ran).toMatchObject({ type: 'tool.result', output: 'dropped into bin 2' })
     // The host restarts (a new connection, nothing in memory) and the pool has another member.
-    first.host.close()
+    await first.stop()
     const restarted = await toolHost()
     const other = await toolHost()
     for (const runId of ['run-2', 'run-3', 'run-4']) {
@@ -158,15 +163,15 @@ describe('enforcing tool hosts under the generated permissions', () => {
     // (a watch on the ledger's key, under the same grants).
     let release = () => {}
     const slow = await toolHost({ queue: 'slow-pool', gate: new Promise<void>((resolve) => (release = resolve)) })
-    restarted.host.close()
-    other.host.close()
+    await restarted.stop()
+    await other.stop()
     const second = { ...request, requestId: 'req-ledger-2', callId: 'call-2' }
     const approval2 = tina.sign({ v: 1, type: 'approval.decision', ...decideApproval(second, true, 'tina', Date.now()) })
     const running = call('run-1', approval2, 'call-2')
-    await expect.poll(() => slow.dropped).toEqual([2])
+    await expect.poll(() => slow.dropped, { timeout: 10_000 }).toEqual([2])
     const waiter = await toolHost()
     const retried = call('run-1', approval2, 'call-2')
-    await expect.poll(() => waiter.host.running).toBe(1)
+    await expect.poll(() => waiter.host.running, { timeout: 10_000 }).toBe(1)
     release()
     expect(await running).toMatchObject({ type: 'tool.result', callId: 'call-2' })
     expect(await retried).toEqual(await running)

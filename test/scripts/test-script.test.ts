@@ -22,10 +22,10 @@ for (const tool of ['bash', 'dirname', 'id', 'uname', 'grep', 'tr', 'sed', 'cat'
   if (found) symlinkSync(realpathSync(found), path.join(bin, tool))
 }
 
-function runOn(osRelease: string) {
+function runOn(osRelease: string, args: string[] = []) {
   const file = path.join(dir, `os-release-${osRelease.replace(/\W/g, '')}`)
   writeFileSync(file, `${osRelease}\n`)
-  return spawnSync(path.join(bin, 'bash'), [SCRIPT], {
+  return spawnSync(path.join(bin, 'bash'), [SCRIPT, ...args], {
     env: { PATH: bin, SIGNALBOX_OS_RELEASE: file },
     encoding: 'utf8',
   })
@@ -43,5 +43,22 @@ describe('scripts/test.sh without its tools', () => {
     expect(result.stderr).toContain(how)
     expect(result.stderr).toContain('https://github.com/nats-io/nats-server/releases')
     expect(result.stderr).not.toContain('installing')
+  })
+
+  it.each([
+    [['--project', 'browser'], 'chromium nats-server'],
+    [['--project=nats'], 'nats-server'],
+    [['--project', 'processes', '--project', 'unit'], 'tmux nats-server'],
+  ])('with %j it asks only for what those projects use', (args, needs) => {
+    const result = runOn('ID=fedora', args)
+    expect(result.status).toBe(1)
+    expect(result.stderr).toContain(`the tests need ${needs}, which this machine lacks`)
+  })
+
+  it('with --project unit it needs none of them and goes on to vitest (here: no pnpm on PATH)', () => {
+    const result = runOn('ID=fedora', ['--project', 'unit'])
+    expect(result.stderr).not.toContain('which this machine lacks')
+    expect(result.stderr).toMatch(/pnpm: (command )?not found/)
+    expect(result.status).toBe(127)
   })
 })

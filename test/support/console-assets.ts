@@ -4,7 +4,7 @@
  * test file runs (a few seconds when a page source or the agent machine changed, milliseconds
  * otherwise). A test never serves a stale page, and no test file spawns the bundler itself.
  */
-import { agentChartGraph, pageAssets, staleness } from '../../packages/console/src/page-assets.ts'
+import { agentChartGraph, pageAssets, staleness } from '@signalbox/console/internal'
 
 export default async function setup(): Promise<void> {
   const stale = await staleness(agentChartGraph())

@@ -7,7 +7,7 @@
  */
 import { readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { runKey } from '@signalbox/core/store'
+import { runKey } from '@signalbox/core/internal'
 
 /** The run's newest log file. */
 export function runLogFile(storeDir: string, runId: string): string {

@@ -8,12 +8,12 @@
 import { watchEvents } from '@signalbox/actors'
 import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
 import { createAgentSystem, delegateTool, KvDirectory } from '@signalbox/actors/system'
+import { directoryBucket } from '@signalbox/cli/internal'
 import { type AgentEvent, createAgent, RunFailedError, type Tool, type ToolContext, tool } from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
 import { type Script, ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { z } from 'zod'
-import { directoryBucket } from '../../packages/cli/src/commands/host.ts'
 import { NATS_URL, uniquePrefix } from '../support/env.ts'
 import { cleanupServer, start, startHost } from './support.ts'
 

@@ -3,9 +3,9 @@
  * over OTLP/HTTP; `tools serve`, `review` and `run --nats` with `--otlp` make one trace.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { TEST_SERVER } from '../../packages/mcp/test/our-server.ts'
 import { busArgs, cleanupAll, deleteStream, runCli, startProcess } from '../cli/support.ts'
 import { uniquePrefix } from '../support/env.ts'
+import { TEST_SERVER } from '../support/mcp/our-server.ts'
 import { startOtlpReceiver } from './otlp-receiver.ts'
 
 const closers: (() => Promise<void>)[] = []

@@ -12,8 +12,8 @@ import { createAgent } from '@signalbox/core'
 import { mcpTools } from '@signalbox/mcp'
 import { traceAgent, traceMcp } from '@signalbox/otel'
 import { afterEach, describe, expect, it } from 'vitest'
-import { ourServer, TRANSPORTS, type Transport } from '../../packages/mcp/test/our-server.ts'
 import { scriptedModel } from '../e2e/support/scripted.ts'
+import { ourServer, TRANSPORTS, type Transport } from '../support/mcp/our-server.ts'
 import { type ReceivedSpan, startOtlpReceiver } from './otlp-receiver.ts'
 
 const closers: (() => Promise<void> | void)[] = []

@@ -9,7 +9,7 @@ export { sendControl, sendSteering, watchEvents } from './agents/clients.ts'
 export { type RemoteReviewer, type RemoteReviewerOptions, remoteReviewer } from './approvals/remote-reviewer.ts'
 export type { RequestCheck, RequestOrigin } from './approvals/request-check.ts'
 export { type ReviewerService, type ReviewerServiceOptions, serveReviewer } from './approvals/reviewer-service.ts'
-export { type AuditFilter, busAuditLog, matchesAudit, readAudit } from './audit/bus-audit.ts'
+export { type AuditFilter, busAuditLog, readAudit } from './audit/bus-audit.ts'
 export { type AnswerServiceOptions, serveAnswerer } from './questions/answer-service.ts'
 export { type RemoteAnswerer, type RemoteAnswererOptions, remoteAnswerer } from './questions/remote-answerer.ts'
 export type { RequestService, ServiceMode } from './requests/request-service.ts'
@@ -20,12 +20,5 @@ export {
   type ApprovalRefusalReason,
   ApprovalRequiredError,
 } from './tools/approval-errors.ts'
-export { DEFAULT_APPROVAL_CLOCK_SKEW_MS } from './tools/approval-gate.ts'
 export { type DiscoverToolsOptions, discoverTools, type RemoteToolOptions, remoteTool } from './tools/remote-tool.ts'
-export {
-  type HostApprovalOptions,
-  serveTools,
-  TOOL_QUEUE_GROUP,
-  type ToolHost,
-  type ToolHostOptions,
-} from './tools/tool-host.ts'
+export { type HostApprovalOptions, serveTools, type ToolHost, type ToolHostOptions } from './tools/tool-host.ts'

@@ -28,7 +28,11 @@ export const CONNECT_TIMEOUT_MS = 5_000
  * Connects to the bus named by `--nats` / `SIGNALBOX_NATS_URL`; a clear error when there is none.
  * `url` is for showing: a password or token in it is masked (`nats://user:***@host`).
  */
-export async function openBus(context: CommandContext, role: string): Promise<{ bus: NatsBus; subjects: Subjects; url: string }> {
+export async function openBus(
+  context: CommandContext,
+  role: string,
+  options: { replicas?: 1 | 3 | 5 } = {},
+): Promise<{ bus: NatsBus; subjects: Subjects; url: string }> {
   const servers = context.global.nats
   if (!servers) throw new CliError('NO_BUS', NO_BUS_MESSAGE)
   const [{ connectNatsBus, mergeCredentials, natsCredentialsFromEnv, redactUrlSecrets }, { createSubjects }, { AbortedError }] =
@@ -49,10 +53,14 @@ export async function openBus(context: CommandContext, role: string): Promise<{ 
       credentialFlags(context.values),
       natsCredentialsFromEnv(context.io.env),
     )
+    const privilege = privilegeFlags(context.values)
+    // On a cluster the stream (raised, never lowered) and its consumers keep `replicas` copies.
+    const durable = options.replicas ? { ...privilege.durable, replicas: options.replicas } : privilege.durable
     const bus = await connectNatsBus({
       servers,
       credentials,
-      ...privilegeFlags(context.values),
+      ...privilege,
+      ...(durable ? { durable } : {}),
       prefix: subjects.prefix,
       name: `signalbox-${role}-${process.pid}`,
       signal,

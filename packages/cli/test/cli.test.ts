@@ -1,5 +1,5 @@
 /** The command framework, help, errors and output helpers, in this process (no bus). */
-import { DEFAULT_APPROVAL_CLOCK_SKEW_MS, TOOL_QUEUE_GROUP } from '@signalbox/actors'
+import { DEFAULT_APPROVAL_CLOCK_SKEW_MS, TOOL_QUEUE_GROUP } from '@signalbox/actors/internal'
 import { ConfigError, SignalboxError } from '@signalbox/core'
 import { DEFAULT_SUBJECT_PREFIX } from '@signalbox/core/bus'
 import { describe, expect, it } from 'vitest'

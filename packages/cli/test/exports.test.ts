@@ -4,8 +4,8 @@ import manifest from '../package.json' with { type: 'json' }
 
 // The public API is a contract: adding or removing a name here is a decision, not an accident.
 describe('@signalbox/cli public surface', () => {
-  it('has one entry point and the signalbox command', () => {
-    expect(Object.keys(manifest.exports)).toEqual(['.'])
+  it('has one public entry point (and the unstable /internal) and the signalbox command', () => {
+    expect(Object.keys(manifest.exports)).toEqual(['.', './internal'])
     expect(Object.keys(manifest.bin)).toEqual(['signalbox'])
   })
 

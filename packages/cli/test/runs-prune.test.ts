@@ -11,9 +11,9 @@ import path from 'node:path'
 import { connectNatsBus } from '@signalbox/actors/nats'
 import { KvRunStore } from '@signalbox/actors/store'
 import { FileRunStore, type RunStore } from '@signalbox/core/store'
+import { sampleCheckpoint } from '@signalbox/core/testing'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { NATS_URL } from '../../../test/support/env.ts'
-import { sampleCheckpoint } from '../../core/test/store/sample.ts'
 import { runMain } from './helpers.ts'
 
 const signal = () => AbortSignal.timeout(10_000)

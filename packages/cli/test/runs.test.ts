@@ -9,10 +9,10 @@ import path from 'node:path'
 import { connectNatsBus } from '@signalbox/actors/nats'
 import { KvRunStore } from '@signalbox/actors/store'
 import { FileRunStore } from '@signalbox/core/store'
+import { sampleCheckpoint } from '@signalbox/core/testing'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { NATS_URL } from '../../../test/support/env.ts'
 import { cutInsideFirstCheckpoint } from '../../../test/support/run-log-files.ts'
-import { sampleCheckpoint } from '../../core/test/store/sample.ts'
 import { runMain } from './helpers.ts'
 
 const signal = () => AbortSignal.timeout(10_000)
@@ -100,6 +100,89 @@ describe('signalbox runs (file store)', () => {
         .filter(Boolean)
         .map((line) => JSON.parse(line).runId),
     ).toEqual(['run_orphan'])
+  })
+
+  it('--tree: runs as the trees delegation made, each with its host, state and what it waits for', async () => {
+    const { directory, store } = await tempStore()
+    const none = { approvals: [], questions: [] }
+    const stored = (overrides: Parameters<typeof sampleCheckpoint>[0]) =>
+      store.create(sampleCheckpoint(overrides), { signal: signal() })
+    // planner (root, on host-p) › worker (waits for a person, on host-2) and worker (done); a
+    // second tree; and a child whose parent is not stored (a parent without a store).
+    await stored({
+      runId: 'run_root',
+      agentId: 'planner',
+      status: 'running',
+      pending: none,
+      ledger: [],
+      lease: { owner: 'host-p', epoch: 1, expiresAt: FAR },
+      savedAt: 1,
+    })
+    await stored({
+      runId: 'run_w1',
+      agentId: 'worker',
+      runPath: ['run_root'],
+      lease: { owner: 'host-2', epoch: 2, expiresAt: FAR },
+      savedAt: 2,
+    })
+    await stored({ runId: 'run_w2', agentId: 'worker', runPath: ['run_root'], status: 'done', pending: none, savedAt: 3 })
+    await stored({
+      runId: 'run_deep',
+      agentId: 'clerk',
+      runPath: ['run_root', 'run_w2'],
+      status: 'done',
+      pending: none,
+      savedAt: 4,
+    })
+    await stored({
+      runId: 'run_lone',
+      agentId: 'worker',
+      runPath: ['run_gone'],
+      status: 'running',
+      pending: none,
+      lease: { owner: 'host-3', epoch: 1, expiresAt: 1_000 },
+      savedAt: 5,
+    })
+
+    const text = await runMain(['runs', '--store', directory, '--tree'])
+    expect(text.code).toBe(0)
+    const lines = text.stdout.split('\n').filter(Boolean)
+    expect(lines[0]).toMatch(/^planner run_root {2}running {2}host-p \(lease until [\d:.]+\)$/)
+    expect(lines[1]).toBe('│  · waits for worker run_w1')
+    expect(lines[2]).toMatch(/^├─ worker run_w1 {2}waiting {2}host-2 \(lease until [\d:.]+\)$/)
+    expect(lines[3]).toBe('│     · waits for approval of drop_claw (call_1, request_1), deadline passed')
+    expect(lines[4]).toBe('└─ worker run_w2  done  no owner')
+    expect(lines[5]).toBe('   └─ clerk run_deep  done  no owner')
+    expect(lines[6]).toBe('worker run_lone  running  host-3 (lease expired) · child of run_gone (not in this listing)')
+    expect(lines).toHaveLength(7)
+
+    const json = await runMain(['runs', '--store', directory, '--tree', '--json'])
+    const trees = json.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line))
+    expect(trees).toMatchObject([
+      {
+        type: 'tree',
+        runId: 'run_root',
+        children: [
+          {
+            runId: 'run_w1',
+            owner: 'host-2',
+            status: 'waiting',
+            waitingFor: [{ kind: 'approval', toolName: 'drop_claw' }],
+            children: [],
+          },
+          { runId: 'run_w2', children: [{ runId: 'run_deep', agentId: 'clerk', children: [] }] },
+        ],
+      },
+      { type: 'tree', runId: 'run_lone', parentRunId: 'run_gone', parentStored: false, children: [] },
+    ])
+    // Filtered, a run whose parent is filtered out heads its own tree.
+    const waiting = await runMain(['runs', '--store', directory, '--tree', '--status', 'waiting'])
+    expect(waiting.stdout.split('\n').filter(Boolean)[0]).toMatch(
+      /^worker run_w1 {2}waiting .* · child of run_root \(not in this listing\)$/,
+    )
   })
 
   it('reports a corrupt run by name, lists the others, and exits 1', async () => {

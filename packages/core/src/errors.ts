@@ -133,6 +133,8 @@ export const ErrorCode = {
   INSPECTOR_PORT_IN_USE: 'INSPECTOR_PORT_IN_USE',
   INSPECTOR_LISTEN_FAILED: 'INSPECTOR_LISTEN_FAILED',
   INSPECTOR_FAILED: 'INSPECTOR_FAILED',
+  /** The optional peer dependency `@statelyai/inspect` is not installed. */
+  INSPECTOR_UNAVAILABLE: 'INSPECTOR_UNAVAILABLE',
   // The review console's HTTP API
   BAD_REQUEST: 'BAD_REQUEST',
   FORBIDDEN: 'FORBIDDEN',

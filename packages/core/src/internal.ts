@@ -1,6 +1,6 @@
 /**
- * `@signalbox/core/internal`: helpers the signalbox packages share with each other. Not part of
- * the public API (the README does not list it); names here may change in any release.
+ * `@signalbox/core/internal`: helpers the signalbox packages and their tests share with each other.
+ * Not part of the public API (unstable: names here may change in any release).
  */
 export { untilAborted } from './abort.ts'
 export { type BackoffPolicy, backoffDelay } from './backoff.ts'
@@ -11,12 +11,15 @@ export {
   DEFAULT_STALL_MS,
   DURABLE_ONLY_REASON,
 } from './bus/bus.ts'
+export { agentPurpose } from './bus/subject-families.ts'
 export {
   assertPublishSubject,
   assertSubscribeSubject,
   assertToken,
   encodeEventType,
   MAX_TOKEN_LENGTH,
+  subjectCovers,
+  subjectMatches,
   tokensMatch,
 } from './bus/subjects.ts'
 export { sleep } from './clock.ts'
@@ -31,7 +34,7 @@ export {
   rejectedDecisionAudit,
 } from './hitl/decision.ts'
 export { HookChain } from './hooks.ts'
-export { type AgentMachine, agentMachine } from './machine/agent-machine.ts'
+export { agentMachine } from './machine/agent-machine.ts'
 export { statePath } from './machine/state-path.ts'
 export { isName, NAME_RULE } from './names.ts'
 export { payloadSample } from './protocol/codec.ts'
@@ -40,4 +43,16 @@ export { httpStatusError, otherCallError, preview, type RefusalHints, unreachabl
 export { perToolList } from './provider/tool-lists.ts'
 export { finishedStatus, isFinished } from './run-status.ts'
 export { formatIssues } from './schema.ts'
+export { FINISHED_RUN_STATUSES, RESUMABLE_RUN_STATUSES } from './store/checkpoint.ts'
+export {
+  findCall,
+  finishCall,
+  idempotencyKey,
+  OUTCOME_UNKNOWN,
+  outcomeUnknownText,
+  pruneLedger,
+  resumeToolCall,
+  startCall,
+} from './store/ledger.ts'
+export { runIdOfKey, runKey } from './store/run-store.ts'
 export { stringifyToolOutput } from './tool.ts'

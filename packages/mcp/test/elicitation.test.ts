@@ -5,8 +5,8 @@
  */
 import { type Answerer, type AuditEntry, createAgent, MemoryAuditLog, ScriptedAnswerer } from '@signalbox/core'
 import { describe, expect, it } from 'vitest'
+import { ourServer, TRANSPORTS, type Transport } from '../../../test/support/mcp/our-server.ts'
 import { type McpElicitationOptions, mcpTools } from '../src/index.ts'
-import { ourServer, TRANSPORTS, type Transport } from './our-server.ts'
 import { eventsOf, recordEvents, scriptedModel, toolResult, track } from './support.ts'
 
 const book = { id: 'c1', name: 'book_table', arguments: { day: 'friday' } }

@@ -6,8 +6,8 @@
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js'
 import { createAgent } from '@signalbox/core'
 import { describe, expect, it } from 'vitest'
+import { ourServer } from '../../../test/support/mcp/our-server.ts'
 import { McpConnectError, mcpTools } from '../src/index.ts'
-import { ourServer } from './our-server.ts'
 import { scriptedModel, toolResult, track } from './support.ts'
 
 describe('mcpTools({ url, authProvider })', () => {

@@ -4,8 +4,8 @@
  */
 import { createAgent } from '@signalbox/core'
 import { describe, expect, it } from 'vitest'
+import { ourServer, TRANSPORTS, type Transport } from '../../../test/support/mcp/our-server.ts'
 import { mcpTools } from '../src/index.ts'
-import { ourServer, TRANSPORTS, type Transport } from './our-server.ts'
 import { scriptedModel, toolResult, track } from './support.ts'
 
 describe.each(TRANSPORTS)('resources and prompts over %s', (transport: Transport) => {

@@ -6,8 +6,8 @@ import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { ConfigError, createAgent, ScriptedReviewer } from '@signalbox/core'
 import { beforeEach, describe, expect, it } from 'vitest'
+import { type OurServer, ourServer, TRANSPORTS, type Transport } from '../../../test/support/mcp/our-server.ts'
 import { type McpToolsOptions, mcpTools } from '../src/index.ts'
-import { type OurServer, ourServer, TRANSPORTS, type Transport } from './our-server.ts'
 import { eventsOf, recordEvents, scriptedModel, tempDir, toolResult, track } from './support.ts'
 
 describe.each(TRANSPORTS)('our MCP server over %s', (transport: Transport) => {

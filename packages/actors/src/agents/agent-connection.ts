@@ -1,6 +1,6 @@
 import { type Agent, type AgentEvent, type Clock, SignalboxError } from '@signalbox/core'
-import { agentPurpose, type Bus, type BusMessage, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
-import { describeError, statePath } from '@signalbox/core/internal'
+import { type Bus, type BusMessage, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
+import { agentPurpose, describeError, statePath } from '@signalbox/core/internal'
 import {
   type ControlReplyMessage,
   ControlRequestMessage,

@@ -8,8 +8,8 @@ import {
   type ReviewOptions,
   systemClock,
 } from '@signalbox/core'
-import { agentPurpose, type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
-import { decisionMismatch, rejectedDecisionAudit } from '@signalbox/core/internal'
+import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { agentPurpose, decisionMismatch, rejectedDecisionAudit } from '@signalbox/core/internal'
 import {
   type ApprovalAliveMessage,
   ApprovalDecisionMessage,

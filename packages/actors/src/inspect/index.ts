@@ -3,8 +3,6 @@ export { type BusInspector, type BusInspectorOptions, createBusInspector } from 
 export {
   type ConverterOptions,
   createInspectionConverter,
-  definitionOf,
-  globalSessionId,
   INSPECTOR_EVENT_TYPES,
   type InspectedEventObject,
   type InspectedSnapshot,
@@ -14,16 +12,9 @@ export {
   type InspectorSnapshotEvent,
   type InspectorWireEvent,
   isInspectorWireEvent,
-  publicEvent,
-  publicSnapshot,
-  redactAgentContext,
-  redactContext,
-  runSessionId,
-  STATELY_INSPECT_VERSION,
 } from './convert.ts'
 export {
   createStatelyInspector,
-  defaultRuntimeId,
   type Inspector,
   type InspectorOptions,
   type ManualInspector,

@@ -3,10 +3,11 @@
  * bridge page that embeds the Stately inspector and a WebSocket) plus its WebSocket inspector as
  * the client. Our converter sits in front, so ids are unique and contents stay private by default.
  */
-import { createWebSocketInspector, type StatelyInspectionEvent } from '@statelyai/inspect'
+import type { StatelyInspectionEvent } from '@statelyai/inspect'
 import type { InspectorWireEvent } from './convert.ts'
 import { createStatelyInspector, type Inspector, type InspectorOptions } from './inspector.ts'
 import { startBridgeServer } from './server.ts'
+import { loadStatelyClient } from './stately.ts'
 
 export interface LocalInspectorOptions extends InspectorOptions {
   /** Port of the bridge page and its WebSocket. Default 8080. */
@@ -31,7 +32,8 @@ export interface WebSocketSender {
   stop(): void
 }
 
-export function createWebSocketSender(url: string, options: { maxDeferredEvents?: number } = {}): WebSocketSender {
+export async function createWebSocketSender(url: string, options: { maxDeferredEvents?: number } = {}): Promise<WebSocketSender> {
+  const { createWebSocketInspector } = await loadStatelyClient()
   const client = createWebSocketInspector({
     url,
     // Events sent before the socket opens are kept (and sent on open) up to this many.
@@ -69,7 +71,10 @@ export async function createLocalInspector(options: LocalInspectorOptions = {}):
     ...(options.url ? { url: options.url } : {}),
     ...(options.autoOpen ? { autoOpen: true } : {}),
   })
-  const sender = createWebSocketSender(server.wsUrl)
+  const sender = await createWebSocketSender(server.wsUrl).catch(async (error: unknown) => {
+    await server.stop()
+    throw error
+  })
   const inspector = createStatelyInspector({ ...options, send: (event) => sender.send(event) })
   let stopped: Promise<void> | undefined
   return {

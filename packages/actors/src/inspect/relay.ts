@@ -57,7 +57,11 @@ export async function startInspectionRelay(options: InspectionRelayOptions): Pro
       throw error
     },
   )
-  const sender = createWebSocketSender(server.wsUrl)
+  const sender = await createWebSocketSender(server.wsUrl).catch(async (error: unknown) => {
+    await server.stop()
+    await closeRecord(record)
+    throw error
+  })
   let relayed = 0
   let invalid = 0
 

@@ -3,12 +3,13 @@
  * without an error handler (a port in use would crash the process), offers no way to know when it
  * listens, and its `stop()` leaves connected pages' sockets open (so a CLI never exits). We run the
  * real server unchanged and keep a handle on its `http.Server` (captured while it is created,
- * synchronously) to add exactly those three things. A port in use becomes `INSPECTOR_PORT_IN_USE`.
+ * synchronously) to add exactly those three things. A port in use becomes `INSPECTOR_PORT_IN_USE`;
+ * `@statelyai/inspect` missing (an optional peer dependency), `INSPECTOR_UNAVAILABLE`.
  */
 import http from 'node:http'
 import type { Socket } from 'node:net'
 import { SignalboxError } from '@signalbox/core'
-import { createInspectorServer } from '@statelyai/inspect/server'
+import { loadStatelyServer } from './stately.ts'
 
 /** The hosted Stately inspector the bridge page embeds by default (needs internet). */
 export const STATELY_INSPECTOR_URL = 'https://stately.ai/inspect'
@@ -41,6 +42,7 @@ export async function startBridgeServer(options: BridgeServerOptions): Promise<B
       fault: 'user',
     })
   }
+  const { createInspectorServer } = await loadStatelyServer()
   let server: http.Server | undefined
   const createServer = http.createServer
   const capture = ((...args: Parameters<typeof http.createServer>) => {

@@ -11,14 +11,8 @@ import {
   type StreamInfo,
 } from '@nats-io/jetstream'
 import { nanos } from '@nats-io/transport-node'
-import {
-  DEFAULT_SUBJECT_PREFIX,
-  DurableSubjectError,
-  InvalidSubjectError,
-  subjectCovers,
-  subjectMatches,
-} from '@signalbox/core/bus'
-import { DEFAULT_DUPLICATE_WINDOW_MS, DURABLE_ONLY_REASON } from '@signalbox/core/internal'
+import { DEFAULT_SUBJECT_PREFIX, DurableSubjectError, InvalidSubjectError } from '@signalbox/core/bus'
+import { DEFAULT_DUPLICATE_WINDOW_MS, DURABLE_ONLY_REASON, subjectCovers, subjectMatches } from '@signalbox/core/internal'
 import { isApiError } from './errors.ts'
 import type { NatsDurableOptions } from './options.ts'
 

@@ -1,6 +1,6 @@
 import { type Answer, type Answerer, type AuditLog, type Clock, type Question, systemClock } from '@signalbox/core'
-import { agentPurpose, type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
-import { rejectedAnswerAudit } from '@signalbox/core/internal'
+import { type Bus, BusClosedError, createSubjects, type Subjects } from '@signalbox/core/bus'
+import { agentPurpose, rejectedAnswerAudit } from '@signalbox/core/internal'
 import {
   AnswerMessage,
   encodeMessage,

@@ -5,7 +5,7 @@
  */
 import { JetStreamApiError } from '@nats-io/jetstream'
 import { errors as natsErrors } from '@nats-io/transport-node'
-import { AbortedError } from '@signalbox/core'
+import { AbortedError, type Clock, systemClock } from '@signalbox/core'
 import { backoffDelay, sleep } from '@signalbox/core/internal'
 import { CheckpointError, RunStoreError, StoreUnavailableError } from '@signalbox/core/store'
 import { isRetryable } from '../nats/errors.ts'
@@ -17,6 +17,8 @@ export interface RetryOptions {
   runId?: string
   /** How long the operation may keep retrying, from its first attempt. */
   retryMs: number
+  /** The pauses between attempts and the bound run on it. Default the system clock. */
+  clock?: Clock
 }
 
 /** Pauses between attempts: 100 ms, doubling, at most 2 s (an election takes 2-10 s). */
@@ -29,7 +31,8 @@ const PACING = { baseDelayMs: 100, maxDelayMs: 2_000 }
  */
 export async function retryTransient<T>(options: RetryOptions, attempt: (ambiguous: boolean) => Promise<T>): Promise<T> {
   const { signal, what } = options
-  const started = Date.now()
+  const clock = options.clock ?? systemClock
+  const started = clock.now()
   let ambiguous = false
   for (let n = 1; ; n++) {
     if (signal.aborted) throw new AbortedError(`${what} was aborted.`, signal.reason)
@@ -40,14 +43,14 @@ export async function retryTransient<T>(options: RetryOptions, attempt: (ambiguo
       if (!isTransient(error)) throw error
       if (isUnknownOutcome(error)) ambiguous = true
       const pause = backoffDelay(n, PACING)
-      if (Date.now() - started + pause > options.retryMs) {
+      if (clock.now() - started + pause > options.retryMs) {
         throw new StoreUnavailableError(what, options.retryMs, {
           cause: error,
           ...(options.runId ? { runId: options.runId } : {}),
         })
       }
       try {
-        await sleep(pause, { signal })
+        await sleep(pause, { clock, signal })
       } catch {
         throw new AbortedError(`${what} was aborted.`, signal.reason)
       }

@@ -2,7 +2,7 @@ import { type JetStreamClient, type JetStreamManager, jetstream } from '@nats-io
 import { type KV, Kvm } from '@nats-io/kv'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { type Clock, ConfigError, type Message, systemClock } from '@signalbox/core'
-import { untilAborted } from '@signalbox/core/internal'
+import { runIdOfKey, runKey, untilAborted } from '@signalbox/core/internal'
 import {
   type AppendMessagesOptions,
   assembleTranscript,
@@ -19,8 +19,6 @@ import {
   type RunListing,
   type RunStore,
   RunStoreError,
-  runIdOfKey,
-  runKey,
   type StoredRun,
 } from '@signalbox/core/store'
 import { isWrongLastSequence, latestEntries, sameBytes } from './kv-entries.ts'
@@ -38,11 +36,16 @@ export interface KvRunStoreOptions {
    * election, a node lost, a reconnect) before it fails with `RUN_STORE_UNAVAILABLE`. Default 30 s.
    */
   retryMs?: number
-  /** How long one attempt waits for the server's answer. Default 5 s. */
+  /**
+   * How long one attempt waits for the server's answer. Default 2 s: during a leader election
+   * nobody answers a request (it is not refused), so this bounds what each attempt loses to it.
+   * An attempt that timed out is retried; a write whose answer was lost is recognised on read-back.
+   */
   attemptTimeoutMs?: number
 }
 
 const BUCKET = /^[A-Za-z0-9_-]{1,64}$/
+const DEFAULT_ATTEMPT_TIMEOUT_MS = 2_000
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
@@ -77,7 +80,7 @@ export class KvRunStore implements RunStore {
     if (!BUCKET.test(bucket))
       throw new ConfigError(`Invalid run-store bucket "${bucket}": use 1-64 letters, digits, "_" or "-".`, { bucket })
     this.#connection = options.connection
-    this.#js = jetstream(options.connection, { timeout: options.attemptTimeoutMs ?? 5_000 })
+    this.#js = jetstream(options.connection, { timeout: options.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS })
     this.#bucket = bucket
     this.#replicas = options.replicas ?? 1
     this.#clock = options.clock ?? systemClock
@@ -267,13 +270,15 @@ export class KvRunStore implements RunStore {
     runId: string | undefined,
     work: (kv: KV, ambiguous: boolean) => Promise<T>,
   ): Promise<T> {
-    return retryTransient({ signal, what, retryMs: this.#retryMs, ...(runId === undefined ? {} : { runId }) }, (ambiguous) =>
-      // An attempt waits at most its own timeout; the caller's signal ends the wait at once.
-      untilAborted(
-        this.#open().then((kv) => work(kv, ambiguous)),
-        signal,
-        what,
-      ),
+    return retryTransient(
+      { signal, what, retryMs: this.#retryMs, clock: this.#clock, ...(runId === undefined ? {} : { runId }) },
+      (ambiguous) =>
+        // An attempt waits at most its own timeout; the caller's signal ends the wait at once.
+        untilAborted(
+          this.#open().then((kv) => work(kv, ambiguous)),
+          signal,
+          what,
+        ),
     )
   }
 }

@@ -215,6 +215,8 @@ export class ApprovalGate<Reply> {
       const reply = shared.answer.then(
         (found): Reply | ErrorMessage => {
           if (typeof found === 'object') return found.answer
+          // No answer yet (its host may have stopped, or be slow): a later retry asks the ledger again.
+          if (found === 'unanswered') this.#used.release(requestId)
           const message =
             found === 'unkept'
               ? `"${toolName}" ran once already for this call; its answer was too large to keep, and it is not run again.`

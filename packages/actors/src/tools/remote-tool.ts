@@ -7,7 +7,7 @@ import {
   createSubjects,
   type Subjects,
 } from '@signalbox/core/bus'
-import { formatDuration } from '@signalbox/core/internal'
+import { formatDuration, idempotencyKey } from '@signalbox/core/internal'
 import {
   decodeMessage,
   ErrorMessage,
@@ -20,7 +20,6 @@ import {
   type ToolListMessage,
   ToolResultMessage,
 } from '@signalbox/core/protocol'
-import { idempotencyKey } from '@signalbox/core/store'
 import { z } from 'zod/v4'
 import { IDEMPOTENCY_KEY_HEADER } from './tool-host.ts'
 

@@ -1,4 +1,4 @@
-export { AUDIT_SIGNATURE_DOMAIN, auditSigningInput, signAuditEntry } from './audit-signature.ts'
+export { signAuditEntry } from './audit-signature.ts'
 export {
   type AuditEntryReport,
   type AuditProblem,
@@ -9,14 +9,13 @@ export {
   verifyAuditEntry,
   verifyAuditTrail,
 } from './audit-verify.ts'
-export { encodingProblem, SIGNATURE_DOMAIN, SIGNED_FIELDS, type SignableType, type Signed, signingInput } from './canonical.ts'
+export { SIGNATURE_DOMAIN, SIGNED_FIELDS, type SignableType, type Signed, signingInput } from './canonical.ts'
 export { isValidPublicKey, newUserSeed } from './keys.ts'
 export {
   authorizationBlock,
   type PermissionRule,
   type PermissionScope,
   PermissionScopeError,
-  permissionsTable,
   ROLES,
   type Role,
   type RolePermissions,
@@ -27,24 +26,14 @@ export {
 export {
   type Allowed,
   agentKeysPolicy,
-  claimedName,
   createTrustPolicy,
-  provenActor,
   type TrustContext,
   type TrustPolicy,
   TrustPolicyError,
   type TrustPolicyOptions,
   type TrustRejectionCode,
   type TrustVerdict,
-  UNVERIFIED_ACTOR,
-  whyNotAcceptable,
 } from './policy.ts'
 export { parseTrustPolicy } from './policy-file.ts'
 export { createSigner, type SignatureCheck, type Signer, SigningKeyError, verifySignature } from './sign.ts'
-export {
-  createEvidenceBook,
-  type EvidenceBook,
-  evidenceKey,
-  type SignedAuditLogOptions,
-  signedAuditLog,
-} from './signed-audit.ts'
+export { createEvidenceBook, type EvidenceBook, type SignedAuditLogOptions, signedAuditLog } from './signed-audit.ts'

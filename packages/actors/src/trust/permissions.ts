@@ -11,7 +11,6 @@
 import { defaultStreamName } from '@signalbox/actors/nats'
 import { ErrorCode, SignalboxError } from '@signalbox/core'
 import {
-  agentPurpose,
   type BucketAccess,
   type ConsumerUse,
   createSubjects,
@@ -29,7 +28,7 @@ import {
   type SubjectUse,
   usedApprovalsBucket,
 } from '@signalbox/core/bus'
-import { assertToken } from '@signalbox/core/internal'
+import { agentPurpose, assertToken } from '@signalbox/core/internal'
 
 export { ROLES, type Role }
 

@@ -90,7 +90,12 @@ async function enforcingHost(
   })
   d.defer(() => host.close())
   await host.ready
-  return { ...claw, audit, refusals, host }
+  /** Stops taking calls, once the server knows (a call routed to a closed subscription would go unanswered). */
+  const stop = async () => {
+    host.close()
+    await (bus as NatsBus).connection.flush()
+  }
+  return { ...claw, audit, refusals, host, stop }
 }
 
 async function deleteStream(bus: Bus, stream: string): Promise<void> {
@@ -141,7 +146,8 @@ async function callTool(
     ...(call.approval !== undefined ? { approval: call.approval as Record<string, unknown> } : {}),
   }
   const response = await bus.request(d.subjects.tool(toolName), encodeMessage(message), {
-    timeoutMs: 5_000,
+    // Generous: under load a first call also creates the pool's ledger bucket.
+    timeoutMs: 15_000,
     headers: { [IDEMPOTENCY_KEY_HEADER]: call.key ?? `${runId}:${call.callId}` },
   })
   const decoded = decodeMessage(response.data, Reply)
@@ -376,7 +382,7 @@ describe('a tool host that verifies approvals (nats)', () => {
     // Another host of the pool (the same queue group) takes the calls from now on; the first one stops
     // (what a restart of it is too: a new process, a new connection, nothing in memory).
     const second = await enforcingHost(d)
-    first.host.close()
+    await first.stop()
     const replay = await callTool(agent, d, { ...call, approval, runId: 'run-2' })
     expect(refusal(replay)).toMatchObject({ code: 'APPROVAL_INVALID', reason: 'replayed' })
     // The honest retry of the same call (same idempotency key, e.g. after the agent resumed): its answer, not a second drop.
@@ -408,12 +414,12 @@ describe('a tool host that verifies approvals (nats)', () => {
     const call = { callId: 'c-slow', arguments: { bin: 6 } }
     const approval = approvalOf(tina, call)
     const running = callTool(agent, d, { ...call, approval })
-    await expect.poll(() => first.dropped).toEqual([6])
+    await expect.poll(() => first.dropped, { timeout: 10_000 }).toEqual([6])
     // A host in another queue group gets the retry too (as well as the first host, which answers it
     // from memory): it must not run it, but wait for the answer the first host records.
     const second = await enforcingHost(d, { queue: 'another-pool' })
     const retried = callTool(agent, d, { ...call, approval })
-    await expect.poll(() => second.host.running).toBe(1)
+    await expect.poll(() => second.host.running, { timeout: 10_000 }).toBe(1)
     release.resolve()
     expect(await running).toEqual({ v: 1, type: 'tool.result', callId: 'c-slow', output: 'dropped into bin 6' })
     expect(await retried).toEqual(await running)
@@ -428,7 +434,7 @@ describe('a tool host that verifies approvals (nats)', () => {
     const approval = approvalOf(tina, call)
     expect(await callTool(agent, d, { ...call, approval })).toMatchObject({ type: 'tool.result' })
     const second = await enforcingHost(d, { ledger: false })
-    first.host.close()
+    await first.stop()
     expect(await callTool(agent, d, { ...call, approval, runId: 'run-2' })).toMatchObject({ type: 'tool.result' })
     expect([...first.dropped, ...second.dropped]).toEqual([7, 7])
   })

@@ -166,10 +166,11 @@ for (const transport of TRANSPORTS) {
       expect(withdrawn).toEqual(['the run was cancelled (the person changed their mind) by carol'])
     })
 
-    it('a cancelled run withdraws its pending question: answerers drop it at once, saying by whom', async () => {
+    it('a cancelled run withdraws its pending question: answerers drop it at once, saying by whom (signed by the agent; a forged withdrawal does not count)', async () => {
       const d = await deploy(transport)
       const agentBus = await d.bus('agent')
-      const answerer = remoteAnswerer({ bus: agentBus, subjects: d.subjects })
+      const agentKey = createSigner(newUserSeed())
+      const answerer = remoteAnswerer({ bus: agentBus, subjects: d.subjects, signer: agentKey })
       d.defer(() => answerer.close())
       const agent = createAgent({
         id: 'claw',
@@ -185,6 +186,8 @@ for (const transport of TRANSPORTS) {
       const service = serveAnswerer({
         bus: answererBus,
         subjects: d.subjects,
+        // Only withdrawals signed by the agent's key count.
+        trust: createTrustPolicy({ keys: { [agentKey.publicKey]: 'claw agent' }, agents: { claw: [agentKey.publicKey] } }),
         answerer: {
           answer: (question, { signal }) =>
             new Promise((_, reject) => {
@@ -202,6 +205,20 @@ for (const transport of TRANSPORTS) {
       const run = agent.start('ask')
       run.result.catch(() => {})
       const question = await within(shown.promise, 10_000, 'the question shown')
+      // Anyone may publish on the subject (the permissions allow agents): unsigned, it changes nothing.
+      await answererBus.durablePublish(
+        d.subjects.questionWithdrawals('claw'),
+        JSON.stringify({
+          v: 1,
+          type: 'question.withdrawn',
+          questionId: question.questionId,
+          agentId: 'claw',
+          callId: question.callId,
+          reason: 'forged',
+          withdrawnAt: Date.now(),
+        }),
+        { msgId: 'forged-withdrawal' },
+      )
       run.cancel('wrong prize', { by: 'carol' })
       // The person asking is told at once (the question is withdrawn), not at its deadline a minute away.
       expect(withdrawalOf(await within(stopped.promise, 10_000, 'the answerer stopped'))).toBe('withdrawn')

@@ -7,10 +7,10 @@ import type { AuditEntry } from '@signalbox/core'
 import { callDigest } from '@signalbox/core/protocol'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { encodingProblem } from '../../src/trust/canonical.ts'
 import {
   createSigner,
   createTrustPolicy,
-  encodingProblem,
   newUserSeed,
   SIGNED_FIELDS,
   type Signed,

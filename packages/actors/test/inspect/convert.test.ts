@@ -8,8 +8,8 @@ import {
   createStatelyInspector,
   type InspectorWireEvent,
   isInspectorWireEvent,
-  STATELY_INSPECT_VERSION,
 } from '@signalbox/actors/inspect'
+import { STATELY_INSPECT_VERSION } from '@signalbox/actors/internal'
 import { createAgent } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'

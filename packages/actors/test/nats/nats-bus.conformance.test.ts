@@ -6,9 +6,9 @@
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { connectNatsBus } from '@signalbox/actors/nats'
+import { describeBusConformance } from '@signalbox/core/testing/conformance'
 import { afterAll, beforeAll } from 'vitest'
 import { NATS_URL } from '../../../../test/support/env.ts'
-import { describeBusConformance } from '../../../core/test/bus/conformance.ts'
 
 let admin: NatsConnection
 beforeAll(async () => {

@@ -11,7 +11,7 @@ import { type BusStatus, createSubjects } from '@signalbox/core/bus'
 import { afterEach, describe, expect, it } from 'vitest'
 import { uniquePrefix } from '../../../../test/support/env.ts'
 import { startNatsServer } from '../../../../test/support/nats-server.ts'
-import { eventually, sleep } from '../../../core/test/bus/conformance.ts'
+import { eventually, sleep } from './helpers.ts'
 
 const teardown: (() => Promise<void>)[] = []
 afterEach(async () => {

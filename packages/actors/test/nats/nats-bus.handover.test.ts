@@ -14,7 +14,7 @@ import { connectNatsBus, type NatsBus, type NatsBusOptions } from '@signalbox/ac
 import { createSubjects, type DurableMessage } from '@signalbox/core/bus'
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
-import { eventually, sleep } from '../../../core/test/bus/conformance.ts'
+import { eventually, sleep } from './helpers.ts'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const repoRoot = path.resolve(here, '../../../..')

@@ -18,7 +18,7 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
 import { freePort } from '../../../../test/support/nats-server.ts'
-import { eventually } from '../../../core/test/bus/conformance.ts'
+import { eventually } from './helpers.ts'
 
 let admin: NatsConnection
 const opened: NatsBus[] = []

@@ -9,12 +9,12 @@ import { Kvm } from '@nats-io/kv'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { KvRunStore } from '@signalbox/actors/store'
 import { CheckpointError, pruneRuns, type RunStoreError } from '@signalbox/core/store'
+import { sampleCheckpoint } from '@signalbox/core/testing'
+import { describeRunStoreConformance, errorOf, expectStoreError } from '@signalbox/core/testing/conformance'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { NATS_URL } from '../../../../test/support/env.ts'
-import { CARD, cardAgent, gate, MASKED } from '../../../core/test/store/card-agent.ts'
-import { describeRunStoreConformance, errorOf, expectStoreError } from '../../../core/test/store/conformance.ts'
-import { type ClaimResult, race } from '../../../core/test/store/racers.ts'
-import { sampleCheckpoint } from '../../../core/test/store/sample.ts'
+import { CARD, cardAgent, gate, MASKED } from '../../../../test/support/store/card-agent.ts'
+import { type ClaimResult, race } from '../../../../test/support/store/racers.ts'
 
 let admin: NatsConnection
 const buckets = new Set<string>()

@@ -8,9 +8,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { createAgent } from '@signalbox/core'
 import { FileRunStore } from '@signalbox/core/store'
-import { ScriptedProvider } from '@signalbox/core/testing'
+import { ScriptedProvider, sampleCheckpoint } from '@signalbox/core/testing'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { sampleCheckpoint } from '../../../core/test/store/sample.ts'
 import { RunTakeover, type TakeoverEvent } from '../../src/system/index.ts'
 
 const signal = () => AbortSignal.timeout(10_000)

@@ -5,15 +5,9 @@
  */
 import { createUser } from '@nats-io/nkeys'
 import { busAuditLog, readAudit } from '@signalbox/actors'
+import { provenActor } from '@signalbox/actors/internal'
 import { connectNatsBus } from '@signalbox/actors/nats'
-import {
-  createSigner,
-  createTrustPolicy,
-  provenActor,
-  signAuditEntry,
-  verifyAuditEntry,
-  verifyAuditTrail,
-} from '@signalbox/actors/trust'
+import { createSigner, createTrustPolicy, signAuditEntry, verifyAuditEntry, verifyAuditTrail } from '@signalbox/actors/trust'
 import type { AuditEntry } from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
 import { rejectedDecisionAudit } from '@signalbox/core/internal'

@@ -8,17 +8,10 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { AckPolicy, DeliverPolicy, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { connect, errors, type NatsConnection } from '@nats-io/transport-node'
+import { permissionsTable } from '@signalbox/actors/internal'
 import { defaultStreamName } from '@signalbox/actors/nats'
+import { authorizationBlock, ROLES, type Role, type RolePermissions, rolePermissions } from '@signalbox/actors/trust'
 import {
-  authorizationBlock,
-  permissionsTable,
-  ROLES,
-  type Role,
-  type RolePermissions,
-  rolePermissions,
-} from '@signalbox/actors/trust'
-import {
-  agentPurpose,
   createSubjects,
   defaultDurableSubjects,
   SUBJECT_FAMILIES,
@@ -26,9 +19,8 @@ import {
   type SubjectFamilyName,
   type SubjectToken,
   type SubjectUse,
-  subjectCovers,
-  subjectMatches,
 } from '@signalbox/core/bus'
+import { agentPurpose, subjectCovers, subjectMatches } from '@signalbox/core/internal'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type ConfigServer, startConfigServer } from '../../../../test/support/nats-config-server.ts'
 

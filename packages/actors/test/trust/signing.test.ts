@@ -1,13 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { createUser } from '@nats-io/nkeys'
-import {
-  createSigner,
-  createTrustPolicy,
-  SigningKeyError,
-  signingInput,
-  verifySignature,
-  whyNotAcceptable,
-} from '@signalbox/actors/trust'
+import { whyNotAcceptable } from '@signalbox/actors/internal'
+import { createSigner, createTrustPolicy, SigningKeyError, signingInput, verifySignature } from '@signalbox/actors/trust'
 import { callDigest } from '@signalbox/core/protocol'
 import { describe, expect, it } from 'vitest'
 

@@ -1,5 +1,5 @@
+import type { AgentMachine } from '@signalbox/core'
 import { type Provider, ProviderError } from '@signalbox/core'
-import type { AgentMachine } from '@signalbox/core/internal'
 import { type Command, EXIT } from '../cli.ts'
 
 /** The agent machine, built with a provider that is never called: the graph needs only its definition. */

@@ -53,8 +53,11 @@ export const host: Command = {
     'in the directory (a NATS KV bucket). A run whose parent stops sending heartbeats is cancelled',
     'when its lease runs out. Ctrl-C or SIGTERM cancels the runs in flight (their parents are told),',
     'withdraws the directory entries and drains the connection. With a run store (--store or',
-    '--run-bucket) the host resumes the stored runs of its agents on start and, every half lease,',
-    'takes over the runs whose host stopped renewing its lease (one host wins each run).',
+    '--run-bucket) every agent it serves keeps its runs there (agent modules get the store, the',
+    'host id and the lease; a factory passes `host.store` to createAgent), and the host resumes the',
+    'stored runs of its agents on start and, every half lease, takes over the runs whose host',
+    'stopped renewing its lease (one host wins each run). On a JetStream cluster, --replicas 3',
+    'keeps the run bucket and the stream in three copies, so the loss of a node loses no run.',
     'With --trust FILE (a JSON trust policy, docs/security.md) steering and cancels of every agent',
     'served, and decisions and answers of agent modules, count only when signed by a key the policy',
     'allows (parent hosts that delegate here sign their cancels: list their keys in "controllers");',
@@ -76,6 +79,13 @@ export const host: Command = {
       type: 'string',
       valueName: '<name>',
       description: 'NATS KV run store (instead of --store), shared by every host',
+    },
+    replicas: {
+      type: 'string',
+      valueName: '<1|3|5>',
+      description: "copies of the run bucket and the deployment's stream on a JetStream cluster",
+      default: '1',
+      choices: ['1', '3', '5'],
     },
     lease: { type: 'string', valueName: '<ms>', description: 'lease a host takes on a run it takes over', default: '30000' },
     ...TRUST_OPTIONS,
@@ -120,7 +130,8 @@ export const host: Command = {
     ])
     const evidence = createEvidenceBook()
     const tracing = await commandTracing(context, 'signalbox-host')
-    const opened = await openBus(context, 'host')
+    const replicas = replicasOf(context)
+    const opened = await openBus(context, 'host', replicas > 1 ? { replicas } : {})
     const { subjects, url } = opened
     const bus = tracing ? tracing.bus(opened.bus) : opened.bus
     const hostId = (context.values['host-id'] as string | undefined) ?? `${hostname()}-${process.pid}`
@@ -128,7 +139,8 @@ export const host: Command = {
       context.values['no-directory'] === true
         ? undefined
         : new KvDirectory(bus.connection, { bucket: directoryBucket(subjects.prefix) })
-    const store = await openRunStore(context, bus)
+    const store = await openRunStore(context, bus, replicas)
+    const leaseMs = positiveInt(context, 'lease', 30_000)
     const system = createAgentSystem({
       bus,
       subjects,
@@ -137,9 +149,7 @@ export const host: Command = {
       ...(directory ? { directory } : {}),
       ...(trust ? { trust, evidence } : {}),
       ...(signer ? { signer } : {}),
-      ...(store
-        ? { runs: { store, leaseMs: positiveInt(context, 'lease', 30_000), onEvent: (event) => logTakeover(event) } }
-        : {}),
+      ...(store ? { runs: { store, leaseMs, onEvent: (event) => logTakeover(event) } } : {}),
     })
     const log = (record: Record<string, unknown>, text: string) =>
       context.out(context.global.json ? JSON.stringify(record) : text)
@@ -151,7 +161,7 @@ export const host: Command = {
           : event.type === 'error'
             ? `${c.red('takeover error')} ${event.runId ?? ''} ${String(event.error)}`
             : `${c.dim(`takeover ${event.type}`)} ${event.runId}`
-      log({ ...event, ...(event.type === 'error' ? { error: String(event.error) } : {}) }, text)
+      log({ ...event, at: Date.now(), ...(event.type === 'error' ? { error: String(event.error) } : {}) }, text)
     }
     const stop = untilSignal(context.io.signal)
     try {
@@ -173,6 +183,7 @@ export const host: Command = {
           trust,
           signer,
           evidence,
+          ...(store ? { stored: { store, hostId, leaseMs } } : {}),
         })
         system.add(agent)
         tracing?.agent(agent)
@@ -248,6 +259,7 @@ export const host: Command = {
 async function openRunStore(
   context: CommandContext,
   bus: import('@signalbox/actors/nats').NatsBus,
+  replicas: 1 | 3 | 5,
 ): Promise<import('@signalbox/core/store').RunStore | undefined> {
   const dir = context.values.store as string | undefined
   const bucket = context.values['run-bucket'] as string | undefined
@@ -258,9 +270,18 @@ async function openRunStore(
   }
   if (bucket !== undefined) {
     const { KvRunStore } = await import('@signalbox/actors/store')
-    return new KvRunStore({ connection: bus.connection, bucket })
+    return new KvRunStore({ connection: bus.connection, bucket, replicas })
   }
   return undefined
+}
+
+/** `--replicas`: 1, 3 or 5 (the parser already refused anything else). */
+function replicasOf(context: CommandContext): 1 | 3 | 5 {
+  const replicas = Number(context.values.replicas ?? 1) as 1 | 3 | 5
+  if (replicas > 1 && context.values.store !== undefined) {
+    throw new UsageError('--replicas is for a NATS run store (--run-bucket), not a file store (--store)', context.command)
+  }
+  return replicas
 }
 
 /** The KV bucket of a deployment's directory (one per prefix; its permissions are granted from the same name). */
@@ -285,6 +306,8 @@ async function toAgent(
     trust: import('@signalbox/actors/trust').TrustPolicy | undefined
     signer: import('@signalbox/actors/trust').Signer | undefined
     evidence: import('@signalbox/actors/trust').EvidenceBook
+    /** The host's run store: an agent module keeps its runs there, under the host's id and lease. */
+    stored?: { store: import('@signalbox/core/store').RunStore; hostId: string; leaseMs: number }
   },
 ): Promise<Agent> {
   if (isAgent(candidate)) return candidate
@@ -350,6 +373,7 @@ async function toAgent(
     ...(def.hooks ? { hooks: def.hooks } : {}),
     ...(def.maxTurns ? { maxTurns: def.maxTurns } : {}),
     ...(def.approvalTimeoutMs ? { approvalTimeoutMs: def.approvalTimeoutMs } : {}),
+    ...(options.stored ?? {}),
   })
 }
 

@@ -6,6 +6,7 @@ import type { RunParking, RunStore, StoredRun, StoredRunStatus } from '@signalbo
 import { openBus } from '../bus.ts'
 import { type Command, type CommandContext, EXIT, UsageError } from '../cli.ts'
 import { clockTime } from '../output.ts'
+import { buildRunTrees, renderRunTrees, treeJson } from '../run-tree.ts'
 
 export const STATUSES = ['running', 'waiting', 'done', 'failed', 'cancelled', 'parked'] as const
 
@@ -34,7 +35,7 @@ export type Waiting =
 export const runs: Command = {
   name: 'runs',
   summary: 'list the runs a store keeps: state, owner, lease and what each waits for',
-  usage: 'runs (--store <dir> | --bucket <name> --nats <url>) [--status <s,...>] [--agent <id>] [flags]',
+  usage: 'runs (--store <dir> | --bucket <name> --nats <url>) [--tree] [--status <s,...>] [--agent <id>] [flags]',
   description: [
     'Reads a run store without changing it and prints one line per stored run: its id, agent,',
     'status (running, waiting, done, failed, cancelled), the host that owns it and until when its',
@@ -43,6 +44,9 @@ export const runs: Command = {
     'be continued, so no host claims it) shows why. --store reads the file store in a',
     'directory; --bucket reads the NATS KV store (needs --nats). A run whose checkpoint cannot be',
     'read is reported with its error, and the other runs are still listed; the exit code is then 1.',
+    '--tree draws the runs as the trees delegation made of them (parent, then its children under',
+    'it), each with its host, state and what it waits for: a person, or a child still running; a run',
+    'whose parent is not in the listing heads its own tree and names its parent.',
   ].join('\n'),
   options: {
     store: { type: 'string', valueName: '<dir>', description: 'the file store: a directory of runs' },
@@ -53,6 +57,7 @@ export const runs: Command = {
       description: `only runs in these states (${STATUSES.join(', ')})`,
     },
     agent: { type: 'string', valueName: '<id>', description: 'only the runs of this agent' },
+    tree: { type: 'boolean', description: 'show runs as trees: parent › child, host, state, what each waits for' },
   },
   bus: 'optional',
   maxArgs: 0,
@@ -60,6 +65,7 @@ export const runs: Command = {
     ['signalbox runs --store ./runs', 'every run in the file store'],
     ['signalbox runs --bucket signalbox_runs --nats nats://localhost:4222 --status waiting', 'runs parked on a person'],
     ['signalbox runs --store ./runs --json', 'one JSON object per run'],
+    ['signalbox runs --bucket signalbox_runs --nats nats://localhost:4222 --tree', 'run trees across hosts'],
   ],
   async run(context) {
     const dir = context.values.store as string | undefined
@@ -79,7 +85,20 @@ export const runs: Command = {
       })
       const now = Date.now()
       const rows = listing.runs.map((run) => toRow(run, now)).sort((a, b) => a.savedAt - b.savedAt)
-      if (context.global.json) {
+      if (context.values.tree === true) {
+        const trees = buildRunTrees(rows)
+        if (context.global.json) for (const tree of trees) context.out(JSON.stringify(treeJson(tree)))
+        else if (rows.length === 0) context.out('No stored runs.')
+        else {
+          const details = (row: RunRow) => detailLines(context, row, now)
+          for (const line of renderRunTrees(trees, context.c, { details, clockTime })) context.out(line)
+        }
+        for (const error of listing.errors) {
+          if (context.global.json)
+            context.out(JSON.stringify({ type: 'error', runId: error.runId, code: error.code, message: error.message }))
+          else context.err(`${context.c.red('unreadable')} [${error.code}] ${error.message}`)
+        }
+      } else if (context.global.json) {
         for (const row of rows) context.out(JSON.stringify(row))
         for (const error of listing.errors)
           context.out(JSON.stringify({ type: 'error', runId: error.runId, code: error.code, message: error.message }))
@@ -194,16 +213,23 @@ function printRows(context: CommandContext, rows: RunRow[], now: number): void {
     const color = row.status === 'waiting' ? c.yellow : row.status === 'failed' || row.status === 'parked' ? c.red : c.cyan
     const status = color(row.status.padEnd(9))
     context.out(`${row.runId.padEnd(idWidth)}  ${c.magenta(row.agentId.padEnd(agentWidth))}  ${status}  ${owner}`)
-    if (row.parked) {
-      context.out(`    parked by ${row.parked.by} at ${clockTime(row.parked.at)}: [${row.parked.code}] ${row.parked.message}`)
-    }
-    for (const w of row.waitingFor) {
-      const due = w.deadline <= now ? c.red('deadline passed') : `deadline ${clockTime(w.deadline)}`
-      context.out(
-        w.kind === 'approval'
-          ? `    waits for approval of ${c.bold(w.toolName)} (${w.callId}, ${w.requestId}), ${due}`
-          : `    waits for an answer to "${w.question}" (${w.questionId}), ${due}`,
-      )
-    }
+    for (const line of detailLines(context, row, now)) context.out(`    ${line}`)
   }
+}
+
+/** Why a run is parked and what it waits for, one line each (unindented). */
+function detailLines(context: CommandContext, row: RunRow, now: number): string[] {
+  const { c } = context
+  const lines: string[] = []
+  if (row.parked)
+    lines.push(`parked by ${row.parked.by} at ${clockTime(row.parked.at)}: [${row.parked.code}] ${row.parked.message}`)
+  for (const w of row.waitingFor) {
+    const due = w.deadline <= now ? c.red('deadline passed') : `deadline ${clockTime(w.deadline)}`
+    lines.push(
+      w.kind === 'approval'
+        ? `waits for approval of ${c.bold(w.toolName)} (${w.callId}, ${w.requestId}), ${due}`
+        : `waits for an answer to "${w.question}" (${w.questionId}), ${due}`,
+    )
+  }
+  return lines
 }

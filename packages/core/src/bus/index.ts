@@ -29,7 +29,6 @@ export {
 } from './errors.ts'
 export { createInProcessBus, InProcessBus, type InProcessBusOptions } from './in-process-bus.ts'
 export {
-  agentPurpose,
   type BucketAccess,
   type ConsumerUse,
   DEFAULT_DIRECTORY_BUCKET,
@@ -48,11 +47,4 @@ export {
   type SubjectUse,
   usedApprovalsBucket,
 } from './subject-families.ts'
-export {
-  createSubjects,
-  DEFAULT_SUBJECT_PREFIX,
-  defaultDurableSubjects,
-  type Subjects,
-  subjectCovers,
-  subjectMatches,
-} from './subjects.ts'
+export { createSubjects, DEFAULT_SUBJECT_PREFIX, defaultDurableSubjects, type Subjects } from './subjects.ts'

@@ -3,12 +3,10 @@ export {
   AppliedDecision,
   CHECKPOINT_VERSION,
   Checkpoint,
-  FINISHED_RUN_STATUSES,
   LedgerEntry,
   type LedgerToolResult,
   PendingApproval,
   PendingQuestion,
-  RESUMABLE_RUN_STATUSES,
   RunLease,
   RunParking,
   type StoredRun,
@@ -23,17 +21,7 @@ export {
   StoreUnavailableError,
 } from './errors.ts'
 export { FileRunStore, type FileRunStoreOptions } from './file-run-store.ts'
-export {
-  findCall,
-  finishCall,
-  idempotencyKey,
-  OUTCOME_UNKNOWN,
-  outcomeUnknownText,
-  pruneLedger,
-  type ResumeDecision,
-  resumeToolCall,
-  startCall,
-} from './ledger.ts'
+export type { ResumeDecision } from './ledger.ts'
 export { MemoryRunStore } from './memory-run-store.ts'
 export {
   type AppendMessagesOptions,
@@ -52,7 +40,5 @@ export {
   parkRun,
   type RunListing,
   type RunStore,
-  runIdOfKey,
-  runKey,
   type SaveOptions,
 } from './run-store.ts'

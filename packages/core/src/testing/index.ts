@@ -1,6 +1,7 @@
 /** signalbox testing kit: a scripted model, over HTTP (OpenAI wire format) or in-process. */
 /** Drives approval deadlines, retries and timeouts without sleeping: pass it as an agent's `clock`. */
 export { SimulatedClock } from 'xstate'
+export { sampleCheckpoint } from './sample-checkpoint.ts'
 export {
   type RecordedRequest,
   type RequestExpectation,

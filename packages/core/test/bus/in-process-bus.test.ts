@@ -1,3 +1,4 @@
+import { describeBusConformance } from '@signalbox/core/testing/conformance'
 import { describe, expect, it } from 'vitest'
 import { SimulatedClock } from 'xstate'
 import type { DurableMessage } from '../../src/bus/bus.ts'
@@ -5,7 +6,7 @@ import { DurableConsumerConflictError, DurableSubjectError, InvalidSubjectError 
 import { createInProcessBus } from '../../src/bus/in-process-bus.ts'
 import { createSubjects, defaultDurableSubjects } from '../../src/bus/subjects.ts'
 import type { Clock } from '../../src/clock.ts'
-import { describeBusConformance, eventually, sleep } from './conformance.ts'
+import { eventually, sleep } from './helpers.ts'
 
 describeBusConformance('in-process', async () => {
   const bus = createInProcessBus()

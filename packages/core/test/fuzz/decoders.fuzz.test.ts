@@ -3,6 +3,8 @@
  * message schema, and the checkpoint codec. A decoder never throws, never returns a message that
  * breaks its schema, and says why in bounded words (a hostile payload cannot make the error huge).
  */
+
+import { sampleCheckpoint } from '@signalbox/core/testing'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { callDigest, canonicalJson } from '../../src/hitl/digest.ts'
@@ -11,7 +13,6 @@ import { PROTOCOL_MESSAGES, type ProtocolMessageType } from '../../src/protocol/
 import { decodeCheckpoint, encodeCheckpoint } from '../../src/store/codec.ts'
 import { CheckpointError } from '../../src/store/errors.ts'
 import { fixtureJson, PROTOCOL_ERROR_CODES, schemaOf, validFixtures } from '../protocol/helpers.ts'
-import { sampleCheckpoint } from '../store/sample.ts'
 
 const TYPES = Object.keys(PROTOCOL_MESSAGES) as ProtocolMessageType[]
 const VALID = validFixtures().map((fixture) => ({ type: fixture.type, json: fixtureJson(fixture) }))

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
+import { sampleCheckpoint } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
 import { CheckpointError, decodeCheckpoint, encodeCheckpoint } from '../../src/store/index.ts'
-import { sampleCheckpoint } from './sample.ts'
 
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8')
 

@@ -8,12 +8,12 @@ import { mkdtemp, open, readdir, rm, stat, truncate } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { sampleCheckpoint } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startCrashChild } from '../../../../test/support/crash-harness.ts'
 import { checkpointLines, runLogFile } from '../../../../test/support/run-log-files.ts'
 import { CommitLog } from '../../src/store/commit-log.ts'
 import { FileRunStore } from '../../src/store/index.ts'
-import { sampleCheckpoint } from './sample.ts'
 
 const signal = new AbortController().signal
 const sync = promisify(fdatasync)

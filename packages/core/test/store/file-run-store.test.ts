@@ -1,6 +1,8 @@
 import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
+import { sampleCheckpoint } from '@signalbox/core/testing'
+import { describeRunStoreConformance, errorOf, expectStoreError } from '@signalbox/core/testing/conformance'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { startCrashChild } from '../../../../test/support/crash-harness.ts'
@@ -10,13 +12,11 @@ import {
   rewriteLatestCheckpoint,
   runLogFile,
 } from '../../../../test/support/run-log-files.ts'
+import { type ClaimResult, race } from '../../../../test/support/store/racers.ts'
 import { createAgent, tool } from '../../src/index.ts'
 import { type Checkpoint, CheckpointError, FileRunStore } from '../../src/store/index.ts'
 import { checkpointRecord } from '../../src/store/run-log.ts'
 import { ScriptedProvider } from '../../src/testing/index.ts'
-import { describeRunStoreConformance, errorOf, expectStoreError } from './conformance.ts'
-import { type ClaimResult, race } from './racers.ts'
-import { sampleCheckpoint } from './sample.ts'
 
 const RACE_CHILD = 'packages/core/test/store/fixtures/store-race-child.ts'
 const signal = () => new AbortController().signal

@@ -9,7 +9,7 @@ import {
   pruneLedger,
   resumeToolCall,
   startCall,
-} from '../../src/store/index.ts'
+} from '../../src/store/ledger.ts'
 
 const executed = { output: '{"dropped":true}', isError: false, outcome: 'executed' }
 

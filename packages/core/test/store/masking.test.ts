@@ -9,8 +9,9 @@ import { cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { FileRunStore, OUTCOME_UNKNOWN, outcomeUnknownText } from '../../src/store/index.ts'
-import { CARD, cardAgent, gate, MASKED } from './card-agent.ts'
+import { CARD, cardAgent, gate, MASKED } from '../../../../test/support/store/card-agent.ts'
+import { FileRunStore } from '../../src/store/index.ts'
+import { OUTCOME_UNKNOWN, outcomeUnknownText } from '../../src/store/ledger.ts'
 
 const signal = new AbortController().signal
 const dirs: string[] = []

@@ -1,4 +1,4 @@
+import { describeRunStoreConformance } from '@signalbox/core/testing/conformance'
 import { MemoryRunStore } from '../../src/store/index.ts'
-import { describeRunStoreConformance } from './conformance.ts'
 
 describeRunStoreConformance('memory', async ({ clock }) => ({ store: new MemoryRunStore({ clock }), cleanup: async () => {} }))

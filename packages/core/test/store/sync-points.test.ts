@@ -8,6 +8,7 @@
 import { mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
+import { sampleCheckpoint } from '@signalbox/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { checkpointLines, runLogFile } from '../../../../test/support/run-log-files.ts'
@@ -15,7 +16,6 @@ import { createAgent, decideApproval, tool } from '../../src/index.ts'
 import type { Checkpoint } from '../../src/store/checkpoint.ts'
 import { FileRunStore, MemoryRunStore, type SaveOptions } from '../../src/store/index.ts'
 import { ScriptedProvider } from '../../src/testing/index.ts'
-import { sampleCheckpoint } from './sample.ts'
 
 const signal = new AbortController().signal
 const dirs: string[] = []

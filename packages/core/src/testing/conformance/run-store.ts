@@ -1,15 +1,15 @@
 /**
- * The `RunStore` contract, written once and run against every store (memory and file here, the
- * JetStream KV store in `packages/actors/test/store/`). Each test gets fresh run ids; leases are
- * driven by a `SimulatedClock`, never by sleeping.
+ * The `RunStore` contract, written once and run against every store (memory, file and the
+ * JetStream KV store in signalbox's own tests; yours with `describeRunStoreConformance`). Each
+ * test gets fresh run ids; leases are driven by a `SimulatedClock`, never by sleeping.
  */
 import { randomBytes } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
 import { SimulatedClock } from 'xstate'
-import { ConfigError } from '../../src/errors.ts'
-import type { Message } from '../../src/messages.ts'
-import { type Checkpoint, CheckpointError, parkRun, pruneRuns, type RunStore, RunStoreError } from '../../src/store/index.ts'
-import { sampleCheckpoint } from './sample.ts'
+import { ConfigError } from '../../errors.ts'
+import type { Message } from '../../messages.ts'
+import { type Checkpoint, CheckpointError, parkRun, pruneRuns, type RunStore, RunStoreError } from '../../store/index.ts'
+import { sampleCheckpoint } from '../sample-checkpoint.ts'
 
 export interface StoreUnderTest {
   store: RunStore
@@ -27,6 +27,7 @@ export type MakeStore = (context: { clock: SimulatedClock }) => Promise<StoreUnd
 
 const signal = () => new AbortController().signal
 
+/** The rejection of `promise`; fails if it resolves. */
 export async function errorOf(promise: Promise<unknown>): Promise<unknown> {
   try {
     await promise
@@ -36,6 +37,7 @@ export async function errorOf(promise: Promise<unknown>): Promise<unknown> {
   throw new Error('expected a rejection, but the promise resolved')
 }
 
+/** Asserts `error` is a `RunStoreError` with `code`, naming `runId` (in its field and its message). */
 export function expectStoreError(error: unknown, code: string, runId: string): void {
   expect(error).toBeInstanceOf(RunStoreError)
   expect((error as RunStoreError).code).toBe(code)
@@ -46,6 +48,16 @@ export function expectStoreError(error: unknown, code: string, runId: string): v
 const user = (content: string): Message => ({ role: 'user', content })
 const assistant = (content: string): Message => ({ role: 'assistant', content })
 
+/**
+ * Defines vitest tests that hold a `RunStore` implementation to the contract signalbox's own
+ * stores meet (create, save with revisions, leases and takeover, parking, pruning, refusing
+ * unknown or damaged checkpoints). Call it in a test file:
+ *
+ *   describeRunStoreConformance('my store', async ({ clock }) => {
+ *     const store = await openMyStore({ clock })
+ *     return { store, cleanup: () => store.close() }
+ *   })
+ */
 export function describeRunStoreConformance(name: string, makeStore: MakeStore): void {
   describe(`RunStore conformance: ${name}`, () => {
     const cleanups: (() => Promise<void>)[] = []

@@ -1,8 +1,9 @@
 /** An agent whose tool returns a card number in clear and whose `afterToolExecution` hook masks it, when let through. */
+
+import { type Agent, createAgent, tool } from '@signalbox/core'
+import type { RunStore } from '@signalbox/core/store'
+import { ScriptedProvider } from '@signalbox/core/testing'
 import { z } from 'zod'
-import { type Agent, createAgent, tool } from '../../src/index.ts'
-import type { RunStore } from '../../src/store/index.ts'
-import { ScriptedProvider } from '../../src/testing/index.ts'
 
 export const CARD = '4111 1111 1111 1111'
 export const MASKED = 'card **** 1111'

@@ -1,5 +1,5 @@
 import { afterEach } from 'vitest'
-import { type CrashChild, startCrashChild } from '../../../../test/support/crash-harness.ts'
+import { type CrashChild, startCrashChild } from '../crash-harness.ts'
 
 const children: CrashChild[] = []
 afterEach(async () => {

@@ -1,15 +1,15 @@
 /**
- * Our own MCP server (fixtures/test-server.ts) as a real process, over stdio or Streamable HTTP,
+ * Our own MCP server (test-server.ts) as a real process, over stdio or Streamable HTTP,
  * killed after the test.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import type { McpServer } from '@signalbox/mcp'
 import { afterEach } from 'vitest'
-import type { McpServer } from '../src/index.ts'
-import { freePort } from './support.ts'
+import { freePort } from '../nats-server.ts'
 
 export const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
-export const TEST_SERVER = fileURLToPath(new URL('./fixtures/test-server.ts', import.meta.url))
+export const TEST_SERVER = fileURLToPath(new URL('./test-server.ts', import.meta.url))
 
 export type Transport = 'stdio' | 'http'
 export const TRANSPORTS: Transport[] = ['stdio', 'http']

@@ -1,22 +1,22 @@
 /**
- * The `Bus` contract, written once and run against every transport (in-process here, NATS in
- * `packages/actors/test/nats/`). Each test gets a fresh subject prefix, so on a shared server
- * tests never see each other's messages, streams or consumers.
+ * The `Bus` contract, written once and run against every transport (the in-process bus and the
+ * NATS bus in signalbox's own tests; yours with `describeBusConformance`). Each test gets a fresh
+ * subject prefix, so on a shared server tests never see each other's messages, streams or consumers.
  *
  * Durable tests use `audit` subjects: they are in the default durable set on NATS.
  */
+import { randomBytes } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
-import { uniquePrefix } from '../../../../test/support/env.ts'
-import type { Bus, BusMessage, DurableMessage } from '../../src/bus/bus.ts'
+import type { Bus, BusMessage, DurableMessage } from '../../bus/bus.ts'
 import {
   BusClosedError,
   BusNoRespondersError,
   BusPayloadTooLargeError,
   BusTimeoutError,
   InvalidSubjectError,
-} from '../../src/bus/errors.ts'
-import { createSubjects, type Subjects } from '../../src/bus/subjects.ts'
-import { AbortedError } from '../../src/errors.ts'
+} from '../../bus/errors.ts'
+import { createSubjects, type Subjects } from '../../bus/subjects.ts'
+import { AbortedError } from '../../errors.ts'
 
 export interface BusUnderTest {
   bus: Bus
@@ -26,8 +26,13 @@ export interface BusUnderTest {
 /** Builds a bus for one test; `prefix` is the test's own subject prefix (the NATS bus needs it for its stream). */
 export type MakeBus = (context: { prefix: string }) => Promise<BusUnderTest>
 
+/** A fresh subject prefix (`t<hex>.v1`) per test. */
+function uniquePrefix(): string {
+  return `t${randomBytes(6).toString('hex')}.v1`
+}
+
 /** Polls `predicate` until true; fails with `what` after `timeoutMs`. */
-export async function eventually(predicate: () => boolean, what: string, timeoutMs = 3_000): Promise<void> {
+async function eventually(predicate: () => boolean, what: string, timeoutMs = 3_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for: ${what}`)
@@ -35,7 +40,7 @@ export async function eventually(predicate: () => boolean, what: string, timeout
   }
 }
 
-export function sleep(ms: number): Promise<void> {
+function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
@@ -58,6 +63,16 @@ function thrownBy(fn: () => unknown): unknown {
   throw new Error('expected a throw, but the call returned')
 }
 
+/**
+ * Defines vitest tests that hold a `Bus` implementation to the contract signalbox's own buses
+ * meet (publish and subscribe, wildcards, queue groups, request and reply, durable streams,
+ * acknowledgement and redelivery, limits, closing). Call it in a test file:
+ *
+ *   describeBusConformance('my bus', async ({ prefix }) => {
+ *     const bus = await connectMyBus({ prefix })
+ *     return { bus, cleanup: () => bus.close() }
+ *   })
+ */
 export function describeBusConformance(name: string, makeBus: MakeBus): void {
   describe(`Bus conformance: ${name}`, () => {
     const cleanups: (() => Promise<void>)[] = []

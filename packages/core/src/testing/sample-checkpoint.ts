@@ -1,8 +1,8 @@
-import type { Checkpoint } from '../../src/store/index.ts'
+import type { Checkpoint } from '../store/index.ts'
 
 const DIGEST = `sha256:${'a'.repeat(64)}`
 
-/** A checkpoint of a run parked on an approval, as an integration would write it. */
+/** A valid checkpoint of a run parked on an approval (for a store's tests); `overrides` replace its fields. */
 export function sampleCheckpoint(overrides: Partial<Checkpoint> = {}): Checkpoint {
   const runId = overrides.runId ?? 'run_1'
   return {
