@@ -51,7 +51,7 @@ const LONG = process.env.SIGNALBOX_REHEARSAL_LONG === '1'
 const PERSON_MS = LONG ? 30_000 : 10_000
 const LEASE_MS = 3_000
 const FIXTURES = path.join(import.meta.dirname, 'fixtures')
-const MCP_SERVER = path.join(ROOT, 'packages/mcp/test/fixtures/test-server.ts')
+const MCP_SERVER = path.join(ROOT, 'test/support/mcp/test-server.ts')
 const subjects = createSubjects(PREFIX)
 
 interface Effect {
@@ -123,7 +123,7 @@ function hostArgs(module: string, id: string, user: 'hosta' | 'hostb' | 'hostc')
     [
       'host',
       path.join(FIXTURES, module),
-      ...['--host-id', id, '--run-bucket', RUN_BUCKET, '--lease', String(LEASE_MS)],
+      ...['--host-id', id, '--run-bucket', RUN_BUCKET, '--replicas', '3', '--lease', String(LEASE_MS)],
       ...['--trust', d.trustFile, '--otlp', receiver.url, '--json'],
     ],
     { name: id, env: { LEDGER: ledgerFile(), LEASE_MS: String(LEASE_MS), HOST_NAME: id, OTEL_SERVICE_NAME: id } },

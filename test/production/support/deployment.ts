@@ -12,9 +12,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { Writable } from 'node:stream'
 import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
-import { KvRunStore } from '@signalbox/actors/store'
+import { main } from '@signalbox/cli/internal'
 import { directoryBucket, usedApprovalsBucket } from '@signalbox/core/bus'
-import { main } from '../../../packages/cli/src/main.ts'
 import { type CliProcess, startProcess } from '../../cli/support.ts'
 import { type NatsCluster, startNatsCluster } from '../../support/nats-cluster.ts'
 import { type PermissionViolation, parseViolations } from '../../support/nats-config-server.ts'
@@ -237,10 +236,9 @@ export async function startDeployment(): Promise<Deployment> {
     cleanups.push(() => bus.close())
     return bus
   }
-  // The operator makes the stream and the buckets with three replicas before anything starts.
+  // The operator makes the stream with three replicas before anything starts (the hosts'
+  // `--replicas 3` would too, and makes the run bucket so).
   const provisioning = await admin()
-  const runs = new KvRunStore({ connection: provisioning.connection, bucket: RUN_BUCKET, replicas: 3 })
-  await runs.list({ signal: AbortSignal.timeout(20_000) })
   // The directory's bucket and the tool hosts' ledger of used approvals, as `nats kv add
   // --replicas 3 --history 1 --ttl ...` makes them.
   const jsm = await provisioning.manager()
