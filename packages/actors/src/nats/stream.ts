@@ -55,6 +55,8 @@ export async function ensureStream(
       duplicate_window: duplicateWindow,
       max_age: maxAge,
       num_replicas: replicas,
+      // Stored results are read back by subject (`durableLast`: a direct get a permission can name).
+      allow_direct: true,
     })
     return { subjects: created.config.subjects ?? subjects, replicas: created.config.num_replicas ?? replicas }
   }
@@ -66,7 +68,8 @@ export async function ensureStream(
     missing.length === 0 &&
     info.config.duplicate_window === duplicateWindow &&
     info.config.max_age === maxAge &&
-    (info.config.num_replicas ?? 1) === numReplicas
+    (info.config.num_replicas ?? 1) === numReplicas &&
+    info.config.allow_direct === true
   ) {
     return { subjects: existing, replicas: numReplicas }
   }
@@ -75,6 +78,7 @@ export async function ensureStream(
     duplicate_window: duplicateWindow,
     max_age: maxAge,
     num_replicas: numReplicas,
+    allow_direct: true,
   })
   return { subjects: updated.config.subjects ?? [...existing, ...missing], replicas: updated.config.num_replicas ?? numReplicas }
 }
