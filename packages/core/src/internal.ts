@@ -54,5 +54,5 @@ export {
   resumeToolCall,
   startCall,
 } from './store/ledger.ts'
-export { runIdOfKey, runKey } from './store/run-store.ts'
+export { claimedCheckpoint, runIdOfKey, runKey } from './store/run-store.ts'
 export { stringifyToolOutput } from './tool.ts'
