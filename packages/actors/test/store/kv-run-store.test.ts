@@ -184,7 +184,7 @@ describe('KvRunStore: what is stored', () => {
 describe('KvRunStore: one owner per epoch (claim keys)', () => {
   const expired = (epoch: number) => ({ owner: 'gone', epoch, expiresAt: 0 })
   /** Puts a claim key as a claimant that created it and then stopped (or is still writing) would have. */
-  async function strandedClaim(bucket: string, runId: string, epoch: number, claim: object): Promise<void> {
+  async function strandedClaim(bucket: string, runId: string, epoch: number, claim: unknown): Promise<void> {
     const kv = await new Kvm(admin).open(bucket)
     await kv.create(`claim.${runId}.${epoch}`, JSON.stringify(claim))
   }
