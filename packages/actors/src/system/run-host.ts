@@ -45,9 +45,16 @@ export class RunHost {
   readonly #options: RunHostOptions
   /** Runs started for remote parents, until their result is published. */
   readonly #hosted = new Set<Promise<unknown>>()
+  /** How to stop each hosted run: one listener on the host's long-lived signal for them all, not one per run. */
+  readonly #stops = new Set<() => void>()
 
   constructor(options: RunHostOptions) {
     this.#options = options
+    const stopAll = () => {
+      for (const stop of [...this.#stops]) stop()
+    }
+    if (options.stopping.aborted) stopAll()
+    else options.stopping.addEventListener('abort', stopAll, { once: true })
   }
 
   /** Runs hosted right now. */
@@ -115,7 +122,7 @@ export class RunHost {
       if (parsed.ok) lease.renew()
     })
     const stopOnClose = () => cancelled.abort(new AbortedError('the host is shutting down'))
-    stopping.addEventListener('abort', stopOnClose, { once: true })
+    this.#stops.add(stopOnClose)
     const accepted: RunAcceptedMessage = {
       v: PROTOCOL_VERSION,
       type: 'run.accepted',
@@ -155,7 +162,7 @@ export class RunHost {
         lease.stop()
         heartbeats.unsubscribe()
         ledger.leave(rootRunId, handle)
-        stopping.removeEventListener('abort', stopOnClose)
+        this.#stops.delete(stopOnClose)
         this.#hosted.delete(finished)
       })
     this.#hosted.add(finished)
