@@ -19,6 +19,7 @@ export default defineConfig({
     projects: PROJECTS.map((name) => {
       const { include, exclude } = projectGlobs(name)
       const heavy = name === 'processes' || name === 'browser'
+      // Hooks in `nats` start servers and 3-node clusters: their start-up grows with the load too.
       return {
         extends: true,
         test: {
@@ -27,7 +28,7 @@ export default defineConfig({
           exclude: [...configDefaults.exclude, ...exclude],
           env: { SIGNALBOX_TEST_PROJECT: name },
           setupFiles: ['test/support/project-guard.ts'],
-          ...(heavy ? { testTimeout: 120_000, hookTimeout: 120_000 } : {}),
+          ...(heavy ? { testTimeout: 120_000, hookTimeout: 120_000 } : name === 'nats' ? { hookTimeout: 120_000 } : {}),
         },
       }
     }),

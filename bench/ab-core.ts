@@ -4,9 +4,11 @@
  * tool), interleaved round by round, so the machine's load hits both alike. Prints the median
  * CPU and wall µs per tool step of each, and after / before.
  *
- *   node --import tsx bench/ab-core.ts --other /path/to/other/checkout [--steps 20] [--rounds 9] [--runs 1]
+ *   node --import tsx bench/ab-core.ts --other /path/to/other/checkout [--steps 20] [--rounds 9] [--runs 1] [--built]
  *
  * `--runs 1000 --steps 5`: each sample is 1,000 runs at once (the throughput scenario's shape).
+ * `--built`: each checkout's built core (`packages/core/dist`, after `pnpm build` in both), as
+ * users run it, instead of its sources through tsx.
  *
  * The other checkout needs its own `pnpm install` (its core imports its own xstate).
  */
@@ -31,6 +33,7 @@ const { values } = parseArgs({
     steps: { type: 'string', default: '20' },
     rounds: { type: 'string', default: '9' },
     runs: { type: 'string', default: '1' },
+    built: { type: 'boolean', default: false },
   },
 })
 if (values.other === undefined) throw new Error('--other <checkout> is required')
@@ -49,10 +52,10 @@ interface Testing {
 
 async function load(root: string): Promise<{ core: Core; testing: Testing }> {
   const at = (path: string) => pathToFileURL(resolve(root, path)).href
-  return {
-    core: (await import(at('packages/core/src/index.ts'))) as Core,
-    testing: (await import(at('packages/core/src/testing/index.ts'))) as Testing,
-  }
+  const [core, testing] = values.built
+    ? ['packages/core/dist/index.js', 'packages/core/dist/testing/index.js']
+    : ['packages/core/src/index.ts', 'packages/core/src/testing/index.ts']
+  return { core: (await import(at(core))) as Core, testing: (await import(at(testing))) as Testing }
 }
 
 /** The bench's agent, built from one checkout's own core. */
@@ -90,7 +93,7 @@ const measured = await measureInterleaved([...before, ...after], {
 const us = (values: number[]) => median(values) / 1000
 const byId = new Map(measured.map((m) => [m.variant.id, m]))
 console.log(
-  `${steps}-step runs (${runsAtOnce} at once), ${values.rounds} interleaved rounds, µs per tool step (median): CPU, wall`,
+  `${steps}-step runs (${runsAtOnce} at once), ${values.built ? 'built cores (dist/)' : 'sources (tsx)'}, ${values.rounds} interleaved rounds, µs per tool step (median): CPU, wall`,
 )
 for (const hooks of ['', '-hooks']) {
   const b = byId.get(`before${hooks}`)

@@ -1,8 +1,10 @@
 /**
  * `pnpm bench`: signalbox against hand-written loops, per tool step, in one process and one run.
+ * `pnpm bench` (bench/run.mjs) builds the packages first and measures the built ones (dist/), as
+ * users run them; `pnpm bench --src` measures the TypeScript sources through tsx.
  *
  *   pnpm bench                      every scenario (issue 2's five take about 2.3 minutes on 2 cores)
- *   pnpm bench --quick              smoke mode: every variant, peers included, small sizes (no figures to quote)
+ *   pnpm bench --quick              smoke mode: every variant, peers included, small sizes (figures, no verdicts)
  *   pnpm bench --json results.json  also write every sample as JSON
  *   pnpm bench --markdown out.md    also write the tables as Markdown (for BENCHMARKS.md)
  *   pnpm bench --only in-process,xstate,heap,http,concurrency   (issue 2; `scale` is issue 4's)
@@ -143,12 +145,14 @@ const meta = {
   gc: gc !== undefined,
   /** The code measured: HEAD, and whether packages/core/src had uncommitted changes. */
   git: gitState(),
+  /** What was measured: the built packages (`pnpm bench`) or the TypeScript sources (`pnpm bench --src`). */
+  code: codeMeasured(),
   /** 1-minute load average when the run started: other work on the machine shows up here. */
   loadAverageAtStart: Number(loadavg()[0]!.toFixed(2)),
 }
 
 console.log(
-  `signalbox bench${quick ? ' (--quick)' : ''}: node ${meta.node}, ${meta.nproc} cpus (${cpuModel}), ${rounds} interleaved rounds, load average ${meta.loadAverageAtStart}${meta.git ? `, commit ${meta.git.commit}${meta.git.coreDirty ? ' + uncommitted core changes' : ''}` : ''}`,
+  `signalbox bench${quick ? ' (--quick: figures only, no verdicts)' : ''}: ${meta.code}, node ${meta.node}, ${meta.nproc} cpus (${cpuModel}), ${rounds} interleaved rounds, load average ${meta.loadAverageAtStart}${meta.git ? `, commit ${meta.git.commit}${meta.git.coreDirty ? ' + uncommitted core changes' : ''}` : ''}`,
 )
 
 let dots = 0
@@ -174,7 +178,7 @@ function show(table: Table | undefined): void {
   dots = 0
   console.log(`\n## ${table.title} [${table.seconds.toFixed(1)} s]\n${table.note}\n`)
   console.log(renderTable(table, 'text'))
-  if (table.checks.length > 0) console.log(`\n${renderChecks(table.checks, 'text')}`)
+  if (table.checks.length > 0) console.log(`\n${renderChecks(table.checks, 'text', !quick)}`)
 }
 
 const started = process.hrtime.bigint()
@@ -243,7 +247,7 @@ if (only.has('durable')) {
     console.log(`(KV resume skipped: ${String(error)})`)
   }
   console.log(`\n## Resuming ${count} runs parked on approvals (issue 9)\n`)
-  console.log(renderResume(resume))
+  console.log(renderResume(resume, !quick))
 }
 
 // Issue 14: tracing on (in-memory exporter) and off, per tool step.
@@ -277,7 +281,10 @@ if (only.has('pickup')) {
 
 const seconds = Number(process.hrtime.bigint() - started) / 1e9
 const checks: Check[] = tables.flatMap((t) => t.checks)
-if (checks.length > 0) console.log(`\n## Targets\n${renderChecks(checks, 'text')}`)
+if (checks.length > 0) {
+  const judged = quick ? ' (quick run: figures only; targets are judged on a full run, `pnpm bench` without --quick)' : ''
+  console.log(`\n## Targets${judged}\n${renderChecks(checks, 'text', !quick)}`)
+}
 const loadAverageAtEnd = Number(loadavg()[0]!.toFixed(2))
 console.log(
   `\nfinished in ${seconds.toFixed(1)} s (model server: ${serverWhere}; load average ${meta.loadAverageAtStart} → ${loadAverageAtEnd})`,
@@ -285,7 +292,7 @@ console.log(
 
 if (args.markdown) {
   const sections = tables.map((t) => {
-    const checks = t.checks.length > 0 ? `\n\n${renderChecks(t.checks, 'markdown')}` : ''
+    const checks = t.checks.length > 0 ? `\n\n${renderChecks(t.checks, 'markdown', !quick)}` : ''
     return `### ${t.title}\n\n${t.note.replaceAll('\n', ' ')}\n\n${renderTable(t, 'markdown')}${checks}\n`
   })
   const code = meta.git ? ` · commit ${meta.git.commit}${meta.git.coreDirty ? ' (packages/core/src modified)' : ''}` : ''
@@ -299,6 +306,12 @@ if (args.json) {
     `${JSON.stringify({ meta: { ...meta, seconds, loadAverageAtEnd }, tables, approvalLatency, pickup, resume, treeCluster }, null, 2)}\n`,
   )
   console.log(`results written to ${args.json}`)
+}
+
+/** Where `@signalbox/core` resolves from in this process: its build or its sources. */
+function codeMeasured(): string {
+  const core = import.meta.resolve('@signalbox/core')
+  return core.includes('/dist/') ? 'built packages (dist/)' : 'TypeScript sources (tsx)'
 }
 
 function gitState(): { commit: string; coreDirty: boolean } | undefined {

@@ -1,7 +1,8 @@
 /**
  * `pnpm bench --quick` runs end to end: every variant of the in-process and HTTP scenarios (the
  * hand-written loops, signalbox and the peer frameworks) completes its checked runs and prints its
- * row. No figure is asserted: speed is the bench's business, not the tests'.
+ * row, measuring the built packages; a quick run prints no verdict. No figure is asserted: speed
+ * is the bench's business, not the tests'.
  */
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -39,7 +40,7 @@ function runBench(args: string[], signal: AbortSignal): Promise<Output> {
 }
 
 interface Results {
-  meta: { quick: boolean }
+  meta: { quick: boolean; code: string }
   tables: { id: string; rows: { id: string; label: string; median: number; steps: number }[] }[]
 }
 
@@ -54,6 +55,12 @@ describe('pnpm bench --quick', () => {
 
     const results = JSON.parse(readFileSync(json, 'utf8')) as Results
     expect(results.meta.quick).toBe(true)
+    // What users run: the built packages, not the sources through tsx.
+    expect(results.meta.code).toBe('built packages (dist/)')
+    expect(out.stdout).toContain('measuring dist/')
+    // A quick run gives figures, not verdicts: targets are judged on full runs.
+    expect(out.stdout).not.toMatch(/\b(MISS|PASS)\b/)
+    expect(out.stdout).toContain('targets are judged on a full run')
     const expected = [
       ...inProcessVariants(1, { observed: true }).map((v) => ({ table: 'in-process-', id: v.id, label: v.label })),
       ...Object.entries(HTTP_LABELS).map(([id, label]) => ({ table: 'http-', id, label })),

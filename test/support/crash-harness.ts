@@ -6,6 +6,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { whileWaiting } from './waiting.ts'
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -25,7 +26,7 @@ export interface CrashChild {
   /** stdout and stderr, interleaved, as they arrived. */
   output(): string
   stdout(): string
-  /** Resolves with the first output line matching `pattern`; rejects if the child exits first or after `timeoutMs`. */
+  /** Resolves with the first output line matching `pattern`; rejects if the child exits first or after `timeoutMs` (when given). */
   waitForLine(pattern: string | RegExp, timeoutMs?: number): Promise<string>
   /** Writes one line to the child's stdin. */
   send(line: string): void
@@ -88,13 +89,17 @@ export async function startCrashChild(script: string, options: CrashChildOptions
   )
   const gone = () => closed
 
-  const waitForLine = (pattern: string | RegExp, timeoutMs = 20_000): Promise<string> =>
+  // No deadline by default: a child's start-up under load takes what it takes, and the test's time
+  // limit is the hang guard (a stuck wait is named in the failure report).
+  const waitForLine = (pattern: string | RegExp, timeoutMs?: number): Promise<string> =>
     new Promise((resolve, reject) => {
       const find = () =>
         all.split('\n').find((line) => (typeof pattern === 'string' ? line.includes(pattern) : pattern.test(line)))
+      const waited = whileWaiting(() => `${script} to print ${String(pattern)}; its output so far:\n${all}`)
       const finish = (error: Error | undefined, line?: string) => {
         clearTimeout(timer)
         listeners.delete(check)
+        waited()
         if (error) reject(error)
         else resolve(line as string)
       }
@@ -103,10 +108,13 @@ export async function startCrashChild(script: string, options: CrashChildOptions
         if (line !== undefined) finish(undefined, line)
         else if (gone()) finish(new Error(`${script} exited before printing ${String(pattern)}:\n${all}`))
       }
-      const timer = setTimeout(
-        () => finish(new Error(`${script} printed no ${String(pattern)} within ${timeoutMs} ms:\n${all}`)),
-        timeoutMs,
-      )
+      const timer =
+        timeoutMs === undefined
+          ? undefined
+          : setTimeout(
+              () => finish(new Error(`${script} printed no ${String(pattern)} within ${timeoutMs} ms:\n${all}`)),
+              timeoutMs,
+            )
       listeners.add(check)
       check()
     })

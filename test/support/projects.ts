@@ -4,7 +4,7 @@
  *   browser    drives Chromium (playwright-core)
  *   processes  starts child processes: the CLI, crash children, MCP servers, npm, tmux
  *   nats       talks to NATS (the shared server on 127.0.0.1:4222, or servers it spawns)
- *   unit       none of these: runs anywhere, in seconds
+ *   unit       none of these: runs anywhere
  *
  * A file belongs to the first project whose globs match it, so each file is in exactly one (the
  * guard test `test/suite/projects.test.ts` checks it against vitest's own file lists). New files

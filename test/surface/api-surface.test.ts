@@ -1,7 +1,7 @@
 /**
  * The public API is a contract: every name every entry point exports, types included, is pinned
  * in api-surface.json. Adding or removing one is a decision (rewrite the pin with
- * `pnpm tsx test/surface/entry-points.ts > test/surface/api-surface.json` and say why in the
+ * `pnpm tsx test/surface/entry-points.ts > test/surface/api-surface.json && pnpm biome format --write test/surface` and say why in the
  * commit), never an accident. The `/internal` entry points are for the signalbox packages and
  * their tests: they say they are unstable, their package's README says so too, and a name lives
  * in one of the two, not both.

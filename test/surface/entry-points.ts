@@ -1,7 +1,7 @@
 /**
  * Every name each entry point of each package exports, values and types alike, read with the
  * TypeScript compiler from the sources the `exports` field names. Used by the surface pin test;
- * `pnpm tsx test/surface/entry-points.ts > test/surface/api-surface.json` rewrites the pin.
+ * `pnpm tsx test/surface/entry-points.ts > test/surface/api-surface.json && pnpm biome format --write test/surface` rewrites the pin.
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'

@@ -3,12 +3,12 @@ import { DEFAULT_APPROVAL_CLOCK_SKEW_MS, TOOL_QUEUE_GROUP } from '@signalbox/act
 import { ConfigError, SignalboxError } from '@signalbox/core'
 import { DEFAULT_SUBJECT_PREFIX } from '@signalbox/core/bus'
 import { describe, expect, it } from 'vitest'
+import { runMain } from '../../../test/support/cli-in-process.ts'
 import { agentModuleProblems, defineAgentModule } from '../src/agent-module.ts'
 import { CliError, commandHelp, DEFAULT_PREFIX, UsageError } from '../src/cli.ts'
 import { DEFAULT_CLOCK_SKEW_MS, DEFAULT_TOOL_QUEUE } from '../src/commands/tools-serve.ts'
 import { COMMANDS, formatError } from '../src/main.ts'
 import { colorsEnabled, formatElapsed, shortId } from '../src/output.ts'
-import { runMain } from './helpers.ts'
 
 describe('help', () => {
   it('`help <command>` and `<command> --help` print the same text, with every flag, its default and examples', async () => {

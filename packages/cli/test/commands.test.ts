@@ -10,8 +10,8 @@ import { createSubjects, type Subjects } from '@signalbox/core/bus'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { deleteStream } from '../../../test/cli/support.ts'
+import { runMain, startMain } from '../../../test/support/cli-in-process.ts'
 import { NATS_URL, uniquePrefix } from '../../../test/support/env.ts'
-import { runMain, startMain } from './helpers.ts'
 
 let prefix: string
 let subjects: Subjects

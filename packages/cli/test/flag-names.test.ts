@@ -4,9 +4,9 @@
  * (`review --name`, `steer --from`, `cancel --from`) keep working as documented aliases.
  */
 import { describe, expect, it } from 'vitest'
+import { runMain } from '../../../test/support/cli-in-process.ts'
 import { commandHelp, GLOBAL_OPTIONS } from '../src/cli.ts'
 import { COMMANDS } from '../src/main.ts'
-import { runMain } from './helpers.ts'
 
 const noUser = { env: { USER: undefined } }
 const command = (name: string) => COMMANDS.find((c) => c.name === name) as (typeof COMMANDS)[number]

@@ -8,7 +8,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { createSigner, isValidPublicKey, verifySignature } from '@signalbox/actors/trust'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { runMain } from './helpers.ts'
+import { runMain } from '../../../test/support/cli-in-process.ts'
 
 async function tempDir(): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'signalbox-keys-'))

@@ -7,10 +7,10 @@ import { readFileSync } from 'node:fs'
 import net from 'node:net'
 import { PassThrough } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import { runMain } from '../../../test/support/cli-in-process.ts'
 import { type NatsServer, startNatsServer } from '../../../test/support/nats-server.ts'
 import type { CommandIO } from '../src/cli.ts'
 import { COMMANDS, main } from '../src/main.ts'
-import { runMain } from './helpers.ts'
 
 const count = (text: string, part: string) => text.split(part).length - 1
 

@@ -13,8 +13,8 @@ import { KvRunStore } from '@signalbox/actors/store'
 import { FileRunStore, type RunStore } from '@signalbox/core/store'
 import { sampleCheckpoint } from '@signalbox/core/testing'
 import { describe, expect, it, onTestFinished } from 'vitest'
+import { runMain } from '../../../test/support/cli-in-process.ts'
 import { NATS_URL } from '../../../test/support/env.ts'
-import { runMain } from './helpers.ts'
 
 const signal = () => AbortSignal.timeout(10_000)
 const DAY = 86_400_000

@@ -11,9 +11,9 @@ import { KvRunStore } from '@signalbox/actors/store'
 import { FileRunStore } from '@signalbox/core/store'
 import { sampleCheckpoint } from '@signalbox/core/testing'
 import { describe, expect, it, onTestFinished } from 'vitest'
+import { runMain } from '../../../test/support/cli-in-process.ts'
 import { NATS_URL } from '../../../test/support/env.ts'
 import { cutInsideFirstCheckpoint } from '../../../test/support/run-log-files.ts'
-import { runMain } from './helpers.ts'
 
 const signal = () => AbortSignal.timeout(10_000)
 const FAR = Date.now() + 3_600_000

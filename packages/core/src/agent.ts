@@ -20,6 +20,8 @@ import { type AgentMachine, agentMachine } from './machine/agent-machine.ts'
 import { type AgentParts, bindAgentParts, createAgentParts } from './machine/agent-parts.ts'
 import type { AgentOutput, SteeringItem } from './machine/context.ts'
 import { type BudgetCheck, defaultRetryPolicy } from './machine/runtime.ts'
+import { resumeWait } from './machine/waits.ts'
+import type { RunWorker } from './machine/worker.ts'
 import type { Message } from './messages.ts'
 import { isName, NAME_RULE } from './names.ts'
 import { type OutputSpec, outputSpec } from './output.ts'
@@ -205,9 +207,10 @@ export class Agent<TOutput = string> {
         startedAt: this.#clock.now(),
       },
     })
-    bindAgentParts(actor, this.#parts)
+    const worker = bindAgentParts(actor, this.#parts)
     if (options.budget) this.#budgetChecks.set(runId, options.budget)
-    const handle = this.#launch(actor, runId, options.signal, this.#journal(runId, options.runPath ?? [], undefined))
+    const journal = this.#journal(runId, options.runPath ?? [], undefined)
+    const handle = this.#launch(actor, worker, runId, options.signal, journal, false)
     // A signal that was already aborted has cancelled the run before it started.
     if (actor.getSnapshot().status === 'active') actor.send({ type: 'agent.start' })
     return handle
@@ -269,9 +272,9 @@ export class Agent<TOutput = string> {
       throw error
     }
     signal.throwIfAborted()
-    bindAgentParts(actor, this.#parts)
+    const worker = bindAgentParts(actor, this.#parts)
     this.#announceResumed(actor, claimed.checkpoint.carry ?? {})
-    return this.#launch(actor, runId, options.signal, this.#journal(runId, stored.runPath, claimed))
+    return this.#launch(actor, worker, runId, options.signal, this.#journal(runId, stored.runPath, claimed), true)
   }
 
   /**
@@ -367,12 +370,18 @@ export class Agent<TOutput = string> {
     return this.#store
   }
 
-  /** Wires a created (or restored) actor to its result, signal and journal, and starts it. */
+  /**
+   * Wires a created (or restored) actor to its result, signal and journal, and starts it. A restored
+   * run's worker restarts the work of the state it was saved in (the machine's entry actions do not
+   * run again on a restore).
+   */
   #launch(
     actor: Actor<AgentMachine>,
+    worker: RunWorker,
     runId: string,
     signal: AbortSignal | undefined,
     journal: RunJournal | undefined,
+    restored: boolean,
   ): RunHandle<TOutput> {
     let onAbort: (() => void) | undefined
     /** Set when the journal could not write: the run stops here, and `result` rejects with why. */
@@ -399,6 +408,8 @@ export class Agent<TOutput = string> {
       actor.subscribe({
         ...(journal ? { next: (snapshot) => journal.observe(snapshot) } : {}),
         complete: () => {
+          // The run has ended (or was stopped): the work in hand stops with it.
+          worker.stop()
           if (!journal || lost !== undefined) return finish()
           // The result is handed back once the run's end is stored.
           journal.observe(actor.getSnapshot())
@@ -406,6 +417,7 @@ export class Agent<TOutput = string> {
         },
         // A root actor without an error observer would crash the process (XState rethrows).
         error: (error) => {
+          worker.stop()
           reject(asError(error))
         },
       })
@@ -436,6 +448,7 @@ export class Agent<TOutput = string> {
     this.#active.set(runId, handle)
     journal?.attach(actor)
     actor.start()
+    if (restored) resumeWait(worker, actor.getSnapshot())
     if (signal) {
       onAbort = () => handle.cancel(`signal aborted${signal.reason ? `: ${String(signal.reason)}` : ''}`)
       if (signal.aborted) onAbort()

@@ -166,7 +166,11 @@ function guardName(guard: unknown): string {
   if (guard === undefined || guard === null) return ''
   if (typeof guard === 'string') return guard
   if (typeof guard === 'function') return guard.name && guard.name !== 'guard' ? guard.name : 'guard'
-  if (typeof guard === 'object' && typeof (guard as { type?: unknown }).type === 'string') return (guard as { type: string }).type
+  if (typeof guard === 'object' && typeof (guard as { type?: unknown }).type === 'string') {
+    const { type, params } = guard as { type: string; params?: unknown }
+    // A guard asked with a value (`{ type: 'modelAnswered', params: 'tool-calls' }`) shows it.
+    return typeof params === 'string' || typeof params === 'number' || typeof params === 'boolean' ? `${type}(${params})` : type
+  }
   return 'guard'
 }
 

@@ -55,7 +55,8 @@ describe('inspection converter', () => {
     expect(Object.keys(callingModel.on)).toEqual(expect.arrayContaining(['work.done', 'work.error']))
     expect(callingModel.entry).toEqual(['emitModelRequest', { type: 'startWork' }])
     expect(callingModel.exit).toBe('stopWork')
-    expect(definition.invoke).toEqual({ id: 'worker', src: 'worker' })
+    // The work is done by the run's worker, a plain object beside the run's actor: nothing is invoked.
+    expect(definition.invoke).toBeUndefined()
     expect(definition.context).toBeUndefined()
 
     for (const event of events) {
@@ -78,8 +79,8 @@ describe('inspection converter', () => {
       if (event.type === '@xstate.event' && event.sourceId !== undefined) expect(announced.has(event.sourceId)).toBe(true)
     }
     const children = ofType(events, '@xstate.actor').slice(1)
-    // One child for the whole run: the worker that does every wait's work.
-    expect(children.map((c) => c.name)).toEqual(['worker'])
+    // No child actor: the run's worker, which does every wait's work, is not an actor.
+    expect(children.map((c) => c.name)).toEqual([])
     for (const child of children) expect(child.parentId).toBe(run)
 
     const runStates = ofType(events, '@xstate.snapshot')
@@ -99,10 +100,10 @@ describe('inspection converter', () => {
     )
     expect(waiting?.snapshot.tags).toEqual(['wait', 'human'])
     expect(waiting?.event.type).toBe('work.done')
-    // The decision arrives from the worker (the approval wait's work).
+    // The decision arrives from the worker (the approval wait's work), sent to the run from outside any actor.
     const decision = ofType(events, '@xstate.event').find((e) => e.event.type === 'approval.decision')
     expect(decision?.sessionId).toBe(run)
-    expect(decision?.sourceId).toBe(children[0]?.sessionId)
+    expect(decision?.sourceId).toBeUndefined()
     // Microsteps, transitions and actions are not sent.
     expect(events.some((e) => (e.type as string).includes('microstep') || (e.type as string).includes('action'))).toBe(false)
   })

@@ -59,11 +59,12 @@ describe('statechartToMermaid', () => {
 
   it('draws transitions with their events, guards, invocations and delays', () => {
     expect(lines).toContain('  idle --> running : agent.start')
-    expect(lines).toContain('  awaitingApproval --> executingTool : approval.decision [guard]')
+    expect(lines).toContain('  awaitingApproval --> executingTool : approval.decision [decisionApproves]')
     // The approval deadline is a named actor on an absolute time (durable runs re-arm it), not `after`.
     expect(lines).toContain('  awaitingApproval --> afterToolExecution : deadline.reached')
     // A wait's work answers with work.done (the run's worker does every wait's work).
-    expect(lines).toContain('  callingModel --> toolCalls : work.done [guard]')
+    // A guard asked with a value (an exit's route) shows it.
+    expect(lines).toContain('  callingModel --> toolCalls : work.done [modelAnswered(tool-calls)]')
     expect(lines).toContain('  beforeTurn --> runningBeforeTurn : [hasBeforeTurn]')
     expect(lines).toContain('  approvalCheck --> awaitingApproval : [approvalAlways]')
     expect(lines).toContain('  nextTurn --> turn')

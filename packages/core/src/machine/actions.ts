@@ -20,6 +20,7 @@ import { addUsage, type ToolCall, type ToolMessage } from '../messages.ts'
 import type { ProviderResponse } from '../provider/provider.ts'
 import type { ToolRunOutput } from './actors.ts'
 import type { AgentContext, CurrentCall, StopReason } from './context.ts'
+import { askForValidAnswer, failWithInvalidAnswer } from './output-check.ts'
 import { openCall, type PreparedCall } from './prepare-call.ts'
 import { RunEvents } from './run-events.ts'
 import type { AgentRuntime } from './runtime.ts'
@@ -33,27 +34,38 @@ import {
   invalidCallText,
   steeredText,
 } from './tool-result-texts.ts'
+import { type TurnLimitReached, turnLimit } from './turn-limit.ts'
 
 type CallResult = NonNullable<CurrentCall['result']>
 
-/** Why a run stops before its next turn: too many turns, its token budget, or an outside budget. */
-export type TurnLimit = 'max_turns' | 'max_tokens' | 'budget'
+/** The actions that only write events and audit entries; every other action updates the context. */
+export const EFFECT_ACTIONS = [
+  'emitRunStart',
+  'emitTurnStart',
+  'emitModelRequest',
+  'emitModelResponse',
+  'emitTurnEnd',
+  'emitRunError',
+  'emitRunEnd',
+  'rejectDecision',
+] as const satisfies readonly (keyof MachineActions)[]
 
 /**
- * What the agent machine's actions do, as functions of the context (and typed parameters) that
- * return the context update. The machine names them in `setup()`; events and audit entries are
- * written here, through the runtime. A class: one per agent definition, its methods shared.
+ * What the agent machine's actions do, as functions of the context (and one typed parameter) that
+ * return the context update. Every public method of this class is an action of the machine, under
+ * its own name (`createActionTable`); its helpers are private. Events and audit entries are written
+ * here, through the runtime. A class: one per agent definition, its methods shared.
  */
 export class MachineActions extends RunEvents {
-  constructor(
-    runtime: AgentRuntime,
-    readonly prepare: (call: ToolCall, offered?: readonly string[]) => PreparedCall,
-  ) {
+  readonly #prepare: (call: ToolCall, offered?: readonly string[]) => PreparedCall
+
+  constructor(runtime: AgentRuntime, prepare: (call: ToolCall, offered?: readonly string[]) => PreparedCall) {
     super(runtime)
+    this.#prepare = prepare
   }
 
   /** What the model reads from a tool run: a result recorded in the ledger (a resumed call) as it was. */
-  toolOutputResult(context: AgentContext, output: ToolRunOutput): CallResult {
+  #toolOutputResult(context: AgentContext, output: ToolRunOutput): CallResult {
     return (
       (output.recorded as CallResult | undefined) ?? {
         output: noteEditedArguments(context.current, output.output),
@@ -64,7 +76,7 @@ export class MachineActions extends RunEvents {
   }
 
   /** The call's result joins the transcript (tool.end) and the call closes. */
-  record(context: AgentContext, call: CurrentCall, result: CallResult): Partial<AgentContext> {
+  #record(context: AgentContext, call: CurrentCall, result: CallResult): Partial<AgentContext> {
     const message: ToolMessage = Object.freeze({ role: 'tool', tool_call_id: call.callId, content: result.output })
     // The hot path's events are built only when someone listens.
     if (this.listening('tool.end'))
@@ -93,16 +105,16 @@ export class MachineActions extends RunEvents {
   }
 
   /** The call being handled; the states that use it are entered only with one open. */
-  current(context: AgentContext): CurrentCall {
+  #current(context: AgentContext): CurrentCall {
     return context.current as CurrentCall
   }
 
   /** The pending request; the approval states are entered only with one open. */
-  pendingRequest(context: AgentContext): ApprovalRequest {
+  #pendingRequest(context: AgentContext): ApprovalRequest {
     return context.current?.approval as ApprovalRequest
   }
 
-  setResult(context: AgentContext, result: CallResult): Partial<AgentContext> {
+  #setResult(context: AgentContext, result: CallResult): Partial<AgentContext> {
     return { current: context.current ? { ...context.current, result } : undefined }
   }
 
@@ -131,7 +143,7 @@ export class MachineActions extends RunEvents {
   }
 
   /** Schedules the next attempt of a model call that failed with a transient error. */
-  scheduleModelRetry(context: AgentContext, error: unknown): Partial<AgentContext> {
+  scheduleModelRetry(context: AgentContext, { error }: { error: unknown }): Partial<AgentContext> {
     const retryAfter = (error as { details?: { retryAfterMs?: unknown } })?.details?.retryAfterMs
     // A server's Retry-After wins when given.
     const retryDelayMs =
@@ -149,16 +161,27 @@ export class MachineActions extends RunEvents {
     return { model: { ...context.model, lastError, retryDelayMs, retryAt: this.runtime.clock.now() + retryDelayMs } }
   }
 
-  /** Ends the run before its next turn because a limit is reached. */
-  stopAtLimit(context: AgentContext, limit: TurnLimit): Partial<AgentContext> {
-    return { turn: context.turn - 1, stopReason: limit, error: this.limitError(context, limit) }
+  /** Ends the run before its turn because a limit is reached (the `beforeTurn` state's check). */
+  stopAtLimit(context: AgentContext): Partial<AgentContext> {
+    const reached = turnLimit(context, this.runtime, context.turn)
+    if (reached === undefined) throw new SignalboxError(ErrorCode.INTERNAL_ERROR, 'stopAtLimit without a limit')
+    return { turn: context.turn - 1, stopReason: reached.limit, error: this.#limitError(context, reached) }
   }
 
-  cancel(reason: string, stopReason: StopReason = 'cancelled'): Partial<AgentContext> {
+  cancel(_context: AgentContext, { reason }: { reason?: string | undefined }): Partial<AgentContext> {
+    return this.#cancelled(reason ?? 'cancelled by request', 'cancelled')
+  }
+
+  /** A beforeTurn hook stopped the run. */
+  stopByHook(_context: AgentContext, { reason }: { reason?: string | undefined }): Partial<AgentContext> {
+    return this.#cancelled(`stopped by beforeTurn hook: ${reason ?? ''}`, 'hook_stop')
+  }
+
+  #cancelled(reason: string, stopReason: StopReason): Partial<AgentContext> {
     return { stopReason, error: serializeError(new RunCancelledError(reason)) }
   }
 
-  failWithHookError(error: unknown): Partial<AgentContext> {
+  failWithHookError(_context: AgentContext, { error }: { error: unknown }): Partial<AgentContext> {
     return {
       error: serializeError(HookError.is(error) ? error : new HookError('unknown', error)),
       stopReason: 'hook_error',
@@ -166,11 +189,42 @@ export class MachineActions extends RunEvents {
   }
 
   /** A tool's `needsApproval` predicate threw: the run fails closed, as for a hook. */
-  failWithRuleError(error: unknown): Partial<AgentContext> {
+  failWithRuleError(_context: AgentContext, { error }: { error: unknown }): Partial<AgentContext> {
     return { error: serializeError(new HookError('needsApproval', error)), stopReason: 'hook_error' }
   }
 
-  failWithProviderError(context: AgentContext, error: unknown): Partial<AgentContext> {
+  /** The model call starts afresh (first attempt), sending the transcript as it is. */
+  resetModelCall(context: AgentContext): Partial<AgentContext> {
+    return { model: { ...context.model, attempt: 1, outgoing: undefined } }
+  }
+
+  /** The model call starts afresh with what the beforeProviderCall hooks decided to send. */
+  sendRewritten(context: AgentContext, outgoing: AgentContext['model']['outgoing']): Partial<AgentContext> {
+    return { model: { ...context.model, attempt: 1, outgoing } }
+  }
+
+  nextAttempt(context: AgentContext): Partial<AgentContext> {
+    return { model: { ...context.model, attempt: context.model.attempt + 1 } }
+  }
+
+  finishWithHandoff(): Partial<AgentContext> {
+    return { output: '', stopReason: 'handoff' }
+  }
+
+  finishWithAnswer(context: AgentContext): Partial<AgentContext> {
+    return { output: context.reply?.content ?? '', stopReason: 'final_answer' }
+  }
+
+  /** With an output schema: the model reads what was wrong with its answer, and answers again. */
+  askForValidAnswer(context: AgentContext): Partial<AgentContext> {
+    return askForValidAnswer(context, this.runtime)
+  }
+
+  failWithInvalidAnswer(context: AgentContext): Partial<AgentContext> {
+    return failWithInvalidAnswer(context, this.runtime)
+  }
+
+  failWithProviderError(context: AgentContext, { error }: { error: unknown }): Partial<AgentContext> {
     return {
       error: serializeError(error),
       stopReason: 'provider_error',
@@ -179,35 +233,35 @@ export class MachineActions extends RunEvents {
   }
 
   /** A supervisor giving up on a child (or any fatal tool failure) ends the run. */
-  failWithToolError(error: unknown): Partial<AgentContext> {
+  failWithToolError(_context: AgentContext, { error }: { error: unknown }): Partial<AgentContext> {
     return { error: serializeError(error), stopReason: 'tool_fatal' }
   }
 
   /** Opens the next call of the reply (routing only does so while one is left). */
   openCall(context: AgentContext): Partial<AgentContext> {
     const call = context.calls[context.callIndex] as ToolCall
-    return { current: openCall(call, this.prepare(call, context.model.offered), this.runtime.clock.now()) }
+    return { current: openCall(call, this.#prepare(call, context.model.offered), this.runtime.clock.now()) }
   }
 
   acceptToolOutput(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
     return {
-      ...this.setResult(context, this.toolOutputResult(context, output)),
+      ...this.#setResult(context, this.#toolOutputResult(context, output)),
       ...(output.handoff ? { handoff: output.handoff } : {}),
     }
   }
 
   /** A tool threw (or timed out): the model reads the error and the run goes on. */
-  toolFailed(context: AgentContext, error: unknown): Partial<AgentContext> {
-    return this.setResult(context, failedToolResult(error, context.current?.toolName))
+  toolFailed(context: AgentContext, { error }: { error: unknown }): Partial<AgentContext> {
+    return this.#setResult(context, failedToolResult(error, context.current?.toolName))
   }
 
   handedOver(context: AgentContext): Partial<AgentContext> {
-    return this.setResult(context, { output: handedOverText(context.handoff?.to), isError: false, outcome: 'steered' })
+    return this.#setResult(context, { output: handedOverText(context.handoff?.to), isError: false, outcome: 'steered' })
   }
 
   callInvalid(context: AgentContext): Partial<AgentContext> {
     const invalid = context.current?.invalid
-    return this.setResult(context, {
+    return this.#setResult(context, {
       output: invalid?.message ?? invalidCallText,
       isError: true,
       outcome: invalid?.outcome ?? 'invalid_arguments',
@@ -216,12 +270,12 @@ export class MachineActions extends RunEvents {
 
   /** A beforeToolExecution hook denied the call or answered it. */
   gated(context: AgentContext, gate: ToolGate): Partial<AgentContext> {
-    return this.setResult(context, gateResult(gate))
+    return this.#setResult(context, gateResult(gate))
   }
 
   /** An afterToolExecution hook rewrote what the model reads. */
   rewritten(context: AgentContext, rewrite: { output: string; isError: boolean }): Partial<AgentContext> {
-    return this.setResult(context, {
+    return this.#setResult(context, {
       output: rewrite.output,
       isError: rewrite.isError,
       outcome: context.current?.result?.outcome ?? 'executed',
@@ -229,17 +283,17 @@ export class MachineActions extends RunEvents {
   }
 
   applySteering(context: AgentContext): Partial<AgentContext> {
-    const call = this.current(context)
+    const call = this.#current(context)
     const items = context.steering
     if (items.length === 0) {
       // cancel-batch: an earlier call of this reply already carried the correction.
-      return this.setResult(context, { output: batchSteeredText, isError: false, outcome: 'steered' })
+      return this.#setResult(context, { output: batchSteeredText, isError: false, outcome: 'steered' })
     }
     const text = items.map((item) => item.text).join('\n')
     const from = [...new Set(items.map((item) => item.from))].join(', ')
     this.emit(context, { type: 'steering.applied', callId: call.callId, toolName: call.toolName, text, from })
     // The person deciding this call's approval must stop: the request is withdrawn, saying by whom.
-    if (call.approval !== undefined) this.withdrawApproval(call.approval, from)
+    if (call.approval !== undefined) this.#withdrawApproval(call.approval, from)
     const now = this.runtime.clock.now()
     for (const item of items) {
       this.audit(context, {
@@ -256,14 +310,14 @@ export class MachineActions extends RunEvents {
       })
     }
     return {
-      ...this.setResult(context, { output: steeredText(text), isError: false, outcome: 'steered' }),
+      ...this.#setResult(context, { output: steeredText(text), isError: false, outcome: 'steered' }),
       steering: [],
       batchSteered: this.runtime.steeringPolicy === 'cancel-batch',
     }
   }
 
   /** Tells the reviewer the agent no longer waits for `request` (a reviewer's failure never reaches the run). */
-  withdrawApproval(request: ApprovalRequest, by: string): void {
+  #withdrawApproval(request: ApprovalRequest, by: string): void {
     try {
       this.runtime.reviewer?.withdraw?.(request, { reason: 'a correction cancelled the call', by })
     } catch {
@@ -272,7 +326,7 @@ export class MachineActions extends RunEvents {
   }
 
   openApproval(context: AgentContext): Partial<AgentContext> {
-    const call = this.current(context)
+    const call = this.#current(context)
     const now = this.runtime.clock.now()
     // A copy: events are frozen deep, and the tool's schema object is not ours to freeze.
     const tool = this.runtime.tools.get(call.toolName)
@@ -303,7 +357,7 @@ export class MachineActions extends RunEvents {
 
   /** A decision that quotes the pending call: applied, audited, and on a denial read by the model. */
   approvalDecided(context: AgentContext, decision: ApprovalDecision): Partial<AgentContext> {
-    const request = this.pendingRequest(context)
+    const request = this.#pendingRequest(context)
     // The checkpoint keeps what identifies the decision; the signed message rides with the call only.
     const { evidence: _evidence, ...applied } = decision
     this.runtime.journals?.get(context.run.runId)?.decisionApplied(applied)
@@ -316,7 +370,7 @@ export class MachineActions extends RunEvents {
         edit,
         emit: (c, body) => this.emit(c, body),
         auditApproval: (c, r, outcome, extra) => this.auditApproval(c, r, outcome, extra),
-        setResult: (c, result) => this.setResult(c, result),
+        setResult: (c, result) => this.#setResult(c, result),
       })
     const latencyMs = decision.decidedAt - request.requestedAt
     this.emit(context, { type: 'approval.decided', request, decision, latencyMs })
@@ -328,7 +382,7 @@ export class MachineActions extends RunEvents {
       decidedAt: decision.decidedAt,
     })
     if (decision.approved) return { current: context.current ? { ...context.current, approved: decision } : undefined }
-    return this.setResult(context, {
+    return this.#setResult(context, {
       output: approvalDeniedText(request, decision),
       isError: true,
       outcome: 'approval_denied',
@@ -336,7 +390,7 @@ export class MachineActions extends RunEvents {
   }
 
   approvalTimedOut(context: AgentContext): Partial<AgentContext> {
-    const request = this.pendingRequest(context)
+    const request = this.#pendingRequest(context)
     this.emit(context, { type: 'approval.timeout', request })
     this.auditApproval(context, request, {
       kind: 'approval.timeout',
@@ -345,11 +399,11 @@ export class MachineActions extends RunEvents {
       actor: 'system',
       decidedAt: this.runtime.clock.now(),
     })
-    return this.setResult(context, { output: approvalTimedOutText(request), isError: true, outcome: 'approval_timeout' })
+    return this.#setResult(context, { output: approvalTimedOutText(request), isError: true, outcome: 'approval_timeout' })
   }
 
   approvalUnavailable(context: AgentContext, reason: string): Partial<AgentContext> {
-    const request = this.pendingRequest(context)
+    const request = this.#pendingRequest(context)
     this.emit(context, { type: 'approval.unavailable', request, reason })
     this.auditApproval(context, request, {
       kind: 'approval.unavailable',
@@ -358,7 +412,7 @@ export class MachineActions extends RunEvents {
       actor: 'system',
       decidedAt: this.runtime.clock.now(),
     })
-    return this.setResult(context, {
+    return this.#setResult(context, {
       output: approvalUnavailableText(request, reason),
       isError: true,
       outcome: 'approval_unavailable',
@@ -386,8 +440,8 @@ export class MachineActions extends RunEvents {
   }
 
   recordToolResult(context: AgentContext): Partial<AgentContext> {
-    const call = this.current(context)
-    return this.record(context, call, call.result ?? { output: '', isError: false, outcome: 'executed' as ToolOutcome })
+    const call = this.#current(context)
+    return this.#record(context, call, call.result ?? { output: '', isError: false, outcome: 'executed' as ToolOutcome })
   }
 
   /**
@@ -413,21 +467,21 @@ export class MachineActions extends RunEvents {
   acceptReplyAndOpen(context: AgentContext, response: ProviderResponse): Partial<AgentContext> {
     const accepted = this.acceptReply(context, response)
     const call = (accepted.calls as ToolCall[])[0] as ToolCall
-    accepted.current = openCall(call, this.prepare(call, accepted.model?.offered), this.runtime.clock.now())
+    accepted.current = openCall(call, this.#prepare(call, accepted.model?.offered), this.runtime.clock.now())
     return accepted
   }
 
   /** The tool's output taken and its result joined to the transcript, in one context update. */
   finishCall(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
-    const recorded = this.record(context, this.current(context), this.toolOutputResult(context, output))
+    const recorded = this.#record(context, this.#current(context), this.#toolOutputResult(context, output))
     if (output.handoff) recorded.handoff = output.handoff
     return recorded
   }
 
   /** An afterToolExecution rewrite taken and the result joined to the transcript, in one update. */
   finishRewritten(context: AgentContext, rewrite: { output: string; isError: boolean }): Partial<AgentContext> {
-    const call = this.current(context)
-    return this.record(context, call, {
+    const call = this.#current(context)
+    return this.#record(context, call, {
       output: rewrite.output,
       isError: rewrite.isError,
       outcome: call.result?.outcome ?? 'executed',
@@ -446,13 +500,13 @@ export class MachineActions extends RunEvents {
     return started
   }
 
-  /** The reply's last call done and the next turn started, in one update (the route to the next model call). */
-  finishStep(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
+  /** The reply's last call done and the next turn started, in one update (a direct route into the next turn). */
+  finishStep(context: AgentContext, { output, announce }: { output: ToolRunOutput; announce: boolean }): Partial<AgentContext> {
     // The next turn reads only the counters, the calls and the model call, which finishing a call leaves alone.
-    return Object.assign(this.finishCall(context, output), this.nextTurn(context, true))
+    return Object.assign(this.finishCall(context, output), this.nextTurn(context, announce))
   }
 
-  limitError(context: AgentContext, limit: TurnLimit): SerializedError {
+  #limitError(context: AgentContext, { limit, spent }: TurnLimitReached): SerializedError {
     if (limit === 'max_turns') return serializeError(new MaxTurnsExceededError(context.run.maxTurns))
     if (limit === 'max_tokens') {
       return serializeError(
@@ -462,11 +516,8 @@ export class MachineActions extends RunEvents {
         }),
       )
     }
-    const spent = this.runtime.budgetChecks.get(context.run.runId)?.() ?? {
-      code: ErrorCode.BUDGET_EXCEEDED,
-      message: 'The budget is spent.',
-    }
-    return { code: spent.code, message: spent.message, fault: 'user' }
+    const said = spent ?? { code: ErrorCode.BUDGET_EXCEEDED, message: 'The budget is spent.' }
+    return { code: said.code, message: said.message, fault: 'user' }
   }
 }
 

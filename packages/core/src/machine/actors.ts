@@ -1,4 +1,3 @@
-import type { AnyActorRef } from 'xstate'
 import { untilAborted } from '../abort.ts'
 import { describeError, ProviderError, TimeoutError } from '../errors.ts'
 import { Handoff } from '../handoff.ts'
@@ -13,10 +12,8 @@ import type { AgentMachineEvent, CurrentCall, RunInfo } from './context.ts'
 import type { AgentRuntime } from './runtime.ts'
 import { failedToolResult, transferredText } from './tool-result-texts.ts'
 
-type AnyActorSystem = AnyActorRef['system']
-
 /** A wait's work that settles once: its result becomes `work.done`, its failure `work.error`. */
-export interface PromiseWork<I = any, O = any> {
+export interface PromiseWork<I = unknown, O = unknown> {
   kind: 'promise'
   /**
    * `args.signal` is made when first read (most hooks never read it): read it where it is
@@ -29,14 +26,15 @@ export interface PromiseWork<I = any, O = any> {
 export interface WorkArgs<I> {
   readonly input: I
   readonly signal: AbortSignal
-  readonly system: AnyActorSystem
+  /** The run's agent: its provider, tools, hooks and reviewer. */
+  readonly runtime: AgentRuntime
 }
 
 /** A wait's work that answers with events of its own; returns what stops it. */
-export interface CallbackWork<I = any> {
+export interface CallbackWork<I = unknown> {
   kind: 'callback'
   /** Returns its stop, told why when something says (a cancel). */
-  run(args: { input: I; sendBack: (event: AgentMachineEvent) => void; system: AnyActorSystem }): (reason?: unknown) => void
+  run(args: { input: I; sendBack: (event: AgentMachineEvent) => void; runtime: AgentRuntime }): (reason?: unknown) => void
 }
 
 export type Work = PromiseWork | CallbackWork
@@ -55,11 +53,11 @@ function fromCallback<_E, I>(run: CallbackWork<I>['run']): CallbackWork<I> {
  * deadline). The run's worker (`RunWorker`) starts an entry when its wait state is entered and
  * stops it (aborting its `AbortSignal`) when that state is left.
  */
-export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRuntime) {
+export function createAgentWork() {
   return {
     beforeTurnHook: fromPromise(async (args: WorkArgs<TranscriptInput>) => {
       const { input } = args
-      return runtimeOf(args.system).hooks.beforeTurn(
+      return args.runtime.hooks.beforeTurn(
         Object.assign(hookBase(input, args), {
           messages: [...input.messages],
         }),
@@ -68,7 +66,7 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
 
     beforeProviderCallHook: fromPromise(async (args: WorkArgs<TranscriptInput>) => {
       const { input } = args
-      const runtime = runtimeOf(args.system)
+      const runtime = args.runtime
       return runtime.hooks.beforeProviderCall(
         Object.assign(hookBase(input, args), {
           messages: [...input.messages],
@@ -78,16 +76,7 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
     }),
 
     callModel: fromPromise(
-      async ({
-        input,
-        signal,
-        system,
-      }: {
-        input: { turn: number; messages: Message[]; tools?: ToolSpec[] | undefined; base: EventFields }
-        signal: AbortSignal
-        system: AnyActorSystem
-      }): Promise<ProviderResponse & { durationMs: number }> => {
-        const runtime = runtimeOf(system)
+      async ({ input, signal, runtime }: WorkArgs<ModelCallInput>): Promise<ProviderResponse & { durationMs: number }> => {
         // No tools in the input: all of the agent's (a hook changed them otherwise).
         const tools = input.tools ?? runtime.toolSpecs
         const started = runtime.clock.now()
@@ -107,7 +96,7 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
 
     beforeToolExecutionHook: fromPromise(async (args: WorkArgs<CallInput>) => {
       const { input } = args
-      return runtimeOf(args.system).hooks.beforeToolExecution(
+      return args.runtime.hooks.beforeToolExecution(
         Object.assign(hookBase(input, args), {
           callId: input.call.callId,
           toolName: input.call.toolName,
@@ -116,8 +105,8 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
       )
     }),
 
-    evaluateApprovalRule: fromPromise(async ({ input, system }: { input: { call: CurrentCall }; system: AnyActorSystem }) => {
-      const rule = runtimeOf(system).tools.get(input.call.toolName)?.needsApproval
+    evaluateApprovalRule: fromPromise(async ({ input, runtime }: WorkArgs<{ call: CurrentCall }>) => {
+      const rule = runtime.tools.get(input.call.toolName)?.needsApproval
       if (typeof rule !== 'function') return Boolean(rule)
       return Boolean(await rule(input.call.args))
     }),
@@ -130,8 +119,7 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
      * only once the request can be answered (`Reviewer.open`, when the reviewer has one).
      */
     requestApproval: fromCallback<AgentMachineEvent, { request: ApprovalRequest; run: RunInfo }>(
-      ({ input, sendBack, system }) => {
-        const runtime = runtimeOf(system)
+      ({ input, sendBack, runtime }) => {
         const controller = new AbortController()
         const { request } = input
         const { signal } = controller
@@ -179,8 +167,7 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
      * restored). For an approval of a stored run, the reviewer is first asked for a decision stored
      * by the deadline that no process received (it was down): that one is applied instead.
      */
-    deadline: fromCallback<AgentMachineEvent, { at: number; approval?: ApprovalRequest }>(({ input, sendBack, system }) => {
-      const runtime = runtimeOf(system)
+    deadline: fromCallback<AgentMachineEvent, { at: number; approval?: ApprovalRequest }>(({ input, sendBack, runtime }) => {
       const controller = new AbortController()
       const reached = () => {
         const recover = input.approval && runtime.journals ? runtime.reviewer?.recover : undefined
@@ -199,7 +186,7 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
 
     executeTool: fromPromise(async (args: WorkArgs<ToolRunInput>): Promise<ToolRunOutput> => {
       const { input } = args
-      const runtime = runtimeOf(args.system)
+      const runtime = args.runtime
       const { call, run } = input
       // Routing sends only calls to known tools here (an unknown one is an invalid call).
       const tool = runtime.tools.get(call.toolName) as Tool<unknown>
@@ -244,7 +231,7 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
 
     afterToolExecutionHook: fromPromise(async (args: WorkArgs<CallInput & { result: { output: string; isError: boolean } }>) => {
       const { input } = args
-      return runtimeOf(args.system).hooks.afterToolExecution(
+      return args.runtime.hooks.afterToolExecution(
         Object.assign(hookBase(input, args), {
           callId: input.call.callId,
           toolName: input.call.toolName,
@@ -258,7 +245,7 @@ export function createAgentWork(runtimeOf: (system: AnyActorSystem) => AgentRunt
     afterTurnHook: fromPromise(
       async (args: WorkArgs<TranscriptInput & { reply: AssistantMessage; toolResults: ToolMessage[] }>) => {
         const { input } = args
-        await runtimeOf(args.system).hooks.afterTurn(
+        await args.runtime.hooks.afterTurn(
           Object.assign(hookBase(input, args), {
             reply: input.reply,
             toolResults: [...input.toolResults],
@@ -405,6 +392,14 @@ export interface TranscriptInput extends TurnInput {
 
 export interface CallInput extends TurnInput {
   call: CurrentCall
+}
+
+export interface ModelCallInput {
+  turn: number
+  messages: Message[]
+  /** Undefined: the agent's own tools (a hook changed them otherwise). */
+  tools?: ToolSpec[] | undefined
+  base: EventFields
 }
 
 export interface ToolRunInput {

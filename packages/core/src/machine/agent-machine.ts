@@ -1,24 +1,13 @@
 import { assign, setup } from 'xstate'
-import { FatalToolError, RunCancelledError } from '../errors.ts'
-import { editedArgumentsRejected } from '../hitl/edited-arguments.ts'
-import type { ApprovalDecision } from '../hitl/types.ts'
-import type { ToolGate } from '../hooks.ts'
-import type { ProviderResponse } from '../provider/provider.ts'
-import type { TurnLimit } from './actions.ts'
-import { isRetryable, type ToolRunOutput } from './actors.ts'
-import { partsOf, unbound } from './agent-parts.ts'
-import type { AgentContext, AgentInput, AgentMachineEvent, AgentOutput, CurrentCall } from './context.ts'
+import { RunCancelledError } from '../errors.ts'
+import { createActionTable } from './action-table.ts'
+import { partsOf, workerOf } from './agent-parts.ts'
+import type { AgentContext, AgentInput, AgentMachineEvent, AgentOutput } from './context.ts'
 import { createContext, runOutput } from './create-context.ts'
-import { decisionApproves, decisionFits, machineGuards } from './guards.ts'
-import { askForValidAnswer, createOutputGuards, failWithInvalidAnswer } from './output-check.ts'
-import { resumeWait, startWait, type WaitName } from './waits.ts'
-import { workerActor, workerOf } from './worker.ts'
-
-/** Every named guard, made once: each asks the run's own agent. */
-const guards = {
-  ...machineGuards(partsOf),
-  ...createOutputGuards((context) => partsOf(context).runtime),
-}
+import { decision, machineGuards } from './guards.ts'
+import { createOutputGuards } from './output-check.ts'
+import { intoNextTurn, TURN } from './routes.ts'
+import { failure, modelReply, outputOf, rewrite, startWait, toolOutput, type WaitName } from './waits.ts'
 
 /** The entry of a wait state: its work starts (its exit, `stopWork`, stops it). */
 const work = (wait: WaitName) => ({ type: 'startWork' as const, params: wait })
@@ -30,8 +19,10 @@ const work = (wait: WaitName) => ({ type: 'startWork' as const, params: wait })
  * timeout) stops the work.
  *
  * A hook state with no hook registered is passed through in the same macrostep (an eventless
- * transition), so an agent pays only for the hooks it has. What the guards, actions and actors
- * do lives beside this file; this one is the picture of the loop.
+ * transition), so an agent pays only for the hooks it has. Where each wait's exit goes is asked of
+ * routes.ts (one route per exit: after the model, after a tool, after the turn); the guards and
+ * actions named here live beside this file (guards.ts, actions.ts); this one is the picture of the
+ * loop. `docs/loop.md`'s diagram is generated from it.
  */
 export const agentMachine = setup({
   types: {
@@ -40,89 +31,26 @@ export const agentMachine = setup({
     input: {} as AgentInput,
     output: {} as AgentOutput,
   },
-  actors: { worker: workerActor(resumeWait) },
-  guards,
+  guards: {
+    ...machineGuards(partsOf),
+    ...createOutputGuards((context) => partsOf(context).runtime),
+  },
   actions: {
-    startWork: ({ context, system }, wait: WaitName) => startWait(workerOf(system) ?? unbound(), wait, context),
+    // Every action of `MachineActions`, by its name, on the run's own agent.
+    ...createActionTable((context) => partsOf(context).act),
+    startWork: ({ context }, wait: WaitName) => startWait(workerOf(context), wait, context),
     // A cancel ends the run: the work's signal says so (a person's wait is then withdrawn, even a stored run's).
-    stopWork: ({ system, event }) =>
-      workerOf(system)?.stop(
+    stopWork: ({ context, event }) =>
+      workerOf(context).stop(
         event.type === 'agent.cancel'
           ? new RunCancelledError(event.reason ?? 'cancelled by request', event.by !== undefined ? { by: event.by } : {})
           : undefined,
       ),
-    emitRunStart: ({ context }) => partsOf(context).act.emitRunStart(context),
-    emitTurnStart: ({ context }) => partsOf(context).act.emitTurnStart(context),
-    emitModelRequest: ({ context }) => partsOf(context).act.emitModelRequest(context),
-    emitTurnEnd: ({ context }) => partsOf(context).act.emitTurnEnd(context),
-    emitRunError: ({ context }) => partsOf(context).act.emitRunError(context),
-    emitRunEnd: ({ context }) => partsOf(context).act.emitRunEnd(context),
-    emitModelResponse: ({ context }, output: ProviderResponse & { durationMs: number }) =>
-      partsOf(context).act.emitModelResponse(context, output),
-    startTool: assign(({ context }) => partsOf(context).act.startTool(context)),
-    cancel: assign(({ context }, params: { reason: string | undefined }) =>
-      partsOf(context).act.cancel(params.reason ?? 'cancelled by request'),
-    ),
-    stopAtLimit: assign(({ context }, limit: TurnLimit) => partsOf(context).act.stopAtLimit(context, limit)),
-    stopByHook: assign(({ context }, params: { reason: string | undefined }) =>
-      partsOf(context).act.cancel(`stopped by beforeTurn hook: ${params.reason ?? ''}`, 'hook_stop'),
-    ),
-    failWithHookError: assign(({ context }, { error }: { error: unknown }) => partsOf(context).act.failWithHookError(error)),
-    failWithRuleError: assign(({ context }, { error }: { error: unknown }) => partsOf(context).act.failWithRuleError(error)),
-    queueSteering: assign(({ context }, steer: { text: string; from?: string | undefined }) =>
-      partsOf(context).act.queueSteering(context, steer),
-    ),
-    resetModelCall: assign({ model: ({ context }) => ({ ...context.model, attempt: 1, outgoing: undefined }) }),
-    sendRewritten: assign({
-      model: ({ context }, outgoing: AgentContext['model']['outgoing']) => ({ ...context.model, attempt: 1, outgoing }),
-    }),
-    acceptReply: assign(({ context }, response: ProviderResponse) => partsOf(context).act.acceptReply(context, response)),
-    scheduleModelRetry: assign(({ context }, { error }: { error: unknown }) =>
-      partsOf(context).act.scheduleModelRetry(context, error),
-    ),
-    nextAttempt: assign({ model: ({ context }) => ({ ...context.model, attempt: context.model.attempt + 1 }) }),
-    failWithProviderError: assign(({ context }, { error }: { error: unknown }) =>
-      partsOf(context).act.failWithProviderError(context, error),
-    ),
-    openCall: assign(({ context }) => partsOf(context).act.openCall(context)),
-    handedOver: assign(({ context }) => partsOf(context).act.handedOver(context)),
-    applySteering: assign(({ context }) => partsOf(context).act.applySteering(context)),
-    callInvalid: assign(({ context }) => partsOf(context).act.callInvalid(context)),
-    gated: assign(({ context }, gate: ToolGate) => partsOf(context).act.gated(context, gate)),
-    openApproval: assign(({ context }) => partsOf(context).act.openApproval(context)),
-    approvalDecided: assign(({ context }, decision: ApprovalDecision) => partsOf(context).act.approvalDecided(context, decision)),
-    approvalTimedOut: assign(({ context }) => partsOf(context).act.approvalTimedOut(context)),
-    approvalUnavailable: assign(({ context }, reason: string) => partsOf(context).act.approvalUnavailable(context, reason)),
-    rejectDecision: ({ context }, rejected: { decision: unknown; reason?: string }) =>
-      partsOf(context).act.rejectDecision(context, rejected),
-    acceptToolOutput: assign(({ context }, output: ToolRunOutput) => partsOf(context).act.acceptToolOutput(context, output)),
-    failWithToolError: assign(({ context }, { error }: { error: unknown }) => partsOf(context).act.failWithToolError(error)),
-    toolFailed: assign(({ context }, { error }: { error: unknown }) => partsOf(context).act.toolFailed(context, error)),
-    rewritten: assign(({ context }, rewrite: { output: string; isError: boolean }) =>
-      partsOf(context).act.rewritten(context, rewrite),
-    ),
-    recordToolResult: assign(({ context }) => partsOf(context).act.recordToolResult(context)),
-    startTurn: assign(({ context }) => partsOf(context).act.startTurn(context)),
-    acceptReplyAndOpen: assign(({ context }, response: ProviderResponse) =>
-      partsOf(context).act.acceptReplyAndOpen(context, response),
-    ),
-    finishCall: assign(({ context }, output: ToolRunOutput) => partsOf(context).act.finishCall(context, output)),
-    finishRewritten: assign(({ context }, rewrite: { output: string; isError: boolean }) =>
-      partsOf(context).act.finishRewritten(context, rewrite),
-    ),
-    nextTurn: assign(({ context }, announce: boolean) => partsOf(context).act.nextTurn(context, announce)),
-    finishStep: assign(({ context }, output: ToolRunOutput) => partsOf(context).act.finishStep(context, output)),
-    finishWithHandoff: assign({ output: '', stopReason: 'handoff' }),
-    askForValidAnswer: assign(({ context }) => askForValidAnswer(context, partsOf(context).runtime)),
-    failWithInvalidAnswer: assign(({ context }) => failWithInvalidAnswer(context, partsOf(context).runtime)),
-    finishWithAnswer: assign({ output: ({ context }) => context.reply?.content ?? '', stopReason: 'final_answer' }),
   },
 }).createMachine({
   id: 'agent',
   description: 'One run of a signalbox agent: call the model, run the tools it asks for, feed results back, repeat.',
   context: ({ input }) => createContext(input),
-  // The run's worker: does the work of every wait state (see worker.ts).
-  invoke: { id: 'worker', src: 'worker' },
   initial: 'idle',
   output: ({ context }) => runOutput(context),
   states: {
@@ -161,9 +89,8 @@ export const agentMachine = setup({
               description: 'Hook point: check a budget, log the turn, or stop the run.',
               tags: ['hook'],
               always: [
-                { guard: 'turnLimitReached', target: '#agent.failed', actions: { type: 'stopAtLimit', params: 'max_turns' } },
-                { guard: 'tokenBudgetSpent', target: '#agent.failed', actions: { type: 'stopAtLimit', params: 'max_tokens' } },
-                { guard: 'externalBudgetSpent', target: '#agent.failed', actions: { type: 'stopAtLimit', params: 'budget' } },
+                // maxTurns, the token budget or the run's budget (turn-limit.ts).
+                { guard: { type: 'turnStarts', params: 'limit' }, target: '#agent.failed', actions: 'stopAtLimit' },
                 { guard: 'hasBeforeTurn', target: 'runningBeforeTurn' },
                 { guard: 'hasBeforeProviderCall', target: 'beforeProviderCall', actions: 'emitTurnStart' },
                 // The turn's entry has just reset the model call.
@@ -178,9 +105,12 @@ export const agentMachine = setup({
               on: {
                 'work.done': [
                   {
-                    guard: ({ event }) => event.output?.stop === true,
+                    guard: 'hookStopsRun',
                     target: '#agent.cancelled',
-                    actions: { type: 'stopByHook', params: ({ event }) => ({ reason: event.output?.reason }) },
+                    actions: {
+                      type: 'stopByHook',
+                      params: ({ event }) => ({ reason: outputOf('runningBeforeTurn', event)?.reason }),
+                    },
                   },
                   // Straight to the next hook's wait: each pass-through state costs XState a microstep.
                   { guard: 'hasBeforeProviderCall', target: 'runningBeforeProviderCall', actions: 'emitTurnStart' },
@@ -188,7 +118,7 @@ export const agentMachine = setup({
                 ],
                 'work.error': {
                   target: '#agent.failed',
-                  actions: { type: 'failWithHookError', params: ({ event }) => ({ error: event.error }) },
+                  actions: { type: 'failWithHookError', params: failure },
                 },
               },
             },
@@ -206,10 +136,13 @@ export const agentMachine = setup({
               entry: work('runningBeforeProviderCall'),
               exit: 'stopWork',
               on: {
-                'work.done': { target: 'callingModel', actions: { type: 'sendRewritten', params: ({ event }) => event.output } },
+                'work.done': {
+                  target: 'callingModel',
+                  actions: { type: 'sendRewritten', params: ({ event }) => outputOf('runningBeforeProviderCall', event) },
+                },
                 'work.error': {
                   target: '#agent.failed',
-                  actions: { type: 'failWithHookError', params: ({ event }) => ({ error: event.error }) },
+                  actions: { type: 'failWithHookError', params: failure },
                 },
               },
             },
@@ -222,50 +155,42 @@ export const agentMachine = setup({
                 // Routed here rather than through a pass-through state: each microstep costs
                 // XState a snapshot, and this runs once per tool step (see BENCHMARKS.md).
                 'work.done': [
-                  // Direct routes to where the reply's first call goes, opened with the reply.
+                  // Straight to where the reply's first call goes, opened with the reply.
                   {
-                    guard: 'replyRunsAtOnce',
+                    guard: { type: 'modelAnswered', params: 'call-runs' },
                     target: 'toolCalls.executingTool',
                     actions: [
-                      { type: 'acceptReplyAndOpen', params: ({ event }) => event.output },
-                      { type: 'emitModelResponse', params: ({ event }) => event.output },
+                      { type: 'acceptReplyAndOpen', params: modelReply },
+                      { type: 'emitModelResponse', params: modelReply },
                     ],
                   },
                   {
-                    guard: 'replyGoesToHook',
+                    guard: { type: 'modelAnswered', params: 'call-to-hook' },
                     target: 'toolCalls.runningBeforeToolExecution',
                     actions: [
-                      { type: 'acceptReplyAndOpen', params: ({ event }) => event.output },
-                      { type: 'emitModelResponse', params: ({ event }) => event.output },
+                      { type: 'acceptReplyAndOpen', params: modelReply },
+                      { type: 'emitModelResponse', params: modelReply },
                     ],
                   },
                   {
-                    guard: ({ event }) => (event.output.message.tool_calls?.length ?? 0) > 0,
+                    guard: { type: 'modelAnswered', params: 'tool-calls' },
                     target: 'toolCalls',
                     actions: [
-                      { type: 'acceptReply', params: ({ event }) => event.output },
-                      { type: 'emitModelResponse', params: ({ event }) => event.output },
+                      { type: 'acceptReply', params: modelReply },
+                      { type: 'emitModelResponse', params: modelReply },
                     ],
                   },
                   {
                     target: 'afterTurn',
                     actions: [
-                      { type: 'acceptReply', params: ({ event }) => event.output },
-                      { type: 'emitModelResponse', params: ({ event }) => event.output },
+                      { type: 'acceptReply', params: modelReply },
+                      { type: 'emitModelResponse', params: modelReply },
                     ],
                   },
                 ],
                 'work.error': [
-                  {
-                    guard: ({ context, event }) =>
-                      isRetryable(event.error) && context.model.attempt < partsOf(context).runtime.retry.maxAttempts,
-                    target: 'waitingToRetry',
-                    actions: { type: 'scheduleModelRetry', params: ({ event }) => ({ error: event.error }) },
-                  },
-                  {
-                    target: '#agent.failed',
-                    actions: { type: 'failWithProviderError', params: ({ event }) => ({ error: event.error }) },
-                  },
+                  { guard: 'modelRetryable', target: 'waitingToRetry', actions: { type: 'scheduleModelRetry', params: failure } },
+                  { target: '#agent.failed', actions: { type: 'failWithProviderError', params: failure } },
                 ],
               },
             },
@@ -284,10 +209,10 @@ export const agentMachine = setup({
                 nextCall: {
                   description: 'Takes the next tool call of the reply, in order, or ends the pass.',
                   always: [
-                    // Fast path: no afterTurn hook, no hand-off: straight into the next turn.
-                    { guard: 'nextTurnAtOnce', target: '#agent.running.turn', reenter: true, actions: 'emitTurnEnd' },
-                    { guard: 'callsDoneToAfterTurnHook', target: '#agent.running.turn.runningAfterTurn' },
-                    { guard: 'allCallsHandled', target: '#agent.running.turn.afterTurn' },
+                    // The reply's calls are done: no afterTurn hook, no hand-off: straight into the next turn.
+                    ...intoNextTurn('callsDone'),
+                    { guard: { type: 'callsDone', params: 'after-turn-hook' }, target: `${TURN}.runningAfterTurn` },
+                    { guard: { type: 'callsDone', params: 'turn-end' }, target: `${TURN}.afterTurn` },
                     // Fast paths, decided by the same routing as the states below.
                     { guard: 'nextCallGoesToHook', target: 'runningBeforeToolExecution', actions: 'openCall' },
                     { guard: 'nextCallRunsAtOnce', target: 'executingTool', actions: 'openCall' },
@@ -322,16 +247,16 @@ export const agentMachine = setup({
                   on: {
                     'work.done': [
                       {
-                        guard: ({ event }) => event.output.action !== 'allow',
+                        guard: 'hookDecidedCall',
                         target: 'afterToolExecution',
-                        actions: { type: 'gated', params: ({ event }) => event.output },
+                        actions: { type: 'gated', params: ({ event }) => outputOf('runningBeforeToolExecution', event) },
                       },
                       { guard: 'callRunsAtOnce', target: 'executingTool' },
                       { target: 'approvalCheck' },
                     ],
                     'work.error': {
                       target: '#agent.failed',
-                      actions: { type: 'failWithHookError', params: ({ event }) => ({ error: event.error }) },
+                      actions: { type: 'failWithHookError', params: failure },
                     },
                   },
                 },
@@ -352,12 +277,12 @@ export const agentMachine = setup({
                   on: {
                     'work.done': [
                       { guard: 'callSteered', target: 'steeringCheck' },
-                      { guard: ({ event }) => event.output, target: 'awaitingApproval', actions: 'openApproval' },
+                      { guard: 'ruleAsksPerson', target: 'awaitingApproval', actions: 'openApproval' },
                       { target: 'executingTool' },
                     ],
                     'work.error': {
                       target: '#agent.failed',
-                      actions: { type: 'failWithRuleError', params: ({ event }) => ({ error: event.error }) },
+                      actions: { type: 'failWithRuleError', params: failure },
                     },
                   },
                 },
@@ -370,21 +295,16 @@ export const agentMachine = setup({
                   on: {
                     'deadline.reached': { target: 'afterToolExecution', actions: 'approvalTimedOut' },
                     'approval.decision': [
+                      // An approval with edited arguments the tool rejects does not run (the next branch refuses it).
                       {
-                        // An approval with edited arguments the tool rejects does not run (the next branch refuses it).
-                        guard: ({ context, event }) =>
-                          decisionApproves(context, event) &&
-                          !editedArgumentsRejected(
-                            partsOf(context).runtime.tools.get((context.current as CurrentCall).toolName),
-                            event.decision,
-                          ),
+                        guard: 'decisionApproves',
                         target: 'executingTool',
-                        actions: { type: 'approvalDecided', params: ({ event }) => event.decision as ApprovalDecision },
+                        actions: { type: 'approvalDecided', params: decision },
                       },
                       {
-                        guard: ({ context, event }) => decisionFits(context, event),
+                        guard: 'decisionFits',
                         target: 'afterToolExecution',
-                        actions: { type: 'approvalDecided', params: ({ event }) => event.decision as ApprovalDecision },
+                        actions: { type: 'approvalDecided', params: decision },
                       },
                       { actions: { type: 'rejectDecision', params: ({ event }) => ({ decision: event.decision }) } },
                     ],
@@ -406,31 +326,24 @@ export const agentMachine = setup({
                   exit: 'stopWork',
                   on: {
                     'work.done': [
+                      // The reply's last call, nothing between it and the next turn: straight there.
+                      ...intoNextTurn('toolAnswered', true),
                       {
-                        guard: 'hasAfterToolExecution',
+                        guard: { type: 'toolAnswered', params: 'after-tool-hook' },
                         target: 'runningAfterToolExecution',
-                        actions: { type: 'acceptToolOutput', params: ({ event }) => event.output },
-                      },
-                      // The reply's last call, nothing between it and the next model call: straight there.
-                      {
-                        guard: 'stepGoesToModel',
-                        target: '#agent.running.turn.callingModel',
-                        actions: { type: 'finishStep', params: ({ event }) => event.output },
+                        actions: { type: 'acceptToolOutput', params: toolOutput },
                       },
                       // No hook: the result joins the transcript now (one microstep less per step).
-                      { target: 'nextCall', actions: { type: 'finishCall', params: ({ event }) => event.output } },
+                      { target: 'nextCall', actions: { type: 'finishCall', params: toolOutput } },
                     ],
                     'work.error': [
+                      // A supervisor giving up on a child (or any fatal tool failure) ends the run.
                       {
-                        // A supervisor giving up on a child (or any fatal tool failure) ends the run.
-                        guard: ({ event }) => FatalToolError.is(event.error),
+                        guard: 'toolFailedFatally',
                         target: '#agent.failed',
-                        actions: { type: 'failWithToolError', params: ({ event }) => ({ error: event.error }) },
+                        actions: { type: 'failWithToolError', params: failure },
                       },
-                      {
-                        target: 'afterToolExecution',
-                        actions: { type: 'toolFailed', params: ({ event }) => ({ error: event.error }) },
-                      },
+                      { target: 'afterToolExecution', actions: { type: 'toolFailed', params: failure } },
                     ],
                   },
                 },
@@ -451,14 +364,14 @@ export const agentMachine = setup({
                     'work.done': [
                       {
                         guard: 'lastCallToAfterTurnHook',
-                        target: '#agent.running.turn.runningAfterTurn',
-                        actions: { type: 'finishRewritten', params: ({ event }) => event.output },
+                        target: `${TURN}.runningAfterTurn`,
+                        actions: { type: 'finishRewritten', params: rewrite },
                       },
-                      { target: 'nextCall', actions: { type: 'finishRewritten', params: ({ event }) => event.output } },
+                      { target: 'nextCall', actions: { type: 'finishRewritten', params: rewrite } },
                     ],
                     'work.error': {
                       target: '#agent.failed',
-                      actions: { type: 'failWithHookError', params: ({ event }) => ({ error: event.error }) },
+                      actions: { type: 'failWithHookError', params: failure },
                     },
                   },
                 },
@@ -475,30 +388,10 @@ export const agentMachine = setup({
               entry: work('runningAfterTurn'),
               exit: 'stopWork',
               on: {
-                'work.done': [
-                  // Straight into the next turn's first wait, unless a limit stops it (then through beforeTurn).
-                  {
-                    guard: 'nextTurnToBeforeTurnHook',
-                    target: 'runningBeforeTurn',
-                    actions: { type: 'nextTurn', params: false },
-                  },
-                  {
-                    guard: 'nextTurnToBeforeProviderCallHook',
-                    target: 'runningBeforeProviderCall',
-                    actions: { type: 'nextTurn', params: true },
-                  },
-                  { guard: 'nextTurnToModel', target: 'callingModel', actions: { type: 'nextTurn', params: true } },
-                  {
-                    guard: ({ context }) => context.calls.length > 0 && !context.handoff,
-                    target: '#agent.running.turn',
-                    reenter: true,
-                    actions: 'emitTurnEnd',
-                  },
-                  { target: 'turnEnd' },
-                ],
+                'work.done': [...intoNextTurn('turnDone'), { target: 'turnEnd' }],
                 'work.error': {
                   target: '#agent.failed',
-                  actions: { type: 'failWithHookError', params: ({ event }) => ({ error: event.error }) },
+                  actions: { type: 'failWithHookError', params: failure },
                 },
               },
             },

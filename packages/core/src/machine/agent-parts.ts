@@ -1,10 +1,11 @@
 import type { AnyActorRef } from 'xstate'
 import { ConfigError } from '../errors.ts'
 import { MachineActions } from './actions.ts'
-import type { AgentContext, RunInfo } from './context.ts'
+import type { AgentContext, AgentMachineEvent, RunInfo } from './context.ts'
 import type { GuardDeps } from './guards.ts'
 import { createCallPreparer } from './prepare-call.ts'
 import type { AgentRuntime } from './runtime.ts'
+import { RunWorker } from './worker.ts'
 
 /** What one agent's runs need from it: its runtime, and its actions (with the call preparer). */
 export interface AgentParts extends GuardDeps {
@@ -17,23 +18,31 @@ export function createAgentParts(runtime: AgentRuntime): AgentParts {
   return { runtime, prepare, act: new MachineActions(runtime, prepare) }
 }
 
+/** A run's own parts beside its actor: its agent's parts and the worker that does its waits' work. */
+interface RunBinding {
+  parts: AgentParts
+  worker: RunWorker
+}
+
 /*
  * The runtime is not captured in the machine: each run's actor is bound to its agent's parts when
  * it is created (`bindAgentParts`), by its context's `run` record (the same object for the whole
- * run; guards see only the context) and by its actor system (shared with its worker and the work).
+ * run; guards and actions see only the context).
  */
-type AnyActorSystem = AnyActorRef['system']
-const byRun = new WeakMap<RunInfo, AgentParts>()
-const bySystem = new WeakMap<AnyActorSystem, AgentParts>()
+const byRun = new WeakMap<RunInfo, RunBinding>()
 
-/** Binds a created (or restored) run's actor to its agent, before it starts. */
-export function bindAgentParts(actor: AnyActorRef, parts: AgentParts): void {
-  bySystem.set(actor.system, parts)
-  byRun.set((actor.getSnapshot() as { context: AgentContext }).context.run, parts)
+/**
+ * Binds a created (or restored) run's actor to its agent, before it starts, and gives it its worker
+ * (the work's answers are sent to the actor). The caller stops the worker when the run ends.
+ */
+export function bindAgentParts(actor: AnyActorRef, parts: AgentParts): RunWorker {
+  const worker = new RunWorker((event: AgentMachineEvent) => actor.send(event), parts.runtime)
+  byRun.set((actor.getSnapshot() as { context: AgentContext }).context.run, { parts, worker })
+  return worker
 }
 
-export const partsOf = (context: AgentContext): AgentParts => byRun.get(context.run) ?? unbound()
-export const runtimeOfSystem = (system: AnyActorSystem) => (bySystem.get(system) ?? unbound()).runtime
+export const partsOf = (context: AgentContext): AgentParts => (byRun.get(context.run) ?? unbound()).parts
+export const workerOf = (context: AgentContext): RunWorker => (byRun.get(context.run) ?? unbound()).worker
 
 /** An actor of the shared machine made outside an `Agent` has no runtime to run with. */
 export function unbound(): never {

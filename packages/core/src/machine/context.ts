@@ -147,7 +147,7 @@ export type AgentMachineEvent =
   | { type: 'approval.unavailable'; reason: string }
   /** The `deadline` actor: the absolute time it was armed for has come. */
   | { type: 'deadline.reached' }
-  /** The work of the wait state the run is in has finished (the run's worker; typed by the state). */
-  | { type: 'work.done'; output: any }
+  /** The work of the wait state the run is in has finished (the run's worker): its output, typed per state by `outputOf`. */
+  | { type: 'work.done'; output: unknown }
   /** The work of the wait state the run is in has failed. */
   | { type: 'work.error'; error: unknown }

@@ -1,14 +1,26 @@
+import { ErrorCode, FatalToolError, SignalboxError } from '../errors.ts'
 import { decisionMismatch } from '../hitl/decision.ts'
+import { editedArgumentsRejected } from '../hitl/edited-arguments.ts'
+import type { ApprovalDecision } from '../hitl/types.ts'
 import type { ToolCall } from '../messages.ts'
-import type { ProviderResponse } from '../provider/provider.ts'
-import type { ToolRunOutput } from './actors.ts'
+import { isRetryable } from './actors.ts'
 import type { AgentContext, AgentMachineEvent } from './context.ts'
 import type { PreparedCall } from './prepare-call.ts'
+import {
+  afterCalls,
+  afterModel,
+  afterTool,
+  afterTurn,
+  type CallsExit,
+  type ModelExit,
+  type ToolExit,
+  type TurnEntry,
+  type TurnExit,
+  turnEntry,
+} from './routes.ts'
 import { type CallRoute, routeCall } from './routing.ts'
 import type { AgentRuntime } from './runtime.ts'
-
-/** Where a turn that starts now goes first. */
-type NextTurnRoute = 'limit' | 'beforeTurn' | 'beforeProviderCall' | 'model'
+import { outputOf } from './waits.ts'
 
 interface GuardArgs {
   context: AgentContext
@@ -28,15 +40,10 @@ export function createMachineGuards(runtime: AgentRuntime, prepare: GuardDeps['p
 }
 
 /**
- * Where the next turn goes if it starts now, cached per context (see `nextTurnRoute`). Contexts
- * are per run, so one cache serves every agent.
- */
-const nextTurnRoutes = new WeakMap<AgentContext, NextTurnRoute>()
-
-/**
  * The agent machine's named guards. Hook-point guards ask whether an agent has that hook at
- * all (a state with none is passed through); routing guards all ask `routeCall`. Made once for
- * the machine every agent shares: each guard asks `depsOf` for the run's own agent.
+ * all (a state with none is passed through); the exits of the waits ask their route (routes.ts),
+ * one guard per exit with the answer as its parameter; the routing of a call asks `routeCall`.
+ * Made once for the machine every agent shares: each guard asks `depsOf` for the run's own agent.
  */
 export function machineGuards(depsOf: (context: AgentContext) => GuardDeps) {
   const hooksOf = (context: AgentContext) => depsOf(context).runtime.hooks
@@ -72,88 +79,53 @@ export function machineGuards(depsOf: (context: AgentContext) => GuardDeps) {
     )
   }
 
-  /** Where a reply's first call goes, before the reply is accepted (the direct route from the model call). */
-  const replyRoute = (context: AgentContext, event: AgentMachineEvent): CallRoute | undefined => {
-    const call = (event as unknown as { output: ProviderResponse }).output.message.tool_calls?.[0]
-    if (!call) return undefined
-    // As `acceptReply` will record them: the tools this request offered (undefined: all).
-    const offered = context.model.outgoing?.tools.map((t) => t.name)
-    const { prepare, runtime } = depsOf(context)
-    return route(
-      context,
-      call.function.name,
-      prepare(call, offered).invalid !== undefined,
-      runtime.hooks.has('beforeToolExecution'),
-    )
-  }
-
-  /**
-   * Where the next turn goes if it starts now: a limit stops it (the `beforeTurn` state's checks,
-   * for the turn counter one up), or its first wait. Cached per context: the guards of one
-   * transition ask it in turn, and a budget check is asked once.
-   */
-  const nextTurnRoute = (context: AgentContext): NextTurnRoute => {
-    let next = nextTurnRoutes.get(context)
-    if (next === undefined) {
-      const { runtime } = depsOf(context)
-      const hooks = runtime.hooks
-      next =
-        context.turn + 1 > context.run.maxTurns ||
-        (context.run.maxTokens !== undefined && context.usage.totalTokens >= context.run.maxTokens) ||
-        runtime.budgetChecks.get(context.run.runId)?.() !== undefined
-          ? 'limit'
-          : hooks.has('beforeTurn')
-            ? 'beforeTurn'
-            : hooks.has('beforeProviderCall')
-              ? 'beforeProviderCall'
-              : 'model'
-      nextTurnRoutes.set(context, next)
-    }
-    return next
-  }
-  /** The turn's calls are done, no hand-off: another turn follows, going where `nextTurnRoute` says. */
-  const nextTurnGoesTo = (context: AgentContext, where: NextTurnRoute) =>
-    context.calls.length > 0 && !context.handoff && nextTurnRoute(context) === where
-
   return {
-    replyRunsAtOnce: ({ context, event }: GuardArgs) => replyRoute(context, event) === 'run',
-    replyGoesToHook: ({ context, event }: GuardArgs) =>
-      hooksOf(context).has('beforeToolExecution') && replyRoute(context, event) === 'hook',
-    /** The reply's last call ran, no hook or hand-off after it: the next turn's model call at once. */
-    stepGoesToModel: ({ context, event }: GuardArgs) =>
-      context.callIndex + 1 >= context.calls.length &&
-      !hooksOf(context).has('afterToolExecution') &&
-      !hooksOf(context).has('afterTurn') &&
-      !context.handoff &&
-      !(event as unknown as { output: ToolRunOutput }).output.handoff &&
-      nextTurnRoute(context) === 'model',
-    lastCallToAfterTurnHook: ({ context }: GuardArgs) =>
-      hooksOf(context).has('afterTurn') && context.callIndex + 1 >= context.calls.length,
-    nextTurnToBeforeTurnHook: ({ context }: GuardArgs) => nextTurnGoesTo(context, 'beforeTurn'),
-    nextTurnToBeforeProviderCallHook: ({ context }: GuardArgs) => nextTurnGoesTo(context, 'beforeProviderCall'),
-    nextTurnToModel: ({ context }: GuardArgs) => nextTurnGoesTo(context, 'model'),
+    // The exits of the waits, and where a turn starts (routes.ts).
+    /** A turn starts where `turnEntry` says (the `beforeTurn` state asks it for a limit). */
+    turnStarts: ({ context }: GuardArgs, entry: TurnEntry) => turnEntry(depsOf(context).runtime, context) === entry,
+    modelAnswered: ({ context, event }: GuardArgs, exit: ModelExit) =>
+      afterModel(depsOf(context), context, outputOf('callingModel', event)) === exit,
+    toolAnswered: ({ context, event }: GuardArgs, exit: ToolExit) =>
+      afterTool(depsOf(context), context, outputOf('executingTool', event)) === exit,
+    callsDone: ({ context }: GuardArgs, exit: CallsExit) => afterCalls(depsOf(context), context) === exit,
+    turnDone: ({ context }: GuardArgs, exit: TurnExit) => afterTurn(depsOf(context).runtime, context) === exit,
+
+    // What a wait's work answered.
+    hookStopsRun: ({ event }: GuardArgs) => outputOf('runningBeforeTurn', event)?.stop === true,
+    hookDecidedCall: ({ event }: GuardArgs) => outputOf('runningBeforeToolExecution', event).action !== 'allow',
+    ruleAsksPerson: ({ event }: GuardArgs) => outputOf('evaluatingApprovalRule', event),
+    modelRetryable: ({ context, event }: GuardArgs) =>
+      event.type === 'work.error' &&
+      isRetryable(event.error) &&
+      context.model.attempt < depsOf(context).runtime.retry.maxAttempts,
+    toolFailedFatally: ({ event }: GuardArgs) => event.type === 'work.error' && FatalToolError.is(event.error),
+    /** A decision that quotes the pending call and approves it (with edited arguments its tool accepts). */
+    decisionApproves: ({ context, event }: GuardArgs) => {
+      const decision = fittingDecision(context, event)
+      return (
+        decision?.approved === true &&
+        !editedArgumentsRejected(depsOf(context).runtime.tools.get(context.current?.toolName ?? ''), decision)
+      )
+    },
+    /** A decision that quotes the pending call (request id, call id, digest). */
+    decisionFits: ({ context, event }: GuardArgs) => fittingDecision(context, event) !== undefined,
+
+    // Hook points: an agent without the hook passes the state.
     hasBeforeTurn: ({ context }: GuardArgs) => hooksOf(context).has('beforeTurn'),
     hasBeforeProviderCall: ({ context }: GuardArgs) => hooksOf(context).has('beforeProviderCall'),
     hasAfterToolExecution: ({ context }: GuardArgs) => hooksOf(context).has('afterToolExecution'),
     hasAfterTurn: ({ context }: GuardArgs) => hooksOf(context).has('afterTurn'),
-    turnLimitReached: ({ context }: GuardArgs) => context.turn > context.run.maxTurns,
-    tokenBudgetSpent: ({ context }: GuardArgs) =>
-      context.run.maxTokens !== undefined && context.usage.totalTokens >= context.run.maxTokens,
-    externalBudgetSpent: ({ context }: GuardArgs) =>
-      depsOf(context).runtime.budgetChecks.get(context.run.runId)?.() !== undefined,
+    lastCallToAfterTurnHook: ({ context }: GuardArgs) =>
+      hooksOf(context).has('afterTurn') && context.callIndex + 1 >= context.calls.length,
     handoffRequested: ({ context }: GuardArgs) => context.handoff !== undefined,
     replyHasToolCalls: ({ context }: GuardArgs) => context.calls.length > 0,
-    allCallsHandled: ({ context }: GuardArgs) => context.callIndex >= context.calls.length,
-    /** The reply's calls are done, no afterTurn hook and no hand-off: straight into the next turn. */
-    nextTurnAtOnce: ({ context }: GuardArgs) =>
-      context.callIndex >= context.calls.length && !hooksOf(context).has('afterTurn') && !context.handoff,
-    callsDoneToAfterTurnHook: ({ context }: GuardArgs) =>
-      context.callIndex >= context.calls.length && hooksOf(context).has('afterTurn'),
-    /** Fast path: a valid call with no correction pending goes straight to the beforeToolExecution hook. */
+
+    // The routing of a call (routing.ts). The fast path: where the next call goes before it is opened.
+    /** A valid call with no correction pending goes straight to the beforeToolExecution hook. */
     // (Without the hook, the route cannot be 'hook': skip the routing on the hook-less hot path.)
     nextCallGoesToHook: ({ context }: GuardArgs) =>
       hooksOf(context).has('beforeToolExecution') && nextCallRoute(context) === 'hook',
-    /** Fast path: a valid call that needs no hook, approval or correction runs at once. */
+    /** A valid call that needs no hook, approval or correction runs at once. */
     nextCallRunsAtOnce: ({ context }: GuardArgs) => nextCallRoute(context) === 'run',
     // The step-by-step path: each state checks one branch of the same routing.
     callHandedOver: ({ context }: GuardArgs) => currentRoute(context, false) === 'handed-over',
@@ -166,12 +138,21 @@ export function machineGuards(depsOf: (context: AgentContext) => GuardDeps) {
   }
 }
 
-/** The event is a decision that quotes the pending call (request id, call id, digest). */
-export function decisionFits(context: AgentContext, event: AgentMachineEvent): boolean {
-  return event.type === 'approval.decision' && decisionMismatch(context.current?.approval, event.decision) === undefined
+/** The decision an `approval.decision` event carries, when it quotes the pending call (checked, so typed). */
+export function fittingDecision(context: AgentContext, event: AgentMachineEvent): ApprovalDecision | undefined {
+  if (event.type !== 'approval.decision') return undefined
+  const decision = event.decision
+  return fitsPending(context, decision) ? decision : undefined
 }
 
-/** The event is a decision that quotes the pending call and approves it. */
-export function decisionApproves(context: AgentContext, event: AgentMachineEvent): boolean {
-  return decisionFits(context, event) && (event as { decision: { approved: boolean } }).decision.approved
+/** The decision a transition guarded by `decisionFits` (or `decisionApproves`) applies. */
+export function decision({ context, event }: { context: AgentContext; event: AgentMachineEvent }): ApprovalDecision {
+  const fits = fittingDecision(context, event)
+  if (fits === undefined)
+    throw new SignalboxError(ErrorCode.INTERNAL_ERROR, 'a decision applied without fitting the pending call')
+  return fits
+}
+
+function fitsPending(context: AgentContext, decision: unknown): decision is ApprovalDecision {
+  return decisionMismatch(context.current?.approval, decision) === undefined
 }

@@ -1,16 +1,17 @@
-import type { AnyActorRef } from 'xstate'
+import { ErrorCode, SignalboxError } from '../errors.ts'
 import type { ApprovalRequest } from '../hitl/types.ts'
-import type { AssistantMessage } from '../messages.ts'
-import { createAgentWork, eventFields, type Work } from './actors.ts'
-import { runtimeOfSystem } from './agent-parts.ts'
-import type { AgentContext, CurrentCall } from './context.ts'
+import type { BeforeTurnResult, ToolGate } from '../hooks.ts'
+import type { AssistantMessage, Message } from '../messages.ts'
+import type { ProviderResponse, ToolSpec } from '../provider/provider.ts'
+import { createAgentWork, eventFields, type ToolRunOutput, type Work } from './actors.ts'
+import type { AgentContext, AgentMachineEvent, CurrentCall } from './context.ts'
 import type { RunWorker } from './worker.ts'
 
 /** Set only in states entered with a call open, a reply received. */
 const current = (context: AgentContext) => context.current as CurrentCall
 const reply = (context: AgentContext) => context.reply as AssistantMessage
 
-const agentWork = createAgentWork(runtimeOfSystem)
+const agentWork = createAgentWork()
 type WorkName = keyof typeof agentWork
 
 /**
@@ -88,6 +89,51 @@ const waits = {
 } satisfies Record<string, { src: WorkName; input: (context: AgentContext) => unknown }[]>
 export type WaitName = keyof typeof waits
 
+/**
+ * What the work of each wait state answers with: the `output` of the `work.done` event that state
+ * receives. The waits whose work answers with events of its own (`approval.decision`,
+ * `deadline.reached`...) have none.
+ */
+export interface WaitOutputs {
+  runningBeforeTurn: BeforeTurnResult
+  runningBeforeProviderCall: { messages: Message[]; tools: ToolSpec[] }
+  callingModel: ProviderResponse & { durationMs: number }
+  runningBeforeToolExecution: ToolGate
+  evaluatingApprovalRule: boolean
+  executingTool: ToolRunOutput
+  runningAfterToolExecution: { output: string; isError: boolean }
+  runningAfterTurn: void
+}
+
+/** Each answering wait's work produces its state's output type (checked here, at compile time). */
+type WorkOutput<W extends keyof WaitOutputs> = (typeof waits)[W][0]['src'] extends infer S extends WorkName
+  ? (typeof agentWork)[S] extends { run(args: never): Promise<infer O> }
+    ? O
+    : never
+  : never
+const _outputsMatch: { [W in keyof WaitOutputs]: [WorkOutput<W>] extends [WaitOutputs[W]] ? true : false } = {
+  runningBeforeTurn: true,
+  runningBeforeProviderCall: true,
+  callingModel: true,
+  runningBeforeToolExecution: true,
+  evaluatingApprovalRule: true,
+  executingTool: true,
+  runningAfterToolExecution: true,
+  runningAfterTurn: true,
+}
+void _outputsMatch
+
+/**
+ * The output of `work.done` in wait state `wait`, typed for that state. Sound because the run's
+ * worker does only the work of the state the run is in and drops the answer of work whose state was
+ * left: a `work.done` that reaches a transition of `wait` is `wait`'s own.
+ */
+export function outputOf<W extends keyof WaitOutputs>(wait: W, event: AgentMachineEvent): WaitOutputs[W] {
+  if (event.type !== 'work.done')
+    throw new SignalboxError(ErrorCode.INTERNAL_ERROR, `${wait}: expected work.done, got ${event.type}`)
+  return event.output as WaitOutputs[W]
+}
+
 /** Starts the work of wait state `wait` on the run's worker. */
 export function startWait(worker: RunWorker, wait: WaitName, context: AgentContext): void {
   const specs: readonly { src: WorkName; input: (context: AgentContext) => unknown }[] = waits[wait]
@@ -102,11 +148,19 @@ export function startWait(worker: RunWorker, wait: WaitName, context: AgentConte
  * inputs (they are made from the restored context): the model is called again, the approval shown
  * again with its request id, the deadline re-armed from its absolute time.
  */
-export function resumeWait(worker: RunWorker, parent: AnyActorRef): void {
-  const snapshot = parent.getSnapshot() as { status: string; value: unknown; context: AgentContext }
+export function resumeWait(worker: RunWorker, snapshot: { status: string; value: unknown; context: AgentContext }): void {
   if (snapshot.status !== 'active') return
   // The wait states are leaves named as in `waits`: follow the state value down to its leaf.
   let value = snapshot.value
   while (value !== null && typeof value === 'object') value = Object.values(value)[0]
   if (typeof value === 'string' && Object.hasOwn(waits, value)) startWait(worker, value as WaitName, snapshot.context)
 }
+
+// What a wait's answer hands the actions of its transitions, typed by the state it answers.
+export const modelReply = ({ event }: { event: AgentMachineEvent }) => outputOf('callingModel', event)
+export const toolOutput = ({ event }: { event: AgentMachineEvent }) => outputOf('executingTool', event)
+export const rewrite = ({ event }: { event: AgentMachineEvent }) => outputOf('runningAfterToolExecution', event)
+/** A wait's work failed (`work.error`): what it threw. */
+export const failure = ({ event }: { event: AgentMachineEvent }) => ({
+  error: event.type === 'work.error' ? event.error : undefined,
+})

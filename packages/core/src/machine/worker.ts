@@ -1,37 +1,36 @@
-import { type AnyActorRef, fromCallback } from 'xstate'
 import type { Work } from './actors.ts'
 import type { AgentMachineEvent } from './context.ts'
-
-type AnyActorSystem = AnyActorRef['system']
+import type { AgentRuntime } from './runtime.ts'
 
 /**
- * The one long-lived actor of a run that does the work of its waits (issue 13: an invoked actor
- * per wait cost XState a child's creation, start, stop and two snapshot copies each time).
+ * The object of a run that does the work of its waits: a plain object beside the run's actor, not
+ * an actor of its own (an invoked actor per wait, and later one invoked worker per run, cost
+ * XState a child actor with its snapshots and the run an actor system's worth of bookkeeping).
  *
  * Each wait state's entry asks the worker to start that state's work (`start`), its exit stops it
  * (`stop`): the work's `AbortSignal` aborts exactly when the state is left, as an invoked actor's
  * did (cancellation, steering, deadlines). The work answers with events: `work.done` /
  * `work.error` (the payloads an invoked actor's done and error events carried: `output`,
- * `error`), or its own (`approval.decision`, `deadline.reached`, ...). An answer of work that was
- * stopped is dropped.
+ * `error`), or its own (`approval.decision`, `deadline.reached`, ...), sent to the run's actor. An
+ * answer of work that was stopped is dropped. The run stops it when it ends (see `Agent`).
  */
 export class RunWorker {
   readonly #send: (event: AgentMachineEvent) => void
-  readonly #system: AnyActorSystem
+  readonly #runtime: AgentRuntime
   /** The work of the state the run is in (one, or two: an approval and its deadline). */
   readonly #jobs: (PromiseJob | CallbackJob)[] = []
 
-  constructor(send: (event: AgentMachineEvent) => void, system: AnyActorSystem) {
+  constructor(send: (event: AgentMachineEvent) => void, runtime: AgentRuntime) {
     this.#send = send
-    this.#system = system
+    this.#runtime = runtime
   }
 
   start(work: Work, input: unknown): void {
     if (work.kind === 'callback') {
-      this.#jobs.push({ kind: 'callback', stop: work.run({ input, sendBack: this.#send, system: this.#system }) })
+      this.#jobs.push({ kind: 'callback', stop: work.run({ input, sendBack: this.#send, runtime: this.#runtime }) })
       return
     }
-    const job = new PromiseJob(input, this.#system)
+    const job = new PromiseJob(input, this.#runtime)
     const send = this.#send
     let pending: Promise<unknown>
     try {
@@ -82,7 +81,7 @@ interface CallbackJob {
 class PromiseJob {
   readonly kind = 'promise'
   readonly input: unknown
-  readonly system: AnyActorSystem
+  readonly runtime: AgentRuntime
   settled = false
   /** Stopped while running: its signal is (or, once read, will be) aborted; its answer dropped. */
   aborted = false
@@ -90,9 +89,9 @@ class PromiseJob {
   #reason: unknown = undefined
   #controller: AbortController | undefined = undefined
 
-  constructor(input: unknown, system: AnyActorSystem) {
+  constructor(input: unknown, runtime: AgentRuntime) {
     this.input = input
-    this.system = system
+    this.runtime = runtime
   }
 
   get signal(): AbortSignal {
@@ -110,25 +109,4 @@ class PromiseJob {
     this.#reason = reason
     this.#controller?.abort(reason)
   }
-}
-
-const workers = new WeakMap<AnyActorSystem, RunWorker>()
-
-/** The worker of the run whose actor system this is. */
-export function workerOf(system: AnyActorSystem): RunWorker | undefined {
-  return workers.get(system)
-}
-
-/**
- * The worker as an actor invoked by the machine's root for the whole run: stopping the run (or
- * its end) stops the work in hand. `onStart` restarts the work of a restored run's state.
- */
-export function workerActor(onStart: (worker: RunWorker, parent: AnyActorRef) => void) {
-  return fromCallback<AgentMachineEvent>(({ sendBack, system, self }) => {
-    const worker = new RunWorker(sendBack, system)
-    workers.set(system, worker)
-    const parent = self._parent
-    if (parent) onStart(worker, parent)
-    return () => worker.stop()
-  })
 }

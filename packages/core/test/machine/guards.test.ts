@@ -69,3 +69,63 @@ describe('the fast path and the step-by-step path route a call alike', () => {
     expect(guards.nextCallRunsAtOnce({ context, event })).toBe(slow === 'run')
   })
 })
+
+/** Every combination the start of a turn looks at: its hooks, and each limit at its edge. */
+function* turnCases() {
+  for (const beforeTurn of [false, true])
+    for (const beforeProviderCall of [false, true])
+      for (const turnsLeft of [0, 1])
+        for (const tokensLeft of [undefined, 0, 1])
+          for (const budgetSpent of [false, true]) yield { beforeTurn, beforeProviderCall, turnsLeft, tokensLeft, budgetSpent }
+}
+
+describe('the direct jump into the next turn and the step-by-step path through beforeTurn start the turn alike', () => {
+  it.each([...turnCases()])('%o', ({ beforeTurn, beforeProviderCall, turnsLeft, tokensLeft, budgetSpent }) => {
+    const runtime = {
+      hooks: new HookChain({
+        ...(beforeTurn ? { beforeTurn: () => undefined } : {}),
+        ...(beforeProviderCall ? { beforeProviderCall: () => undefined } : {}),
+      }),
+      tools: new Map(),
+      budgetChecks: new Map(budgetSpent ? [['r', () => ({ code: 'BUDGET_EXCEEDED', message: 'spent' })]] : []),
+    } as unknown as AgentRuntime
+    const guards = createMachineGuards(runtime, createCallPreparer(new Map()))
+    const call = { id: 'c1', type: 'function' as const, function: { name: 'echo', arguments: '{}' } }
+    const base = createContext({ agentId: 'a', runId: 'r', input: 'hi', maxTurns: 3, startedAt: 0 })
+    const used = 100
+    // A turn whose calls are done: the turn now ending is `turn`; the next is `turn + 1`.
+    const ending: AgentContext = {
+      ...base,
+      turn: 3 - turnsLeft,
+      run: { ...base.run, maxTokens: tokensLeft === undefined ? undefined : used + tokensLeft },
+      usage: { promptTokens: used, completionTokens: 0, totalTokens: used },
+      calls: [call],
+      callIndex: 1,
+    }
+    // The step-by-step path: the turn's entry counts it, then `beforeTurn` asks its guards (first match wins).
+    const started: AgentContext = { ...ending, turn: ending.turn + 1 }
+    const here = { context: started, event }
+    const slow = guards.turnStarts(here, 'limit')
+      ? 'limit'
+      : guards.hasBeforeTurn(here)
+        ? 'beforeTurn'
+        : guards.hasBeforeProviderCall(here)
+          ? 'beforeProviderCall'
+          : 'model'
+    // The direct jump, from each exit that ends a turn: exactly one of its next-turn guards holds, the same.
+    const at = { context: ending, event }
+    const entries = ['limit', 'beforeTurn', 'beforeProviderCall', 'model'] as const
+    const fromCalls = entries.filter((entry) => guards.callsDone(at, `next-turn/${entry}`))
+    const fromAfterTurn = entries.filter((entry) => guards.turnDone(at, `next-turn/${entry}`))
+    const toolDone: AgentMachineEvent = { type: 'work.done', output: { output: 'ok' } }
+    const fromTool = entries.filter((entry) =>
+      guards.toolAnswered({ context: { ...ending, callIndex: 0 }, event: toolDone }, `next-turn/${entry}`),
+    )
+    expect(fromCalls).toEqual([slow])
+    expect(fromAfterTurn).toEqual([slow])
+    expect(fromTool).toEqual([slow])
+    // And the limit is the one the rule names: maxTurns first, then tokens, then the run's budget.
+    const limited = turnsLeft === 0 || tokensLeft === 0 || budgetSpent
+    expect(slow === 'limit').toBe(limited)
+  })
+})

@@ -3,7 +3,7 @@ import type { PromiseWork, WorkArgs } from '../../src/machine/actors.ts'
 import type { AgentMachineEvent } from '../../src/machine/context.ts'
 import { RunWorker } from '../../src/machine/worker.ts'
 
-const system = {} as WorkArgs<unknown>['system']
+const runtime = {} as WorkArgs<unknown>['runtime']
 
 /** Promise work that waits until `finish` is called, handing its args out. */
 function pendingWork() {
@@ -38,7 +38,7 @@ describe('RunWorker: the signal of promise work', () => {
       }
     }
     const events: AgentMachineEvent[] = []
-    const worker = new RunWorker((event) => events.push(event), system)
+    const worker = new RunWorker((event) => events.push(event), runtime)
     const { work, args, finish } = pendingWork()
     worker.start(work, 'in')
     expect(args().input).toBe('in')
@@ -54,7 +54,7 @@ describe('RunWorker: the signal of promise work', () => {
 
   it('aborts when the work is stopped, read before or after the stop; the answer is dropped', async () => {
     const events: AgentMachineEvent[] = []
-    const worker = new RunWorker((event) => events.push(event), system)
+    const worker = new RunWorker((event) => events.push(event), runtime)
     const early = pendingWork()
     const late = pendingWork()
     worker.start(early.work, 1)
@@ -73,7 +73,7 @@ describe('RunWorker: the signal of promise work', () => {
 
   it('is not aborted when the work had answered before its state was left', async () => {
     const events: AgentMachineEvent[] = []
-    const worker = new RunWorker((event) => events.push(event), system)
+    const worker = new RunWorker((event) => events.push(event), runtime)
     const { work, args, finish } = pendingWork()
     worker.start(work, 'in')
     const signal = args().signal

@@ -1,7 +1,6 @@
-/** Runs the CLI in this process (`main(argv, io)`) with captured output: fast, for variants and errors. */
+/** Runs the CLI in this process (`main(argv, io)`, from the repository root) with captured output: fast, for variants and errors. */
 import { PassThrough } from 'node:stream'
-import type { CommandIO } from '../src/cli.ts'
-import { main } from '../src/main.ts'
+import { type CommandIO, main } from '@signalbox/cli/internal'
 
 export interface Captured {
   readonly stdout: string
@@ -45,7 +44,7 @@ export function startMain(argv: string[], options: { env?: NodeJS.ProcessEnv; cw
     }),
     stdin,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, USER: 'tester', NO_COLOR: '1', ...options.env },
-    cwd: options.cwd ?? new URL('../../..', import.meta.url).pathname,
+    cwd: options.cwd ?? new URL('../..', import.meta.url).pathname,
     signal: controller.signal,
   }
   let code: number | undefined

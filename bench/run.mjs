@@ -1,0 +1,90 @@
+/**
+ * `pnpm bench [options]`: builds the packages (`pnpm build`), then runs the bench (index.ts) against
+ * the BUILT packages (`dist/`), as users run them. Every Node process the bench starts (the model
+ * server, crash children) loads them too (through NODE_OPTIONS).
+ *
+ *   pnpm bench --src ...   measure the TypeScript sources through tsx instead (no build)
+ *
+ * Builds are serialized by a lock file: two benches started at once (e.g. in two terminals) do not
+ * write `dist/` together; the second waits for the first's build, then builds (a no-op when nothing
+ * changed).
+ */
+import { spawn, spawnSync } from 'node:child_process'
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const args = process.argv.slice(2)
+const fromSources = args.includes('--src')
+const benchArgs = args.filter((a) => a !== '--src')
+const help = benchArgs.includes('--help') || benchArgs.includes('-h')
+
+if (!fromSources && !help) await withBuildLock(build)
+
+const env = { ...process.env }
+if (!fromSources) {
+  const hook = pathToFileURL(join(root, 'bench', 'dist', 'use-dist.mjs')).href
+  env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --import=${hook}`.trim()
+}
+const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench', 'index.ts'), ...benchArgs], {
+  cwd: root,
+  env,
+  stdio: 'inherit',
+})
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal))
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)))
+
+function build() {
+  const started = Date.now()
+  const result = spawnSync('pnpm', ['--silent', 'build'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+  if (result.status !== 0) {
+    process.stderr.write(`${result.stdout ?? ''}${result.stderr ?? ''}`)
+    console.error(`pnpm bench: the build failed (exit ${result.status ?? result.signal}); nothing measured.`)
+    process.exit(1)
+  }
+  console.log(`built the packages in ${((Date.now() - started) / 1000).toFixed(1)} s; measuring dist/`)
+}
+
+/** Runs `fn` holding the build lock; a lock left by a process that no longer exists is taken over. */
+async function withBuildLock(fn) {
+  const dir = join(root, 'node_modules', '.cache')
+  mkdirSync(dir, { recursive: true })
+  const lock = join(dir, 'signalbox-build.lock')
+  let told = false
+  for (;;) {
+    try {
+      const fd = openSync(lock, 'wx')
+      writeSync(fd, String(process.pid))
+      closeSync(fd)
+      break
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error
+      const text = readFileSync(lock, 'utf8')
+      const holder = Number(text)
+      // Empty: its holder has created it and not yet written its pid.
+      if (text !== '' && !isAlive(holder)) {
+        rmSync(lock, { force: true })
+        continue
+      }
+      if (!told) console.log(`waiting for another bench's build (pid ${holder}) to finish`)
+      told = true
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+  }
+  try {
+    fn()
+  } finally {
+    rmSync(lock, { force: true })
+  }
+}
+
+function isAlive(pid) {
+  if (!Number.isInteger(pid) || pid <= 0) return false
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return error.code === 'EPERM'
+  }
+}
