@@ -1,5 +1,6 @@
 import { hostname } from 'node:os'
 import { type Actor, createActor } from 'xstate'
+import { whenAborted } from './abort.ts'
 import {
   type AgentOptions,
   MemoryAuditLog,
@@ -383,7 +384,7 @@ export class Agent<TOutput = string> {
     journal: RunJournal | undefined,
     restored: boolean,
   ): RunHandle<TOutput> {
-    let onAbort: (() => void) | undefined
+    let stopWatchingSignal: (() => void) | undefined
     /** Set when the journal could not write: the run stops here, and `result` rejects with why. */
     let lost: unknown
     if (journal) {
@@ -428,7 +429,7 @@ export class Agent<TOutput = string> {
         journal.close()
         this.#journals?.delete(runId)
       }
-      if (onAbort) signal?.removeEventListener('abort', onAbort)
+      stopWatchingSignal?.()
     })
     const handle: RunHandle<TOutput> = {
       runId,
@@ -450,9 +451,10 @@ export class Agent<TOutput = string> {
     actor.start()
     if (restored) resumeWait(worker, actor.getSnapshot())
     if (signal) {
-      onAbort = () => handle.cancel(`signal aborted${signal.reason ? `: ${String(signal.reason)}` : ''}`)
-      if (signal.aborted) onAbort()
-      else signal.addEventListener('abort', onAbort, { once: true })
+      // One listener on a signal shared by many runs (see `whenAborted`), not one per run.
+      stopWatchingSignal = whenAborted(signal, () =>
+        handle.cancel(`signal aborted${signal.reason ? `: ${String(signal.reason)}` : ''}`),
+      )
     }
     return handle
   }

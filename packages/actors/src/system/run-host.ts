@@ -8,7 +8,7 @@ import {
   type SerializedError,
 } from '@signalbox/core'
 import type { Bus, BusMessage, Subjects } from '@signalbox/core/bus'
-import { serializeError } from '@signalbox/core/internal'
+import { serializeError, whenAborted } from '@signalbox/core/internal'
 import {
   decodeMessage,
   encodeMessage,
@@ -45,16 +45,9 @@ export class RunHost {
   readonly #options: RunHostOptions
   /** Runs started for remote parents, until their result is published. */
   readonly #hosted = new Set<Promise<unknown>>()
-  /** How to stop each hosted run: one listener on the host's long-lived signal for them all, not one per run. */
-  readonly #stops = new Set<() => void>()
 
   constructor(options: RunHostOptions) {
     this.#options = options
-    const stopAll = () => {
-      for (const stop of [...this.#stops]) stop()
-    }
-    if (options.stopping.aborted) stopAll()
-    else options.stopping.addEventListener('abort', stopAll, { once: true })
   }
 
   /** Runs hosted right now. */
@@ -122,7 +115,8 @@ export class RunHost {
       if (parsed.ok) lease.renew()
     })
     const stopOnClose = () => cancelled.abort(new AbortedError('the host is shutting down'))
-    this.#stops.add(stopOnClose)
+    // One listener on the host's long-lived signal for all its runs, not one per run.
+    const stopWatching = whenAborted(stopping, stopOnClose)
     const accepted: RunAcceptedMessage = {
       v: PROTOCOL_VERSION,
       type: 'run.accepted',
@@ -162,7 +156,7 @@ export class RunHost {
         lease.stop()
         heartbeats.unsubscribe()
         ledger.leave(rootRunId, handle)
-        this.#stops.delete(stopOnClose)
+        stopWatching()
         this.#hosted.delete(finished)
       })
     this.#hosted.add(finished)
