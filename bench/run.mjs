@@ -4,6 +4,7 @@
  * server, crash children) loads them too (through NODE_OPTIONS).
  *
  *   pnpm bench --src ...   measure the TypeScript sources through tsx instead (no build)
+ *   node bench/run.mjs --build-only   build under the lock, measure nothing
  *
  * Builds are serialized by a lock file: two benches started at once (e.g. in two terminals) do not
  * write `dist/` together; the second waits for the first's build, then builds (a no-op when nothing
@@ -17,10 +18,12 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const args = process.argv.slice(2)
 const fromSources = args.includes('--src')
-const benchArgs = args.filter((a) => a !== '--src')
+const buildOnly = args.includes('--build-only')
+const benchArgs = args.filter((a) => a !== '--src' && a !== '--build-only')
 const help = benchArgs.includes('--help') || benchArgs.includes('-h')
 
 if (!fromSources && !help) await withBuildLock(build)
+if (buildOnly) process.exit(0)
 
 const env = { ...process.env }
 if (!fromSources) {
@@ -48,9 +51,8 @@ function build() {
 
 /** Runs `fn` holding the build lock; a lock left by a process that no longer exists is taken over. */
 async function withBuildLock(fn) {
-  const dir = join(root, 'node_modules', '.cache')
-  mkdirSync(dir, { recursive: true })
-  const lock = join(dir, 'signalbox-build.lock')
+  const lock = join(root, 'node_modules', '.cache', 'signalbox-build.lock')
+  mkdirSync(dirname(lock), { recursive: true })
   let told = false
   for (;;) {
     try {

@@ -52,8 +52,9 @@ export {
  * An agent definition. Each `run()` is one XState actor running the agent machine; several
  * runs of one agent may be in flight at once.
  */
-export class Agent<TOutput = string> {
-  readonly id: string
+export class Agent<TOutput = string, TId extends string = string> {
+  /** The agent's id; its literal type when `createAgent` was given one (`AgentSystem.run` types its result by it). */
+  readonly id: TId
   /** The agent machine: one for every agent; this agent's runtime is bound to each run's actor. */
   readonly machine: AgentMachine = agentMachine
   readonly audit: AuditLog
@@ -89,7 +90,7 @@ export class Agent<TOutput = string> {
     const maxTurns = options.maxTurns ?? 10
     if (!Number.isInteger(maxTurns) || maxTurns < 1)
       throw new ConfigError(`maxTurns must be a positive integer, got ${maxTurns}.`)
-    this.id = options.id ?? 'agent'
+    this.id = (options.id ?? 'agent') as TId
     assertAgentId(this.id)
     this.#options = options
     this.#maxTurns = maxTurns
@@ -204,6 +205,7 @@ export class Agent<TOutput = string> {
         ...(this.#options.instructions ? { instructions: this.#options.instructions } : {}),
         maxTurns: options.maxTurns === undefined ? this.#maxTurns : Math.max(1, Math.min(this.#maxTurns, options.maxTurns)),
         ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
+        ...(options.treeLimits ? { treeLimits: options.treeLimits } : {}),
         steering,
         startedAt: this.#clock.now(),
       },
@@ -548,10 +550,12 @@ export class Agent<TOutput = string> {
  * console.log(result.output)
  * ```
  */
-export function createAgent<S extends Schema, T extends ToolList = ToolList>(
-  options: Omit<AgentOptions<T>, 'output'> & { output: S },
-): Agent<SchemaOutput<S>>
-export function createAgent<T extends ToolList = ToolList>(options: AgentOptions<T>): Agent
+export function createAgent<S extends Schema, T extends ToolList = ToolList, const Id extends string = string>(
+  options: Omit<AgentOptions<T>, 'output' | 'id'> & { output: S; id?: Id },
+): Agent<SchemaOutput<S>, Id>
+export function createAgent<T extends ToolList = ToolList, const Id extends string = string>(
+  options: Omit<AgentOptions<T>, 'id'> & { id?: Id },
+): Agent<string, Id>
 export function createAgent(options: AgentOptions): Agent<unknown> {
   return new Agent<unknown>(options)
 }

@@ -49,6 +49,8 @@ export async function ensureStream(
       duplicate_window: duplicateWindow,
       max_age: maxAge,
       num_replicas: replicas,
+      // Stored results are read back by subject (`durableLast`: a direct get a permission can name).
+      allow_direct: true,
     })
     return created.config.subjects ?? subjects
   }
@@ -60,7 +62,8 @@ export async function ensureStream(
     missing.length === 0 &&
     info.config.duplicate_window === duplicateWindow &&
     info.config.max_age === maxAge &&
-    (info.config.num_replicas ?? 1) === numReplicas
+    (info.config.num_replicas ?? 1) === numReplicas &&
+    info.config.allow_direct === true
   ) {
     return existing
   }
@@ -69,6 +72,7 @@ export async function ensureStream(
     duplicate_window: duplicateWindow,
     max_age: maxAge,
     num_replicas: numReplicas,
+    allow_direct: true,
   })
   return updated.config.subjects ?? [...existing, ...missing]
 }

@@ -30,6 +30,7 @@ import {
   type PublishOptions,
   type RequestManyOptions,
   type RequestOptions,
+  type StoredMessage,
   type SubscribeOptions,
   type Subscription,
 } from './bus.ts'
@@ -269,6 +270,16 @@ export class InProcessBus implements Bus {
     this.#assertDurable(subject)
     if (options.durableName !== undefined) assertToken(options.durableName)
     return this.#groups.join(subject, handler, options)
+  }
+
+  async durableLast(subject: string, options: { signal?: AbortSignal } = {}): Promise<StoredMessage | undefined> {
+    this.#assertOpen('durableLast')
+    if (options.signal?.aborted) throw abortedError(subject, options.signal)
+    assertPublishSubject(subject)
+    this.#assertDurable(subject)
+    const entry = this.#log.lastOn(subject)
+    if (entry === undefined) return undefined
+    return { subject: entry.subject, data: entry.data, headers: entry.headers, seq: entry.seq, storedAt: entry.storedAt }
   }
 
   flush(signal?: AbortSignal): Promise<void> {
