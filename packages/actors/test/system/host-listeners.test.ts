@@ -37,7 +37,9 @@ describe.each(TRANSPORTS)('a host with many runs at once ($name)', (transport) =
       const child = agent({ id: 'child', tools: [hold], script: Array.from({ length: RUNS }, () => call('hold', {})) })
       host.add(child.agent)
       await host.serve()
-      const runs = Array.from({ length: RUNS }, (_, i) => parent.run('child', `task ${i}`))
+      // The caller's one deadline for every run (the parent side of each remote run watches it too).
+      const deadline = new AbortController()
+      const runs = Array.from({ length: RUNS }, (_, i) => parent.run('child', `task ${i}`, { signal: deadline.signal }))
       for (const run of runs) run.catch(() => {})
       await eventually(() => started === RUNS, 10_000, `${RUNS} runs holding on the host`)
       await host.close()
