@@ -1,6 +1,6 @@
 import { AbortedError, type Clock, type Message, type RunResult } from '@signalbox/core'
 import { type Bus, BusNoRespondersError, BusTimeoutError, type Subjects } from '@signalbox/core/bus'
-import { sleep } from '@signalbox/core/internal'
+import { sleep, whenAborted } from '@signalbox/core/internal'
 import {
   decodeMessage,
   ErrorMessage,
@@ -69,7 +69,7 @@ export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
   // Listening for the result before asking (or looking): it can never be published unseen.
   const resultWait = await waitForResult(bus, subjects, runId)
   let stopBeats: (() => void) | undefined
-  let onAbort: (() => void) | undefined
+  let stopWatching: (() => void) | undefined
   try {
     let found: RunResultMessage | 'running' | undefined
     if (options.reattach) {
@@ -94,13 +94,13 @@ export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
     // The child exists (started, or found): it counts against the tree.
     options.ledger.countRuns(options.runPath ?? [], 1)
     const cancelled = new Promise<never>((_, reject) => {
-      onAbort = () => {
+      const onAbort = () => {
         // The parent stopped: stop the child where it runs, then report the cancellation.
         cancelRemote(options)
         reject(new AbortedError('The parent run was cancelled; the child was told to stop.'))
       }
-      if (signal?.aborted) onAbort()
-      else signal?.addEventListener('abort', onAbort, { once: true })
+      // One listener on a signal shared by many runs (see `whenAborted`).
+      if (signal) stopWatching = whenAborted(signal, onAbort)
     })
     cancelled.catch(() => {})
     let message: RunResultMessage
@@ -119,7 +119,7 @@ export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
     return fromResultMessage(message)
   } finally {
     stopBeats?.()
-    if (onAbort) signal?.removeEventListener('abort', onAbort)
+    stopWatching?.()
     resultWait.stop()
   }
 }
