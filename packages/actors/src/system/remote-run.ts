@@ -54,6 +54,8 @@ export interface RemoteRunOptions {
   /** The parent agent's key: its cancels of the child are signed (the child's policy lists it in `controllers`). */
   signer?: Signer | undefined
   signal?: AbortSignal | undefined
+  /** Once the child exists (a host accepted it, or it was found): a hand-off it follows is no longer pending. */
+  onStarted?: (() => Promise<void>) | undefined
 }
 
 /**
@@ -93,6 +95,7 @@ export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
     }
     // The child exists (started, or found): it counts against the tree.
     options.ledger.countRuns(options.runPath ?? [], 1)
+    void options.onStarted?.()
     const cancelled = new Promise<never>((_, reject) => {
       onAbort = () => {
         // The parent stopped: stop the child where it runs, then report the cancellation.
