@@ -14,7 +14,7 @@ import {
 } from '@signalbox/core'
 import { type Bus, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
 import { sleep } from '@signalbox/core/internal'
-import { type RunStore, RunStoreError } from '@signalbox/core/store'
+import type { RunStore } from '@signalbox/core/store'
 import { type AgentConnection, connectAgent } from '../agents/agent-connection.ts'
 import { sendSteering } from '../agents/clients.ts'
 import type { TrustPolicy } from '../trust/policy.ts'
@@ -358,10 +358,10 @@ export class AgentSystem<Known extends KnownAgents = {}> {
         const checkpoint = { ...rest, handoff: { ...handoff, pending: false }, savedAt: this.#clock.now() }
         await store.save(checkpoint, { revision: stored.revision, signal })
         return
-      } catch (error) {
-        // Written meanwhile (a host claimed it to follow it too): read again. Else it stays pending,
-        // and whoever follows it finds the next run by its id.
-        if (!RunStoreError.is(error, 'RUN_REVISION_CONFLICT')) return
+      } catch {
+        // Written meanwhile (a host claimed it to follow it too), or the store failed: read again.
+        // Left pending, whoever follows it finds the next run by its id.
+        if (this.#stop.signal.aborted) return
       }
     }
   }
