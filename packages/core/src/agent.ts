@@ -1,5 +1,6 @@
 import { hostname } from 'node:os'
 import { type Actor, createActor } from 'xstate'
+import { whenAborted } from './abort.ts'
 import {
   type AgentOptions,
   MemoryAuditLog,
@@ -385,7 +386,7 @@ export class Agent<TOutput = string, TId extends string = string> {
     journal: RunJournal | undefined,
     restored: boolean,
   ): RunHandle<TOutput> {
-    let onAbort: (() => void) | undefined
+    let stopWatchingSignal: (() => void) | undefined
     /** Set when the journal could not write: the run stops here, and `result` rejects with why. */
     let lost: unknown
     if (journal) {
@@ -430,7 +431,7 @@ export class Agent<TOutput = string, TId extends string = string> {
         journal.close()
         this.#journals?.delete(runId)
       }
-      if (onAbort) signal?.removeEventListener('abort', onAbort)
+      stopWatchingSignal?.()
     })
     const handle: RunHandle<TOutput> = {
       runId,
@@ -452,9 +453,10 @@ export class Agent<TOutput = string, TId extends string = string> {
     actor.start()
     if (restored) resumeWait(worker, actor.getSnapshot())
     if (signal) {
-      onAbort = () => handle.cancel(`signal aborted${signal.reason ? `: ${String(signal.reason)}` : ''}`)
-      if (signal.aborted) onAbort()
-      else signal.addEventListener('abort', onAbort, { once: true })
+      // One listener on a signal shared by many runs (see `whenAborted`), not one per run.
+      stopWatchingSignal = whenAborted(signal, () =>
+        handle.cancel(`signal aborted${signal.reason ? `: ${String(signal.reason)}` : ''}`),
+      )
     }
     return handle
   }

@@ -112,6 +112,8 @@ export class NatsBus implements Bus {
   readonly #publisher: DurablePublisher
   readonly #configuredSubjects: string[]
   readonly #streamSubjects: StreamSubjects
+  /** The stream's replicas as the server reported them at set-up: private consumers get as many. */
+  #streamReplicas = 1
   readonly #consumers = new Set<NatsDurableConsumer>()
   readonly #settingUp = new Set<Promise<void>>()
   readonly #ackTasks = new Set<Promise<void>>()
@@ -282,7 +284,9 @@ export class NatsBus implements Bus {
       pullExpiresMs: this.#options.pullExpiresMs ?? 10_000,
       ephemeralInactiveMs: this.#options.ephemeralInactiveMs ?? 120_000,
       serverAckWaitMs: this.#options.serverAckWaitMs ?? DEFAULT_SERVER_ACK_WAIT_MS,
-      replicas: this.#options.durable?.replicas ?? 1,
+      // As many copies as the stream keeps (an operator may have made it R3): a consumer kept by
+      // one node stops delivering while that node is down.
+      replicas: Math.max(this.#options.durable?.replicas ?? 1, this.#streamReplicas),
       consumerPrefix: this.#options.consumerPrefix,
     })
     if (options.signal?.aborted) {
@@ -386,11 +390,12 @@ export class NatsBus implements Bus {
     this.#ensuring = (async () => {
       const jsm = await this.#manager()
       const durable = this.#options.durable ?? {}
-      const subjects =
+      const { subjects, replicas } =
         durable.access === 'check'
           ? await awaitStream(jsm, this.streamName, this.#watch, this.#options.signal)
           : await ensureStream(jsm, this.streamName, this.#configuredSubjects, durable)
       this.#streamSubjects.set(subjects)
+      this.#streamReplicas = replicas
     })().finally(() => {
       this.#ensuring = undefined
     })

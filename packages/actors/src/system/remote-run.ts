@@ -1,6 +1,6 @@
 import { AbortedError, type Clock, type Message, type RunResult } from '@signalbox/core'
 import { type Bus, BusNoRespondersError, BusTimeoutError, type Subjects } from '@signalbox/core/bus'
-import { sleep } from '@signalbox/core/internal'
+import { sleep, whenAborted } from '@signalbox/core/internal'
 import {
   decodeMessage,
   ErrorMessage,
@@ -71,7 +71,7 @@ export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
   // Listening for the result before asking (or looking): it can never be published unseen.
   const resultWait = await waitForResult(bus, subjects, runId)
   let stopBeats: (() => void) | undefined
-  let onAbort: (() => void) | undefined
+  let stopWatching: (() => void) | undefined
   try {
     let found: RunResultMessage | 'running' | undefined
     if (options.reattach) {
@@ -97,13 +97,13 @@ export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
     options.ledger.countRuns(options.runPath ?? [], 1)
     void options.onStarted?.()
     const cancelled = new Promise<never>((_, reject) => {
-      onAbort = () => {
+      const onAbort = () => {
         // The parent stopped: stop the child where it runs, then report the cancellation.
         cancelRemote(options)
         reject(new AbortedError('The parent run was cancelled; the child was told to stop.'))
       }
-      if (signal?.aborted) onAbort()
-      else signal?.addEventListener('abort', onAbort, { once: true })
+      // One listener on a signal shared by many runs (see `whenAborted`).
+      if (signal) stopWatching = whenAborted(signal, onAbort)
     })
     cancelled.catch(() => {})
     let message: RunResultMessage
@@ -122,7 +122,7 @@ export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
     return fromResultMessage(message)
   } finally {
     stopBeats?.()
-    if (onAbort) signal?.removeEventListener('abort', onAbort)
+    stopWatching?.()
     resultWait.stop()
   }
 }

@@ -8,7 +8,7 @@ import {
   type SerializedError,
 } from '@signalbox/core'
 import type { Bus, BusMessage, Subjects } from '@signalbox/core/bus'
-import { serializeError } from '@signalbox/core/internal'
+import { serializeError, whenAborted } from '@signalbox/core/internal'
 import {
   decodeMessage,
   encodeMessage,
@@ -255,7 +255,8 @@ export class RunHost {
       if (beat.reply) beat.respond(encodeMessage(this.#accepted(runId, agent.id, hostId)))
     })
     const stopOnClose = () => cancelled.abort(new AbortedError('the host is shutting down'))
-    stopping.addEventListener('abort', stopOnClose, { once: true })
+    // One listener on the host's long-lived signal for all its runs, not one per run.
+    const stopWatching = whenAborted(stopping, stopOnClose)
 
     const publish = (result: RunResult<unknown>, error?: SerializedError) =>
       this.#publish(agent.id, result, error, ledger.subtreeRuns(runId))
@@ -271,7 +272,7 @@ export class RunHost {
         lease.stop()
         heartbeats.unsubscribe()
         ledger.leave(rootRunId, handle)
-        stopping.removeEventListener('abort', stopOnClose)
+        stopWatching()
         if (this.#hosted.get(runId)?.finished === finished) this.#hosted.delete(runId)
       })
     this.#hosted.set(runId, { agentId: agent.id, finished, dropLease: () => lease.stop() })
