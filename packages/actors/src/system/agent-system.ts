@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { hostname } from 'node:os'
 import {
   type Agent,
@@ -13,7 +12,6 @@ import {
   systemClock,
 } from '@signalbox/core'
 import { type Bus, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
-import { sleep } from '@signalbox/core/internal'
 import type { RunStore } from '@signalbox/core/store'
 import { type AgentConnection, connectAgent } from '../agents/agent-connection.ts'
 import { sendSteering } from '../agents/clients.ts'
@@ -23,12 +21,16 @@ import type { EvidenceBook } from '../trust/signed-audit.ts'
 import { ChildRunError } from './child-run-error.ts'
 import { ChildSlots } from './child-slots.ts'
 import type { Directory } from './directory.ts'
+import { markHandoffFollowed, whenStored } from './handoff-followed.ts'
 import { findLocalRun } from './local-reattach.ts'
-import { type Reattach, runRemote } from './remote-run.ts'
+import { runRemote } from './remote-run.ts'
 import { repeat } from './repeat.ts'
+import { resumableAgent } from './resumable-agent.ts'
 import { RunHost } from './run-host.ts'
-import { type ResumableAgent, RunTakeover, type TakeoverEvent } from './run-takeover.ts'
-import { type CarriedLimits, type RunBudget, RunTreeLedger, type TreeLimits } from './tree-budget.ts'
+import { handoffRunId } from './run-ids.ts'
+import { RunTakeover, type TakeoverEvent } from './run-takeover.ts'
+import type { KnownAgents, SystemOutput, SystemRunOptions, SystemRunResult } from './system-run.ts'
+import { carriedLimits, type RunBudget, RunTreeLedger, type TreeLimits } from './tree-budget.ts'
 
 export interface AgentSystemOptions {
   /** Without a bus, the system is one process; with one, agents are served and reached over it. */
@@ -75,45 +77,6 @@ export interface AgentSystemOptions {
   evidence?: EvidenceBook
 }
 
-export interface SystemRunOptions {
-  signal?: AbortSignal
-  parentRunId?: string
-  /** Run ids from the root down to the parent (empty or absent: a root run). */
-  runPath?: string[]
-  /** Agent ids of the `runPath` runs, in the same order. */
-  agentPath?: string[]
-  /** Hand-offs followed before giving up. Default 5. */
-  maxHandoffs?: number
-  /**
-   * The run's id (default: a new one); the runs it hands off to get ids derived from it. A delegate
-   * call derives it from its own run and call, so the same call finds the same child again.
-   */
-  runId?: string
-  /**
-   * Look for the run before starting it (a delegate call run again after a crash or a takeover):
-   * its stored result, or the host that runs or stores it. `only`: never start it (nowhere:
-   * `CHILD_LOST`); `first`: start it when it is nowhere.
-   */
-  reattach?: Reattach
-}
-
-/**
- * The agents a system knows, by id, with their output types (built by `add`): `run` types its
- * result by them. An agent whose id is not a literal type is not listed.
- */
-export type KnownAgents = Record<string, unknown>
-
-/** The output type of the agent `Id` in `Known`, `unknown` for an agent the system does not know. */
-export type SystemOutput<Known extends KnownAgents, Id extends string> = Id extends keyof Known ? Known[Id] : unknown
-
-export interface SystemRunResult<TOutput = unknown> extends RunResult<TOutput> {
-  agentId: string
-  /** The agent that gave the final answer (differs from `agentId` after a hand-off). */
-  finishedBy: string
-  /** Agents the conversation went through, in order. */
-  handoffs: string[]
-}
-
 /** The lease a host takes on a stored run it resumes (renewed by the run while it goes on). */
 const DEFAULT_RUN_LEASE_MS = 30_000
 
@@ -122,33 +85,6 @@ const DIRECTORY_REFRESH_MS = 10_000
 
 /** See `AgentSystemOptions.childLostAfterMs`. */
 const DEFAULT_CHILD_LOST_AFTER_MS = 60_000
-
-/**
- * The id of the run that one call of a parent run starts (`attempt`: the delegate tool's retries,
- * `handoff`: the runs a hand-off chain goes through): the same for the same call, in any process,
- * so a call run again after a crash finds its child instead of starting a second one. Shaped like
- * the random ones (`run_` and a UUID: a name-based one, version 8 bits set, from a SHA-256).
- */
-export function derivedRunId(parentRunId: string, callId: string, attempt = 1): string {
-  const hex = createHash('sha256').update(`${parentRunId}\u0000${callId}\u0000${attempt}`).digest('hex').slice(0, 32)
-  const variant = ((Number.parseInt(hex[16] as string, 16) & 0x3) | 0x8).toString(16)
-  return `run_${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
-}
-
-/** What a child's host must hold its subtree to: the tree's depth, and the turns and tokens it has left. */
-function carriedLimits(limits: CarriedLimits, budget: RunBudget): CarriedLimits {
-  return {
-    ...(limits.maxDepth === undefined ? {} : { maxDepth: limits.maxDepth }),
-    ...(budget.turns === undefined ? {} : { maxTotalTurns: budget.turns }),
-    ...(budget.tokens === undefined ? {} : { maxTotalTokens: budget.tokens }),
-    ...(budget.runs === undefined ? {} : { maxTotalRuns: budget.runs }),
-  }
-}
-
-/** The id of the run a hand-off starts: derived from the run that handed over. */
-function handoffRunId(runId: string): string {
-  return derivedRunId(runId, 'handoff', 1)
-}
 
 /**
  * Many agents as one system: each agent stays its own actor (own hooks, tools, reviewers);
@@ -287,7 +223,15 @@ export class AgentSystem<Known extends KnownAgents = {}> {
         hostId: this.hostId,
         leaseMs: leaseMs ?? DEFAULT_RUN_LEASE_MS,
         clock: this.#clock,
-        agents: () => [...this.#agents.values()].map((agent) => this.#resumable(agent)),
+        agents: () =>
+          [...this.#agents.values()].map((agent) =>
+            resumableAgent(agent, {
+              store,
+              host: this.#host,
+              stopping: this.#stop.signal,
+              follow: (to, messages, options, follows) => this.#run(to, messages, options, follows),
+            }),
+          ),
         ...(onEvent ? { onEvent } : {}),
       })
       void this.#takeover.start()
@@ -341,43 +285,10 @@ export class AgentSystem<Known extends KnownAgents = {}> {
     }
   }
 
-  /**
-   * The next agent's run of a hand-off exists now: the run that handed over is no longer pending
-   * (a host taking over would otherwise follow it again; it would find the same run by its id).
-   */
+  /** Marks the run that handed over as followed once the next one exists (with stored runs). */
   async #handoffFollowed(runId: string): Promise<void> {
     const store = this.#runs?.store
-    if (store === undefined) return
-    const signal = AbortSignal.any([this.#stop.signal, AbortSignal.timeout(10_000)])
-    for (let attempt = 0; attempt < 3; attempt++) {
-      try {
-        const stored = await store.load(runId, { signal })
-        const handoff = stored?.checkpoint.handoff
-        if (stored === undefined || handoff?.pending !== true) return
-        const { lease: _lease, ...rest } = stored.checkpoint
-        const checkpoint = { ...rest, handoff: { ...handoff, pending: false }, savedAt: this.#clock.now() }
-        await store.save(checkpoint, { revision: stored.revision, signal })
-        return
-      } catch {
-        // Written meanwhile (a host claimed it to follow it too), or the store failed: read again.
-        // Left pending, whoever follows it finds the next run by its id.
-        if (this.#stop.signal.aborted) return
-      }
-    }
-  }
-
-  /** A stored root run's pending hand-off, followed here (taken over: its process died before it started the next agent). */
-  async #followStored(runId: string, signal: AbortSignal): Promise<void> {
-    const store = this.#runs?.store
-    if (store === undefined) return
-    const stored = await store.load(runId, { signal })
-    const handoff = stored?.checkpoint.handoff
-    if (stored === undefined || handoff?.pending !== true) return
-    const transcript = await store.readMessages(runId, { length: stored.checkpoint.transcript.length, signal })
-    // What the run handed over: its transcript without the system prompt (an agent's own filter
-    // lives in the process that ran it).
-    const messages = transcript.filter((message) => message.role !== 'system')
-    await this.#run(handoff.to, messages, { runId: handoffRunId(runId), reattach: 'first' }, runId).catch(() => {})
+    if (store !== undefined) await markHandoffFollowed(runId, { store, clock: this.#clock, stopping: this.#stop.signal })
   }
 
   /** Cancels every run of a tree (by its root run id) that lives in this process. */
@@ -413,62 +324,10 @@ export class AgentSystem<Known extends KnownAgents = {}> {
     }
   }
 
-  /**
-   * An agent as the takeover resumes its runs: a child run goes on for its parent (heartbeats
-   * answered, result published, wherever the parent is); a root run's hand-off is followed here,
-   * as the process that started it would have.
-   */
-  #resumable(agent: Agent<any>): ResumableAgent {
-    return {
-      id: agent.id,
-      runs: agent.runs,
-      resume: (runId, { signal }) => this.#resumeTaken(agent, runId, signal),
-      followHandoff: (runId, { signal }) => this.#followStored(runId, signal),
-    }
-  }
-
-  async #resumeTaken(agent: Agent<any>, runId: string, signal: AbortSignal): Promise<void> {
-    const cancelled = new AbortController()
-    const handle = (await agent.resume(runId, { signal: AbortSignal.any([signal, cancelled.signal]) })) as RunHandle<unknown>
-    const { run } = handle.actor.getSnapshot().context
-    if (run.runPath.length > 0 && this.#host) {
-      this.#host.adopt(agent, handle, cancelled)
-      return
-    }
-    handle.result
-      .then(async (result) => {
-        if (!result.handoff || this.#stop.signal.aborted) return
-        await this.#run(
-          result.handoff.to,
-          result.handoff.messages,
-          {
-            runId: handoffRunId(runId),
-            reattach: 'first',
-            ...(run.runPath.length > 0 ? { runPath: run.runPath, agentPath: run.agentPath } : {}),
-            ...(run.parentRunId ? { parentRunId: run.parentRunId } : {}),
-          },
-          runId,
-        )
-      })
-      // The runs report their own ends (events, store); nobody waits on this one.
-      .catch(() => {})
-  }
-
   /** Resolves once the run's first checkpoint is in the system's store (or it ended, or the store never shows it). */
   async #whenStored(runId: string, ended: Promise<unknown>): Promise<void> {
     const store = this.#runs?.store
-    if (store === undefined) return
-    let over = false
-    void ended.then(
-      () => (over = true),
-      () => (over = true),
-    )
-    const until = this.#clock.now() + 10_000
-    while (!over && this.#clock.now() < until && !this.#stop.signal.aborted) {
-      const stored = await store.load(runId, { signal: this.#stop.signal }).catch(() => undefined)
-      if (stored !== undefined) return
-      await sleep(20, { clock: this.#clock, signal: this.#stop.signal }).catch(() => {})
-    }
+    if (store !== undefined) await whenStored(runId, ended, { store, clock: this.#clock, stopping: this.#stop.signal })
   }
 
   /** Runs this process hosts for parents elsewhere, right now. */

@@ -1,8 +1,9 @@
 import { AbortedError, ErrorCode, FatalToolError, handoff, type Message, type Tool, ToolError, tool } from '@signalbox/core'
 import { backoffDelay, describeError, sleep } from '@signalbox/core/internal'
 import { z } from 'zod/v4'
-import { type AgentSystem, derivedRunId } from './agent-system.ts'
+import type { AgentSystem } from './agent-system.ts'
 import { fanOut } from './fan-out.ts'
+import { derivedRunId } from './run-ids.ts'
 
 export type ChildFailurePolicy =
   /** The model reads the child's error as the tool result and decides (default). */

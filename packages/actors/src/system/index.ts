@@ -1,14 +1,5 @@
 /** `@signalbox/actors/system`: agent systems — agents that run other agents across processes, with a shared budget. */
-export {
-  AgentSystem,
-  type AgentSystemOptions,
-  createAgentSystem,
-  derivedRunId,
-  type KnownAgents,
-  type SystemOutput,
-  type SystemRunOptions,
-  type SystemRunResult,
-} from './agent-system.ts'
+export { AgentSystem, type AgentSystemOptions, createAgentSystem } from './agent-system.ts'
 export { ChildRunError } from './child-run-error.ts'
 export {
   type ChildFailurePolicy,
@@ -22,6 +13,7 @@ export {
 export { type Directory, type DirectoryChange, type DirectoryEntry, KvDirectory, MemoryDirectory } from './directory.ts'
 export { type FanOutResult, fanOut } from './fan-out.ts'
 export type { Reattach } from './remote-run.ts'
+export { derivedRunId } from './run-ids.ts'
 export {
   type ResumableAgent,
   RunTakeover,
@@ -29,4 +21,5 @@ export {
   type ScanResult,
   type TakeoverEvent,
 } from './run-takeover.ts'
+export type { KnownAgents, SystemOutput, SystemRunOptions, SystemRunResult } from './system-run.ts'
 export type { TreeLimits } from './tree-budget.ts'

@@ -241,3 +241,13 @@ function lowest(a: CarriedLimits, b: CarriedLimits): CarriedLimits {
     ...(maxTotalRuns === undefined ? {} : { maxTotalRuns }),
   }
 }
+
+/** What a child's host must hold its subtree to: the tree's depth, and the turns and tokens it has left. */
+export function carriedLimits(limits: CarriedLimits, budget: RunBudget): CarriedLimits {
+  return {
+    ...(limits.maxDepth === undefined ? {} : { maxDepth: limits.maxDepth }),
+    ...(budget.turns === undefined ? {} : { maxTotalTurns: budget.turns }),
+    ...(budget.tokens === undefined ? {} : { maxTotalTokens: budget.tokens }),
+    ...(budget.runs === undefined ? {} : { maxTotalRuns: budget.runs }),
+  }
+}
