@@ -1,5 +1,5 @@
 import { hostname } from 'node:os'
-import { type Actor, createActor } from 'xstate'
+import type { Actor, Snapshot } from 'xstate'
 import {
   type AgentOptions,
   MemoryAuditLog,
@@ -19,6 +19,7 @@ import { eventFields } from './machine/actors.ts'
 import { type AgentMachine, agentMachine } from './machine/agent-machine.ts'
 import { type AgentParts, bindAgentParts, createAgentParts } from './machine/agent-parts.ts'
 import type { AgentOutput, SteeringItem } from './machine/context.ts'
+import { RunActors } from './machine/run-actors.ts'
 import { type BudgetCheck, defaultRetryPolicy } from './machine/runtime.ts'
 import { resumeWait } from './machine/waits.ts'
 import type { RunWorker } from './machine/worker.ts'
@@ -80,6 +81,8 @@ export class Agent<TOutput = string> {
   #steeringSeq: number | undefined
   readonly #instruments = new Instruments()
   readonly #parts: AgentParts
+  /** Makes the runs' actors (sharing one actor system unless the agent is inspected). */
+  readonly #actors: RunActors
 
   constructor(options: AgentOptions) {
     if (!options?.provider || typeof options.provider.complete !== 'function') {
@@ -103,6 +106,7 @@ export class Agent<TOutput = string> {
         // nothing left to report to
       }
     }
+    this.#actors = new RunActors(this.#clock, options.inspect)
     this.#events = new EventEmitter({ onListenerError: (error) => onInternalError(error, 'event listener') })
     this.audit = options.audit ?? new MemoryAuditLog()
 
@@ -189,10 +193,7 @@ export class Agent<TOutput = string> {
     const runId = options.runId ?? this.#ids('run')
     const steering = this.#queuedSteering
     this.#queuedSteering = []
-    const actor = createActor(this.machine, {
-      id: runId,
-      clock: this.#clock,
-      ...(this.#options.inspect ? { inspect: this.#options.inspect } : {}),
+    const actor = this.#actors.create(runId, {
       input: {
         agentId: this.id,
         runId,
@@ -245,13 +246,8 @@ export class Agent<TOutput = string> {
       const messages = await store.readMessages(runId, { length: claimed.checkpoint.transcript.length, signal })
       for (const message of messages) deepFreeze(message)
       try {
-        actor = createActor(this.machine, {
-          id: runId,
-          clock: this.#clock,
-          ...(this.#options.inspect ? { inspect: this.#options.inspect } : {}),
-          snapshot: restoreTranscript(claimed.checkpoint.snapshot, messages) as never,
-          // Ignored when restoring a snapshot; the type asks for it.
-          input: undefined as never,
+        actor = this.#actors.create(runId, {
+          snapshot: restoreTranscript(claimed.checkpoint.snapshot, messages) as Snapshot<unknown>,
         })
       } catch (cause) {
         throw new CheckpointError(
