@@ -27,7 +27,7 @@ if (buildOnly) process.exit(0)
 
 const env = { ...process.env }
 if (!fromSources) {
-  const hook = pathToFileURL(join(root, 'bench', 'lib', 'use-dist.mjs')).href
+  const hook = pathToFileURL(join(root, 'bench', 'loader', 'use-dist.mjs')).href
   env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --import=${hook}`.trim()
 }
 const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench', 'index.ts'), ...benchArgs], {

@@ -228,10 +228,10 @@ export async function scaleThroughputScenario(agents: number, steps: number, opt
   const model = modelFor(steps)
   const provider = new ScriptedProvider({ script: responder, model, record: false })
   const agent = createAgent({ id: 'worker', provider, tools: [noopTool], maxTurns: steps + 2 })
-  const system = createAgentSystem({ hostId: 'bench' })
-  system.add(agent)
-  const budgeted = createAgentSystem({ hostId: 'bench-budget', limits: { maxTotalTurns: 1_000_000 } })
-  budgeted.add(createAgent({ id: 'worker', provider, tools: [noopTool], maxTurns: steps + 2 }))
+  const system = createAgentSystem({ hostId: 'bench' }).add(agent)
+  const budgeted = createAgentSystem({ hostId: 'bench-budget', limits: { maxTotalTurns: 1_000_000 } }).add(
+    createAgent({ id: 'worker', provider, tools: [noopTool], maxTurns: steps + 2 }),
+  )
   const bareChat = responderChat(model, (m, messages) => responder({ model: m, messages } as never, 0) as never)
   const check = (output: string) => {
     if (output !== FINAL_ANSWER) throw new Error(`run ended with ${JSON.stringify(output)}`)

@@ -58,9 +58,9 @@ export interface TreeScenarioResult {
   orphaned: number
   claimed: number
   /**
-   * Runs of the dead host that two hosts were both told they had claimed: nats-server before the
+   * Runs of the dead host that two hosts were both told they had claimed. nats-server before the
    * fix of nats-io/nats-server#4320 (2.9.10 here) may accept two compare-and-set writes at one
-   * revision on a replicated stream; the loser's next write then loses (its run stops there).
+   * revision on a replicated stream; the run store's claim keys (a create per epoch) keep it at 0.
    */
   doubleClaims: number
   /** Milliseconds from the host's SIGKILL to the first claim of each of its runs by another host. */
@@ -197,7 +197,7 @@ export async function runTreeScenario(options: TreeScenarioOptions): Promise<Tre
     log(`${parents - failures.length}/${parents} parents finished in ${endedAt - started} ms`)
 
     const orphans = options.faults ? [...victim.runs].filter(([, ended]) => !ended).map(([runId]) => runId) : []
-    // The first claim of each of the dead host's runs (two hosts may both be told they won one: see
+    // The first claim of each of the dead host's runs (and whether two hosts were told they won one:
     // `doubleClaims`).
     const firstClaim = new Map<string, number>()
     const claimedBy = new Map<string, number>()

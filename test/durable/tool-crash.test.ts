@@ -89,6 +89,9 @@ describe('durable runs: killed during a tool', { timeout: 120_000 }, () => {
     // Once before the crash, once on resume: never more.
     expect(dir.effectLines()).toEqual(['set_flag lights-on', 'set_flag lights-on'])
     expect(second.lines().find((l) => l.type === 'tool.end')).toMatchObject({ callId: 'call_f', outcome: 'executed' })
+    // The tool is told it runs again (it may re-attach to what it started), in the same turn.
+    expect(first.lines().find((l) => l.type === 'tool.context')).toMatchObject({ rerun: false, turn: 1 })
+    expect(second.lines().find((l) => l.type === 'tool.context')).toMatchObject({ rerun: true, turn: 1 })
     expect(dir.auditEntries()).toEqual([])
     server.assertDone()
   })

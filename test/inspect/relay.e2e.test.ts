@@ -202,7 +202,8 @@ describe('inspection across processes (real NATS, @statelyai/inspect server, Chr
     for (const side of sides) {
       expect(side.result).toMatchObject({ status: 'done', dropped: 0 })
       expect(side.result?.output).toContain(side.secrets.answer)
-      expect(side.result?.published).toBeGreaterThan(20)
+      // One XState actor per run (its wait work is a plain object): the run's own events, no child's.
+      expect(side.result?.published).toBeGreaterThanOrEqual(20)
       expect(side.result?.runId).toMatch(/^run_[0-9a-f-]{36}$/)
     }
   })

@@ -21,7 +21,7 @@ import {
 import { createBusInspector } from '@signalbox/actors/inspect'
 import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
 import { KvRunStore } from '@signalbox/actors/store'
-import { createAgentSystem, delegateTool, KvDirectory } from '@signalbox/actors/system'
+import { createAgentSystem, delegateTool, derivedRunId, KvDirectory } from '@signalbox/actors/system'
 import { authorizationBlock, type Role, type RolePermissions, rolePermissions } from '@signalbox/actors/trust'
 import { createConsoleHub } from '@signalbox/console'
 import { type AgentEvent, askHumanTool, createAgent, functionAnswerer, policyReviewer, tool } from '@signalbox/core'
@@ -264,6 +264,21 @@ describe('every role under the generated permissions', () => {
     expect(lookups).toEqual(['Lima'])
     expect(booked).toEqual(['AF123'])
     expect(hotelsBooked).toEqual(['Miraflores'])
+
+    // A parent re-attaching to its children (after a crash, a takeover), under the same grants: a
+    // finished child's result is read back from the stream; a child that is nowhere is looked for
+    // (heartbeat answered by no host, the hosts' stores checked) and reported lost.
+    const reattach = { parentRunId: result.runId, runPath: [result.runId], agentPath: ['travel'], reattach: 'only' as const }
+    const again = await travelSystem.run('flights', 'Book me to Lima.', {
+      ...reattach,
+      runId: derivedRunId(result.runId, '1:c_ask'),
+    })
+    expect(again.output).toBe('Booked AF123 to Lima, window seat.')
+    const impatient = createAgentSystem({ bus: travelBus, subjects, hostId: 'travel-host', childLostAfterMs: 300 })
+    const lost = await impatient
+      .run('flights', 'Book me to Lima.', { ...reattach, runId: derivedRunId(result.runId, 'c_never') })
+      .catch((error: unknown) => error)
+    expect(lost).toMatchObject({ code: 'CHILD_LOST' })
 
     // The observer read everything.
     const trail = await readAudit({ bus: observerBus as NatsBus, subjects, idleMs: 500 })

@@ -51,10 +51,29 @@ describe('signalbox runs prune under the generated permissions', () => {
     buses.push(bus)
     const store = new KvRunStore({ connection: bus.connection, bucket: runBucket })
     const none = { approvals: [], questions: [] }
-    await store.create(sampleCheckpoint({ runId: 'run_old', status: 'done', pending: none, savedAt: Date.now() - 40 * DAY }), {
-      signal: signal(),
-    })
+    await store.create(
+      sampleCheckpoint({
+        runId: 'run_old',
+        status: 'done',
+        pending: none,
+        lease: { owner: 'gone', epoch: 1, expiresAt: 0 },
+        savedAt: Date.now() - 40 * DAY,
+      }),
+      {
+        signal: signal(),
+      },
+    )
     await store.appendMessages('run_old', { from: 0, epoch: 0, messages: [{ role: 'user', content: 'hi' }], signal: signal() })
+    // Taken over once before it ended: its claim key (epoch 2) goes with it.
+    const taken = await store.claim('run_old', { owner: 'claw-host', leaseMs: 1, signal: signal() })
+    await store.save({ ...taken.checkpoint, savedAt: Date.now() - 40 * DAY }, { revision: taken.revision, signal: signal() })
+    // The stream's subjects, asked as a host's user may (STREAM.INFO on the bucket).
+    const claimKeys = async () => {
+      const filter = JSON.stringify({ subjects_filter: `$KV.${runBucket}.claim.>` })
+      const reply = await bus.connection.request(`$JS.API.STREAM.INFO.KV_${runBucket}`, filter, { timeout: 5_000 })
+      return Object.keys((reply.json() as { state: { subjects?: Record<string, number> } }).state.subjects ?? {})
+    }
+    expect(await claimKeys()).toEqual([`$KV.${runBucket}.claim.run_old.2`])
     await store.create(sampleCheckpoint({ runId: 'run_recent', status: 'done', pending: none, savedAt: Date.now() }), {
       signal: signal(),
     })
@@ -80,6 +99,7 @@ describe('signalbox runs prune under the generated permissions', () => {
     expect(rows.filter((row) => row.type === 'pruned').map((row) => row.runId)).toEqual(['run_old'])
     const left = await store.list({ signal: signal() })
     expect(left.runs.map((run) => run.checkpoint.runId)).toEqual(['run_recent'])
+    expect(await claimKeys()).toEqual([])
     await expect(store.readMessages('run_old', { length: 1, signal: signal() })).rejects.toMatchObject({
       code: 'RUN_TRANSCRIPT_GAP',
     })

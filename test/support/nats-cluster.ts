@@ -5,6 +5,9 @@
  * killed with SIGKILL and started again on the same ports and store.
  */
 import { randomBytes } from 'node:crypto'
+import { mkdtemp, rm } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
 import { freePort, type NatsServer, startNatsServer } from './nats-server.ts'
 
 export interface ClusterNode extends NatsServer {
@@ -17,6 +20,8 @@ export interface NatsCluster {
   /** Every node's client URL: give them all to a client so it can fail over. */
   readonly urls: string[]
   node(name: string): ClusterNode
+  /** Replaces every node's extra configuration (`config` of the options) and reloads each. */
+  reconfigure(config: string): Promise<void>
   dispose(): Promise<void>
 }
 
@@ -25,6 +30,10 @@ export interface NatsClusterOptions {
   size?: number
   /** How long each node may take to be ready (a quorum must form). Default 20 s. */
   startTimeoutMs?: number
+  /** More configuration for every node (an `authorization` block). */
+  config?: string
+  /** The user the readiness probe logs in as, when `config` requires one. */
+  probeLogin?: { user: string; pass: string }
 }
 
 export async function startNatsCluster(options: NatsClusterOptions = {}): Promise<NatsCluster> {
@@ -32,21 +41,32 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
   const clusterName = `sbx_${randomBytes(4).toString('hex')}`
   const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()))
   const routes = routePorts.map((port) => `nats-route://127.0.0.1:${port}`)
+  const storeDirs: string[] = []
   const nodes = await Promise.all(
     routePorts.map(async (routePort, index) => {
       const name = `n${index + 1}`
-      const config = [
+      // The store dir is in the config too: a reload refuses a config whose store dir differs from the running one.
+      const storeDir = await mkdtemp(path.join(os.tmpdir(), `signalbox-nats-${name}-`))
+      storeDirs.push(storeDir)
+      const head = [
         `server_name: ${name}`,
-        'jetstream { max_memory_store: 256MB, max_file_store: 1GB }',
+        `jetstream { store_dir: ${JSON.stringify(storeDir)}, max_memory_store: 256MB, max_file_store: 1GB }`,
         'cluster {',
         `  name: ${clusterName}`,
         `  listen: 127.0.0.1:${routePort}`,
         `  routes: [${routes.join(', ')}]`,
         '}',
       ].join('\n')
+      const config = options.config ? `${head}\n${options.config}` : head
       // Started together: JetStream answers only once a quorum of nodes has elected a meta leader.
-      const server = await startNatsServer({ config, startTimeoutMs: options.startTimeoutMs ?? 20_000 })
-      return Object.assign(server, { name }) as ClusterNode
+      const server = await startNatsServer({
+        config,
+        storeDir,
+        storeDirInConfig: true,
+        startTimeoutMs: options.startTimeoutMs ?? 20_000,
+        ...(options.probeLogin ? { probeLogin: options.probeLogin } : {}),
+      })
+      return Object.assign(server, { name, head }) as ClusterNode & { head: string }
     }),
   )
   return {
@@ -57,8 +77,12 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
       if (found === undefined) throw new Error(`no cluster node "${name}"`)
       return found
     },
+    async reconfigure(config) {
+      await Promise.all(nodes.map((node) => node.reconfigure(`${node.head}\n${config}`)))
+    },
     async dispose() {
       await Promise.allSettled(nodes.map((node) => node.dispose()))
+      await Promise.allSettled(storeDirs.map((dir) => rm(dir, { recursive: true, force: true })))
     },
   }
 }

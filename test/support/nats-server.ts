@@ -25,6 +25,10 @@ export interface NatsServerOptions {
    * `cluster { ... }`). Address, port and JetStream store still come from the options above.
    */
   config?: string
+  /** `config` names the store dir itself (`jetstream { store_dir }`): no `-sd` flag (the server refuses both). */
+  storeDirInConfig?: boolean
+  /** A user the readiness probe logs in as, for a config with an `authorization` block. */
+  probeLogin?: { user: string; pass: string }
 }
 
 export interface NatsServer {
@@ -34,12 +38,20 @@ export interface NatsServer {
   readonly pid: number | undefined
   readonly storeDir: string
   readonly running: boolean
+  /** Everything the server logged, across restarts (permission violations are parsed from it). */
+  log(): string
   /** SIGTERM, then SIGKILL after 5 s; by pid. Keeps the store dir (for `restart()`). */
   stop(): Promise<void>
   /** SIGKILL by pid (a crash: nothing flushed); resolves once the process is gone. Keeps the store dir. */
   kill(): Promise<void>
   /** Stops if running, then starts again on the same port and store dir; resolves when ready. */
   restart(): Promise<void>
+  /**
+   * Replaces the config file's text and has the running server reload it (SIGHUP, as
+   * `nats-server --signal reload` does); resolves once it logged the reload. A stopped server
+   * starts with it.
+   */
+  reconfigure(config: string): Promise<void>
   /** Stops and removes the store dir if this helper created it. */
   dispose(): Promise<void>
 }
@@ -88,6 +100,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   const startTimeoutMs = options.startTimeoutMs ?? 10_000
   let child: ChildProcess | undefined
   let output: string[] = []
+  let fullLog = ''
 
   let configFile: string | undefined
   if (options.config !== undefined) {
@@ -98,12 +111,13 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
 
   const start = async (): Promise<void> => {
     const args = [...(configFile ? ['-c', configFile] : []), '-a', '127.0.0.1', '-p', String(port)]
-    if (jetstream) args.push('-js', '-sd', storeDir)
+    if (jetstream) args.push('-js', ...(options.storeDirInConfig ? [] : ['-sd', storeDir]))
     output = []
     const proc = spawn('nats-server', args, { stdio: ['ignore', 'pipe', 'pipe'] })
     child = proc
     live.add(proc)
     const keep = (chunk: Buffer) => {
+      fullLog += chunk.toString('utf8')
       // Only the tail is kept, for the error message when the server does not come up.
       output.push(...chunk.toString('utf8').split('\n').filter(Boolean))
       if (output.length > 40) output.splice(0, output.length - 40)
@@ -118,7 +132,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       if (proc.exitCode !== null || proc.signalCode !== null) {
         throw new Error(`nats-server exited during startup (code ${proc.exitCode}):\n${output.join('\n')}`)
       }
-      if (await Promise.race([probe(port, jetstream), spawnError])) return
+      if (await Promise.race([probe(port, jetstream, options.probeLogin), spawnError])) return
       if (Date.now() > deadline) {
         await stop()
         throw new Error(`nats-server on port ${port} not ready after ${startTimeoutMs} ms:\n${output.join('\n')}`)
@@ -160,6 +174,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       return child?.pid
     },
     storeDir,
+    log: () => fullLog,
     get running() {
       return child !== undefined && child.exitCode === null && child.signalCode === null
     },
@@ -168,6 +183,20 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     restart: async () => {
       await stop()
       await start()
+    },
+    reconfigure: async (config: string) => {
+      if (configFile === undefined) throw new Error('reconfigure: this server was started without a config')
+      await writeFile(configFile, config)
+      const proc = child
+      if (proc?.pid === undefined) return
+      const reloads = () => fullLog.split('Reloaded server configuration').length
+      const before = reloads()
+      signal(proc.pid, 'SIGHUP')
+      const deadline = Date.now() + 10_000
+      while (reloads() === before) {
+        if (Date.now() > deadline) throw new Error(`nats-server on port ${port} did not reload:\n${output.join('\n')}`)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
     },
     dispose: async () => {
       await stop()
@@ -196,7 +225,8 @@ function signal(pid: number, name: NodeJS.Signals): void {
  * INFO → CONNECT; then PING/PONG, or with JetStream a `$JS.API.INFO` request that must get an
  * account-info answer (a 503 status means JetStream is not up yet).
  */
-function probe(port: number, jetstream: boolean, timeoutMs = 1_000): Promise<boolean> {
+function probe(port: number, jetstream: boolean, login?: { user: string; pass: string }, timeoutMs = 1_000): Promise<boolean> {
+  const credentials = login ? `,"user":${JSON.stringify(login.user)},"pass":${JSON.stringify(login.pass)}` : ''
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1')
     let buffer = ''
@@ -214,8 +244,8 @@ function probe(port: number, jetstream: boolean, timeoutMs = 1_000): Promise<boo
         sent = true
         socket.write(
           jetstream
-            ? 'CONNECT {"verbose":false,"headers":true,"no_responders":true}\r\nSUB _INBOX.probe 1\r\nPUB $JS.API.INFO _INBOX.probe 0\r\n\r\n'
-            : 'CONNECT {"verbose":false}\r\nPING\r\n',
+            ? `CONNECT {"verbose":false,"headers":true,"no_responders":true${credentials}}\r\nSUB _INBOX.probe 1\r\nPUB $JS.API.INFO _INBOX.probe 0\r\n\r\n`
+            : `CONNECT {"verbose":false${credentials}}\r\nPING\r\n`,
         )
         return
       }

@@ -66,6 +66,7 @@ describe('@signalbox/actors public surface', () => {
       'RunTakeover',
       'createAgentSystem',
       'delegateTool',
+      'derivedRunId',
       'fanOut',
       'fanOutTool',
       'handoffFilters',

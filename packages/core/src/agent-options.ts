@@ -91,6 +91,11 @@ export interface RunOptions {
    * is called (stop reason `budget`). A run tree uses it for the budget its runs share.
    */
   budget?: BudgetCheck
+  /**
+   * The limits of the run tree this run belongs to, as its parent sent them (depth, turns, tokens,
+   * runs): kept with the run, so whoever continues it after a crash holds its children to them.
+   */
+  treeLimits?: Readonly<Record<string, number>>
 }
 
 export interface RunResult<TOutput = string> {

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os'
 import type { Actor, Snapshot } from 'xstate'
+import { whenAborted } from './abort.ts'
 import {
   type AgentOptions,
   MemoryAuditLog,
@@ -52,8 +53,9 @@ export {
  * An agent definition. Each `run()` is one XState actor running the agent machine; several
  * runs of one agent may be in flight at once.
  */
-export class Agent<TOutput = string> {
-  readonly id: string
+export class Agent<TOutput = string, TId extends string = string> {
+  /** The agent's id; its literal type when `createAgent` was given one (`AgentSystem.run` types its result by it). */
+  readonly id: TId
   /** The agent machine: one for every agent; this agent's runtime is bound to each run's actor. */
   readonly machine: AgentMachine = agentMachine
   readonly audit: AuditLog
@@ -91,7 +93,7 @@ export class Agent<TOutput = string> {
     const maxTurns = options.maxTurns ?? 10
     if (!Number.isInteger(maxTurns) || maxTurns < 1)
       throw new ConfigError(`maxTurns must be a positive integer, got ${maxTurns}.`)
-    this.id = options.id ?? 'agent'
+    this.id = (options.id ?? 'agent') as TId
     assertAgentId(this.id)
     this.#options = options
     this.#maxTurns = maxTurns
@@ -204,6 +206,7 @@ export class Agent<TOutput = string> {
         ...(this.#options.instructions ? { instructions: this.#options.instructions } : {}),
         maxTurns: options.maxTurns === undefined ? this.#maxTurns : Math.max(1, Math.min(this.#maxTurns, options.maxTurns)),
         ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
+        ...(options.treeLimits ? { treeLimits: options.treeLimits } : {}),
         steering,
         startedAt: this.#clock.now(),
       },
@@ -379,7 +382,7 @@ export class Agent<TOutput = string> {
     journal: RunJournal | undefined,
     restored: boolean,
   ): RunHandle<TOutput> {
-    let onAbort: (() => void) | undefined
+    let stopWatchingSignal: (() => void) | undefined
     /** Set when the journal could not write: the run stops here, and `result` rejects with why. */
     let lost: unknown
     if (journal) {
@@ -424,7 +427,7 @@ export class Agent<TOutput = string> {
         journal.close()
         this.#journals?.delete(runId)
       }
-      if (onAbort) signal?.removeEventListener('abort', onAbort)
+      stopWatchingSignal?.()
     })
     const handle: RunHandle<TOutput> = {
       runId,
@@ -446,9 +449,10 @@ export class Agent<TOutput = string> {
     actor.start()
     if (restored) resumeWait(worker, actor.getSnapshot())
     if (signal) {
-      onAbort = () => handle.cancel(`signal aborted${signal.reason ? `: ${String(signal.reason)}` : ''}`)
-      if (signal.aborted) onAbort()
-      else signal.addEventListener('abort', onAbort, { once: true })
+      // One listener on a signal shared by many runs (see `whenAborted`), not one per run.
+      stopWatchingSignal = whenAborted(signal, () =>
+        handle.cancel(`signal aborted${signal.reason ? `: ${String(signal.reason)}` : ''}`),
+      )
     }
     return handle
   }
@@ -542,10 +546,12 @@ export class Agent<TOutput = string> {
  * console.log(result.output)
  * ```
  */
-export function createAgent<S extends Schema, T extends ToolList = ToolList>(
-  options: Omit<AgentOptions<T>, 'output'> & { output: S },
-): Agent<SchemaOutput<S>>
-export function createAgent<T extends ToolList = ToolList>(options: AgentOptions<T>): Agent
+export function createAgent<S extends Schema, T extends ToolList = ToolList, const Id extends string = string>(
+  options: Omit<AgentOptions<T>, 'output' | 'id'> & { output: S; id?: Id },
+): Agent<SchemaOutput<S>, Id>
+export function createAgent<T extends ToolList = ToolList, const Id extends string = string>(
+  options: Omit<AgentOptions<T>, 'id'> & { id?: Id },
+): Agent<string, Id>
 export function createAgent(options: AgentOptions): Agent<unknown> {
   return new Agent<unknown>(options)
 }

@@ -113,6 +113,8 @@ export const ErrorCode = {
   TREE_DEPTH_EXCEEDED: 'TREE_DEPTH_EXCEEDED',
   HANDOFF_LIMIT: 'HANDOFF_LIMIT',
   CHILD_FAILED: 'CHILD_FAILED',
+  /** A parent re-attaching to its child found it nowhere: no host runs it, no result is stored. */
+  CHILD_LOST: 'CHILD_LOST',
   AGENT_UNKNOWN: 'AGENT_UNKNOWN',
   AGENT_UNAVAILABLE: 'AGENT_UNAVAILABLE',
   HOST_STOPPING: 'HOST_STOPPING',

@@ -43,7 +43,16 @@ export type AgentEvent = EventBase &
   /** `resumed`: a stored run this process continues (after a restart or a takeover); `input` is its first input. */
   (
     | { type: 'run.start'; input: string; resumed?: true }
-    | { type: 'run.end'; status: RunStatus; output?: string; error?: SerializedError; turns: number; usage: Usage }
+    | {
+        type: 'run.end'
+        status: RunStatus
+        output?: string
+        error?: SerializedError
+        turns: number
+        usage: Usage
+        /** Set when the run handed the conversation to another agent (`to`), which continues it. */
+        handoff?: { to: string; reason?: string }
+      }
     | { type: 'run.error'; error: SerializedError }
     | { type: 'turn.start'; turn: number }
     | { type: 'turn.end'; turn: number; toolCalls: number }

@@ -2,7 +2,7 @@
  * `@signalbox/core/internal`: helpers the signalbox packages and their tests share with each other.
  * Not part of the public API (unstable: names here may change in any release).
  */
-export { untilAborted } from './abort.ts'
+export { untilAborted, whenAborted } from './abort.ts'
 export { type BackoffPolicy, backoffDelay } from './backoff.ts'
 export {
   DEFAULT_ACK_WAIT_MS,
@@ -54,5 +54,5 @@ export {
   resumeToolCall,
   startCall,
 } from './store/ledger.ts'
-export { runIdOfKey, runKey } from './store/run-store.ts'
+export { claimedCheckpoint, runIdOfKey, runKey } from './store/run-store.ts'
 export { stringifyToolOutput } from './tool.ts'

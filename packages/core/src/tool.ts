@@ -12,6 +12,17 @@ export interface ToolContext {
   /** Aborts when the run is cancelled, the call times out, or the state is left. */
   signal: AbortSignal
   callId: string
+  /**
+   * Set when this call had started before its run was cut off (a crash, a takeover) and runs
+   * again on resume (an `idempotent` tool): the tool may re-attach to what it started (same
+   * `runId` and `callId`) instead of starting it anew.
+   */
+  rerun?: true
+  /**
+   * The turn whose reply made this call (the same after a resume). With `runId` and `callId` it
+   * names the call in a way that survives providers that number their call ids per reply.
+   */
+  turn?: number
   agentId: string
   runId: string
   runPath: string[]

@@ -45,8 +45,9 @@ export interface AgentConnection {
 /**
  * Puts an agent on the bus: its events go out, corrections and control requests come in.
  * Reviewers, answerers and remote tools are wired separately (they are the agent's options).
+ * Any output type: a connection carries events and control, never the output.
  */
-export function connectAgent(agent: Agent, options: ConnectAgentOptions): AgentConnection {
+export function connectAgent(agent: Agent<any>, options: ConnectAgentOptions): AgentConnection {
   const { bus, trust } = options
   const now = () => (options.clock ?? { now: () => Date.now() }).now()
   /** Why a steering or cancel message may not act on this agent, or the name it acts under. */

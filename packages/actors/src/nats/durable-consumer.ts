@@ -22,7 +22,7 @@ import {
 } from '@signalbox/core/bus'
 import { DEFAULT_ACK_WAIT_MS } from '@signalbox/core/internal'
 import { backoff, deferred, withTimeout } from './async.ts'
-import { isApiError } from './errors.ts'
+import { isApiError, isPermissionViolation } from './errors.ts'
 import { HeldMessages } from './held-messages.ts'
 import type { BusInternals } from './internals.ts'
 import { NatsDurableMessage } from './messages.ts'
@@ -206,11 +206,19 @@ export class NatsDurableConsumer implements Subscription {
         for await (const msg of messages) this.#receive(msg)
       } catch (error) {
         if (this.closed) break
-        if (DurableConsumerConflictError.is(error)) {
+        const refused = isPermissionViolation(error)
+          ? new BusError(
+              'BUS_PERMISSION_DENIED',
+              `This user may not set up the consumer "${this.#consumerName}" on "${this.subject}" (permissions violation): its permissions were generated for other consumers (signalbox nats permissions: --name, --group, --agent).`,
+              { cause: error, details: { consumer: this.#consumerName, subject: this.subject } },
+            )
+          : undefined
+        if (DurableConsumerConflictError.is(error) || refused) {
           // Cannot succeed by retrying: end the subscription and say why.
-          this.#failure = error
+          const failure = refused ?? (error as Error)
+          this.#failure = failure
           this.#failed.resolve()
-          this.#bus.emitError(error)
+          this.#bus.emitError(failure)
           await this.shutdown()
           break
         }

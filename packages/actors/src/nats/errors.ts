@@ -51,6 +51,17 @@ export function mapDurableError(error: unknown, subject: string, maxPayload: num
   return mapNatsError(error, subject, 'durablePublish')
 }
 
+/** A read of the durable log (`durableLast`) that failed. */
+export function mapDurableReadError(error: unknown, subject: string): Error {
+  if (isPermissionViolation(error)) {
+    return new BusError('BUS_PERMISSION_DENIED', `This user may not read "${subject}" from the stream (permissions violation).`, {
+      cause: error,
+      details: { subject },
+    })
+  }
+  return mapNatsError(error, subject, 'durableLast')
+}
+
 export function requestAborted(subject: string, signal: AbortSignal): AbortedError {
   return new AbortedError(`Request on "${subject}" was aborted.`, signal.reason)
 }

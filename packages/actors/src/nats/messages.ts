@@ -171,7 +171,7 @@ export function toNatsHeaders(headers: BusHeaders | undefined): MsgHdrs | undefi
   return h
 }
 
-function fromNatsHeaders(headers: MsgHdrs | undefined): BusHeaders | undefined {
+export function fromNatsHeaders(headers: MsgHdrs | undefined): BusHeaders | undefined {
   if (headers === undefined) return undefined
   const out: Record<string, string> = {}
   for (const [key, values] of headers) out[key] = values[values.length - 1] ?? ''

@@ -31,6 +31,7 @@ import {
   type PublishOptions,
   type RequestManyOptions,
   type RequestOptions,
+  type StoredMessage,
   type SubscribeOptions,
   type Subscription,
 } from '@signalbox/core/bus'
@@ -39,9 +40,17 @@ import { withTimeout } from './async.ts'
 import { ConnectionWatch, openConnection } from './connection.ts'
 import { NatsDurableConsumer } from './durable-consumer.ts'
 import { type DurablePublisher, publishUntilAcked } from './durable-publish.ts'
-import { mapNatsError, requestAborted } from './errors.ts'
+import { mapDurableReadError, mapNatsError, requestAborted } from './errors.ts'
 import type { BusInternals } from './internals.ts'
-import { ackConfirmed, headerSize, NatsMessage, NatsPlainSubscription, toBytes, toNatsHeaders } from './messages.ts'
+import {
+  ackConfirmed,
+  fromNatsHeaders,
+  headerSize,
+  NatsMessage,
+  NatsPlainSubscription,
+  toBytes,
+  toNatsHeaders,
+} from './messages.ts'
 import { DEFAULT_SERVER_ACK_WAIT_MS, defaultConnectionName, type NatsBusOptions } from './options.ts'
 import { natsRequest, natsRequestMany } from './request.ts'
 import { awaitStream, defaultStreamName, ensureStream, StreamSubjects } from './stream.ts'
@@ -100,6 +109,8 @@ export class NatsBus implements Bus {
   readonly #publisher: DurablePublisher
   readonly #configuredSubjects: string[]
   readonly #streamSubjects: StreamSubjects
+  /** The stream's replicas as the server reported them at set-up: private consumers get as many. */
+  #streamReplicas = 1
   readonly #consumers = new Set<NatsDurableConsumer>()
   readonly #settingUp = new Set<Promise<void>>()
   readonly #ackTasks = new Set<Promise<void>>()
@@ -270,7 +281,9 @@ export class NatsBus implements Bus {
       pullExpiresMs: this.#options.pullExpiresMs ?? 10_000,
       ephemeralInactiveMs: this.#options.ephemeralInactiveMs ?? 120_000,
       serverAckWaitMs: this.#options.serverAckWaitMs ?? DEFAULT_SERVER_ACK_WAIT_MS,
-      replicas: this.#options.durable?.replicas ?? 1,
+      // As many copies as the stream keeps (an operator may have made it R3): a consumer kept by
+      // one node stops delivering while that node is down.
+      replicas: Math.max(this.#options.durable?.replicas ?? 1, this.#streamReplicas),
       consumerPrefix: this.#options.consumerPrefix,
     })
     if (options.signal?.aborted) {
@@ -286,6 +299,32 @@ export class NatsBus implements Bus {
       () => this.#settingUp.delete(ready),
     )
     return consumer
+  }
+
+  async durableLast(subject: string, options: { signal?: AbortSignal } = {}): Promise<StoredMessage | undefined> {
+    this.#assertOpen('durableLast')
+    const { signal } = options
+    if (signal?.aborted) throw requestAborted(subject, signal)
+    assertPublishSubject(subject)
+    this.#streamSubjects.assertCovers(subject)
+    const read = (async () => {
+      const jsm = await this.#manager()
+      // By subject in the API subject (`$JS.API.DIRECT.GET.<stream>.<subject>`): a grant can name the family.
+      const found = await jsm.direct.getMessage(this.streamName, { last_by_subj: subject })
+      if (found === null) return undefined
+      return {
+        subject: found.subject,
+        data: found.data,
+        headers: fromNatsHeaders(found.header),
+        seq: found.seq,
+        storedAt: found.time.getTime(),
+      }
+    })()
+    try {
+      return await untilAborted(read, signal, 'Durable read')
+    } catch (error) {
+      throw mapDurableReadError(error, subject)
+    }
   }
 
   /** Resolves when everything published so far reached the server and every consumer made so far is active. */
@@ -335,11 +374,12 @@ export class NatsBus implements Bus {
     this.#ensuring = (async () => {
       const jsm = await this.#manager()
       const durable = this.#options.durable ?? {}
-      const subjects =
+      const { subjects, replicas } =
         durable.access === 'check'
           ? await awaitStream(jsm, this.streamName, this.#watch, this.#options.signal)
           : await ensureStream(jsm, this.streamName, this.#configuredSubjects, durable)
       this.#streamSubjects.set(subjects)
+      this.#streamReplicas = replicas
     })().finally(() => {
       this.#ensuring = undefined
     })

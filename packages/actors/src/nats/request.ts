@@ -7,7 +7,7 @@ import {
   type Subscription as NatsSubscription,
 } from '@nats-io/transport-node'
 import { BusClosedError, BusNoRespondersError, BusTimeoutError } from '@signalbox/core/bus'
-import { DEFAULT_STALL_MS } from '@signalbox/core/internal'
+import { DEFAULT_STALL_MS, whenAborted } from '@signalbox/core/internal'
 import { mapNatsError, requestAborted } from './errors.ts'
 
 export interface NatsRequest {
@@ -56,13 +56,14 @@ function requestWithSignal(
     let settled = false
     let timer: ReturnType<typeof setTimeout> | undefined
     let inboxSubscription: NatsSubscription | undefined
+    let stopWatching: (() => void) | undefined
     const fail = (error: Error) => settle(error)
     const settle = (error: Error | undefined, msg?: Msg) => {
       if (settled) return
       settled = true
       pending.delete(fail)
       if (timer !== undefined) clearTimeout(timer)
-      signal.removeEventListener('abort', onAbort)
+      stopWatching?.()
       inboxSubscription?.unsubscribe()
       if (error) reject(error)
       else resolve(msg as Msg)
@@ -85,7 +86,8 @@ function requestWithSignal(
       return settle(mapNatsError(error, subject, 'request', timeoutMs))
     }
     timer = setTimeout(() => settle(new BusTimeoutError(subject, timeoutMs)), timeoutMs)
-    signal.addEventListener('abort', onAbort, { once: true })
+    // One listener on a signal many requests share (see `whenAborted`).
+    stopWatching = whenAborted(signal, onAbort)
   })
 }
 
@@ -115,6 +117,7 @@ export function natsRequestMany(
     let timer: ReturnType<typeof setTimeout> | undefined
     let stall: ReturnType<typeof setTimeout> | undefined
     let inboxSubscription: NatsSubscription | undefined
+    let stopWatching: (() => void) | undefined
     const fail = (error: Error) => settle(error)
     const settle = (error?: Error) => {
       if (settled) return
@@ -122,7 +125,7 @@ export function natsRequestMany(
       pending.delete(fail)
       clearTimeout(timer)
       clearTimeout(stall)
-      signal?.removeEventListener('abort', onAbort)
+      stopWatching?.()
       inboxSubscription?.unsubscribe()
       if (error) reject(error)
       else resolve(replies)
@@ -146,6 +149,6 @@ export function natsRequestMany(
       return settle(mapNatsError(error, subject, 'request', timeoutMs))
     }
     timer = setTimeout(() => settle(), timeoutMs)
-    signal?.addEventListener('abort', onAbort, { once: true })
+    if (signal) stopWatching = whenAborted(signal, onAbort)
   })
 }

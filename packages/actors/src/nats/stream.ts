@@ -22,16 +22,22 @@ export function defaultStreamName(prefix: string): string {
   return `SIGNALBOX_${prefix.toUpperCase().replace(/[^A-Z0-9_-]/g, '_')}`
 }
 
+/** What the bus keeps of its stream: the subjects it captures and its replicas, as the server reports them. */
+export interface StreamShape {
+  subjects: string[]
+  replicas: number
+}
+
 /**
  * Creates the stream, or adds our subjects and limits to an existing one (other subjects are
- * kept). Returns the subjects the stream captures, as the server reports them.
+ * kept). Returns the subjects the stream captures and its replicas, as the server reports them.
  */
 export async function ensureStream(
   jsm: JetStreamManager,
   streamName: string,
   subjects: string[],
   durable: NatsDurableOptions,
-): Promise<string[]> {
+): Promise<StreamShape> {
   const duplicateWindow = nanos(durable.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS)
   const maxAge = durable.maxAgeMs === undefined ? 0 : nanos(durable.maxAgeMs)
   const replicas = durable.replicas ?? 1
@@ -49,8 +55,10 @@ export async function ensureStream(
       duplicate_window: duplicateWindow,
       max_age: maxAge,
       num_replicas: replicas,
+      // Stored results are read back by subject (`durableLast`: a direct get a permission can name).
+      allow_direct: true,
     })
-    return created.config.subjects ?? subjects
+    return { subjects: created.config.subjects ?? subjects, replicas: created.config.num_replicas ?? replicas }
   }
   const existing = info.config.subjects ?? []
   const missing = subjects.filter((subject) => !existing.some((p) => subjectCovers(p, subject)))
@@ -60,33 +68,35 @@ export async function ensureStream(
     missing.length === 0 &&
     info.config.duplicate_window === duplicateWindow &&
     info.config.max_age === maxAge &&
-    (info.config.num_replicas ?? 1) === numReplicas
+    (info.config.num_replicas ?? 1) === numReplicas &&
+    info.config.allow_direct === true
   ) {
-    return existing
+    return { subjects: existing, replicas: numReplicas }
   }
   const updated = await jsm.streams.update(streamName, {
     subjects: [...existing, ...missing],
     duplicate_window: duplicateWindow,
     max_age: maxAge,
     num_replicas: numReplicas,
+    allow_direct: true,
   })
-  return updated.config.subjects ?? [...existing, ...missing]
+  return { subjects: updated.config.subjects ?? [...existing, ...missing], replicas: updated.config.num_replicas ?? numReplicas }
 }
 
 /**
  * For users that may not create or change the stream (least privilege): waits until it exists
- * (an agent creates it) and returns the subjects it captures. Only `STREAM.INFO` is used.
+ * (an agent creates it) and returns the subjects it captures and its replicas. Only `STREAM.INFO` is used.
  */
 export async function awaitStream(
   jsm: JetStreamManager,
   streamName: string,
   waiter: { pause(ms: number, signal: AbortSignal | undefined): Promise<void> },
   signal: AbortSignal | undefined,
-): Promise<string[]> {
+): Promise<StreamShape> {
   for (let attempt = 0; ; attempt++) {
     try {
       const info = await jsm.streams.info(streamName)
-      return info.config.subjects ?? []
+      return { subjects: info.config.subjects ?? [], replicas: info.config.num_replicas ?? 1 }
     } catch (error) {
       if (!isApiError(error, JetStreamApiCodes.StreamNotFound)) throw error
     }

@@ -1,21 +1,21 @@
 import { type JetStreamClient, type JetStreamManager, jetstream } from '@nats-io/jetstream'
-import { type KV, Kvm } from '@nats-io/kv'
+import { type KV, type KvEntry, Kvm } from '@nats-io/kv'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { type Clock, ConfigError, type Message, systemClock } from '@signalbox/core'
-import { runIdOfKey, runKey, untilAborted } from '@signalbox/core/internal'
+import { claimedCheckpoint, runIdOfKey, runKey, untilAborted } from '@signalbox/core/internal'
 import {
   type AppendMessagesOptions,
   assembleTranscript,
   type Checkpoint,
   CheckpointError,
   type ClaimOptions,
-  claimRun,
   decodeCheckpoint,
   encodeCheckpoint,
   type ListRunsOptions,
   type MessageBatch,
   matchesListing,
   parseBatch,
+  type RunLease,
   type RunListing,
   type RunStore,
   RunStoreError,
@@ -53,9 +53,17 @@ const decoder = new TextDecoder()
  * Runs in a JetStream KV bucket with history 1: `run.<run>` holds the checkpoint, and each
  * message-log batch is its own key `log.<run>.<from>.<epoch>` (a KV value cannot be appended to;
  * a batch is written once and never rewritten). Every checkpoint write is a publish that the
- * server stores only if the key is still at the revision the writer read: the compare-and-set that
- * keeps a run to one owner, also across a cluster (the stream leader orders the writes).
+ * server stores only if the key is still at the revision the writer read (a compare-and-set).
  * Revisions are the KV's: increasing per run, not consecutive.
+ *
+ * A claim that starts a new epoch first creates the key `claim.<run>.<epoch>` (create-if-absent):
+ * only its creator may write the epoch's checkpoint. A create is atomic on every server, where a
+ * compare-and-set on a replicated bucket is not on nats-server before 2.9.21 / 2.10 (concurrent
+ * updates at one revision may all be stored): the claim key keeps one owner per epoch there too.
+ * A claim key whose claimant never wrote the checkpoint (it died, or the run moved on under it)
+ * is skipped by the next claimant, who takes the epoch after. Every write of a leased checkpoint
+ * then checks that no claim of the next epoch exists: a late owner racing a new claimant stops at
+ * that write instead of going on beside it. `delete` (and so `runs prune`) removes the claim keys.
  *
  * Reads go to the stream leader, never to a replica (`allow_direct: false`): a replica may not
  * have applied a write the leader acknowledged, so a write is readable by the next operation of
@@ -132,24 +140,29 @@ export class KvRunStore implements RunStore {
       throw new RunStoreError('RUN_REVISION_CONFLICT', runId, `expected revision ${options.revision} is not a stored revision.`)
     }
     return this.#do(options.signal, 'Saving the run', runId, async (kv, ambiguous) => {
+      let revision: number | undefined
       try {
-        return await kv.update(key, value, options.revision)
+        revision = await kv.update(key, value, options.revision)
       } catch (error) {
         if (!isWrongLastSequence(error)) throw error
       }
-      const current = await kv.get(key)
-      if (current === null || current.operation !== 'PUT') {
+      const current = revision === undefined ? await kv.get(key) : null
+      if (revision === undefined && (current === null || current.operation !== 'PUT')) {
         throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
       }
       // An earlier attempt was stored and only its answer lost: that write is this one.
-      if (ambiguous && sameBytes(current.value, value)) return current.revision
+      if (revision === undefined && ambiguous && current !== null && sameBytes(current.value, value)) revision = current.revision
+      if (revision !== undefined) {
+        if (checkpoint.lease !== undefined) await this.#refuseIfClaimed(kv, runId, checkpoint.lease.epoch + 1)
+        return revision
+      }
       throw new RunStoreError(
         'RUN_REVISION_CONFLICT',
         runId,
-        `expected revision ${options.revision}, found ${current.revision}.`,
+        `expected revision ${options.revision}, found ${current?.revision}.`,
         {
           expected: options.revision,
-          actual: current.revision,
+          actual: current?.revision,
         },
       )
     })
@@ -184,8 +197,59 @@ export class KvRunStore implements RunStore {
     })
   }
 
-  claim(runId: string, options: ClaimOptions): Promise<StoredRun> {
-    return claimRun(this, runId, { ...options, clock: this.#clock })
+  async claim(runId: string, options: ClaimOptions): Promise<StoredRun> {
+    const current = await this.load(runId, { signal: options.signal })
+    if (current === undefined) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
+    const claimed = claimedCheckpoint(current, { ...options, clock: this.#clock })
+    let { checkpoint } = claimed
+    const lease = checkpoint.lease as RunLease
+    if (!claimed.renewal) {
+      const epoch = await this.#claimEpoch(runId, lease.epoch, { ...options, base: current.revision, expiresAt: lease.expiresAt })
+      checkpoint = { ...checkpoint, lease: { ...lease, epoch } }
+    }
+    // `save` refuses if the next epoch was claimed meanwhile.
+    const revision = await this.save(checkpoint, { revision: current.revision, signal: options.signal })
+    return { checkpoint, revision }
+  }
+
+  /**
+   * Creates the claim key of the first free epoch from `epoch` and resolves with that epoch. A key
+   * already there belongs to a claimant who is still writing the checkpoint at `base` (the run is
+   * theirs: `RUN_REVISION_CONFLICT`), or to one who never will (the checkpoint moved on from the
+   * revision it claimed, or its claim expired): the epoch is burnt and the next one tried.
+   */
+  async #claimEpoch(runId: string, epoch: number, options: ClaimOptions & { base: number; expiresAt: number }): Promise<number> {
+    const claim: EpochClaim = { owner: options.owner, revision: options.base, expiresAt: options.expiresAt }
+    const value = this.#encode(runId, JSON.stringify(claim))
+    for (let next = epoch; next < epoch + MAX_BURNT_EPOCHS; next++) {
+      const key = claimKey(runId, next)
+      const won = await this.#do(options.signal, 'Claiming the run', runId, async (kv) => {
+        try {
+          await kv.put(key, value, { previousSeq: 0 })
+          return true
+        } catch (error) {
+          if (!isWrongLastSequence(error)) throw error
+        }
+        const held = parseClaim(await kv.get(key))
+        // This claimant's own key, stored by an attempt whose answer was lost.
+        if (held?.owner === claim.owner && held.revision === claim.revision) return true
+        if (held === undefined || held.revision !== options.base || held.expiresAt <= this.#clock.now()) return false
+        throw new RunStoreError('RUN_REVISION_CONFLICT', runId, `"${held.owner}" is claiming it (epoch ${next}).`, {
+          expected: options.base,
+        })
+      })
+      if (won) return next
+    }
+    throw new RunStoreError('RUN_REVISION_CONFLICT', runId, `${MAX_BURNT_EPOCHS} epochs in a row were claimed and never written.`)
+  }
+
+  /** A write of `epoch - 1`'s checkpoint stops if someone claimed `epoch` meanwhile: the run is theirs. */
+  async #refuseIfClaimed(kv: KV, runId: string, epoch: number): Promise<void> {
+    const claim = parseClaim(await kv.get(claimKey(runId, epoch)))
+    if (claim === undefined) return
+    throw new RunStoreError('RUN_REVISION_CONFLICT', runId, `"${claim.owner}" claimed epoch ${epoch} of the run.`, {
+      owner: claim.owner,
+    })
   }
 
   async appendMessages(runId: string, options: AppendMessagesOptions): Promise<void> {
@@ -225,6 +289,7 @@ export class KvRunStore implements RunStore {
       // Purged from the stream, not marked deleted: a pruned run leaves nothing behind.
       await jsm.streams.purge(stream, { filter: subjectOf(this.#bucket, checkpointKey(runId)) })
       await jsm.streams.purge(stream, { filter: `${subjectOf(this.#bucket, logPrefix(runId))}.>` })
+      await jsm.streams.purge(stream, { filter: `${subjectOf(this.#bucket, claimPrefix(runId))}.>` })
     })
     this.#known.delete(runId)
   }
@@ -285,4 +350,28 @@ export class KvRunStore implements RunStore {
 
 const checkpointKey = (runId: string) => `run.${runKey(runId)}`
 const logPrefix = (runId: string) => `log.${runKey(runId)}`
+const claimPrefix = (runId: string) => `claim.${runKey(runId)}`
+const claimKey = (runId: string, epoch: number) => `${claimPrefix(runId)}.${epoch}`
+
+/** Epochs one claim skips at most (each a claim that was never written) before giving up. */
+const MAX_BURNT_EPOCHS = 1_000
+
+/** The value of a claim key: who claims the epoch, from which revision, until when. */
+interface EpochClaim {
+  owner: string
+  revision: number
+  expiresAt: number
+}
+
+function parseClaim(entry: KvEntry | null): EpochClaim | undefined {
+  if (entry === null || entry.operation !== 'PUT') return undefined
+  try {
+    const claim = JSON.parse(decoder.decode(entry.value)) as Partial<EpochClaim>
+    if (typeof claim.owner === 'string' && typeof claim.revision === 'number' && typeof claim.expiresAt === 'number') {
+      return claim as EpochClaim
+    }
+  } catch {}
+  // Not a claim this store wrote: it holds its epoch as a claim nobody can finish would.
+  return { owner: '', revision: -1, expiresAt: 0 }
+}
 const subjectOf = (bucket: string, key: string) => `$KV.${bucket}.${key}`

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { hostname } from 'node:os'
 import {
   type Agent,
@@ -6,6 +7,7 @@ import {
   type IdGenerator,
   type Message,
   RunFailedError,
+  type RunHandle,
   type RunResult,
   randomIds,
   systemClock,
@@ -20,11 +22,12 @@ import type { EvidenceBook } from '../trust/signed-audit.ts'
 import { ChildRunError } from './child-run-error.ts'
 import { ChildSlots } from './child-slots.ts'
 import type { Directory } from './directory.ts'
-import { runRemote } from './remote-run.ts'
+import { findLocalRun } from './local-reattach.ts'
+import { type Reattach, runRemote } from './remote-run.ts'
 import { repeat } from './repeat.ts'
 import { RunHost } from './run-host.ts'
 import { type ResumableAgent, RunTakeover, type TakeoverEvent } from './run-takeover.ts'
-import { type RunBudget, RunTreeLedger, type TreeLimits } from './tree-budget.ts'
+import { type CarriedLimits, type RunBudget, RunTreeLedger, type TreeLimits } from './tree-budget.ts'
 
 export interface AgentSystemOptions {
   /** Without a bus, the system is one process; with one, agents are served and reached over it. */
@@ -34,8 +37,19 @@ export interface AgentSystemOptions {
   hostId?: string
   directory?: Directory
   limits?: TreeLimits
-  /** A remote child is cancelled by its host when the parent stops sending heartbeats for this long. Default 15 s. */
+  /**
+   * A remote child is cancelled by its host when the parent stops sending heartbeats for this long.
+   * Default 15 s; with `runs`, twice the takeover lease (60 s by default), so that the child of a
+   * parent whose host died outlives the parent's takeover by another host (which re-attaches to it).
+   */
   leaseMs?: number
+  /**
+   * A remote child that no host has answered for (none runs it, none stores it) and whose result
+   * is not stored after this long is lost: its delegate call fails with `CHILD_LOST`. It covers a
+   * takeover (the child's host died, another takes its stored run over once that host's lease is
+   * out): keep it above the run store's lease. Default 60 s.
+   */
+  childLostAfterMs?: number
   /** Leases, heartbeats and directory refreshes run on it. */
   clock?: Clock
   ids?: IdGenerator
@@ -69,9 +83,29 @@ export interface SystemRunOptions {
   agentPath?: string[]
   /** Hand-offs followed before giving up. Default 5. */
   maxHandoffs?: number
+  /**
+   * The run's id (default: a new one); the runs it hands off to get ids derived from it. A delegate
+   * call derives it from its own run and call, so the same call finds the same child again.
+   */
+  runId?: string
+  /**
+   * Look for the run before starting it (a delegate call run again after a crash or a takeover):
+   * its stored result, or the host that runs or stores it. `only`: never start it (nowhere:
+   * `CHILD_LOST`); `first`: start it when it is nowhere.
+   */
+  reattach?: Reattach
 }
 
-export interface SystemRunResult extends RunResult {
+/**
+ * The agents a system knows, by id, with their output types (built by `add`): `run` types its
+ * result by them. An agent whose id is not a literal type is not listed.
+ */
+export type KnownAgents = Record<string, unknown>
+
+/** The output type of the agent `Id` in `Known`, `unknown` for an agent the system does not know. */
+export type SystemOutput<Known extends KnownAgents, Id extends string> = Id extends keyof Known ? Known[Id] : unknown
+
+export interface SystemRunResult<TOutput = unknown> extends RunResult<TOutput> {
   agentId: string
   /** The agent that gave the final answer (differs from `agentId` after a hand-off). */
   finishedBy: string
@@ -85,12 +119,42 @@ const DEFAULT_RUN_LEASE_MS = 30_000
 /** How often a serving host renews its directory entries. */
 const DIRECTORY_REFRESH_MS = 10_000
 
+/** See `AgentSystemOptions.childLostAfterMs`. */
+const DEFAULT_CHILD_LOST_AFTER_MS = 60_000
+
+/**
+ * The id of the run that one call of a parent run starts (`attempt`: the delegate tool's retries,
+ * `handoff`: the runs a hand-off chain goes through): the same for the same call, in any process,
+ * so a call run again after a crash finds its child instead of starting a second one. Shaped like
+ * the random ones (`run_` and a UUID: a name-based one, version 8 bits set, from a SHA-256).
+ */
+export function derivedRunId(parentRunId: string, callId: string, attempt = 1): string {
+  const hex = createHash('sha256').update(`${parentRunId}\u0000${callId}\u0000${attempt}`).digest('hex').slice(0, 32)
+  const variant = ((Number.parseInt(hex[16] as string, 16) & 0x3) | 0x8).toString(16)
+  return `run_${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+}
+
+/** What a child's host must hold its subtree to: the tree's depth, and the turns and tokens it has left. */
+function carriedLimits(limits: CarriedLimits, budget: RunBudget): CarriedLimits {
+  return {
+    ...(limits.maxDepth === undefined ? {} : { maxDepth: limits.maxDepth }),
+    ...(budget.turns === undefined ? {} : { maxTotalTurns: budget.turns }),
+    ...(budget.tokens === undefined ? {} : { maxTotalTokens: budget.tokens }),
+    ...(budget.runs === undefined ? {} : { maxTotalRuns: budget.runs }),
+  }
+}
+
+function handoffRunId(runId: string, step: number): string {
+  return derivedRunId(runId, 'handoff', step)
+}
+
 /**
  * Many agents as one system: each agent stays its own actor (own hooks, tools, reviewers);
  * the system runs them by id wherever they live, follows hand-offs, enforces a run tree's
  * limits, and makes sure no child outlives its parent.
  */
-export class AgentSystem {
+// biome-ignore lint/complexity/noBannedTypes: no agent known yet
+export class AgentSystem<Known extends KnownAgents = {}> {
   readonly #signer: Signer | undefined
   readonly #trust: TrustPolicy | undefined
   readonly #evidence: EvidenceBook | undefined
@@ -101,10 +165,11 @@ export class AgentSystem {
   readonly #ledger: RunTreeLedger
   readonly #childSlots: ChildSlots
   readonly #leaseMs: number
+  readonly #childLostAfterMs: number
   readonly #clock: Clock
   readonly #ids: IdGenerator
   readonly #startedAt: number
-  readonly #agents = new Map<string, Agent>()
+  readonly #agents = new Map<string, Agent<any>>()
   readonly #runs: AgentSystemOptions['runs']
   #takeover: RunTakeover | undefined
   readonly #served: (Subscription | AgentConnection)[] = []
@@ -124,7 +189,8 @@ export class AgentSystem {
     this.#directory = options.directory
     this.#ledger = new RunTreeLedger(options.limits)
     this.#childSlots = new ChildSlots(this.#ledger.limits.maxConcurrentChildren)
-    this.#leaseMs = options.leaseMs ?? 15_000
+    this.#leaseMs = options.leaseMs ?? (options.runs ? 2 * (options.runs.leaseMs ?? DEFAULT_RUN_LEASE_MS) : 15_000)
+    this.#childLostAfterMs = options.childLostAfterMs ?? DEFAULT_CHILD_LOST_AFTER_MS
     this.#clock = options.clock ?? systemClock
     this.#ids = options.ids ?? randomIds
     this.#startedAt = this.#clock.now()
@@ -137,27 +203,35 @@ export class AgentSystem {
           clock: this.#clock,
           ledger: this.#ledger,
           stopping: this.#stop.signal,
+          store: options.runs?.store,
+          leaseMs: this.#leaseMs,
         })
       : undefined
   }
 
-  /** Adds a local agent (its id must be unique in this process). */
-  add(agent: Agent): this {
+  /**
+   * Adds a local agent, whatever its output type (its id must be unique in this process). Returns
+   * the system typed with it: `run` of its id then resolves with its output type (when the id is a
+   * literal type, as `createAgent({ id: 'booking', ... })` gives).
+   */
+  add<TOutput, TId extends string>(
+    agent: Agent<TOutput, TId>,
+  ): AgentSystem<string extends TId ? Known : Known & Record<TId, TOutput>> {
     if (this.#agents.has(agent.id)) throw new ConfigError(`An agent "${agent.id}" is already in this system.`)
     this.#agents.set(agent.id, agent)
-    // Count every run's turns and tokens against its tree (only when the tree has a budget:
-    // a listener makes the agent copy the event for it).
-    if (!this.#ledger.counts) return this
+    // Count every run's turns and tokens against its tree (only when a tree may have a budget:
+    // a listener makes the agent copy the event for it). On a bus a tree may bring one from its root.
+    if (!this.#ledger.counts && !this.#bus) return this as never
     // Each run asks before every turn whether the tree has any left (`RunTreeLedger.check`); a
     // reply that overshoots the tokens stops the whole tree at once.
     agent.on('turn.start', (event) => this.#ledger.countTurn(event.runPath[0] ?? event.runId))
     agent.on('model.response', (event) =>
       this.#ledger.countTokens(event.runPath[0] ?? event.runId, event.usage?.totalTokens ?? 0),
     )
-    return this
+    return this as never
   }
 
-  get(agentId: string): Agent | undefined {
+  get(agentId: string): Agent<any> | undefined {
     return this.#agents.get(agentId)
   }
 
@@ -211,7 +285,7 @@ export class AgentSystem {
         hostId: this.hostId,
         leaseMs: leaseMs ?? DEFAULT_RUN_LEASE_MS,
         clock: this.#clock,
-        agents: () => this.#agents.values() as Iterable<ResumableAgent>,
+        agents: () => [...this.#agents.values()].map((agent) => this.#resumable(agent)),
         ...(onEvent ? { onEvent } : {}),
       })
       void this.#takeover.start()
@@ -222,14 +296,30 @@ export class AgentSystem {
    * Runs an agent by id: here if it is local, else on one of its hosts over the bus. Follows
    * hand-offs; the result says who finished.
    */
-  async run(agentId: string, input: string | Message[], options: SystemRunOptions = {}): Promise<SystemRunResult> {
+  async run<Id extends string>(
+    agentId: Id,
+    input: string | Message[],
+    options: SystemRunOptions = {},
+  ): Promise<SystemRunResult<SystemOutput<Known, Id>>> {
     const handoffs: string[] = []
-    let current = agentId
+    let current: string = agentId
     let currentInput = input
     const maxHandoffs = options.maxHandoffs ?? 5
+    const firstRunId = options.runId ?? this.#ids('run')
     for (;;) {
-      const result = await this.#runOnce(current, currentInput, options)
-      if (!result.handoff) return { ...result, agentId, finishedBy: current, handoffs }
+      // The runs after a hand-off: ids derived from the first, looked for like it (a call run again).
+      const step = handoffs.length
+      const runOptions: SystemRunOptions =
+        step === 0
+          ? { ...options, runId: firstRunId }
+          : {
+              ...options,
+              runId: handoffRunId(firstRunId, step),
+              ...(options.reattach ? { reattach: 'first' as const } : {}),
+            }
+      const result = await this.#runOnce(current, currentInput, runOptions)
+      // The answer of the agent asked, typed by it (after a hand-off, the last agent's: see `finishedBy`).
+      if (!result.handoff) return { ...(result as RunResult<SystemOutput<Known, Id>>), agentId, finishedBy: current, handoffs }
       if (handoffs.length >= maxHandoffs) {
         throw new ChildRunError('HANDOFF_LIMIT', `More than ${maxHandoffs} hand-offs (${[current, ...handoffs].join(' → ')}).`)
       }
@@ -272,12 +362,47 @@ export class AgentSystem {
     }
   }
 
+  /**
+   * An agent as the takeover resumes its runs: a child run goes on for its parent (heartbeats
+   * answered, result published, wherever the parent is); a root run's hand-off is followed here,
+   * as the process that started it would have.
+   */
+  #resumable(agent: Agent<any>): ResumableAgent {
+    return {
+      id: agent.id,
+      runs: agent.runs,
+      resume: (runId, { signal }) => this.#resumeTaken(agent, runId, signal),
+    }
+  }
+
+  async #resumeTaken(agent: Agent<any>, runId: string, signal: AbortSignal): Promise<void> {
+    const cancelled = new AbortController()
+    const handle = (await agent.resume(runId, { signal: AbortSignal.any([signal, cancelled.signal]) })) as RunHandle<unknown>
+    const { run } = handle.actor.getSnapshot().context
+    if (run.runPath.length > 0 && this.#host) {
+      this.#host.adopt(agent, handle, cancelled)
+      return
+    }
+    handle.result
+      .then(async (result) => {
+        if (!result.handoff || this.#stop.signal.aborted) return
+        await this.run(result.handoff.to, result.handoff.messages, {
+          runId: handoffRunId(runId, 1),
+          reattach: 'first',
+          ...(run.runPath.length > 0 ? { runPath: run.runPath, agentPath: run.agentPath } : {}),
+          ...(run.parentRunId ? { parentRunId: run.parentRunId } : {}),
+        })
+      })
+      // The runs report their own ends (events, store); nobody waits on this one.
+      .catch(() => {})
+  }
+
   /** Runs this process hosts for parents elsewhere, right now. */
   get hostedRuns(): number {
     return this.#host?.size ?? 0
   }
 
-  async #runOnce(agentId: string, input: string | Message[], options: SystemRunOptions): Promise<RunResult> {
+  async #runOnce(agentId: string, input: string | Message[], options: SystemRunOptions): Promise<RunResult<unknown>> {
     const budget = this.#ledger.admit(options.runPath ?? [])
     const release = options.parentRunId ? await this.#childSlots.acquire(options.parentRunId, options.signal) : () => {}
     try {
@@ -290,11 +415,14 @@ export class AgentSystem {
         clock: this.#clock,
         hostId: this.hostId,
         leaseMs: this.#leaseMs,
+        lostAfterMs: this.#childLostAfterMs,
         ledger: this.#ledger,
-        runId: this.#ids('run'),
+        runId: options.runId ?? this.#ids('run'),
         agentId,
         input,
         budget,
+        limits: carriedLimits(this.#ledger.limitsOf((options.runPath ?? [])[0]), budget),
+        reattach: options.reattach,
         parentRunId: options.parentRunId,
         runPath: options.runPath,
         agentPath: options.agentPath,
@@ -306,11 +434,40 @@ export class AgentSystem {
     }
   }
 
-  async #runLocal(agent: Agent, input: string | Message[], options: SystemRunOptions, budget: RunBudget): Promise<RunResult> {
-    const runId = this.#ids('run')
+  async #runLocal(
+    agent: Agent<any>,
+    input: string | Message[],
+    options: SystemRunOptions,
+    budget: RunBudget,
+  ): Promise<RunResult<unknown>> {
+    const runId = options.runId ?? this.#ids('run')
+    // Running here already (a call run again finds its child, e.g. one this host took over).
+    const running = agent.runs.get(runId) as RunHandle<unknown> | undefined
+    if (running) {
+      this.#host?.localParent(runId)
+      return await running.result
+    }
+    if (options.reattach) {
+      const found = await findLocalRun(agent, runId, {
+        store: this.#runs?.store,
+        clock: this.#clock,
+        lostAfterMs: this.#childLostAfterMs,
+        signal: options.signal,
+        attached: (id) => this.#host?.localParent(id),
+      })
+      if (found) return await found
+      if (options.reattach === 'only') {
+        throw new ChildRunError(
+          'CHILD_LOST',
+          `The child run ${runId} of "${agent.id}" is nowhere: it does not run in this process and no run of it is stored.`,
+          { runId, agentId: agent.id },
+        )
+      }
+    }
     const runPath = options.runPath ?? []
     const rootRunId = runPath[0] ?? runId
     const tree = this.#ledger.open(rootRunId)
+    this.#ledger.countRuns(runPath.length > 0 ? runPath : [runId], 1)
     const check = this.#ledger.check(rootRunId)
     const handle = agent.start(input, {
       ...(check ? { budget: check } : {}),
@@ -358,6 +515,7 @@ export class AgentSystem {
  * console.log(result.finishedBy, result.output)
  * ```
  */
-export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem {
+// biome-ignore lint/complexity/noBannedTypes: no agent known yet
+export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem<{}> {
   return new AgentSystem(options)
 }

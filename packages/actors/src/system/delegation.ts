@@ -1,7 +1,7 @@
 import { AbortedError, ErrorCode, FatalToolError, handoff, type Message, type Tool, ToolError, tool } from '@signalbox/core'
 import { backoffDelay, describeError, sleep } from '@signalbox/core/internal'
 import { z } from 'zod/v4'
-import type { AgentSystem } from './agent-system.ts'
+import { type AgentSystem, derivedRunId } from './agent-system.ts'
 import { fanOut } from './fan-out.ts'
 
 export type ChildFailurePolicy =
@@ -13,6 +13,11 @@ export type ChildFailurePolicy =
   | { onFailure: 'give-up' }
 
 const NOT_RETRYABLE = new Set<string>([ErrorCode.TREE_DEPTH_EXCEEDED, ErrorCode.TREE_BUDGET_EXCEEDED, ErrorCode.HANDOFF_LIMIT])
+
+/** The call, named the same in any process: its turn (call ids may be numbered per reply) and its id. */
+function callKey(context: { turn?: number; callId: string }): string {
+  return context.turn === undefined ? context.callId : `${context.turn}:${context.callId}`
+}
 
 export interface DelegateOptions {
   /** Tool name the parent's model calls. Default `ask_<agentId>`. */
@@ -26,14 +31,21 @@ export interface DelegateOptions {
 /**
  * An agent as a tool: the child runs its own loop (own hooks, approvals, limits) wherever it
  * lives; its final answer is the tool result. Cancelling the parent cancels the child.
+ *
+ * The child's run id is derived from the parent's run and the call (and the attempt), so the
+ * call is idempotent: a parent resumed after a crash or taken over by another host runs the call
+ * again and re-attaches to the same child (its stored result, or the host that runs it now)
+ * instead of starting a second one; a child found nowhere fails the call with `CHILD_LOST`.
  */
-export function delegateTool(system: AgentSystem, agentId: string, options: DelegateOptions = {}): Tool<{ task: string }> {
+export function delegateTool(system: AgentSystem<any>, agentId: string, options: DelegateOptions = {}): Tool<{ task: string }> {
   const policy = options.failure ?? { onFailure: 'report' }
   return tool({
     name: options.name ?? `ask_${agentId}`.replaceAll('-', '_'),
     description: options.description ?? `Delegate a task to the "${agentId}" agent and get its final answer.`,
     schema: z.object({ task: z.string().min(1).describe('What the agent should do, with everything it needs to know.') }),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    // Run again after a crash, it finds its child by id (see above): never a second child.
+    idempotent: true,
     execute: async ({ task }, context) => {
       const attempts = policy.onFailure === 'retry' ? 1 + (policy.retries ?? 2) : 1
       let lastError: unknown
@@ -46,8 +58,12 @@ export function delegateTool(system: AgentSystem, agentId: string, options: Dele
             parentRunId: context.runId,
             runPath: [...context.runPath, context.runId],
             agentPath: [...(context.agentPath ?? []), context.agentId],
+            runId: derivedRunId(context.runId, callKey(context), attempt),
+            // The first attempt was asked for before the crash; a later one may not have been.
+            ...(context.rerun ? { reattach: attempt === 1 ? ('only' as const) : ('first' as const) } : {}),
           })
-          return result.finishedBy === agentId ? result.output : `${result.output}\n(answered by ${result.finishedBy})`
+          const output = typeof result.output === 'string' ? result.output : JSON.stringify(result.output)
+          return result.finishedBy === agentId ? output : `${output}\n(answered by ${result.finishedBy})`
         } catch (error) {
           if (context.signal.aborted) throw error
           lastError = error
@@ -75,7 +91,7 @@ export function delegateTool(system: AgentSystem, agentId: string, options: Dele
  * and it reads every answer in the tasks' order, with each failure kept to its own task.
  */
 export function fanOutTool(
-  system: AgentSystem,
+  system: AgentSystem<any>,
   agentId: string,
   options: { name?: string; description?: string; concurrency?: number; maxTasks?: number } = {},
 ): Tool<{ tasks: string[] }> {
@@ -91,15 +107,19 @@ export function fanOutTool(
         .max(options.maxTasks ?? 50)
         .describe('One task per agent.'),
     }),
+    // Run again after a crash, each task finds its child by id (started or not, it is looked for first).
+    idempotent: true,
     execute: async ({ tasks }, context) => {
       const results = await fanOut(
         tasks,
-        (task) =>
+        (task, index) =>
           system.run(agentId, task, {
             signal: context.signal,
             parentRunId: context.runId,
             runPath: [...context.runPath, context.runId],
             agentPath: [...(context.agentPath ?? []), context.agentId],
+            runId: derivedRunId(context.runId, `${callKey(context)}#${index}`),
+            ...(context.rerun ? { reattach: 'first' as const } : {}),
           }),
         { concurrency: options.concurrency ?? tasks.length, signal: context.signal },
       )

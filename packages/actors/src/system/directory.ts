@@ -62,16 +62,19 @@ export class KvDirectory implements Directory {
   readonly #connection: NatsConnection
   readonly #bucket: string
   readonly #ttlMs: number
+  readonly #replicas: number
   #kv: ReturnType<Kvm['create']> | undefined
 
-  constructor(connection: NatsConnection, options: { bucket?: string; ttlMs?: number } = {}) {
+  /** `replicas`: copies of the bucket when this host creates it on a JetStream cluster (1, 3 or 5; default 1). */
+  constructor(connection: NatsConnection, options: { bucket?: string; ttlMs?: number; replicas?: 1 | 3 | 5 } = {}) {
     this.#connection = connection
     this.#bucket = options.bucket ?? 'signalbox_directory'
     this.#ttlMs = options.ttlMs ?? 60_000
+    this.#replicas = options.replicas ?? 1
   }
 
   #open() {
-    this.#kv ??= new Kvm(this.#connection).create(this.#bucket, { ttl: this.#ttlMs, history: 1 })
+    this.#kv ??= new Kvm(this.#connection).create(this.#bucket, { ttl: this.#ttlMs, history: 1, replicas: this.#replicas })
     return this.#kv
   }
 

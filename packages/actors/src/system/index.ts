@@ -3,6 +3,9 @@ export {
   AgentSystem,
   type AgentSystemOptions,
   createAgentSystem,
+  derivedRunId,
+  type KnownAgents,
+  type SystemOutput,
   type SystemRunOptions,
   type SystemRunResult,
 } from './agent-system.ts'
@@ -18,6 +21,7 @@ export {
 } from './delegation.ts'
 export { type Directory, type DirectoryChange, type DirectoryEntry, KvDirectory, MemoryDirectory } from './directory.ts'
 export { type FanOutResult, fanOut } from './fan-out.ts'
+export type { Reattach } from './remote-run.ts'
 export {
   type ResumableAgent,
   RunTakeover,

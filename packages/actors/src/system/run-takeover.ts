@@ -56,6 +56,8 @@ export class RunTakeover {
   #scanning: Promise<ScanResult> | undefined
   /** Unreadable runs already reported (run and error code): reported once, not at every scan. */
   readonly #reported = new Set<string>()
+  /** Runs this host claimed whose resume has not settled yet: a scan meanwhile must not claim them again. */
+  readonly #resuming = new Set<string>()
 
   constructor(options: RunTakeoverOptions) {
     if (!(options.leaseMs > 0)) throw new ConfigError('leaseMs must be positive', { leaseMs: options.leaseMs })
@@ -118,8 +120,8 @@ export class RunTakeover {
       if (agent === undefined) continue
       const mine = lease?.owner === this.#options.hostId
       if (lease !== undefined && !mine && lease.expiresAt > this.#clock.now()) continue
-      // Running here already: its journal renews the lease; a claim would make its next write lose.
-      if (agent.runs?.has(runId)) continue
+      // Running here already (or being resumed): its journal renews the lease; a claim would make its next write lose.
+      if (agent.runs?.has(runId) || this.#resuming.has(runId)) continue
       if (typeof agent.resume !== 'function') {
         this.#emit({ type: 'not-resumable', runId, agentId })
         continue
@@ -149,10 +151,14 @@ export class RunTakeover {
         }
         continue
       }
+      this.#resuming.add(runId)
       try {
         // Claimed for this host: the agent's own claim is a renewal.
-        Promise.resolve(agent.resume(runId, { signal })).catch((error: unknown) => this.#emit({ type: 'error', runId, error }))
+        Promise.resolve(agent.resume(runId, { signal }))
+          .catch((error: unknown) => this.#emit({ type: 'error', runId, error }))
+          .finally(() => this.#resuming.delete(runId))
       } catch (error) {
+        this.#resuming.delete(runId)
         this.#emit({ type: 'error', runId, error })
       }
     }

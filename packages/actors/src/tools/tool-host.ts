@@ -15,7 +15,7 @@ import {
   ToolResultMessage,
   type WireError,
 } from '@signalbox/core/protocol'
-import { z } from 'zod'
+import { z } from 'zod/v4'
 import { toWireError } from '../requests/rejections.ts'
 import { MAX_TIMER_MS } from '../requests/request-service.ts'
 import { IdempotencyCache, type IdempotencyCacheOptions } from '../store/idempotency-cache.ts'

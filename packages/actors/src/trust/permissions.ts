@@ -146,6 +146,7 @@ export function rolePermissions(role: Role | readonly Role[], scope: PermissionS
   const subscribe: PermissionRule[] = []
   const deny: PermissionRule[] = []
   const consumers: Consumer[] = []
+  const reads: PermissionRule[] = []
   let allowResponses = false
   for (const [familyName, family] of Object.entries(SUBJECT_FAMILIES) as [SubjectFamilyName, SubjectFamily][]) {
     for (const r of roles) {
@@ -157,6 +158,10 @@ export function rolePermissions(role: Role | readonly Role[], scope: PermissionS
       if (subscribed && applies(subscribed)) {
         for (const subject of subjectsOf(familyName, subscribed)) subscribe.push({ subject, why: subscribed.why })
         if (family.transport === 'request') allowResponses = true
+      }
+      const read = family.read?.[r]
+      if (read && applies(read)) {
+        for (const subject of subjectsOf(familyName, read)) reads.push({ subject, why: read.why })
       }
       const denied = family.deny?.[r]
       if (denied) deny.push({ subject: subjects.pattern(familyName), why: denied.why })
@@ -187,6 +192,9 @@ export function rolePermissions(role: Role | readonly Role[], scope: PermissionS
       { subject: `$JS.API.STREAM.CREATE.${stream}`, why: 'creates the stream if it is missing' },
       { subject: `$JS.API.STREAM.UPDATE.${stream}`, why: 'adds missing subjects to the stream' },
     )
+  }
+  for (const { subject, why } of reads) {
+    publish.push({ subject: `$JS.API.DIRECT.GET.${stream}.${subject}`, why: `reads ${subject}: ${why}` })
   }
   const seen = new Set<string>()
   for (const consumer of consumers) {

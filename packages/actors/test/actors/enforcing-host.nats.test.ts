@@ -5,6 +5,8 @@
  * else is refused with the reason, audited on the bus as `tool.refused`, and never runs.
  */
 
+import { createHash } from 'node:crypto'
+import { Kvm } from '@nats-io/kv'
 import { busAuditLog, readAudit, serveTools } from '@signalbox/actors'
 import { type Clock, decideApproval, systemClock, type Tool, tool } from '@signalbox/core'
 import { type Bus, usedApprovalsBucket } from '@signalbox/core/bus'
@@ -153,6 +155,13 @@ async function callTool(
   const decoded = decodeMessage(response.data, Reply)
   if (!decoded.ok) throw decoded.error
   return decoded.value
+}
+
+/** Whether the pool's ledger holds the answer of the call that used the decision `requestId`. */
+async function recordedAnswer(bus: Bus, d: Deployment, requestId: string): Promise<boolean> {
+  const kv = await new Kvm((bus as NatsBus).connection).open(usedApprovalsBucket(d.prefix))
+  const entry = await kv.get(createHash('sha256').update(requestId).digest('hex'))
+  return entry?.operation === 'PUT' && (entry.json() as { answer?: unknown }).answer !== undefined
 }
 
 const refusal = (reply: Reply) =>
@@ -378,6 +387,9 @@ describe('a tool host that verifies approvals (nats)', () => {
     const approval = approvalOf(tina, call)
     const ran = await callTool(agent, d, { ...call, approval })
     expect(ran).toEqual({ v: 1, type: 'tool.result', callId: 'c-pool', output: 'dropped into bin 4' })
+    // The host answers the caller while it records the answer in the pool's ledger: wait until
+    // it is recorded (a host restarted after its call ended), or the retry below would race it.
+    await expect.poll(() => recordedAnswer(agent, d, approval.requestId), { timeout: 10_000 }).toBe(true)
 
     // Another host of the pool (the same queue group) takes the calls from now on; the first one stops
     // (what a restart of it is too: a new process, a new connection, nothing in memory).

@@ -10,7 +10,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { KvRunStore } from '@signalbox/actors/store'
 import { type Agent, createAgent, tool } from '@signalbox/core'
 import type { Checkpoint } from '@signalbox/core/store'
-import { ScriptedProvider } from '@signalbox/core/testing'
+import { ScriptedProvider, sampleCheckpoint } from '@signalbox/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { type NatsCluster, startNatsCluster } from '../../../../test/support/nats-cluster.ts'
@@ -157,4 +157,46 @@ describe('KvRunStore on a 3-node cluster (R3)', () => {
     }
     await cluster.node(leader).restart()
   }, 120_000)
+  it('nine hosts over three nodes claim the same expired run, 150 rounds: one owner per epoch, every round', async () => {
+    const bucket = `runs_${randomBytes(4).toString('hex')}`
+    // Three connections per node: racing writes reach the stream leader from every node.
+    const hosts = await Promise.all(
+      Array.from({ length: 9 }, async (_, i) => {
+        const url = cluster.urls[i % 3] as string
+        return new KvRunStore({ connection: await connectTo([url], `claimer-${i}`), bucket, replicas: 3 })
+      }),
+    )
+    const rounds = 150
+    const doubled: string[] = []
+    const unclaimed: string[] = []
+    for (let round = 0; round < rounds; round++) {
+      const runId = `run_${round}`
+      await hosts[round % 9]?.create(sampleCheckpoint({ runId, lease: { owner: 'gone', epoch: 4, expiresAt: 0 } }), {
+        signal: signal(),
+      })
+      // Every host has read the run (and its revision) before any claims: the race is at one revision.
+      await Promise.all(hosts.map((host) => host.load(runId, { signal: signal() })))
+      const outcomes = await Promise.allSettled(
+        hosts.map((host, i) => host.claim(runId, { owner: `host-${i}`, leaseMs: 60_000, signal: signal() })),
+      )
+      const owners = outcomes.flatMap((outcome, i) =>
+        outcome.status === 'fulfilled' ? [{ host: `host-${i}`, ...outcome.value }] : [],
+      )
+      const refused = outcomes.flatMap((outcome) =>
+        outcome.status === 'rejected' ? [(outcome.reason as { code?: string }).code] : [],
+      )
+      expect(refused.filter((code) => code !== 'RUN_REVISION_CONFLICT' && code !== 'RUN_LEASE_HELD')).toEqual([])
+      if (owners.length > 1) doubled.push(`${runId}: ${owners.map((o) => `${o.host}@${o.checkpoint.lease?.epoch}`).join(', ')}`)
+      if (owners.length === 0) unclaimed.push(runId)
+      // The one owner is what every host now reads, and the next write by anyone else is refused.
+      const stored = await hosts[(round + 4) % 9]?.load(runId, { signal: signal() })
+      if (owners.length === 1) {
+        expect(stored?.checkpoint.lease?.owner).toBe(owners[0]?.host)
+        expect(stored?.revision).toBe(owners[0]?.revision)
+      }
+    }
+    expect(doubled).toEqual([])
+    // A round with no owner would only delay a takeover by one lease; none is expected without faults.
+    expect(unclaimed).toEqual([])
+  }, 180_000)
 })

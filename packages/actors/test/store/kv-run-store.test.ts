@@ -181,6 +181,67 @@ describe('KvRunStore: what is stored', () => {
   })
 })
 
+describe('KvRunStore: one owner per epoch (claim keys)', () => {
+  const expired = (epoch: number) => ({ owner: 'gone', epoch, expiresAt: 0 })
+  /** Puts a claim key as a claimant that created it and then stopped (or is still writing) would have. */
+  async function strandedClaim(bucket: string, runId: string, epoch: number, claim: unknown): Promise<void> {
+    const kv = await new Kvm(admin).open(bucket)
+    await kv.create(`claim.${runId}.${epoch}`, JSON.stringify(claim))
+  }
+
+  it("a late owner's write stops when the next epoch is claimed meanwhile, although its compare-and-set passed", async () => {
+    const bucket = uniqueBucket()
+    const store = new KvRunStore({ connection: await connection('kv-late-owner'), bucket })
+    const revision = await store.create(sampleCheckpoint({ runId: 'run_late', lease: expired(4) }), { signal: signal() })
+    // Another host created epoch 5's key from this revision and is writing the checkpoint: on a
+    // server whose replicated compare-and-set lets two writes at one revision through, both land.
+    await strandedClaim(bucket, 'run_late', 5, { owner: 'host-b', revision, expiresAt: Date.now() + 60_000 })
+    const error = await errorOf(
+      store.save(sampleCheckpoint({ runId: 'run_late', lease: expired(4), savedAt: 1 }), { revision, signal: signal() }),
+    )
+    expectStoreError(error, 'RUN_REVISION_CONFLICT', 'run_late')
+    expect((error as RunStoreError).message).toContain('host-b')
+    // host-b's write from the older revision can no longer land: the next claim skips its epoch.
+    const next = await store.claim('run_late', { owner: 'host-a', leaseMs: 60_000, signal: signal() })
+    expect(next.checkpoint.lease).toMatchObject({ owner: 'host-a', epoch: 6 })
+  })
+
+  it('a claim key its claimant never wrote is skipped once the run moved on or the claim expired; a live one refuses', async () => {
+    const bucket = uniqueBucket()
+    const store = new KvRunStore({ connection: await connection('kv-stranded'), bucket })
+    const claim = (runId: string) => store.claim(runId, { owner: 'host-c', leaseMs: 60_000, signal: signal() })
+    const moved = await store.create(sampleCheckpoint({ runId: 'run_moved', lease: expired(4) }), { signal: signal() })
+    await strandedClaim(bucket, 'run_moved', 5, { owner: 'x', revision: moved - 1, expiresAt: Date.now() + 60_000 })
+    expect((await claim('run_moved')).checkpoint.lease).toMatchObject({ owner: 'host-c', epoch: 6 })
+
+    const died = await store.create(sampleCheckpoint({ runId: 'run_died', lease: expired(4) }), { signal: signal() })
+    await strandedClaim(bucket, 'run_died', 5, { owner: 'x', revision: died, expiresAt: Date.now() - 1 })
+    await strandedClaim(bucket, 'run_died', 6, 'not a claim')
+    expect((await claim('run_died')).checkpoint.lease).toMatchObject({ owner: 'host-c', epoch: 7 })
+
+    const live = await store.create(sampleCheckpoint({ runId: 'run_live', lease: expired(4) }), { signal: signal() })
+    await strandedClaim(bucket, 'run_live', 5, { owner: 'host-b', revision: live, expiresAt: Date.now() + 60_000 })
+    expectStoreError(await errorOf(claim('run_live')), 'RUN_REVISION_CONFLICT', 'run_live')
+    expect((await store.load('run_live', { signal: signal() }))?.revision).toBe(live)
+  })
+
+  it('a renewal keeps its epoch and key; deleting the run removes its claim keys', async () => {
+    const bucket = uniqueBucket()
+    const store = new KvRunStore({ connection: await connection('kv-claim-keys'), bucket })
+    await store.create(sampleCheckpoint({ runId: 'run_k', lease: expired(1) }), { signal: signal() })
+    await store.claim('run_k', { owner: 'host-a', leaseMs: 1, signal: signal() })
+    await store.claim('run_k', { owner: 'host-a', leaseMs: 60_000, signal: signal() })
+    const taken = await store.claim('run_k', { owner: 'host-a', leaseMs: 60_000, signal: signal() })
+    expect(taken.checkpoint.lease?.epoch).toBe(2)
+    const jsm = await jetstreamManager(admin)
+    const subjects = async () =>
+      Object.keys((await jsm.streams.info(`KV_${bucket}`, { subjects_filter: '>' })).state.subjects ?? {}).sort()
+    expect(await subjects()).toEqual([`$KV.${bucket}.claim.run_k.2`, `$KV.${bucket}.run.run_k`])
+    await store.delete('run_k', { signal: signal() })
+    expect(await subjects()).toEqual([])
+  })
+})
+
 describe('KvRunStore across processes', () => {
   const RACE_CHILD = 'packages/actors/test/store/fixtures/kv-race-child.ts'
 

@@ -120,6 +120,34 @@ describe.each(TOPOLOGIES)('limits (%s)', (name) => {
     expect(ofType(looper.events, 'run.end')[0]).toMatchObject({ status: 'failed', error: { code: 'MAX_TURNS_EXCEEDED' } })
   })
 
+  it('maxTotalRuns: the runs of the tree, root included, in every process; one more is refused', async () => {
+    const t = await topology(name, { limits: { maxTotalRuns: 3 } })
+    const root = agent({
+      id: 'root',
+      tools: [delegateTool(t.parent, 'middle')],
+      script: [call('ask_middle', { task: 'one' }), call('ask_middle', { task: 'two' }), answer('Done.')],
+    })
+    const middle = agent({
+      id: 'middle',
+      tools: [delegateTool(t.child, 'leaf')],
+      script: [call('ask_leaf', { task: 'a' }), call('ask_leaf', { task: 'b' }), answer('middle done')],
+    })
+    const leaf = agent({ id: 'leaf', script: [answer('leaf done')] })
+    t.parent.add(root.agent)
+    t.child.add(middle.agent).add(leaf.agent)
+    await t.start()
+    expect((await t.parent.run('root', 'Go.')).output).toBe('Done.')
+    // root, middle, leaf: 3 runs. The middle's second child and the root's second one are refused.
+    expect(leaf.provider.requests).toHaveLength(1)
+    const middleCalls = ofType(middle.events, 'tool.end')
+    expect(middleCalls.map((e) => e.isError)).toEqual([false, true])
+    expect(middleCalls[1]?.output).toContain('started all of its')
+    const rootCalls = ofType(root.events, 'tool.end')
+    expect(rootCalls.map((e) => e.isError)).toEqual([false, true])
+    expect(rootCalls[1]?.output).toContain('TREE_BUDGET_EXCEEDED')
+    expect(ofType(middle.events, 'run.start')).toHaveLength(1)
+  })
+
   it('maxTotalTokens: the tree is stopped when root and children together go over', async () => {
     const t = await topology(name, { limits: { maxTotalTokens: 100 } })
     const usage = { promptTokens: 40, completionTokens: 10 }
@@ -151,6 +179,59 @@ describe.each(TOPOLOGIES)('limits (%s)', (name) => {
 })
 
 describe.each(REMOTE_TOPOLOGIES)('limits on the host (%s)', (name) => {
+  it('the root’s limits travel with the tree: a host with no limits of its own holds the grandchild to them', async () => {
+    const t = await topology(name, { limits: { maxDepth: 1 }, childLimits: {} })
+    const root = agent({
+      id: 'root',
+      tools: [delegateTool(t.parent, 'middle')],
+      script: [call('ask_middle', { task: 'Go deeper.' }), answer('Done.')],
+    })
+    const middle = agent({
+      id: 'middle',
+      tools: [delegateTool(t.child, 'leaf')],
+      script: [
+        call('ask_leaf', { task: 'Deeper still.' }),
+        answer('Refused.', { expect: afterToolResult('the run tree’s limit is 1') }),
+      ],
+    })
+    const leaf = agent({ id: 'leaf', script: [] })
+    t.parent.add(root.agent)
+    t.child.add(middle.agent).add(leaf.agent)
+    await t.start()
+    expect((await t.parent.run('root', 'Go.')).output).toBe('Done.')
+    expect(ofType(middle.events, 'tool.end')[0]?.output).toContain('TREE_DEPTH_EXCEEDED')
+    expect(leaf.events).toEqual([])
+  })
+
+  it('the turns the tree has left travel with it: the host holds the child’s own children to them', async () => {
+    const t = await topology(name, { limits: { maxTotalTurns: 4 }, childLimits: {} })
+    const root = agent({
+      id: 'root',
+      tools: [delegateTool(t.parent, 'middle')],
+      script: [call('ask_middle', { task: 'Go.' }), answer('Done.')],
+    })
+    const middle = agent({
+      id: 'middle',
+      tools: [delegateTool(t.child, 'looper')],
+      script: [call('ask_looper', { task: 'Keep going.' }), answer('never sent')],
+    })
+    const looper = agent({
+      id: 'looper',
+      tools: [concurrencyProbe('step', 1).tool],
+      script: (request) => ({ toolCalls: [{ name: 'step', arguments: { item: String(request.messages.length) } }] }),
+    })
+    t.parent.add(root.agent)
+    t.child.add(middle.agent).add(looper.agent)
+    await t.start()
+    expect((await t.parent.run('root', 'Go.')).output).toBe('Done.')
+    // Root 1 turn, middle 1: the looper gets the 2 the tree had left (not its own 10), and then
+    // the middle's subtree has spent the 3 it was given.
+    expect(looper.provider.requests).toHaveLength(2)
+    expect(ofType(middle.events, 'tool.end')[0]?.output).toContain('maxTurns=2')
+    expect(middle.provider.requests).toHaveLength(1)
+    expect(ofType(root.events, 'tool.end')[0]?.output).toContain('TREE_BUDGET_EXCEEDED')
+  })
+
   it('a host refuses a run deeper than its own maxDepth, whatever the parent allows', async () => {
     const t = await topology(name, { limits: { maxDepth: 8 }, childLimits: { maxDepth: 0 } })
     const root = agent({

@@ -27,6 +27,7 @@ describe('decision message ids (nats)', () => {
       request: (...args) => reviewerBus.request(...args),
       requestMany: (...args) => reviewerBus.requestMany(...args),
       durableConsume: (...args) => reviewerBus.durableConsume(...args),
+      durableLast: (...args) => reviewerBus.durableLast(...args),
       flush: (signal) => reviewerBus.flush(signal),
       onStatus: (listener) => reviewerBus.onStatus(listener),
       close: () => reviewerBus.close(),

@@ -57,7 +57,7 @@ export const host: Command = {
     'host id and the lease; a factory passes `host.store` to createAgent), and the host resumes the',
     'stored runs of its agents on start and, every half lease, takes over the runs whose host',
     'stopped renewing its lease (one host wins each run). On a JetStream cluster, --replicas 3',
-    'keeps the run bucket and the stream in three copies, so the loss of a node loses no run.',
+    'keeps the stream, the run bucket and the directory in three copies: the loss of a node loses no run.',
     'With --trust FILE (a JSON trust policy, docs/security.md) steering and cancels of every agent',
     'served, and decisions and answers of agent modules, count only when signed by a key the policy',
     'allows (parent hosts that delegate here sign their cancels: list their keys in "controllers");',
@@ -83,7 +83,7 @@ export const host: Command = {
     replicas: {
       type: 'string',
       valueName: '<1|3|5>',
-      description: "copies of the run bucket and the deployment's stream on a JetStream cluster",
+      description: "copies of the deployment's stream, the run bucket and the directory bucket on a JetStream cluster",
       default: '1',
       choices: ['1', '3', '5'],
     },
@@ -138,7 +138,7 @@ export const host: Command = {
     const directory =
       context.values['no-directory'] === true
         ? undefined
-        : new KvDirectory(bus.connection, { bucket: directoryBucket(subjects.prefix) })
+        : new KvDirectory(bus.connection, { bucket: directoryBucket(subjects.prefix), replicas })
     const store = await openRunStore(context, bus, replicas)
     const leaseMs = positiveInt(context, 'lease', 30_000)
     const system = createAgentSystem({

@@ -70,6 +70,13 @@ export const toolsServe: Command = {
       description: 'with --trust: the KV bucket where the hosts of the pool remember the approvals they used',
       default: 'signalbox_used_approvals (_<prefix> for another prefix)',
     },
+    replicas: {
+      type: 'string',
+      valueName: '<1|3|5>',
+      description: "copies of the deployment's stream and (with --trust) the used-approval bucket on a JetStream cluster",
+      default: '1',
+      choices: ['1', '3', '5'],
+    },
     'clock-skew': {
       type: 'string',
       valueName: '<ms>',
@@ -130,7 +137,8 @@ export const toolsServe: Command = {
     ])
     const tracing = await commandTracing(context, 'signalbox-tools')
     if (tracing && 'mcp' in source) tracing.mcp(source.mcp as import('@signalbox/otel').InstrumentableMcp)
-    const opened = await openBus(context, 'tools')
+    const replicas = Number(context.values.replicas ?? 1) as 1 | 3 | 5
+    const opened = await openBus(context, 'tools', replicas > 1 ? { replicas } : {})
     const { subjects, url } = opened
     const bus = tracing ? tracing.bus(opened.bus) : opened.bus
     const log = (record: Record<string, unknown>, text: string) =>
@@ -147,7 +155,7 @@ export const toolsServe: Command = {
               trust,
               audit: signer ? signedAuditLog({ log: audit, signer }) : audit,
               ...(clockSkewMs !== undefined ? { clockSkewMs } : {}),
-              ...(ledgerFlag !== undefined ? { ledger: { bucket: ledgerFlag } } : {}),
+              ledger: { ...(ledgerFlag !== undefined ? { bucket: ledgerFlag } : {}), ...(replicas > 1 ? { replicas } : {}) },
             },
           }
         : {}),

@@ -98,6 +98,17 @@ export interface DurableMessage extends BusMessage {
   working(): void
 }
 
+/** A message as the durable log keeps it (`durableLast`). */
+export interface StoredMessage {
+  readonly subject: string
+  readonly data: Uint8Array
+  readonly headers: BusHeaders | undefined
+  /** Sequence in the durable log. */
+  readonly seq: number
+  /** When the durable log stored it (epoch ms). */
+  readonly storedAt: number
+}
+
 export interface DurablePublishOptions {
   /** De-duplication id: a second publish with the same id inside the window is dropped. */
   msgId: string
@@ -167,6 +178,12 @@ export interface Bus {
     options: DurablePublishOptions,
   ): Promise<{ seq: number; duplicate: boolean }>
   durableConsume(subject: string, handler: DurableHandler, options?: DurableConsumeOptions): Subscription
+  /**
+   * The last message the durable log holds on `subject` (one subject, no wildcard), or `undefined`
+   * when it holds none: a stored answer read after the fact (a child run's result). On NATS a
+   * direct get by subject, which permissions can grant per subject family.
+   */
+  durableLast(subject: string, options?: { signal?: AbortSignal }): Promise<StoredMessage | undefined>
 
   /** Resolves when everything published so far has reached the server. */
   flush(signal?: AbortSignal): Promise<void>

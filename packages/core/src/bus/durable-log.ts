@@ -53,6 +53,15 @@ export class DurableLog {
     return this.#dedup.get(msgId)?.seq
   }
 
+  /** The newest entry still kept on `subject`, if any. */
+  lastOn(subject: string): LogEntry | undefined {
+    for (let i = this.#entries.length - 1; i >= 0; i--) {
+      const entry = this.#entries[i] as LogEntry
+      if (entry.subject === subject) return entry
+    }
+    return undefined
+  }
+
   append(subject: string, data: Uint8Array, headers: BusHeaders | undefined, msgId: string, now: number): LogEntry {
     const seq = ++this.#lastSeq
     // The msgId travels as NATS's header so consumers see the same thing on both transports.

@@ -12,6 +12,7 @@
  * (`consumer-groups.ts`): each consumer handles one message at a time, and a message not
  * acknowledged within `ackWaitMs` is delivered again.
  */
+import { whenAborted } from '../abort.ts'
 import { type Clock, systemClock } from '../clock.ts'
 import { AbortedError } from '../errors.ts'
 import {
@@ -30,6 +31,7 @@ import {
   type PublishOptions,
   type RequestManyOptions,
   type RequestOptions,
+  type StoredMessage,
   type SubscribeOptions,
   type Subscription,
 } from './bus.ts'
@@ -175,12 +177,13 @@ export class InProcessBus implements Bus {
     return new Promise<BusMessage>((resolve, reject) => {
       const inbox = `_INBOX.sbx${this.#id}.${++this.#inboxSeq}`
       let timer: unknown
+      let stopWatching: (() => void) | undefined
       const onAbort = () => settle(abortedError(subject, signal))
       // Single exit: whichever of reply / timeout / abort / close comes first cleans everything up.
       const settle: Settle = (error, reply) => {
         if (!this.#inboxes.delete(inbox)) return
         if (timer !== undefined) this.#clock.clearTimeout(timer)
-        signal?.removeEventListener('abort', onAbort)
+        stopWatching?.()
         if (error) reject(error)
         else resolve(reply as BusMessage)
       }
@@ -188,7 +191,8 @@ export class InProcessBus implements Bus {
       const delivered = this.#route(new LocalMessage(subject, bytes, copyHeaders(options.headers), inbox, this))
       if (delivered === 0) return settle(new BusNoRespondersError(subject))
       timer = this.#clock.setTimeout(() => settle(new BusTimeoutError(subject, timeoutMs)), timeoutMs)
-      signal?.addEventListener('abort', onAbort, { once: true })
+      // One listener on a signal many requests share (see `whenAborted`).
+      if (signal) stopWatching = whenAborted(signal, onAbort)
     })
   }
 
@@ -208,12 +212,13 @@ export class InProcessBus implements Bus {
       let expected = Number.POSITIVE_INFINITY
       let timer: unknown
       let stall: unknown
+      let stopWatching: (() => void) | undefined
       const onAbort = () => finish(abortedError(subject, signal))
       const finish = (error?: Error) => {
         if (!this.#inboxes.delete(inbox)) return
         if (timer !== undefined) this.#clock.clearTimeout(timer)
         if (stall !== undefined) this.#clock.clearTimeout(stall)
-        signal?.removeEventListener('abort', onAbort)
+        stopWatching?.()
         if (error) reject(error)
         else resolve(replies)
       }
@@ -228,7 +233,7 @@ export class InProcessBus implements Bus {
       if (delivered === 0) return finish()
       expected = delivered
       timer = this.#clock.setTimeout(() => finish(), timeoutMs)
-      signal?.addEventListener('abort', onAbort, { once: true })
+      if (signal) stopWatching = whenAborted(signal, onAbort)
     })
   }
 
@@ -269,6 +274,16 @@ export class InProcessBus implements Bus {
     this.#assertDurable(subject)
     if (options.durableName !== undefined) assertToken(options.durableName)
     return this.#groups.join(subject, handler, options)
+  }
+
+  async durableLast(subject: string, options: { signal?: AbortSignal } = {}): Promise<StoredMessage | undefined> {
+    this.#assertOpen('durableLast')
+    if (options.signal?.aborted) throw abortedError(subject, options.signal)
+    assertPublishSubject(subject)
+    this.#assertDurable(subject)
+    const entry = this.#log.lastOn(subject)
+    if (entry === undefined) return undefined
+    return { subject: entry.subject, data: entry.data, headers: entry.headers, seq: entry.seq, storedAt: entry.storedAt }
   }
 
   flush(signal?: AbortSignal): Promise<void> {

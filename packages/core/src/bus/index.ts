@@ -12,6 +12,7 @@ export type {
   PublishOptions,
   RequestManyOptions,
   RequestOptions,
+  StoredMessage,
   SubscribeOptions,
   Subscription,
 } from './bus.ts'

@@ -52,6 +52,8 @@ export interface SubjectFamily {
   subscribe?: Partial<Record<Role, SubjectUse>>
   /** Roles that read it through JetStream consumers (durable families). */
   consume?: Partial<Record<Role, readonly ConsumerUse[]>>
+  /** Roles that read the newest stored message of one subject (`Bus.durableLast`: a direct get by subject). */
+  read?: Partial<Record<Role, SubjectUse>>
   /** Roles denied publishing on it for every agent, even if an allow rule would match (defence in depth). */
   deny?: Partial<Record<Role, SubjectUse>>
 }
@@ -199,12 +201,19 @@ export const SUBJECT_FAMILIES = {
     transport: 'durable',
     publish: { agent: { why: 'how the runs it hosts for a parent ended (durable publish)' } },
     consume: { agent: [{ purpose: 'results', why: 'how its child runs ended', agents: 'children' }] },
+    read: {
+      agent: { why: 'the stored result of a child run it re-attaches to (after a crash or a takeover)', agents: 'children' },
+    },
   },
   runHeartbeat: {
     template: 'heartbeats.{run}',
-    transport: 'publish',
-    publish: { agent: { why: 'heartbeats for its child runs', agents: 'children' } },
-    subscribe: { agent: { why: 'its parents’ heartbeats for the runs it hosts (their lease)' } },
+    transport: 'request',
+    publish: {
+      agent: { why: 'heartbeats for its child runs (requests: the host running the child answers)', agents: 'children' },
+    },
+    subscribe: {
+      agent: { why: 'its parents’ heartbeats for the runs it hosts (their lease), answered through allow_responses' },
+    },
   },
   errors: {
     template: 'errors.{component?}',

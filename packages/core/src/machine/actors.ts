@@ -192,6 +192,7 @@ export function createAgentWork() {
       const tool = runtime.tools.get(call.toolName) as Tool<unknown>
       const base = eventFields(run)
       const journal = runtime.journals?.get(run.runId)
+      let rerun = false
       if (journal) {
         // The ledger decides what a call restored after a crash does; a new call just runs. A call
         // cut off while its question waited for a person runs again: it re-attaches to that question.
@@ -212,10 +213,11 @@ export function createAgentWork() {
           // Durable first, then the side effect.
           await journal.startCall({ callId: call.callId, toolName: call.toolName })
           args.signal.throwIfAborted()
+          rerun = resumed.reason === 'idempotent_retry'
         }
       }
       try {
-        const output = await runTool(runtime, tool, input, base, args)
+        const output = await runTool(runtime, tool, input, base, args, rerun)
         journal?.finishCall(call.callId, {
           output: output.output,
           isError: false,
@@ -276,9 +278,10 @@ function hookBase(input: { run: RunInfo; turn: number }, work: { readonly signal
 async function runTool(
   runtime: AgentRuntime,
   tool: Tool<unknown>,
-  { call, run }: ToolRunInput,
+  { call, run, turn }: ToolRunInput,
   base: EventFields,
   work: { readonly signal: AbortSignal },
+  rerun: boolean,
 ): Promise<ToolRunOutput> {
   const timeoutMs = tool.timeoutMs
   const journal = runtime.journals?.get(run.runId)
@@ -301,6 +304,8 @@ async function runTool(
           return toolSignal ?? work.signal
         },
         callId: call.callId,
+        ...(rerun ? { rerun: true as const } : {}),
+        ...(turn === undefined ? {} : { turn }),
         agentId: run.agentId,
         runId: run.runId,
         runPath: run.runPath,
@@ -405,6 +410,8 @@ export interface ModelCallInput {
 export interface ToolRunInput {
   run: RunInfo
   call: CurrentCall
+  /** The turn whose reply made the call (restored with the run, so the same after a resume). */
+  turn?: number
 }
 
 /** What a tool run produced: the text the model reads, and maybe a hand-off. */

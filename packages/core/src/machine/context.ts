@@ -52,6 +52,8 @@ export interface RunInfo {
   maxTurns: number
   /** Token budget of this run (a run tree passes down what is left). */
   maxTokens: number | undefined
+  /** The run tree's limits as the parent sent them (absent: none were sent; older snapshots have none). */
+  treeLimits?: Readonly<Record<string, number>>
   startedAt: number
 }
 
@@ -122,6 +124,7 @@ export interface AgentInput {
   instructions?: string
   maxTurns: number
   maxTokens?: number
+  treeLimits?: Readonly<Record<string, number>>
   /** Corrections queued before the run started. */
   steering?: SteeringItem[]
   startedAt: number

@@ -21,6 +21,7 @@ export function createContext(input: AgentInput): AgentContext {
       input: typeof input.input === 'string' ? input.input : ((lastUser?.content as string | undefined) ?? ''),
       maxTurns: input.maxTurns,
       maxTokens: input.maxTokens,
+      ...(input.treeLimits ? { treeLimits: { ...input.treeLimits } } : {}),
       startedAt: input.startedAt,
     },
     handoff: undefined,

@@ -116,6 +116,7 @@ export class RunEvents {
       ...(context.error ? { error: context.error } : {}),
       turns: context.turn,
       usage: context.usage,
+      ...(context.handoff ? { handoff: { ...context.handoff } } : {}),
     })
   }
 }

@@ -64,7 +64,7 @@ const waits = {
       },
     },
   ],
-  executingTool: [{ src: 'executeTool', input: (context) => ({ run: context.run, call: current(context) }) }],
+  executingTool: [{ src: 'executeTool', input: (context) => ({ run: context.run, call: current(context), turn: context.turn }) }],
   runningAfterToolExecution: [
     {
       src: 'afterToolExecutionHook',

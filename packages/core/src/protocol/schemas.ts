@@ -303,6 +303,23 @@ export const RunRequestMessage = envelope('run.request', {
   /** The host cancels the run if no `run.heartbeat` arrives for this long (orphan guard). */
   leaseMs: z.number().int().positive().optional(),
   requestedBy: z.string().max(256).optional(),
+  /**
+   * The limits set on the tree's root, carried to every host that runs one of its runs; each
+   * host applies them on top of its own (the lower of each).
+   */
+  limits: z
+    .object({
+      maxDepth: z.number().int().nonnegative().optional(),
+      maxTotalTurns: z.number().int().positive().optional(),
+      maxTotalTokens: z.number().int().positive().optional(),
+      maxTotalRuns: z.number().int().positive().optional(),
+    })
+    .optional(),
+  /**
+   * A parent re-attaching after a crash or a takeover: answer only for a run that exists (running
+   * on this host, or stored), never start it; `RUN_NOT_FOUND` otherwise.
+   */
+  check: z.literal(true).optional(),
 })
 export type RunRequestMessage = z.infer<typeof RunRequestMessage>
 
@@ -326,6 +343,8 @@ export const RunResultMessage = envelope('run.result', {
   /** Set when the run handed the conversation to another agent. */
   handoff: z.object({ to: name, reason: z.string().max(4096).optional(), messages: z.array(wireMessage) }).optional(),
   hostId: z.string().min(1).max(256),
+  /** Runs in the run's subtree, itself included (the parent counts them against the tree). */
+  runs: z.number().int().positive().optional(),
 })
 export type RunResultMessage = z.infer<typeof RunResultMessage>
 

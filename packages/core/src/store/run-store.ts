@@ -75,6 +75,24 @@ export interface ClaimOptions {
 export async function claimRun(store: RunStore, runId: string, options: ClaimOptions & { clock: Clock }): Promise<StoredRun> {
   const current = await store.load(runId, { signal: options.signal })
   if (current === undefined) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
+  const { checkpoint } = claimedCheckpoint(current, options)
+  // Unsynced: a claim lost to a power loss only means the run is claimed again (nothing ran on it
+  // yet; its first side effect or wait is a synced write, which makes the claim durable too).
+  const revision = await store.save(checkpoint, { revision: current.revision, sync: false, signal: options.signal })
+  return { checkpoint, revision }
+}
+
+/**
+ * What a claim of `current` writes (the rule of `claimRun`, for a store that writes it its own
+ * way): the checkpoint with the claimant's lease, and whether it renews the claimant's own lease.
+ * Throws `RUN_REVISION_CONFLICT` when `current` is not at the revision asked for, `RUN_LEASE_HELD`
+ * when another owner's lease still runs.
+ */
+export function claimedCheckpoint(
+  current: StoredRun,
+  options: ClaimOptions & { clock: Clock },
+): { checkpoint: Checkpoint; renewal: boolean } {
+  const { runId } = current.checkpoint
   if (options.revision !== undefined && options.revision !== current.revision) {
     throw new RunStoreError('RUN_REVISION_CONFLICT', runId, `expected revision ${options.revision}, found ${current.revision}.`, {
       expected: options.revision,
@@ -101,10 +119,7 @@ export async function claimRun(store: RunStore, runId: string, options: ClaimOpt
     lease: { owner: options.owner, epoch, expiresAt: now + options.leaseMs },
     savedAt: now,
   }
-  // Unsynced: a claim lost to a power loss only means the run is claimed again (nothing ran on it
-  // yet; its first side effect or wait is a synced write, which makes the claim durable too).
-  const revision = await store.save(checkpoint, { revision: current.revision, sync: false, signal: options.signal })
-  return { checkpoint, revision }
+  return { checkpoint, renewal }
 }
 
 /**

@@ -161,3 +161,34 @@ describe("a run's signal over many steps", () => {
     expect(seen.every((signal) => !signal.aborted)).toBe(true)
   })
 })
+
+describe('one signal shared by many runs (a server passing its shutdown signal to each)', () => {
+  it('thirty runs hold one listener on it, not thirty (no MaxListenersExceededWarning); aborting it cancels them all', async () => {
+    const warnings: string[] = []
+    const onWarning = (warning: Error) => warnings.push(warning.name)
+    process.on('warning', onWarning)
+    try {
+      const { tool: t } = blockingTool()
+      const runs = 30
+      const provider = new ScriptedProvider({
+        script: Array.from({ length: runs }, () => ({ toolCalls: [{ name: 'long_job', arguments: {} }] })),
+      })
+      const agent = createAgent({ provider, tools: [t], clock: new SimulatedClock() })
+      const controller = new AbortController()
+      const handles = Array.from({ length: runs }, (_, i) => agent.start(`go ${i}`, { signal: controller.signal }))
+      expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1)
+      // A run that ends on its own lets go of the signal; the others keep their one listener.
+      handles[0]?.cancel('done with this one')
+      await runFailure(handles[0]?.result as Promise<unknown>)
+      expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1)
+      controller.abort('server shutting down')
+      const errors = await Promise.all(handles.slice(1).map((handle) => runFailure(handle.result)))
+      expect(errors.map((error) => error.code)).toEqual(Array.from({ length: runs - 1 }, () => 'RUN_CANCELLED'))
+      expect(errors.every((error) => error.message.includes('server shutting down'))).toBe(true)
+      await new Promise<void>((resolve) => setImmediate(resolve))
+      expect(warnings.filter((name) => name === 'MaxListenersExceededWarning')).toEqual([])
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+})
