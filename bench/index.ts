@@ -3,14 +3,14 @@
  * `pnpm bench` (bench/run.mjs) builds the packages first and measures the built ones (dist/), as
  * users run them; `pnpm bench --src` measures the TypeScript sources through tsx.
  *
- *   pnpm bench                      every scenario (issue 2's five take about 2.3 minutes on 2 cores)
+ *   pnpm bench                      every scenario (about 10 minutes on 2 cores)
  *   pnpm bench --quick              smoke mode: every variant, peers included, small sizes (figures, no verdicts)
  *   pnpm bench --json results.json  also write every sample as JSON
  *   pnpm bench --markdown out.md    also write the tables as Markdown (for BENCHMARKS.md)
- *   pnpm bench --only in-process,xstate,heap,http,concurrency   (issue 2; `scale` is issue 4's)
- *   pnpm bench --only approval      a remote approval's round trip over NATS (issue 3)
- *   pnpm bench --only pickup        pick-up of pending approvals after a reviewer kill -9 / server restart (issue 9)
- *   pnpm bench --only tracing       OpenTelemetry tracing on and off, per tool step (issue 14)
+ *   pnpm bench --only in-process,xstate,heap,http,concurrency   (the loop's own cost)
+ *   pnpm bench --only approval      a remote approval's round trip over NATS
+ *   pnpm bench --only pickup        pick-up of pending approvals after a reviewer kill -9 / server restart
+ *   pnpm bench --only tracing       OpenTelemetry tracing on and off, per tool step
  *   pnpm bench --only durable       checkpoint cost per tool step by store, 200 durable runs at once, resuming 1,000 parked runs
  *   pnpm bench --only tree-cluster  1,000 run trees on a 3-node cluster, a host and the stream leader killed: takeover and time to finish
  *   pnpm bench --server in-process  model server in this process (default: a child process)
@@ -85,7 +85,7 @@ const serverWhere = args.server === 'in-process' ? 'in-process' : 'child-process
 if (args.server !== 'in-process' && args.server !== 'child-process') throw new Error('--server is child-process or in-process')
 
 const quick = args.quick === true
-// Sizes: the full run follows issue 2 §11; --quick only proves every path works.
+// Sizes: the full run's are the targets' sizes; --quick only proves every path works.
 const plan = quick
   ? {
       rounds: 3,
@@ -114,7 +114,7 @@ const plan = quick
       // Over HTTP every parked run holds a socket on each side: 200 settle the figure.
       httpHeapRuns: 200,
       httpSteps: 200,
-      // Issue 13's throughput target is set on 200 agents × 20 steps (4,000 steps a batch).
+      // The throughput target is set on 200 agents × 20 steps (4,000 steps a batch).
       httpConcurrent: [
         { runs: 50, steps: 20 },
         { runs: 200, steps: 20 },
@@ -212,14 +212,14 @@ if (only.has('http') || only.has('concurrency') || (only.has('heap') && gc)) {
   }
 }
 
-// Issue 4: agents parked on approvals (memory) and 1,000 agents at once (throughput).
+// Scale: agents parked on approvals (memory) and 1,000 agents at once (throughput).
 if (only.has('scale')) {
   if (gc) for (const count of quick ? [200] : [1_000, 10_000]) for (const table of await scaleMemoryScenario([count])) show(table)
   else console.log('\n(memory per waiting agent skipped: gc is not available)')
   show(await scaleThroughputScenario(quick ? 100 : 1_000, quick ? 3 : 5, { ...options, rounds: Math.min(rounds, 3), warmup: 1 }))
 }
 
-// Issue 9: checkpointing per tool step by store (over HTTP), and resuming runs parked on approvals.
+// Durable runs: checkpointing per tool step by store (over HTTP), and resuming runs parked on approvals.
 let resume: Awaited<ReturnType<typeof resumeScenario>>[] | undefined
 if (only.has('durable')) {
   const server = await startBenchServer(serverWhere)
@@ -246,14 +246,14 @@ if (only.has('durable')) {
   } catch (error) {
     console.log(`(KV resume skipped: ${String(error)})`)
   }
-  console.log(`\n## Resuming ${count} runs parked on approvals (issue 9)\n`)
+  console.log(`\n## Resuming ${count} runs parked on approvals\n`)
   console.log(renderResume(resume, !quick))
 }
 
-// Issue 14: tracing on (in-memory exporter) and off, per tool step.
+// Tracing on (in-memory exporter) and off, per tool step.
 if (only.has('tracing')) show(await tracingScenario(quick ? 50 : 100, options))
 
-// Issue 3: a remote approval's round trip over NATS, next to a bare request/reply in the same run.
+// A remote approval's round trip over NATS, next to a bare request/reply in the same run.
 let approvalLatency: Awaited<ReturnType<typeof approvalLatencyScenario>> | undefined
 if (only.has('approval')) {
   const count = quick ? 100 : 1_000
@@ -262,7 +262,7 @@ if (only.has('approval')) {
   console.log(renderLatency(approvalLatency))
 }
 
-// Issue 9: how soon pending approvals are picked up after a reviewer kill -9 and a server restart.
+// Pick-up: how soon pending approvals are picked up after a reviewer kill -9 and a server restart.
 let treeCluster: Awaited<ReturnType<typeof treeClusterScenario>> | undefined
 if (only.has('tree-cluster')) {
   const parents = quick ? 100 : 1_000

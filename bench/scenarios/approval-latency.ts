@@ -1,5 +1,5 @@
 /**
- * Issue 3: how long a remote approval takes, end to end, against a bare NATS request/reply
+ * How long a remote approval takes, end to end, against a bare NATS request/reply
  * measured in the same run on the same server. The approval goes the durable way it goes in
  * production: the agent's bus reviewer publishes the request to JetStream, a reviewer service
  * (here a policy that approves at once) consumes it and stores its decision in JetStream, and

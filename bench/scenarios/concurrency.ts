@@ -9,7 +9,7 @@ import { HTTP_COMPARATORS, HTTP_LABELS, httpRunners } from './http.ts'
 import { inProcessVariants } from './in-process.ts'
 import type { ScenarioOptions } from './options.ts'
 
-/** Issue 13: 1,000 in-process runs at once; 200 runs over HTTP against the openai-SDK loop. */
+/** Targets: 1,000 in-process runs at once; 200 runs over HTTP against the openai-SDK loop. */
 export const IN_PROCESS_THROUGHPUT_TARGET = 15_000
 export const HTTP_THROUGHPUT_TARGET = 0.9
 

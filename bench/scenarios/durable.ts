@@ -1,5 +1,5 @@
 /**
- * Issue 9 §7: what durable runs cost.
+ * What durable runs cost.
  * - Checkpointing per tool step over HTTP (the bench model server): the same run with no store,
  *   with `FileRunStore` (fsync at the durable points: before each tool's side effect, on entering a
  *   wait, at the end; see docs/durability.md), with `fsync: false`, and with `KvRunStore` on the
@@ -26,11 +26,11 @@ import { runAgent } from '../lib/signalbox.ts'
 import { modelFor, noopTool } from '../lib/workload.ts'
 import type { ScenarioOptions } from './options.ts'
 
-/** Issue 9: checkpointing with the file store adds at most 15 % per tool step over HTTP. */
+/** Target: checkpointing with the file store adds at most 15 % per tool step over HTTP. */
 export const CHECKPOINT_MAX_RATIO = 1.15
 /** Group commit: 200 durable runs at once keep at least 80 % of the store-less throughput. */
 export const CONCURRENT_MIN_RATIO = 0.8
-/** Issue 9: 1,000 runs parked on approvals resume in under 5 s. */
+/** Target: 1,000 runs parked on approvals resume in under 5 s. */
 export const RESUME_MAX_SECONDS = 5
 
 const syncData = promisify(fdatasync)

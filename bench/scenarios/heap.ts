@@ -8,7 +8,7 @@ import { fullGc, gc } from '../lib/measure.ts'
 import { httpParking, type Parking, parkModel } from '../lib/parking.ts'
 import type { Row, Table } from '../lib/report.ts'
 
-/** Issue 13: heap per signalbox run parked on a model call over HTTP. */
+/** Target: heap per signalbox run parked on a model call over HTTP. */
 export const HTTP_PARKED_TARGET_KIB = 45
 
 import { benchAgent, runAgent } from '../lib/signalbox.ts'

@@ -10,7 +10,7 @@ import { benchAgent, runAgent } from '../lib/signalbox.ts'
 import { modelFor, nextStep, noopHooks, PROMPT, responder } from '../lib/workload.ts'
 import type { ScenarioOptions } from './options.ts'
 
-/** Issue 13's targets: the runtime's own cost per tool step, without hooks and with five no-op hooks. */
+/** The targets: the runtime's own cost per tool step, without hooks and with five no-op hooks. */
 export const IN_PROCESS_TARGET_US = 60
 export const IN_PROCESS_HOOKS_TARGET_US = 100
 

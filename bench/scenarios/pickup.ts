@@ -1,5 +1,5 @@
 /**
- * Issue 9 §6: how soon pending approval work is picked up again after a fault, on a private
+ * How soon pending approval work is picked up again after a fault, on a private
  * nats-server (spawned on a free port, killed by pid).
  * - Reviewer `kill -9`: a reviewer process holds N requests (deciding, not yet decided) and is
  *   killed; a replacement reviewer (approves at once) is already running. Pick-up: from the kill

@@ -1,5 +1,5 @@
 /**
- * Scale (issue 4): many agents in one process.
+ * Scale: many agents in one process.
  *
  * (a) Memory per waiting agent: N agents (1,000 and 10,000) each parked on an approval (the model
  *     asked for a tool that needs one; the reviewer holds its answer). Retained heap after a full
@@ -22,7 +22,7 @@ import { countToolResults, FINAL_ANSWER, modelFor, noopTool, PROMPT, responder }
 import type { ScenarioOptions } from './options.ts'
 
 export const WAITING_AGENT_TARGET_KIB = 50
-/** Issue 13: what each additional agent definition adds (one machine shared by all agents). */
+/** What each additional agent definition adds (one machine shared by all agents). */
 export const AGENT_DEFINITION_TARGET_KIB = 10
 
 /** Holds every approval until `release()`; says when `count` are waiting. */

@@ -1,5 +1,5 @@
 /**
- * Issue 14: what OpenTelemetry tracing costs per tool step, in process (no HTTP). The same agent
+ * What OpenTelemetry tracing costs per tool step, in process (no HTTP). The same agent
  * untraced, with `traceAgent` called but no tracer provider registered (must be the same: nothing
  * is attached), and traced by the real SDK into an in-memory exporter (a run, a turn, a model call
  * and a tool call span per step; with hooks, a span per hook as well).

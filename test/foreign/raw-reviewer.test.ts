@@ -2,7 +2,7 @@
  * The protocol is language-neutral: a reviewer that uses neither signalbox's code nor a NATS
  * client library (a bare TCP socket speaking the NATS text protocol, written from
  * docs/protocol.md alone) approves one call of a real agent and denies another; signing its
- * decisions with node:crypto's ed25519 and the recipe of §19, it satisfies an agent's trust policy
+ * decisions with node:crypto's ed25519 and the recipe of §17, it satisfies an agent's trust policy
  * for the tools its key may decide, and only those.
  */
 import { readFileSync } from 'node:fs'
@@ -26,7 +26,7 @@ interface Delivery {
   payload: string
 }
 
-/** Just enough of the NATS text protocol for a reviewer (docs/protocol.md §2, §14). */
+/** Just enough of the NATS text protocol for a reviewer (docs/protocol.md §2, appendix A). */
 class RawNats {
   readonly #socket: net.Socket
   #buffer = Buffer.alloc(0)
@@ -217,7 +217,7 @@ async function publishDecision(raw: RawNats, subject: string, decision: Record<s
   expect(JSON.parse(ack.payload)).toMatchObject({ seq: expect.any(Number) })
 }
 
-describe('a raw-socket reviewer that signs with node:crypto per docs/protocol.md §19', () => {
+describe('a raw-socket reviewer that signs with node:crypto per docs/protocol.md §17', () => {
   it('has its signed decision applied once for a tool its key may decide, and rejected for one it may not', async () => {
     const prefix = uniquePrefix()
     const subjects = createSubjects(prefix)
@@ -333,7 +333,7 @@ function docConsumerCreate(): { subject: string; body: string } {
   return { subject: found[1] as string, body: found[2] as string }
 }
 
-describe('a raw-socket reviewer written from §2.6 and §19, under the generated permissions', () => {
+describe('a raw-socket reviewer written from §2.6 and §17, under the generated permissions', () => {
   it('creates the shared durable, pulls, keeps and acknowledges the request, signs its decision: applied, no violation', async () => {
     const prefix = 'rawlp.v1'
     const subjects = createSubjects(prefix)
@@ -358,7 +358,7 @@ describe('a raw-socket reviewer written from §2.6 and §19, under the generated
     })
     cleanups.push(() => bus.close())
 
-    // Alice signs as §19 says (doc-signer.ts: node:crypto only); the agent accepts only her key.
+    // Alice signs as §17 says (doc-signer.ts: node:crypto only); the agent accepts only her key.
     const seed = newUserSeed()
     const publicKey = createSigner(seed).publicKey
     const trust = createTrustPolicy({ keys: { [publicKey]: 'alice (finance)' }, reviewers: [publicKey] })

@@ -145,7 +145,7 @@ beforeAll(async () => {
   // Tool hosts first (the agents discover their tools at start), then the hosts, people and watchers.
   const toolHost = d.start(
     'tools',
-    ['tools', 'serve', path.join(FIXTURES, 'claw-tools.ts'), '--trust', d.trustFile, '--otlp', receiver.url],
+    ['tools', 'serve', path.join(FIXTURES, 'claw-tools.ts'), '--trust', d.trustFile, '--replicas', '3', '--otlp', receiver.url],
     { name: 'tools', env: { LEDGER: ledgerFile() } },
   )
   const mcpHost = d.start(
@@ -158,7 +158,8 @@ beforeAll(async () => {
         '--mcp',
         `env EFFECTS=${d.file('mcp-effects.log')} "${process.execPath}" --import tsx ${MCP_SERVER} stdio`,
       ],
-      ...['--allow', 'lookup,delete_record', '--approve', 'delete_record', '--trust', d.trustFile, '--otlp', receiver.url],
+      ...['--allow', 'lookup,delete_record', '--approve', 'delete_record', '--trust', d.trustFile, '--replicas', '3'],
+      ...['--otlp', receiver.url],
     ],
     { name: 'mcp', env: { EFFECTS: d.file('mcp-effects.log') } },
   )
@@ -274,21 +275,6 @@ async function runAs(user: UserName, args: string[]) {
 }
 
 describe('the production rehearsal', () => {
-  it('the stream, every consumer and the KV buckets keep three replicas', async () => {
-    const admin = await d.admin()
-    const jsm = await admin.manager()
-    expect((await jsm.streams.info(admin.streamName)).config.num_replicas).toBe(3)
-    for (const bucket of [RUN_BUCKET, directoryBucket(PREFIX), usedApprovalsBucket(PREFIX)])
-      expect((await jsm.streams.info(`KV_${bucket}`)).config.num_replicas, bucket).toBe(3)
-    const consumers: [string, number][] = []
-    for await (const consumer of jsm.consumers.list(admin.streamName)) {
-      // A consumer's copies: its leader and its replicas.
-      consumers.push([consumer.name, 1 + (consumer.cluster?.replicas?.length ?? 0)])
-    }
-    expect(consumers.length).toBeGreaterThan(10)
-    expect(consumers.filter(([, copies]) => copies !== 3)).toEqual([])
-  })
-
   it('travel: the planner on host A delegates the room to the hotel on another host; the person takes her time', async () => {
     const started = desk.run('planner', TRAVEL_PROMPT)
     const { person, shownAt } = await shownTo('book_hotel')
@@ -393,6 +379,23 @@ describe('the production rehearsal', () => {
 
   /** The plan whose hotel run was taken over by another host, still to be heard from. */
   let takenOver: { plan: Promise<SystemRunResult | Error>; child: string; hosts: string[] } | undefined
+
+  // After the runs above: a host makes the directory's bucket at its first delegation, a tool host
+  // its ledger at its first gated call.
+  it('the stream, every consumer and the KV buckets keep three replicas', async () => {
+    const admin = await d.admin()
+    const jsm = await admin.manager()
+    expect((await jsm.streams.info(admin.streamName)).config.num_replicas).toBe(3)
+    for (const bucket of [RUN_BUCKET, directoryBucket(PREFIX), usedApprovalsBucket(PREFIX)])
+      expect((await jsm.streams.info(`KV_${bucket}`)).config.num_replicas, bucket).toBe(3)
+    const consumers: [string, number][] = []
+    for await (const consumer of jsm.consumers.list(admin.streamName)) {
+      // A consumer's copies: its leader and its replicas.
+      consumers.push([consumer.name, 1 + (consumer.cluster?.replicas?.length ?? 0)])
+    }
+    expect(consumers.length).toBeGreaterThan(10)
+    expect(consumers.filter(([, copies]) => copies !== 3)).toEqual([])
+  })
 
   it('the host of a child waiting for approval is SIGKILLed: the other hotel host takes the run over and applies the decision once', async () => {
     const plan = desk.run('planner', TRAVEL_PROMPT).catch((error: Error) => error)

@@ -1,5 +1,5 @@
 /**
- * A signer written from docs/protocol.md §19 alone, without nkeys or signalbox code: base32-decode
+ * A signer written from docs/protocol.md §17 alone, without nkeys or signalbox code: base32-decode
  * the seed, take the 32 seed bytes, build the signed bytes with plain JSON (field lists read from
  * the doc's table), sign with node:crypto's ed25519. What a reviewer in another language does.
  */
@@ -7,8 +7,8 @@ import { createPrivateKey, sign } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 
 const doc = readFileSync(new URL('../../docs/protocol.md', import.meta.url), 'utf8')
-/** §19 of the protocol doc: the recipe, the field table and the test vectors. */
-export const signingSection = doc.slice(doc.indexOf('## 19. Signing'))
+/** §17 of the protocol doc: the recipe, the field table and the test vectors. */
+export const signingSection = doc.slice(doc.indexOf('## 17. Signing'))
 /** The doc's published test seed and its public key. */
 export const docSeed = /seed:\s+(S[A-Z0-9]+)/.exec(signingSection)?.[1] as string
 export const docPublicKey = /public key:\s+(U[A-Z0-9]+)/.exec(signingSection)?.[1] as string
@@ -35,7 +35,7 @@ export function docSignedFields(type: string): string[] | undefined {
   return row ? [...row.matchAll(/`([A-Za-z]+)`/g)].map((m) => m[1] as string) : undefined
 }
 
-/** The signature of `message` by `seed` (whose public key is `publicKey`), per §19.2. */
+/** The signature of `message` by `seed` (whose public key is `publicKey`), per §17.2. */
 export function foreignSign(message: Record<string, unknown>, seed = docSeed, publicKey = docPublicKey): string {
   const fields = docSignedFields(String(message.type)) ?? []
   const body: Record<string, unknown> = { signer: publicKey }

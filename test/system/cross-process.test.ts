@@ -202,3 +202,55 @@ describe('the orphan guard across processes', () => {
     expect(sleeper.runs.size).toBe(0)
   })
 })
+
+describe('a host’s limits and hand-offs on its log', () => {
+  const RELAY_MODULE = 'test/system/fixtures/relay-host.ts'
+
+  it('--max-total-runs: a tree that reaches the host’s run count starts no more runs there', async () => {
+    const prefix = uniquePrefix()
+    cleanupServer(prefix)
+    // planner (here) › manager (the tree's first run on the host) › stocker (its second: over the host's limit).
+    const host = startHost(RELAY_MODULE, prefix, ['--no-directory', '--max-total-runs', '1'])
+    await host.waitFor('hosting 4 agents')
+    const system = createAgentSystem({ bus: await bus(prefix, 'parent') })
+    parentIn(system, 'manager', (request) => {
+      const last = request.messages.at(-1)
+      return last?.role === 'tool'
+        ? { content: String(last.content) }
+        : { toolCalls: [{ name: 'ask_manager', arguments: { task: 'B3' } }] }
+    })
+    const result = await system.run('planner', 'Restock B3.')
+    expect(result.output).toMatch(/^manager read: .*TREE_BUDGET_EXCEEDED.*started all of its 1 runs/)
+    expect(host.output()).not.toMatch(/→ run\s+stocker/)
+    await system.close()
+  })
+
+  it('without the limit the same tree runs to the end (the limit, not the tree, stopped it)', async () => {
+    const prefix = uniquePrefix()
+    cleanupServer(prefix)
+    const host = startHost(RELAY_MODULE, prefix, ['--no-directory'])
+    await host.waitFor('hosting 4 agents')
+    const system = createAgentSystem({ bus: await bus(prefix, 'parent') })
+    parentIn(system, 'manager', (request) => {
+      const last = request.messages.at(-1)
+      return last?.role === 'tool'
+        ? { content: String(last.content) }
+        : { toolCalls: [{ name: 'ask_manager', arguments: { task: 'B3' } }] }
+    })
+    const result = await system.run('planner', 'Restock B3.')
+    expect(result.output).toBe('manager read: Slot B3 now holds 12.')
+    await system.close()
+  })
+
+  it('a run that hands off says so on the host’s log (run.end: handed off to <agent>)', async () => {
+    const prefix = uniquePrefix()
+    cleanupServer(prefix)
+    const host = startHost(RELAY_MODULE, prefix, ['--no-directory'])
+    await host.waitFor('hosting 4 agents')
+    const system = createAgentSystem({ bus: await bus(prefix, 'parent') })
+    const result = await system.run('front', 'I want my money back.')
+    expect(result).toMatchObject({ finishedBy: 'billing', output: 'Billing here, about: I want my money back.' })
+    await host.waitFor(/← done\s+front \S+ · 1 turn · handed off to billing \("a refund"\)/)
+    await system.close()
+  })
+})

@@ -13,7 +13,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { connectNatsBus } from '@signalbox/actors/nats'
 import { KvRunStore } from '@signalbox/actors/store'
-import { createAgentSystem, delegateTool } from '@signalbox/actors/system'
+import { createAgentSystem, delegateTool, derivedRunId } from '@signalbox/actors/system'
 import { createAgent } from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
 import { ScriptedProvider } from '@signalbox/core/testing'
@@ -283,6 +283,43 @@ describe('a run tree across crashes and takeovers', { timeout: 120_000 }, () => 
     expect(billingEnd).toMatchObject({ status: 'done', output: 'Billing here, about: I want my money back.' })
     expect(printed(h1).filter((line) => line.type === 'run.start' && line.agentId === 'billing')).toEqual([])
     expect(effectLines()).toEqual([])
+  })
+
+  it('a hand-off whose end was stored but whose next agent had not started yet: another host starts it, once', async () => {
+    const { host, bucket, prefix } = await setUp()
+    const runId = 'run-front-end'
+    // h1's write of front's end never returns once stored: killed there, nothing followed the hand-off.
+    const h1 = await host('host-h1', {
+      pauseAfterEndStored: 'front',
+      start: { agentId: 'front', input: 'I want my money back.', runId },
+    })
+    await next(h1, 'end-stored', (line) => line.runId === runId)
+    const h2 = await host('host-h2')
+    await h1.kill()
+
+    const billingEnd = await next(h2, 'run.end', (line) => line.agentId === 'billing')
+    expect(billingEnd).toMatchObject({
+      runId: derivedRunId(runId, 'handoff', 1),
+      status: 'done',
+      output: 'Billing here, about: I want my money back.',
+    })
+    const probe = await connectNatsBus({ servers: NATS_URL, prefix, name: 'probe' })
+    onTestFinished(() => probe.close())
+    const store = new KvRunStore({ connection: probe.connection, bucket })
+    const signal = AbortSignal.timeout(5_000)
+    const billingRuns = await store.list({ agentId: 'billing', signal })
+    expect(billingRuns.runs.map((run) => [run.checkpoint.runId, run.checkpoint.status])).toEqual([
+      [derivedRunId(runId, 'handoff', 1), 'done'],
+    ])
+    // Marked followed once billing's run existed (a write of its own, right after).
+    for (;;) {
+      const front = (await store.load(runId, { signal: AbortSignal.timeout(5_000) }))?.checkpoint
+      expect(front).toMatchObject({ status: 'done', handoff: { to: 'billing', reason: 'a refund' } })
+      if (front?.handoff?.pending === false) break
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    expect(printed(h1).filter((line) => line.type === 'run.start' && line.agentId === 'billing')).toEqual([])
+    expect(printed(h2).filter((line) => line.type === 'run.start' && line.agentId === 'billing')).toHaveLength(1)
   })
 
   it('the root’s depth limit holds on the host that took the child over (kept with the child’s run)', async () => {

@@ -68,6 +68,11 @@ export function statusColor(status: RunStatus, c: Colors): (s: string) => string
   return status === 'done' ? c.green : status === 'cancelled' ? c.yellow : c.red
 }
 
+/** How a run that handed the conversation over says so: `handed off to <agent> (<reason>)`. */
+export function handedOff(handoff: { to: string; reason?: string }, c: Colors): string {
+  return `handed off to ${c.magenta(handoff.to)}${handoff.reason ? c.dim(` (${quote(handoff.reason, 60)})`) : ''}`
+}
+
 export function describeEvent(event: AgentEvent, c: Colors): { label: string; color: (s: string) => string; detail: string } {
   switch (event.type) {
     case 'run.start':
@@ -75,6 +80,7 @@ export function describeEvent(event: AgentEvent, c: Colors): { label: string; co
     case 'run.end': {
       const color = statusColor(event.status, c)
       const parts = [color(event.status), plural(event.turns, 'turn'), `${event.usage.totalTokens} tokens`]
+      if (event.handoff) parts.push(handedOff(event.handoff, c))
       if (event.error) parts.push(`${event.error.code}: ${event.error.message}`)
       return { label: event.type, color, detail: parts.join(' · ') }
     }

@@ -8,7 +8,7 @@ import { agentModuleProblems, defineAgentModule } from '../src/agent-module.ts'
 import { CliError, commandHelp, DEFAULT_PREFIX, UsageError } from '../src/cli.ts'
 import { DEFAULT_CLOCK_SKEW_MS, DEFAULT_TOOL_QUEUE } from '../src/commands/tools-serve.ts'
 import { COMMANDS, formatError } from '../src/main.ts'
-import { colorsEnabled, formatElapsed, shortId } from '../src/output.ts'
+import { colorsEnabled, createColorizer, describeEvent, formatElapsed, shortId } from '../src/output.ts'
 
 describe('help', () => {
   it('`help <command>` and `<command> --help` print the same text, with every flag, its default and examples', async () => {
@@ -137,5 +137,24 @@ describe('output', () => {
     expect(formatElapsed(1_540)).toBe('1.5 s')
     expect(formatElapsed(59_600)).toBe('1 min 0 s')
     expect(formatElapsed(119_999)).toBe('2 min 0 s')
+  })
+
+  it('a run.end that hands the conversation over says to whom (run, watch)', () => {
+    const end = {
+      type: 'run.end',
+      at: 0,
+      agentId: 'front',
+      runId: 'run_1',
+      runPath: [],
+      status: 'done',
+      output: '',
+      turns: 1,
+      usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 },
+    } as const
+    const c = createColorizer(false)
+    expect(describeEvent({ ...end, handoff: { to: 'billing', reason: 'a refund' } } as never, c).detail).toBe(
+      'done · 1 turn · 2 tokens · handed off to billing ("a refund")',
+    )
+    expect(describeEvent(end as never, c).detail).toBe('done · 1 turn · 2 tokens')
   })
 })

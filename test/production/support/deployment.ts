@@ -2,7 +2,7 @@
  * The production deployment the rehearsal runs, set up the way docs/production.md says: a 3-node
  * nats-server cluster (JetStream) whose `authorization` block is what `signalbox nats permissions`
  * prints for each user, every process under its own user and nkey (`signalbox keys gen`), the
- * stream and the KV buckets made with three replicas by the operator, and one trust policy file
+ * stream and the KV buckets made with three replicas by the processes' `--replicas 3`, and one trust policy file
  * the agents, hosts, reviewers and console read. The CLI commands run in-process here (`main`) only
  * to generate keys and permissions; every actor runs as its own `signalbox` process.
  */
@@ -13,7 +13,6 @@ import path from 'node:path'
 import { Writable } from 'node:stream'
 import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
 import { main } from '@signalbox/cli/internal'
-import { directoryBucket, usedApprovalsBucket } from '@signalbox/core/bus'
 import { type CliProcess, startProcess } from '../../cli/support.ts'
 import { type NatsCluster, startNatsCluster } from '../../support/nats-cluster.ts'
 import { type PermissionViolation, parseViolations } from '../../support/nats-config-server.ts'
@@ -236,28 +235,11 @@ export async function startDeployment(): Promise<Deployment> {
     cleanups.push(() => bus.close())
     return bus
   }
-  // The operator makes the stream with three replicas before anything starts (the hosts'
-  // `--replicas 3` would too, and makes the run bucket so).
-  const provisioning = await admin()
-  // The directory's bucket and the tool hosts' ledger of used approvals, as `nats kv add
-  // --replicas 3 --history 1 --ttl ...` makes them.
-  const jsm = await provisioning.manager()
-  const bucket = (name: string, ttlMs: number, direct: boolean) =>
-    jsm.streams.add({
-      name: `KV_${name}`,
-      subjects: [`$KV.${name}.>`],
-      retention: 'limits' as never,
-      storage: 'file' as never,
-      discard: 'new' as never,
-      max_msgs_per_subject: 1,
-      max_age: ttlMs * 1_000_000,
-      allow_rollup_hdrs: true,
-      deny_delete: true,
-      allow_direct: direct,
-      num_replicas: 3,
-    })
-  await bucket(directoryBucket(PREFIX), 60_000, true)
-  await bucket(usedApprovalsBucket(PREFIX), 7 * 86_400_000, false)
+  // The operator makes the stream with three replicas before anything starts: every role but the
+  // agents' only checks it (`--stream-access check`). The buckets are the processes' own: the
+  // hosts' `--replicas 3` makes the run bucket and the directory's, the tool hosts' the ledger of
+  // used approvals.
+  await admin()
 
   const users = {} as Record<UserName, User>
   for (const name of names) {

@@ -35,7 +35,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '@signalbox/core/bus'
-import { asError, assertPublishSubject, assertSubscribeSubject, assertToken, untilAborted } from '@signalbox/core/internal'
+import { asError, assertPublishSubject, assertSubscribeSubject, assertToken, sleep, untilAborted } from '@signalbox/core/internal'
 import { withTimeout } from './async.ts'
 import { ConnectionWatch, openConnection } from './connection.ts'
 import { NatsDurableConsumer } from './durable-consumer.ts'
@@ -54,6 +54,9 @@ import {
 import { DEFAULT_SERVER_ACK_WAIT_MS, defaultConnectionName, type NatsBusOptions } from './options.ts'
 import { natsRequest, natsRequestMany } from './request.ts'
 import { awaitStream, defaultStreamName, ensureStream, StreamSubjects } from './stream.ts'
+
+/** Reads of a message the leader holds before `durableLast` gives up on a lagging replica (about 2 s in all). */
+const STALE_READ_ATTEMPTS = 12
 
 /**
  * Connects, creates or updates the durable stream, and returns the bus.
@@ -309,15 +312,28 @@ export class NatsBus implements Bus {
     this.#streamSubjects.assertCovers(subject)
     const read = (async () => {
       const jsm = await this.#manager()
-      // By subject in the API subject (`$JS.API.DIRECT.GET.<stream>.<subject>`): a grant can name the family.
-      const found = await jsm.direct.getMessage(this.streamName, { last_by_subj: subject })
-      if (found === null) return undefined
-      return {
-        subject: found.subject,
-        data: found.data,
-        headers: fromNatsHeaders(found.header),
-        seq: found.seq,
-        storedAt: found.time.getTime(),
+      for (let attempt = 1; ; attempt++) {
+        // By subject in the API subject (`$JS.API.DIRECT.GET.<stream>.<subject>`): a grant can name the family.
+        const found = await jsm.direct.getMessage(this.streamName, { last_by_subj: subject })
+        if (found !== null) {
+          return {
+            subject: found.subject,
+            data: found.data,
+            headers: fromNatsHeaders(found.header),
+            seq: found.seq,
+            storedAt: found.time.getTime(),
+          }
+        }
+        // Any replica may answer a direct get, also one that has not applied a message the leader
+        // acknowledged already (a cluster): "nothing" holds only once the leader says so. Stream
+        // info is answered by the leader, and every role may ask it.
+        const info = await jsm.streams.info(this.streamName, { subjects_filter: subject })
+        if ((info.state.subjects?.[subject] ?? 0) === 0) return undefined
+        if (attempt >= STALE_READ_ATTEMPTS) {
+          throw new Error(`the stream's replicas have not caught up with ${subject} after ${attempt} reads`)
+        }
+        // The lagging replica catches up in moments (the next read may also go to another one).
+        await sleep(Math.min(250, 5 * 2 ** attempt), signal ? { signal } : {})
       }
     })()
     try {

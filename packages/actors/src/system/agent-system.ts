@@ -13,6 +13,7 @@ import {
   systemClock,
 } from '@signalbox/core'
 import { type Bus, createSubjects, type Subjects, type Subscription } from '@signalbox/core/bus'
+import { sleep } from '@signalbox/core/internal'
 import type { RunStore } from '@signalbox/core/store'
 import { type AgentConnection, connectAgent } from '../agents/agent-connection.ts'
 import { sendSteering } from '../agents/clients.ts'
@@ -144,8 +145,9 @@ function carriedLimits(limits: CarriedLimits, budget: RunBudget): CarriedLimits 
   }
 }
 
-function handoffRunId(runId: string, step: number): string {
-  return derivedRunId(runId, 'handoff', step)
+/** The id of the run a hand-off starts: derived from the run that handed over. */
+function handoffRunId(runId: string): string {
+  return derivedRunId(runId, 'handoff', 1)
 }
 
 /**
@@ -296,28 +298,36 @@ export class AgentSystem<Known extends KnownAgents = {}> {
    * Runs an agent by id: here if it is local, else on one of its hosts over the bus. Follows
    * hand-offs; the result says who finished.
    */
-  async run<Id extends string>(
+  run<Id extends string>(
     agentId: Id,
     input: string | Message[],
     options: SystemRunOptions = {},
+  ): Promise<SystemRunResult<SystemOutput<Known, Id>>> {
+    return this.#run(agentId, input, options, undefined)
+  }
+
+  /** `run`; `follows`: the stored root run whose pending hand-off the first run is (marked followed once it exists). */
+  async #run<Id extends string>(
+    agentId: Id,
+    input: string | Message[],
+    options: SystemRunOptions,
+    follows: string | undefined,
   ): Promise<SystemRunResult<SystemOutput<Known, Id>>> {
     const handoffs: string[] = []
     let current: string = agentId
     let currentInput = input
     const maxHandoffs = options.maxHandoffs ?? 5
-    const firstRunId = options.runId ?? this.#ids('run')
+    let runId = options.runId ?? this.#ids('run')
+    let previous = follows
     for (;;) {
-      // The runs after a hand-off: ids derived from the first, looked for like it (a call run again).
+      // The runs after a hand-off: each id derived from the run that handed over (the same in a
+      // process that follows the hand-off after a crash), looked for like it (a call run again).
       const step = handoffs.length
       const runOptions: SystemRunOptions =
-        step === 0
-          ? { ...options, runId: firstRunId }
-          : {
-              ...options,
-              runId: handoffRunId(firstRunId, step),
-              ...(options.reattach ? { reattach: 'first' as const } : {}),
-            }
-      const result = await this.#runOnce(current, currentInput, runOptions)
+        step === 0 ? { ...options, runId } : { ...options, runId, ...(options.reattach ? { reattach: 'first' as const } : {}) }
+      const handedOver = previous
+      const onStarted = handedOver === undefined ? undefined : () => this.#handoffFollowed(handedOver)
+      const result = await this.#runOnce(current, currentInput, runOptions, onStarted)
       // The answer of the agent asked, typed by it (after a hand-off, the last agent's: see `finishedBy`).
       if (!result.handoff) return { ...(result as RunResult<SystemOutput<Known, Id>>), agentId, finishedBy: current, handoffs }
       if (handoffs.length >= maxHandoffs) {
@@ -326,7 +336,48 @@ export class AgentSystem<Known extends KnownAgents = {}> {
       handoffs.push(result.handoff.to)
       current = result.handoff.to
       currentInput = result.handoff.messages
+      previous = runId
+      runId = handoffRunId(runId)
     }
+  }
+
+  /**
+   * The next agent's run of a hand-off exists now: the run that handed over is no longer pending
+   * (a host taking over would otherwise follow it again; it would find the same run by its id).
+   */
+  async #handoffFollowed(runId: string): Promise<void> {
+    const store = this.#runs?.store
+    if (store === undefined) return
+    const signal = AbortSignal.any([this.#stop.signal, AbortSignal.timeout(10_000)])
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const stored = await store.load(runId, { signal })
+        const handoff = stored?.checkpoint.handoff
+        if (stored === undefined || handoff?.pending !== true) return
+        const { lease: _lease, ...rest } = stored.checkpoint
+        const checkpoint = { ...rest, handoff: { ...handoff, pending: false }, savedAt: this.#clock.now() }
+        await store.save(checkpoint, { revision: stored.revision, signal })
+        return
+      } catch {
+        // Written meanwhile (a host claimed it to follow it too), or the store failed: read again.
+        // Left pending, whoever follows it finds the next run by its id.
+        if (this.#stop.signal.aborted) return
+      }
+    }
+  }
+
+  /** A stored root run's pending hand-off, followed here (taken over: its process died before it started the next agent). */
+  async #followStored(runId: string, signal: AbortSignal): Promise<void> {
+    const store = this.#runs?.store
+    if (store === undefined) return
+    const stored = await store.load(runId, { signal })
+    const handoff = stored?.checkpoint.handoff
+    if (stored === undefined || handoff?.pending !== true) return
+    const transcript = await store.readMessages(runId, { length: stored.checkpoint.transcript.length, signal })
+    // What the run handed over: its transcript without the system prompt (an agent's own filter
+    // lives in the process that ran it).
+    const messages = transcript.filter((message) => message.role !== 'system')
+    await this.#run(handoff.to, messages, { runId: handoffRunId(runId), reattach: 'first' }, runId).catch(() => {})
   }
 
   /** Cancels every run of a tree (by its root run id) that lives in this process. */
@@ -372,6 +423,7 @@ export class AgentSystem<Known extends KnownAgents = {}> {
       id: agent.id,
       runs: agent.runs,
       resume: (runId, { signal }) => this.#resumeTaken(agent, runId, signal),
+      followHandoff: (runId, { signal }) => this.#followStored(runId, signal),
     }
   }
 
@@ -386,15 +438,37 @@ export class AgentSystem<Known extends KnownAgents = {}> {
     handle.result
       .then(async (result) => {
         if (!result.handoff || this.#stop.signal.aborted) return
-        await this.run(result.handoff.to, result.handoff.messages, {
-          runId: handoffRunId(runId, 1),
-          reattach: 'first',
-          ...(run.runPath.length > 0 ? { runPath: run.runPath, agentPath: run.agentPath } : {}),
-          ...(run.parentRunId ? { parentRunId: run.parentRunId } : {}),
-        })
+        await this.#run(
+          result.handoff.to,
+          result.handoff.messages,
+          {
+            runId: handoffRunId(runId),
+            reattach: 'first',
+            ...(run.runPath.length > 0 ? { runPath: run.runPath, agentPath: run.agentPath } : {}),
+            ...(run.parentRunId ? { parentRunId: run.parentRunId } : {}),
+          },
+          runId,
+        )
       })
       // The runs report their own ends (events, store); nobody waits on this one.
       .catch(() => {})
+  }
+
+  /** Resolves once the run's first checkpoint is in the system's store (or it ended, or the store never shows it). */
+  async #whenStored(runId: string, ended: Promise<unknown>): Promise<void> {
+    const store = this.#runs?.store
+    if (store === undefined) return
+    let over = false
+    void ended.then(
+      () => (over = true),
+      () => (over = true),
+    )
+    const until = this.#clock.now() + 10_000
+    while (!over && this.#clock.now() < until && !this.#stop.signal.aborted) {
+      const stored = await store.load(runId, { signal: this.#stop.signal }).catch(() => undefined)
+      if (stored !== undefined) return
+      await sleep(20, { clock: this.#clock, signal: this.#stop.signal }).catch(() => {})
+    }
   }
 
   /** Runs this process hosts for parents elsewhere, right now. */
@@ -402,12 +476,18 @@ export class AgentSystem<Known extends KnownAgents = {}> {
     return this.#host?.size ?? 0
   }
 
-  async #runOnce(agentId: string, input: string | Message[], options: SystemRunOptions): Promise<RunResult<unknown>> {
+  /** One run; `onStarted` once it exists (started, or found), for a hand-off that it follows. */
+  async #runOnce(
+    agentId: string,
+    input: string | Message[],
+    options: SystemRunOptions,
+    onStarted?: () => Promise<void>,
+  ): Promise<RunResult<unknown>> {
     const budget = this.#ledger.admit(options.runPath ?? [])
     const release = options.parentRunId ? await this.#childSlots.acquire(options.parentRunId, options.signal) : () => {}
     try {
       const local = this.#agents.get(agentId)
-      if (local) return await this.#runLocal(local, input, options, budget)
+      if (local) return await this.#runLocal(local, input, options, budget, onStarted)
       const bus = this.#requireBus(`run agent "${agentId}" (it is not in this process)`)
       return await runRemote({
         bus,
@@ -428,6 +508,7 @@ export class AgentSystem<Known extends KnownAgents = {}> {
         agentPath: options.agentPath,
         signer: this.#signer,
         signal: options.signal,
+        onStarted,
       })
     } finally {
       release()
@@ -439,12 +520,14 @@ export class AgentSystem<Known extends KnownAgents = {}> {
     input: string | Message[],
     options: SystemRunOptions,
     budget: RunBudget,
+    onStarted?: () => Promise<void>,
   ): Promise<RunResult<unknown>> {
     const runId = options.runId ?? this.#ids('run')
     // Running here already (a call run again finds its child, e.g. one this host took over).
     const running = agent.runs.get(runId) as RunHandle<unknown> | undefined
     if (running) {
       this.#host?.localParent(runId)
+      void onStarted?.()
       return await running.result
     }
     if (options.reattach) {
@@ -455,7 +538,10 @@ export class AgentSystem<Known extends KnownAgents = {}> {
         signal: options.signal,
         attached: (id) => this.#host?.localParent(id),
       })
-      if (found) return await found
+      if (found) {
+        void onStarted?.()
+        return await found
+      }
       if (options.reattach === 'only') {
         throw new ChildRunError(
           'CHILD_LOST',
@@ -480,6 +566,7 @@ export class AgentSystem<Known extends KnownAgents = {}> {
       ...(budget.tokens !== undefined ? { maxTokens: budget.tokens } : {}),
     })
     tree.handles.add(handle)
+    if (onStarted) void this.#whenStored(runId, handle.result).then(onStarted)
     try {
       return await handle.result
     } catch (error) {

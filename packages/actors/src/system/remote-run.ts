@@ -54,6 +54,8 @@ export interface RemoteRunOptions {
   /** The parent agent's key: its cancels of the child are signed (the child's policy lists it in `controllers`). */
   signer?: Signer | undefined
   signal?: AbortSignal | undefined
+  /** Once the child exists (a host accepted it, or it was found): a hand-off it follows is no longer pending. */
+  onStarted?: (() => Promise<void>) | undefined
 }
 
 /**
@@ -93,6 +95,7 @@ export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
     }
     // The child exists (started, or found): it counts against the tree.
     options.ledger.countRuns(options.runPath ?? [], 1)
+    void options.onStarted?.()
     const cancelled = new Promise<never>((_, reject) => {
       const onAbort = () => {
         // The parent stopped: stop the child where it runs, then report the cancellation.
@@ -109,7 +112,7 @@ export async function runRemote(options: RemoteRunOptions): Promise<RunResult> {
     } else {
       const beats = heartbeat(options)
       stopBeats = beats.stop
-      message = await Promise.race([resultWait.result, cancelled, beats.lost])
+      message = await Promise.race([resultWait.result, cancelled, beats.lost, beats.stored])
     }
     options.ledger.countChild(options.runPath ?? [], {
       turns: message.turns,
@@ -214,10 +217,11 @@ async function beat(options: RemoteRunOptions, timeoutMs: number): Promise<'answ
 
 /**
  * Keeps the child's lease alive, HEARTBEATS_PER_LEASE beats per lease (the first a period after
- * the start). `lost` rejects once no host has answered for `lostAfterMs` and no result is stored
- * (a result published meanwhile wins the race on the consumer first).
+ * the start). `lost` rejects once no host has answered for `lostAfterMs` and no result is stored;
+ * `stored` resolves with a result found stored then (published before this parent's consumer
+ * existed: a re-attach that a host answered from its store while the result was already out).
  */
-function heartbeat(options: RemoteRunOptions): { lost: Promise<never>; stop(): void } {
+function heartbeat(options: RemoteRunOptions): { lost: Promise<never>; stored: Promise<RunResultMessage>; stop(): void } {
   const { clock, leaseMs, lostAfterMs } = options
   const intervalMs = Math.max(50, Math.floor(leaseMs / HEARTBEATS_PER_LEASE))
   let stopped = false
@@ -228,9 +232,15 @@ function heartbeat(options: RemoteRunOptions): { lost: Promise<never>; stop(): v
     reject = r
   })
   lost.catch(() => {})
+  let found!: (result: RunResultMessage) => void
+  const stored = new Promise<RunResultMessage>((resolve) => {
+    found = resolve
+  })
   const isLost = async () => {
-    const stored = await storedResult(options).catch(() => undefined)
-    if (stopped || stored !== undefined || clock.now() - lastAnswer < lostAfterMs) return
+    const result = await storedResult(options).catch(() => undefined)
+    if (stopped) return
+    if (result !== undefined) return found(result)
+    if (clock.now() - lastAnswer < lostAfterMs) return
     // A host whose store holds the child: it is between hosts (a takeover is coming), or it ended
     // and its result is published again. Either way, not lost.
     let seen: RunAcceptedMessage | undefined
@@ -266,6 +276,7 @@ function heartbeat(options: RemoteRunOptions): { lost: Promise<never>; stop(): v
   })
   return {
     lost,
+    stored,
     stop: () => {
       stopped = true
       stopRepeat()

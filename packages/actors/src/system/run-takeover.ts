@@ -11,6 +11,11 @@ import { type RunStore, RunStoreError, type StoredRun } from '@signalbox/core/st
 export interface ResumableAgent {
   readonly id: string
   resume?(runId: string, options: { signal: AbortSignal }): unknown
+  /**
+   * Follows the hand-off a finished root run left pending (its process died before it started the
+   * next agent). The run is already claimed for this host. Without it such runs are left alone.
+   */
+  followHandoff?(runId: string, options: { signal: AbortSignal }): unknown
   /** The runs in flight in this process (`agent.runs`): never claimed again (that would fence them off). */
   readonly runs?: { has(runId: string): boolean }
 }
@@ -101,7 +106,8 @@ export class RunTakeover {
     if (agents.size === 0) return result
     let runs: StoredRun[]
     try {
-      const listing = await this.#options.store.list({ status: ['running', 'waiting'], signal })
+      // Finished runs too: a root's hand-off its process did not follow (`handoff.pending`).
+      const listing = await this.#options.store.list({ status: ['running', 'waiting', 'done'], signal })
       for (const error of listing.errors) {
         const key = `${error.code} ${error.runId}`
         if (this.#reported.has(key)) continue
@@ -118,11 +124,15 @@ export class RunTakeover {
       const { runId, agentId, lease } = run.checkpoint
       const agent = agents.get(agentId)
       if (agent === undefined) continue
+      const handoff = run.checkpoint.status === 'done'
+      if (handoff && (run.checkpoint.handoff?.pending !== true || typeof agent.followHandoff !== 'function')) continue
       const mine = lease?.owner === this.#options.hostId
       if (lease !== undefined && !mine && lease.expiresAt > this.#clock.now()) continue
+      // This host's own pending hand-off is being followed by the run that handed over, until its lease is out.
+      if (handoff && lease !== undefined && lease.expiresAt > this.#clock.now()) continue
       // Running here already (or being resumed): its journal renews the lease; a claim would make its next write lose.
       if (agent.runs?.has(runId) || this.#resuming.has(runId)) continue
-      if (typeof agent.resume !== 'function') {
+      if (!handoff && typeof agent.resume !== 'function') {
         this.#emit({ type: 'not-resumable', runId, agentId })
         continue
       }
@@ -154,7 +164,8 @@ export class RunTakeover {
       this.#resuming.add(runId)
       try {
         // Claimed for this host: the agent's own claim is a renewal.
-        Promise.resolve(agent.resume(runId, { signal }))
+        const go = handoff ? agent.followHandoff?.bind(agent) : agent.resume?.bind(agent)
+        Promise.resolve(go?.(runId, { signal }))
           .catch((error: unknown) => this.#emit({ type: 'error', runId, error }))
           .finally(() => this.#resuming.delete(runId))
       } catch (error) {

@@ -1,5 +1,5 @@
 /**
- * The offline check of a stored audit trail (docs/protocol.md §19.5), pinned to known keys: every
+ * The offline check of a stored audit trail (docs/protocol.md §17.5), pinned to known keys: every
  * entry must be signed by one of the writers (the agents' keys), and an entry that records a
  * message the agent applied (a decision, an answer, a correction) must carry it, signed by a key
  * the policy allows, saying what the entry says. An entry that records a message the agent

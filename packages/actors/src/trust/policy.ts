@@ -195,7 +195,7 @@ export function claimedName(message: unknown): string | undefined {
 }
 
 /**
- * Who provably sent `message`, the name it is audited under (one rule, docs/protocol.md §19.5):
+ * Who provably sent `message`, the name it is audited under (one rule, docs/protocol.md §17.5):
  * the policy's name for the key whose signature verifies, the key itself when the policy does not
  * name it, `unverified` when no signature verifies. Never the name the message claims.
  */

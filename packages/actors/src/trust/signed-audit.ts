@@ -1,7 +1,7 @@
 /**
  * The agent's side of a verifiable audit trail: the signed messages it accepted (decisions,
  * answers, steering) are kept as evidence until the entry that records them is written, and every
- * entry is signed with the agent's key (protocol §19.5). The agent machine writes the entries; this
+ * entry is signed with the agent's key (protocol §17.5). The agent machine writes the entries; this
  * wrapper adds what only the trust layer knows, so the machine stays unaware of keys.
  */
 import type { AuditEntry, AuditLog } from '@signalbox/core'

@@ -1,6 +1,6 @@
 /**
  * docs/protocol.md §8.6's test vector, checked against the reference host: the `tool.call` of §8.3
- * that carries an approval (signed with the §19.3 test key, approving an edit) runs under a policy
+ * that carries an approval (signed with the §17.3 test key, approving an edit) runs under a policy
  * naming that key for `drop_claw`, and each variation the doc lists is refused with the reason the
  * doc gives. The host's clock is the doc's.
  */

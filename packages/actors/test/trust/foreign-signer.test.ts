@@ -1,5 +1,5 @@
 /**
- * A signer written from docs/protocol.md §19 alone, without nkeys or signalbox code: base32-decode
+ * A signer written from docs/protocol.md §17 alone, without nkeys or signalbox code: base32-decode
  * the seed, take the 32 seed bytes, build the signed bytes with plain JSON, sign with node:crypto's
  * ed25519. It must produce the doc's signatures, and what it signs must verify in signalbox.
  */

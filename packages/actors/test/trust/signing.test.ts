@@ -88,7 +88,7 @@ describe('signing', () => {
   })
 })
 
-describe('docs/protocol.md §19 test vectors', () => {
+describe('docs/protocol.md §17 test vectors', () => {
   const doc = readFileSync(new URL('../../../../docs/protocol.md', import.meta.url), 'utf8')
   const blocks = (tag: string) =>
     [...doc.matchAll(new RegExp(`\`\`\`json ${tag}\\n([^\`]+)\`\`\``, 'g'))].map((m) => JSON.parse(m[1] as string))

@@ -117,7 +117,7 @@ export const audit: Command = {
     'entry is signed by an agent key, and each decision, answer or correction it records is signed',
     'by a key the policy allows and says what the entry says. One line per entry names the keys;',
     "an entry signed by any other key fails (exit 1). A refused decision's evidence is recorded as",
-    'it came and is not required to verify (docs/protocol.md §19.5).',
+    'it came and is not required to verify (docs/protocol.md §17.5).',
   ].join('\n'),
   options: {
     agent: { type: 'string', valueName: '<id>', description: 'only this agent', default: 'every agent' },

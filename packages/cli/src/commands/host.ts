@@ -8,7 +8,7 @@ import { type Bus, directoryBucket, type Subjects } from '@signalbox/core/bus'
 import type { AgentModule } from '../agent-module.ts'
 import { openBus, untilSignal } from '../bus.ts'
 import { CliError, type Command, type CommandContext, EXIT, UsageError } from '../cli.ts'
-import { clockTime, shortId, statusColor } from '../output.ts'
+import { clockTime, handedOff, shortId, statusColor } from '../output.ts'
 import { commandTracing, OTLP_OPTIONS } from '../tracing.ts'
 import { agentTrustFrom, TRUST_OPTIONS, trustLine } from '../trust-flags.ts'
 
@@ -73,6 +73,11 @@ export const host: Command = {
     'max-children': { type: 'string', valueName: '<n>', description: 'children of one parent running at once', default: '8' },
     'max-total-turns': { type: 'string', valueName: '<n>', description: 'turns a run tree may use on this host' },
     'max-total-tokens': { type: 'string', valueName: '<n>', description: 'tokens a run tree may use on this host' },
+    'max-total-runs': {
+      type: 'string',
+      valueName: '<n>',
+      description: 'runs of one run tree this host may run (delegations, hand-offs, fan-out tasks)',
+    },
     'no-directory': { type: 'boolean', description: 'do not announce the agents in the directory' },
     store: { type: 'string', valueName: '<dir>', description: 'file run store: resume stored runs, take over orphaned ones' },
     'run-bucket': {
@@ -110,6 +115,7 @@ export const host: Command = {
       maxConcurrentChildren: positiveInt(context, 'max-children', 8),
       ...optionalInt(context, 'max-total-turns', 'maxTotalTurns'),
       ...optionalInt(context, 'max-total-tokens', 'maxTotalTokens'),
+      ...optionalInt(context, 'max-total-runs', 'maxTotalRuns'),
     }
     const scripted = context.values.scripted === true
     // Read (and refused when bad) before anything is loaded or connected.
@@ -214,9 +220,10 @@ export const host: Command = {
               runId: event.runId,
               status: event.status,
               turns: event.turns,
+              ...(event.handoff ? { handoff: event.handoff } : {}),
               ...(event.error ? { error: event.error } : {}),
             },
-            `${c.dim(clockTime(event.at))} ${color(`← ${event.status}`.padEnd(12))}${c.magenta(event.agentId)} ${c.dim(`${shortId(event.runId)} · ${event.turns} turn${event.turns === 1 ? '' : 's'}`)}${why}`,
+            `${c.dim(clockTime(event.at))} ${color(`← ${event.status}`.padEnd(12))}${c.magenta(event.agentId)} ${c.dim(`${shortId(event.runId)} · ${event.turns} turn${event.turns === 1 ? '' : 's'}`)}${event.handoff ? ` · ${handedOff(event.handoff, c)}` : ''}${why}`,
           )
         })
       }

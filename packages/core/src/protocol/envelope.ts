@@ -1,4 +1,4 @@
-/** What every message carries around what it says (docs/protocol.md §1, §19). */
+/** What every message carries around what it says (docs/protocol.md §1, §17). */
 interface Envelope {
   v: number
   type: string

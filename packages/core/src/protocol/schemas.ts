@@ -33,7 +33,7 @@ const runPath = z.array(id).max(64)
 /** Agent ids of the runs of a `runPath`, root first (child runs only). */
 const agentPath = z.array(name).max(64)
 /**
- * The sender's public nkey and its ed25519 signature (docs/protocol.md §19). Checked by the
+ * The sender's public nkey and its ed25519 signature (docs/protocol.md §17). Checked by the
  * receiver's trust policy; kept here so they survive decoding (unknown keys are stripped).
  */
 const signed = {
@@ -144,7 +144,7 @@ export const ControlRequestMessage = discriminatedUnion('type', [
     runId: id.optional(),
     reason: z.string().max(1024).optional(),
     from: z.string().min(1).max(256).optional(),
-    /** Signed cancels name the agent and the time (docs/protocol.md §19). */
+    /** Signed cancels name the agent and the time (docs/protocol.md §17). */
     agentId: name.optional(),
     sentAt: epochMs.optional(),
     ...signed,

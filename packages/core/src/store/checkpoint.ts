@@ -129,6 +129,14 @@ export const Checkpoint = z.object({
   /** Set with status `parked`. */
   parked: RunParking.optional(),
   /**
+   * A root run that ended handing the conversation over: `pending` until the next agent's run
+   * exists (its id derived from this run's), so that a host taking over follows a hand-off the
+   * crashed process had not followed yet. The run keeps a lease while it is pending.
+   */
+  handoff: z
+    .object({ to: z.string().min(1).max(256), reason: z.string().max(16_384).optional(), pending: z.boolean() })
+    .optional(),
+  /**
    * What the agent's instrumentations keep with the run (`Instrumentation.carry`), e.g. its W3C
    * trace context (`traceparent`, `tracestate`): a process that resumes the run continues its trace.
    */

@@ -380,13 +380,19 @@ export class RunJournal {
     const approval = snapshot.hasTag('human')
       ? (context.current?.approval as Checkpoint['pending']['approvals'][number])
       : undefined
+    const status = storedStatus(snapshot, approval !== undefined || questions.length > 0)
+    // A root's hand-off is its system's to follow, even after a crash (a child's goes to its parent).
+    const handoff =
+      status === 'done' && context.handoff && this.#options.runPath.length === 0
+        ? { ...context.handoff, pending: true }
+        : undefined
     return {
       v: CHECKPOINT_VERSION,
       type: 'run.checkpoint',
       runId,
       agentId: this.#options.agentId,
       runPath: this.#options.runPath,
-      status: storedStatus(snapshot, approval !== undefined || questions.length > 0),
+      status,
       snapshot: persisted,
       transcript: { length },
       usage: {
@@ -399,8 +405,11 @@ export class RunJournal {
       steering,
       ...(steeringCursor === undefined ? {} : { steeringCursor }),
       ledger,
-      // A finished run has no owner: nothing is left to drive.
-      ...(finished ? {} : { lease: { owner: this.#options.owner, epoch: this.#epoch, expiresAt: now + this.#options.leaseMs } }),
+      // A finished run has no owner: nothing is left to drive (but a root's hand-off to follow).
+      ...(finished && !handoff
+        ? {}
+        : { lease: { owner: this.#options.owner, epoch: this.#epoch, expiresAt: now + this.#options.leaseMs } }),
+      ...(handoff ? { handoff } : {}),
       ...(this.#carry() ? { carry: this.#carried } : {}),
       createdAt: this.#createdAt,
       savedAt: now,

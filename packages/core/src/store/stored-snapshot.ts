@@ -20,6 +20,8 @@ export interface JournaledSnapshot {
     calls: { id: string }[]
     current: { callId?: string; approval?: unknown; result?: { output: string } } | undefined
     status: string
+    /** Set when the run handed the conversation over. */
+    handoff?: { to: string; reason?: string } | undefined
   }
 }
 

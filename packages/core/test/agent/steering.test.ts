@@ -72,7 +72,7 @@ describe('steering', () => {
           actor: 'tina',
           callId: 'c1',
           toolName: 'move',
-          // One shape with approvals: the call's arguments as an object (issue 11).
+          // One shape with approvals: the call's arguments as an object.
           shown: { x: 'left' },
           decision: 'No, wait! The penguin!',
           requestedAt: 5_000,

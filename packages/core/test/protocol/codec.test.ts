@@ -325,13 +325,13 @@ describe('schema rules stated in docs/protocol.md', () => {
     ],
     ['rejection component that is not a token (§11)', 'rejection', { ...rejection, component: 'agent.claw' }, reject],
     [
-      'run.request runId that is not a token (§17: it becomes a subject token)',
+      'run.request runId that is not a token (§15: it becomes a subject token)',
       'run.request',
       { ...runRequest, runId: 'run.1' },
       reject,
     ],
     [
-      'an audit kind added later in v1 is accepted (§10.1, §16: new audit kinds are additive)',
+      'an audit kind added later in v1 is accepted (§10.1, §14: new audit kinds are additive)',
       'audit',
       { ...audit, entry: { ...(audit.entry as object), kind: 'budget.exceeded' } },
       'ok',

@@ -302,7 +302,7 @@ describe('behaviour of the bundled actors stated in the doc', () => {
   })
 })
 
-describe('the raw NATS transcript (§14)', () => {
+describe('the raw NATS transcript (appendix A)', () => {
   const transcript = blocks.find((block) => block.lang === 'nats')
   if (!transcript) throw new Error('docs/protocol.md has no ```nats transcript block')
 

@@ -1,8 +1,8 @@
 /**
- * Replays the raw transcript of docs/protocol.md §14 against a real `nats-server` (our own, on a
+ * Replays the raw transcript of docs/protocol.md appendix A against a real `nats-server` (our own, on a
  * free port, killed by pid) and checks the server answers byte for byte what the document shows:
  * the HMSG framing, the PubAcks (including the duplicate on a retried Nats-Msg-Id) and the
- * two-space MSG lines. Also checks the durable-consumer recipe of §2.6/§14. Uses only a TCP
+ * two-space MSG lines. Also checks the durable-consumer recipe of §2.6/appendix A. Uses only a TCP
  * socket: no NATS client library, exactly like a foreign implementation would.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
@@ -106,7 +106,7 @@ async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
 
 const CONNECT = 'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1}\r\n'
 
-describe('docs/protocol.md §14 against a real nats-server', () => {
+describe('docs/protocol.md appendix A against a real nats-server', () => {
   let server: ChildProcess | undefined
   let storeDir = ''
   let port = 0
@@ -192,7 +192,7 @@ describe('docs/protocol.md §14 against a real nats-server', () => {
     // The API subject that names the durable and its filter: the one the generated permissions allow.
     const create =
       /C: PUB (\$JS\.API\.CONSUMER\.CREATE\.SIGNALBOX\.reviewers\.(\S+)) _INBOX\.alice7\.c1 (\d+)\nC: (\{.*\})\n/.exec(doc)
-    expect(create, 'the consumer creation of §14').not.toBeNull()
+    expect(create, 'the consumer creation of appendix A').not.toBeNull()
     const [, createSubject, filter, announced, config] = create as RegExpExecArray
     expect(Buffer.byteLength(config as string)).toBe(Number(announced))
     expect(JSON.parse(config as string).config).toMatchObject({ durable_name: 'reviewers', filter_subject: filter })
