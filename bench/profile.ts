@@ -6,27 +6,37 @@
  *   node --import tsx bench/profile-summary.ts /tmp/signalbox-prof/<file>.cpuprofile
  *
  * Variants: bare, bare-hooks, bare-provider, signalbox (default), signalbox-hooks, signalbox-observed.
- * Options: --steps 200 (per run), --seconds 8 (profiled time, after a warm-up).
+ * Options: --steps 200 (per run), --seconds 8 (profiled time, after a warm-up), --runs 1 (runs at
+ * once: `--runs 1000 --steps 5` is the in-process throughput scenario's shape).
  */
 import { parseArgs } from 'node:util'
 import { inProcessVariants } from './scenarios/in-process.ts'
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { steps: { type: 'string', default: '200' }, seconds: { type: 'string', default: '8' } },
+  options: {
+    steps: { type: 'string', default: '200' },
+    seconds: { type: 'string', default: '8' },
+    runs: { type: 'string', default: '1' },
+  },
 })
 const id = positionals[0] ?? 'signalbox'
 const variant = inProcessVariants(Number(values.steps), { observed: true }).find((v) => v.id === id)
 if (!variant) throw new Error(`unknown variant "${id}"`)
+const atOnce = Number(values.runs)
+const run =
+  atOnce === 1
+    ? variant.run
+    : async () => (await Promise.all(Array.from({ length: atOnce }, () => variant.run()))).reduce((a, b) => a + b, 0)
 
-for (let i = 0; i < 5; i++) await variant.run()
+for (let i = 0; i < 5; i++) await run()
 const until = process.hrtime.bigint() + BigInt(Number(values.seconds) * 1e9)
 let runs = 0
 let steps = 0
 const start = process.hrtime.bigint()
 while (process.hrtime.bigint() < until) {
-  steps += await variant.run()
-  runs++
+  steps += await run()
+  runs += atOnce
 }
 const ns = Number(process.hrtime.bigint() - start)
 console.log(`${variant.label}: ${runs} runs, ${steps} tool steps, ${(ns / steps / 1000).toFixed(1)} µs per tool step`)

@@ -17,7 +17,9 @@ import { PEER_IDS } from '../peers/index.ts'
 import { HTTP_LABELS, httpRunners } from './http.ts'
 
 /** A model that asks for the tool `parkAfter` times, then holds its answer until `release()`. */
-function parkingModel(parkAfter: number): Parking & { reply(messages: readonly { role: string }[]): Promise<ProviderResponse> } {
+export function parkingModel(
+  parkAfter: number,
+): Parking & { reply(messages: readonly { role: string }[]): Promise<ProviderResponse> } {
   const held: (() => void)[] = []
   let ids = 0
   let onParked: (() => void) | undefined
@@ -60,7 +62,12 @@ function parkingModel(parkAfter: number): Parking & { reply(messages: readonly {
 const PARK_TIMEOUT_MS = 120_000
 
 /** Retained heap per run (KiB) with `count` runs of `one` parked on `parking`. */
-async function parkedHeap(count: number, parking: Parking, one: () => Promise<number>, parkAfter: number): Promise<number> {
+export async function parkedHeap(
+  count: number,
+  parking: Parking,
+  one: () => Promise<number>,
+  parkAfter: number,
+): Promise<number> {
   const signal = AbortSignal.timeout(PARK_TIMEOUT_MS)
   const checked = async () => {
     const ran = await one()

@@ -129,6 +129,10 @@ export class RunFailedError extends SignalboxError {
 
 export interface RunHandle<TOutput = string> {
   readonly runId: string
+  /**
+   * The run's XState actor, a root actor. Its `system` is shared by the agent's runs (unless the
+   * agent has `inspect`, which gives each run a system of its own).
+   */
   readonly actor: Actor<AgentMachine>
   /** Resolves with the result when the run is `done`; rejects with `RunFailedError` otherwise. */
   readonly result: Promise<RunResult<TOutput>>

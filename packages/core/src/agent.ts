@@ -1,5 +1,5 @@
 import { hostname } from 'node:os'
-import { type Actor, createActor } from 'xstate'
+import type { Actor, Snapshot } from 'xstate'
 import { whenAborted } from './abort.ts'
 import {
   type AgentOptions,
@@ -20,6 +20,7 @@ import { eventFields } from './machine/actors.ts'
 import { type AgentMachine, agentMachine } from './machine/agent-machine.ts'
 import { type AgentParts, bindAgentParts, createAgentParts } from './machine/agent-parts.ts'
 import type { AgentOutput, SteeringItem } from './machine/context.ts'
+import { RunActors } from './machine/run-actors.ts'
 import { type BudgetCheck, defaultRetryPolicy } from './machine/runtime.ts'
 import { resumeWait } from './machine/waits.ts'
 import type { RunWorker } from './machine/worker.ts'
@@ -82,6 +83,8 @@ export class Agent<TOutput = string, TId extends string = string> {
   #steeringSeq: number | undefined
   readonly #instruments = new Instruments()
   readonly #parts: AgentParts
+  /** Makes the runs' actors (sharing one actor system unless the agent is inspected). */
+  readonly #actors: RunActors
 
   constructor(options: AgentOptions) {
     if (!options?.provider || typeof options.provider.complete !== 'function') {
@@ -105,6 +108,7 @@ export class Agent<TOutput = string, TId extends string = string> {
         // nothing left to report to
       }
     }
+    this.#actors = new RunActors(this.#clock, options.inspect)
     this.#events = new EventEmitter({ onListenerError: (error) => onInternalError(error, 'event listener') })
     this.audit = options.audit ?? new MemoryAuditLog()
 
@@ -191,10 +195,7 @@ export class Agent<TOutput = string, TId extends string = string> {
     const runId = options.runId ?? this.#ids('run')
     const steering = this.#queuedSteering
     this.#queuedSteering = []
-    const actor = createActor(this.machine, {
-      id: runId,
-      clock: this.#clock,
-      ...(this.#options.inspect ? { inspect: this.#options.inspect } : {}),
+    const actor = this.#actors.create(runId, {
       input: {
         agentId: this.id,
         runId,
@@ -248,13 +249,8 @@ export class Agent<TOutput = string, TId extends string = string> {
       const messages = await store.readMessages(runId, { length: claimed.checkpoint.transcript.length, signal })
       for (const message of messages) deepFreeze(message)
       try {
-        actor = createActor(this.machine, {
-          id: runId,
-          clock: this.#clock,
-          ...(this.#options.inspect ? { inspect: this.#options.inspect } : {}),
-          snapshot: restoreTranscript(claimed.checkpoint.snapshot, messages) as never,
-          // Ignored when restoring a snapshot; the type asks for it.
-          input: undefined as never,
+        actor = this.#actors.create(runId, {
+          snapshot: restoreTranscript(claimed.checkpoint.snapshot, messages) as Snapshot<unknown>,
         })
       } catch (cause) {
         throw new CheckpointError(
