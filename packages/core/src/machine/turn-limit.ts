@@ -11,25 +11,24 @@ export interface TurnLimitReached {
   spent?: { code: string; message: string }
 }
 
-/** The answer per context: the guard that routes on a limit and the action that reports it ask once. */
-const answers = new WeakMap<AgentContext, { turn: number; reached: TurnLimitReached | undefined }>()
+/** An outside budget's answer per context: the guard that routes on a limit and the action that reports it ask once. */
+const budgetAnswers = new WeakMap<AgentContext, { turn: number; reached: TurnLimitReached | undefined }>()
 
 /**
  * The one rule for stopping before turn `turn` (the turn about to start: `context.turn` in the
  * `beforeTurn` state, one more when a turn ends and the next is routed to directly). The outside
- * budget (the user's function) is asked once per context and turn.
+ * budget (the user's function) is asked once per context and turn; the run's own limits are two
+ * comparisons, cheaper than remembering them.
  */
 export function turnLimit(context: AgentContext, runtime: AgentRuntime, turn: number): TurnLimitReached | undefined {
-  const known = answers.get(context)
-  if (known !== undefined && known.turn === turn) return known.reached
-  const reached = check(context, runtime, turn)
-  answers.set(context, { turn, reached })
-  return reached
-}
-
-function check(context: AgentContext, runtime: AgentRuntime, turn: number): TurnLimitReached | undefined {
   if (turn > context.run.maxTurns) return { limit: 'max_turns' }
   if (context.run.maxTokens !== undefined && context.usage.totalTokens >= context.run.maxTokens) return { limit: 'max_tokens' }
-  const spent = runtime.budgetChecks.get(context.run.runId)?.()
-  return spent === undefined ? undefined : { limit: 'budget', spent }
+  const budget = runtime.budgetChecks.get(context.run.runId)
+  if (budget === undefined) return undefined
+  const known = budgetAnswers.get(context)
+  if (known !== undefined && known.turn === turn) return known.reached
+  const spent = budget()
+  const reached: TurnLimitReached | undefined = spent === undefined ? undefined : { limit: 'budget', spent }
+  budgetAnswers.set(context, { turn, reached })
+  return reached
 }
