@@ -44,6 +44,7 @@ export const EFFECT_ACTIONS = [
   'emitTurnStart',
   'emitModelRequest',
   'emitModelResponse',
+  'emitToolStart',
   'emitTurnEnd',
   'emitRunError',
   'emitRunEnd',
@@ -76,7 +77,7 @@ export class MachineActions extends RunEvents {
   }
 
   /** The call's result joins the transcript (tool.end) and the call closes. */
-  #record(context: AgentContext, call: CurrentCall, result: CallResult): Partial<AgentContext> {
+  #record(context: AgentContext, call: CurrentCall, result: CallResult, ranForMs = call.ranForMs ?? 0): Partial<AgentContext> {
     const message: ToolMessage = Object.freeze({ role: 'tool', tool_call_id: call.callId, content: result.output })
     // The hot path's events are built only when someone listens.
     if (this.listening('tool.end'))
@@ -88,7 +89,7 @@ export class MachineActions extends RunEvents {
         isError: result.isError,
         outcome: result.outcome,
         // The tool's own time: not the hooks before it, nor the wait for a person's yes.
-        durationMs: call.ranAt === undefined ? 0 : this.runtime.clock.now() - call.ranAt,
+        durationMs: ranForMs,
       })
     return {
       messages: [...context.messages, message],
@@ -96,12 +97,6 @@ export class MachineActions extends RunEvents {
       callIndex: context.callIndex + 1,
       current: undefined,
     }
-  }
-
-  /** The tool starts: `tool.start`, and the time its run is measured from. */
-  startTool(context: AgentContext): Partial<AgentContext> {
-    this.emitToolStart(context)
-    return { current: { ...(context.current as CurrentCall), ranAt: this.runtime.clock.now() } }
   }
 
   /** The call being handled; the states that use it are entered only with one open. */
@@ -114,8 +109,9 @@ export class MachineActions extends RunEvents {
     return context.current?.approval as ApprovalRequest
   }
 
-  #setResult(context: AgentContext, result: CallResult): Partial<AgentContext> {
-    return { current: context.current ? { ...context.current, result } : undefined }
+  #setResult(context: AgentContext, result: CallResult, ranForMs?: number): Partial<AgentContext> {
+    if (!context.current) return { current: undefined }
+    return { current: ranForMs === undefined ? { ...context.current, result } : { ...context.current, result, ranForMs } }
   }
 
   queueSteering(context: AgentContext, steer: { text: string; from?: string | undefined }): Partial<AgentContext> {
@@ -245,14 +241,14 @@ export class MachineActions extends RunEvents {
 
   acceptToolOutput(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
     return {
-      ...this.#setResult(context, this.#toolOutputResult(context, output)),
+      ...this.#setResult(context, this.#toolOutputResult(context, output), output.ranForMs),
       ...(output.handoff ? { handoff: output.handoff } : {}),
     }
   }
 
   /** A tool threw (or timed out): the model reads the error and the run goes on. */
-  toolFailed(context: AgentContext, { error }: { error: unknown }): Partial<AgentContext> {
-    return this.#setResult(context, failedToolResult(error, context.current?.toolName))
+  toolFailed(context: AgentContext, { error, elapsedMs }: { error: unknown; elapsedMs: number }): Partial<AgentContext> {
+    return this.#setResult(context, failedToolResult(error, context.current?.toolName), elapsedMs)
   }
 
   handedOver(context: AgentContext): Partial<AgentContext> {
@@ -473,7 +469,7 @@ export class MachineActions extends RunEvents {
 
   /** The tool's output taken and its result joined to the transcript, in one context update. */
   finishCall(context: AgentContext, output: ToolRunOutput): Partial<AgentContext> {
-    const recorded = this.#record(context, this.#current(context), this.#toolOutputResult(context, output))
+    const recorded = this.#record(context, this.#current(context), this.#toolOutputResult(context, output), output.ranForMs)
     if (output.handoff) recorded.handoff = output.handoff
     return recorded
   }

@@ -246,18 +246,16 @@ export function createAgentWork() {
       )
     }),
 
-    afterTurnHook: fromPromise(
-      (args: WorkArgs<TranscriptInput & { reply: AssistantMessage; toolResults: ToolMessage[] }>) => {
-        const { input } = args
-        return args.runtime.hooks.afterTurn(
-          Object.assign(hookBase(input, args), {
-            reply: input.reply,
-            toolResults: [...input.toolResults],
-            messages: [...input.messages],
-          }),
-        )
-      },
-    ),
+    afterTurnHook: fromPromise((args: WorkArgs<TranscriptInput & { reply: AssistantMessage; toolResults: ToolMessage[] }>) => {
+      const { input } = args
+      return args.runtime.hooks.afterTurn(
+        Object.assign(hookBase(input, args), {
+          reply: input.reply,
+          toolResults: [...input.toolResults],
+          messages: [...input.messages],
+        }),
+      )
+    }),
   }
 }
 
@@ -420,6 +418,8 @@ export interface ToolRunInput {
 /** What a tool run produced: the text the model reads, and maybe a hand-off. */
 export interface ToolRunOutput {
   output: string
+  /** How long the tool ran (set from the worker's measure when the machine takes the output). */
+  ranForMs?: number
   /** A result taken from the ledger (a resumed call): what the model reads, as recorded. */
   recorded?: LedgerToolResult
   handoff?: { to: string; reason?: string }

@@ -322,7 +322,7 @@ export const agentMachine = setup({
                 executingTool: {
                   description: 'The tool runs (locally or on a remote host). A throw becomes an error result.',
                   tags: ['wait', 'tool'],
-                  entry: ['startTool', work('executingTool')],
+                  entry: ['emitToolStart', work('executingTool')],
                   exit: 'stopWork',
                   on: {
                     'work.done': [

@@ -102,10 +102,11 @@ export interface CurrentCall {
   args: unknown
   startedAt: number
   /**
-   * When the tool started running (entering `executingTool`); absent for a call whose tool never
-   * ran. `tool.end`'s `durationMs` counts from here, so hooks and a person's wait are not in it.
+   * How long the tool ran (its work in `executingTool`), kept while an afterToolExecution hook
+   * looks at the result; absent for a call whose tool never ran. `tool.end`'s `durationMs`: hooks
+   * and a person's wait are not in it.
    */
-  ranAt?: number
+  ranForMs?: number
   /** Set when the machine can't run the call (unknown tool, bad arguments). */
   invalid: { outcome: ToolOutcome; message: string } | undefined
   approval: ApprovalRequest | undefined
@@ -151,6 +152,6 @@ export type AgentMachineEvent =
   /** The `deadline` actor: the absolute time it was armed for has come. */
   | { type: 'deadline.reached' }
   /** The work of the wait state the run is in has finished (the run's worker): its output, typed per state by `outputOf`. */
-  | { type: 'work.done'; output: unknown }
+  | { type: 'work.done'; output: unknown; elapsedMs: number }
   /** The work of the wait state the run is in has failed. */
-  | { type: 'work.error'; error: unknown }
+  | { type: 'work.error'; error: unknown; elapsedMs: number }

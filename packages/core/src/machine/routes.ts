@@ -5,7 +5,7 @@ import type { GuardDeps } from './guards.ts'
 import { routeCall } from './routing.ts'
 import type { AgentRuntime } from './runtime.ts'
 import { turnLimit } from './turn-limit.ts'
-import { outputOf } from './waits.ts'
+import { toolOutput } from './waits.ts'
 
 /**
  * Where the run goes when a wait ends, one function per exit: after the model, after a tool,
@@ -97,12 +97,10 @@ export function intoNextTurn<const G extends 'toolAnswered' | 'callsDone' | 'tur
     step
       ? ({
           type: 'finishStep',
-          params: ({ event }: { event: AgentMachineEvent }) => ({ output: outputOf('executingTool', event), announce }),
+          params: ({ event }: { event: AgentMachineEvent }) => ({ output: toolOutput({ event }), announce }),
         } as const)
       : ({ type: 'nextTurn', params: announce } as const)
-  const finish = step
-    ? ([{ type: 'finishCall', params: ({ event }: { event: AgentMachineEvent }) => outputOf('executingTool', event) }] as const)
-    : ([] as const)
+  const finish = step ? ([{ type: 'finishCall', params: toolOutput }] as const) : ([] as const)
   return [
     { guard: { type: exit, params: 'next-turn/model' }, target: `${TURN}.callingModel`, actions: next(true) },
     // The beforeTurn hooks announce the turn (turn.start) once they let it go on.

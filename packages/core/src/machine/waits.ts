@@ -158,9 +158,16 @@ export function resumeWait(worker: RunWorker, snapshot: { status: string; value:
 
 // What a wait's answer hands the actions of its transitions, typed by the state it answers.
 export const modelReply = ({ event }: { event: AgentMachineEvent }) => outputOf('callingModel', event)
-export const toolOutput = ({ event }: { event: AgentMachineEvent }) => outputOf('executingTool', event)
+/** The tool's output, with how long it ran (the worker's measure of the `executingTool` work). */
+export const toolOutput = ({ event }: { event: AgentMachineEvent }): ToolRunOutput => {
+  const output = outputOf('executingTool', event)
+  // The work's own fresh object (made by `executeTool`): completed here rather than copied.
+  output.ranForMs = event.type === 'work.done' ? event.elapsedMs : 0
+  return output
+}
 export const rewrite = ({ event }: { event: AgentMachineEvent }) => outputOf('runningAfterToolExecution', event)
 /** A wait's work failed (`work.error`): what it threw. */
 export const failure = ({ event }: { event: AgentMachineEvent }) => ({
   error: event.type === 'work.error' ? event.error : undefined,
+  elapsedMs: event.type === 'work.error' ? event.elapsedMs : 0,
 })

@@ -11,7 +11,7 @@ import type { AgentRuntime } from './runtime.ts'
  * (`stop`): the work's `AbortSignal` aborts exactly when the state is left, as an invoked actor's
  * did (cancellation, steering, deadlines). The work answers with events: `work.done` /
  * `work.error` (the payloads an invoked actor's done and error events carried: `output`,
- * `error`), or its own (`approval.decision`, `deadline.reached`, ...), sent to the run's actor. An
+ * `error`, and how long the work ran: `elapsedMs`), or its own (`approval.decision`, `deadline.reached`, ...), sent to the run's actor. An
  * answer of work that was stopped is dropped. The run stops it when it ends (see `Agent`).
  */
 export class RunWorker {
@@ -32,6 +32,10 @@ export class RunWorker {
     }
     const job = new PromiseJob(input, this.#runtime)
     const send = this.#send
+    const clock = this.#runtime.clock
+    // How long the work ran (a tool's own run time, for tool.end): measured here, where the work
+    // starts and answers, so the context needs no update to remember when it started.
+    const startedAt = clock.now()
     let pending: Promise<unknown>
     try {
       pending = work.run(job)
@@ -41,11 +45,11 @@ export class RunWorker {
     pending.then(
       (output) => {
         job.settled = true
-        if (!job.aborted) send({ type: 'work.done', output })
+        if (!job.aborted) send({ type: 'work.done', output, elapsedMs: clock.now() - startedAt })
       },
       (error: unknown) => {
         job.settled = true
-        if (!job.aborted) send({ type: 'work.error', error })
+        if (!job.aborted) send({ type: 'work.error', error, elapsedMs: clock.now() - startedAt })
       },
     )
     this.#jobs.push(job)

@@ -2,8 +2,11 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { PromiseWork, WorkArgs } from '../../src/machine/actors.ts'
 import type { AgentMachineEvent } from '../../src/machine/context.ts'
 import { RunWorker } from '../../src/machine/worker.ts'
+import { SimulatedClock } from '../../src/testing/index.ts'
 
-const runtime = {} as WorkArgs<unknown>['runtime']
+// The worker reads the run's clock (how long each work ran); nothing else of the runtime.
+const clock = new SimulatedClock()
+const runtime = { clock } as unknown as WorkArgs<unknown>['runtime']
 
 /** Promise work that waits until `finish` is called, handing its args out. */
 function pendingWork() {
@@ -42,10 +45,12 @@ describe('RunWorker: the signal of promise work', () => {
     const { work, args, finish } = pendingWork()
     worker.start(work, 'in')
     expect(args().input).toBe('in')
+    clock.increment(25)
     finish('out')
     await settle()
     worker.stop()
-    expect(events).toEqual([{ type: 'work.done', output: 'out' }])
+    // The answer says how long the work ran (a tool's own run time, for tool.end).
+    expect(events).toEqual([{ type: 'work.done', output: 'out', elapsedMs: 25 }])
     expect(made).toBe(0)
     // Read at last, it is made then.
     expect(args().signal.aborted).toBe(false)
@@ -81,6 +86,6 @@ describe('RunWorker: the signal of promise work', () => {
     await settle()
     worker.stop()
     expect(signal.aborted).toBe(false)
-    expect(events).toEqual([{ type: 'work.done', output: 'out' }])
+    expect(events).toEqual([{ type: 'work.done', output: 'out', elapsedMs: 0 }])
   })
 })
