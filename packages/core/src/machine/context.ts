@@ -152,6 +152,6 @@ export type AgentMachineEvent =
   /** The `deadline` actor: the absolute time it was armed for has come. */
   | { type: 'deadline.reached' }
   /** The work of the wait state the run is in has finished (the run's worker): its output, typed per state by `outputOf`. */
-  | { type: 'work.done'; output: unknown; elapsedMs: number }
+  | { type: 'work.done'; wait: string; output: unknown; elapsedMs: number }
   /** The work of the wait state the run is in has failed. */
-  | { type: 'work.error'; error: unknown; elapsedMs: number }
+  | { type: 'work.error'; wait: string; error: unknown; elapsedMs: number }

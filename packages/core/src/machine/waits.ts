@@ -123,15 +123,27 @@ const _outputsMatch: { [W in keyof WaitOutputs]: [WorkOutput<W>] extends [WaitOu
 }
 void _outputsMatch
 
+/** The answer of wait state `W`'s own work: the worker names the state it started the work for. */
+type DoneIn<W extends keyof WaitOutputs> = { type: 'work.done'; wait: W; output: WaitOutputs[W] }
+
 /**
- * The output of `work.done` in wait state `wait`, typed for that state. Sound because the run's
- * worker does only the work of the state the run is in and drops the answer of work whose state was
- * left: a `work.done` that reaches a transition of `wait` is `wait`'s own.
+ * Whether `event` answers `wait`'s work. Checked at run time by the name the worker put on the
+ * answer; the output's type follows from `_outputsMatch` (each wait's work produces its type).
+ */
+function answersWait<W extends keyof WaitOutputs>(event: { type: string; wait?: string }, wait: W): event is DoneIn<W> {
+  return event.type === 'work.done' && event.wait === wait
+}
+
+/**
+ * The output of `work.done` in wait state `wait`, typed for that state. The worker drops the
+ * answer of work whose state was left, so any other event here is a bug in the chart.
  */
 export function outputOf<W extends keyof WaitOutputs>(wait: W, event: AgentMachineEvent): WaitOutputs[W] {
-  if (event.type !== 'work.done')
-    throw new SignalboxError(ErrorCode.INTERNAL_ERROR, `${wait}: expected work.done, got ${event.type}`)
-  return event.output as WaitOutputs[W]
+  if (!answersWait(event, wait)) {
+    const got = event.type === 'work.done' ? `the answer of ${event.wait}` : event.type
+    throw new SignalboxError(ErrorCode.INTERNAL_ERROR, `${wait}: expected its work's answer, got ${got}`)
+  }
+  return event.output
 }
 
 /** Starts the work of wait state `wait` on the run's worker. */
@@ -139,7 +151,7 @@ export function startWait(worker: RunWorker, wait: WaitName, context: AgentConte
   const specs: readonly { src: WorkName; input: (context: AgentContext) => unknown }[] = waits[wait]
   for (let i = 0; i < specs.length; i++) {
     const spec = specs[i] as (typeof specs)[number]
-    worker.start(agentWork[spec.src] as Work, spec.input(context))
+    worker.start(agentWork[spec.src] as Work, spec.input(context), wait)
   }
 }
 

@@ -25,7 +25,8 @@ export class RunWorker {
     this.#runtime = runtime
   }
 
-  start(work: Work, input: unknown): void {
+  /** Starts `work` for wait state `wait`; its answer names that state (`work.done`'s `wait`). */
+  start(work: Work, input: unknown, wait: string): void {
     if (work.kind === 'callback') {
       this.#jobs.push({ kind: 'callback', stop: work.run({ input, sendBack: this.#send, runtime: this.#runtime }) })
       return
@@ -45,11 +46,11 @@ export class RunWorker {
     pending.then(
       (output) => {
         job.settled = true
-        if (!job.aborted) send({ type: 'work.done', output, elapsedMs: clock.now() - startedAt })
+        if (!job.aborted) send({ type: 'work.done', wait, output, elapsedMs: clock.now() - startedAt })
       },
       (error: unknown) => {
         job.settled = true
-        if (!job.aborted) send({ type: 'work.error', error, elapsedMs: clock.now() - startedAt })
+        if (!job.aborted) send({ type: 'work.error', wait, error, elapsedMs: clock.now() - startedAt })
       },
     )
     this.#jobs.push(job)

@@ -117,7 +117,7 @@ describe('the direct jump into the next turn and the step-by-step path through b
     const entries = ['limit', 'beforeTurn', 'beforeProviderCall', 'model'] as const
     const fromCalls = entries.filter((entry) => guards.callsDone(at, `next-turn/${entry}`))
     const fromAfterTurn = entries.filter((entry) => guards.turnDone(at, `next-turn/${entry}`))
-    const toolDone: AgentMachineEvent = { type: 'work.done', output: { output: 'ok' }, elapsedMs: 0 }
+    const toolDone: AgentMachineEvent = { type: 'work.done', wait: 'executingTool', output: { output: 'ok' }, elapsedMs: 0 }
     const fromTool = entries.filter((entry) =>
       guards.toolAnswered({ context: { ...ending, callIndex: 0 }, event: toolDone }, `next-turn/${entry}`),
     )
