@@ -1,5 +1,5 @@
 import { hostname } from 'node:os'
-import type { Actor, Snapshot } from 'xstate'
+import type { Actor } from 'xstate'
 import { whenAborted } from './abort.ts'
 import {
   type AgentOptions,
@@ -11,7 +11,7 @@ import {
 } from './agent-options.ts'
 import { type Clock, systemClock } from './clock.ts'
 import { asError, ConfigError, RunCancelledError } from './errors.ts'
-import { type AgentEventType, deepFreeze, EventEmitter, type EventListener } from './events.ts'
+import { type AgentEventType, EventEmitter, type EventListener } from './events.ts'
 import type { AuditLog } from './hitl/types.ts'
 import { HookChain } from './hooks.ts'
 import { type IdGenerator, randomIds } from './ids.ts'
@@ -28,14 +28,14 @@ import type { Message } from './messages.ts'
 import { isName, NAME_RULE } from './names.ts'
 import { type OutputSpec, outputSpec } from './output.ts'
 import type { Provider } from './provider/provider.ts'
-import { isFinished } from './run-status.ts'
+import { toRunResult } from './run-result.ts'
 import type { Schema, SchemaOutput } from './schema.ts'
 import type { StoredRun } from './store/checkpoint.ts'
-import { CheckpointError, RunStoreError } from './store/errors.ts'
+import { RunStoreError } from './store/errors.ts'
+import { restoreRun } from './store/restore-run.ts'
 import { type ResumeAllResult, type ResumeOptions, resumeEvery } from './store/resume-all.ts'
 import { RunJournal } from './store/run-journal.ts'
-import { parkRun, type RunStore } from './store/run-store.ts'
-import { restoreTranscript } from './store/stored-snapshot.ts'
+import type { RunStore } from './store/run-store.ts'
 import { type RunStream, streamRun } from './stream.ts'
 import { assertToolName, type Tool, toToolSpec } from './tool.ts'
 import type { ToolList } from './tool-calls.ts'
@@ -230,50 +230,20 @@ export class Agent<TOutput = string, TId extends string = string> {
     const store = this.#requireStore('resume')
     const signal = options.signal ?? new AbortController().signal
     if (this.#active.has(runId)) throw new RunStoreError('RUN_NOT_RESUMABLE', runId, 'it is already running in this process.')
-    const loaded = await store.load(runId, { signal })
-    if (loaded === undefined) throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
-    const stored = loaded.checkpoint
-    if (stored.agentId !== this.id) {
-      throw new RunStoreError('RUN_NOT_RESUMABLE', runId, `it belongs to agent "${stored.agentId}", not "${this.id}".`)
-    }
-    if (isFinished(stored.status)) {
-      throw new RunStoreError('RUN_NOT_RESUMABLE', runId, `it is finished (${stored.status}).`)
-    }
-    if (stored.status === 'parked') {
-      const why = stored.parked ? ` (${stored.parked.code}: ${stored.parked.message})` : ''
-      throw new RunStoreError('RUN_NOT_RESUMABLE', runId, `it is parked: its stored state cannot be continued${why}.`)
-    }
-    const claimed = await store.claim(runId, { owner: this.#hostId, leaseMs: this.#leaseMs, revision: loaded.revision, signal })
-    let actor: Actor<AgentMachine>
-    try {
-      const messages = await store.readMessages(runId, { length: claimed.checkpoint.transcript.length, signal })
-      for (const message of messages) deepFreeze(message)
-      try {
-        actor = this.#actors.create(runId, {
-          snapshot: restoreTranscript(claimed.checkpoint.snapshot, messages) as Snapshot<unknown>,
-        })
-      } catch (cause) {
-        throw new CheckpointError(
-          'CHECKPOINT_INVALID',
-          runId,
-          `the stored machine snapshot cannot be restored: ${String(cause)}`,
-          {
-            cause,
-          },
-        )
-      }
-    } catch (error) {
-      // A run this store cannot load would fail the same way at every try: parked with why, once.
-      if (cannotBeLoaded(error)) {
-        const reason = { code: error.code, message: error.message }
-        await parkRun(store, claimed, { reason, by: this.#hostId, clock: this.#clock, signal }).catch(() => {})
-      }
-      throw error
-    }
+    const { actor, claimed } = await restoreRun({
+      store,
+      runId,
+      agentId: this.id,
+      owner: this.#hostId,
+      leaseMs: this.#leaseMs,
+      clock: this.#clock,
+      createActor: (snapshot) => this.#actors.create(runId, { snapshot }),
+      signal,
+    })
     signal.throwIfAborted()
     const worker = bindAgentParts(actor, this.#parts)
     this.#announceResumed(actor, claimed.checkpoint.carry ?? {})
-    return this.#launch(actor, worker, runId, options.signal, this.#journal(runId, stored.runPath, claimed), true)
+    return this.#launch(actor, worker, runId, options.signal, this.#journal(runId, claimed.checkpoint.runPath, claimed), true)
   }
 
   /**
@@ -554,33 +524,6 @@ export function createAgent<T extends ToolList = ToolList, const Id extends stri
 ): Agent<string, Id>
 export function createAgent(options: AgentOptions): Agent<unknown> {
   return new Agent<unknown>(options)
-}
-
-/** On a hand-off the next agent brings its own instructions: the system prompt stays here. */
-const defaultHandoffFilter = (messages: readonly Message[]) => messages.filter((m) => m.role !== 'system')
-
-function toRunResult(
-  runId: string,
-  output: AgentOutput,
-  filter: ((messages: readonly Message[]) => Message[]) | undefined,
-): RunResult {
-  return {
-    ...(output.handoff ? { handoff: { ...output.handoff, messages: (filter ?? defaultHandoffFilter)(output.messages) } } : {}),
-    runId,
-    status: output.status,
-    output: output.output ?? '',
-    stopReason: output.stopReason,
-    error: output.error,
-    turns: output.turns,
-    usage: output.usage,
-    messages: output.messages,
-    pendingSteering: output.pendingSteering,
-  }
-}
-
-/** A stored run whose state cannot be loaded (as opposed to a store that could not be reached, or a lost race). */
-function cannotBeLoaded(error: unknown): error is CheckpointError | RunStoreError {
-  return CheckpointError.is(error) || RunStoreError.is(error, 'RUN_TRANSCRIPT_GAP')
 }
 
 function assertAgentId(id: string): void {
