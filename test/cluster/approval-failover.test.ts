@@ -29,6 +29,12 @@ import { type NatsServer, startNatsServer } from '../support/nats-server.ts'
 
 const signal = () => AbortSignal.timeout(15_000)
 
+/** What the test reads of `$JS.API.STREAM.INFO`. */
+interface StreamInfo {
+  config: { num_replicas: number }
+  cluster?: { leader?: string; replicas?: { name: string; current: boolean }[] }
+}
+
 async function eventually<T>(check: () => T | Promise<T>, timeoutMs: number, what: string): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs
   let last: unknown
@@ -41,6 +47,19 @@ async function eventually<T>(check: () => T | Promise<T>, timeoutMs: number, wha
     }
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`)
     await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+/** `promise`, or a failure naming `what` after `timeoutMs`. */
+async function within<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), timeoutMs)
+  })
+  try {
+    return await Promise.race([promise, late])
+  } finally {
+    clearTimeout(timer)
   }
 }
 
@@ -163,7 +182,14 @@ describe('a 3-node JetStream cluster', () => {
     await store.create(sampleCheckpoint({ runId: 'run_parked', lease: { owner: 'host-a', epoch: 1, expiresAt: 1 } }), {
       signal: signal(),
     })
-    const streamInfo = () => w.admin.manager().then((jsm) => jsm.streams.info(w.admin.streamName))
+    // Asked with a short timeout: while the stream has no leader nobody answers, and the client's
+    // default (5 s) would make each poll below wait that long after a leader was elected.
+    const streamInfo = async (): Promise<StreamInfo> => {
+      const reply = await w.admin.connection.request(`$JS.API.STREAM.INFO.${w.admin.streamName}`, '', { timeout: 1_000 })
+      const info = reply.json<StreamInfo & { error?: { description: string } }>()
+      if (info.error) throw new Error(info.error.description)
+      return info
+    }
     expect((await streamInfo()).config.num_replicas).toBe(3)
 
     const handle = w.agent.start('pay bob 42')
@@ -205,7 +231,7 @@ describe('a 3-node JetStream cluster', () => {
 
     // The person decides after both losses.
     w.person.release()
-    const result = await handle.result
+    const result = await within(handle.result, 20_000, 'the decision to be applied after both losses')
     expect(result.output).toBe('done')
     expect(w.paid).toEqual([{ to: 'bob', amount: 42 }])
     await leader.restart()
@@ -228,7 +254,7 @@ describe('a 3-node JetStream cluster', () => {
     await expect(
       store.save(loaded?.checkpoint as never, { revision: loaded?.revision as number, signal: signal() }),
     ).rejects.toMatchObject({ code: 'RUN_REVISION_CONFLICT' })
-  }, 40_000)
+  }, 150_000) // above the sum of its steps' limits: a stall fails the step that waited, saying which
 })
 
 describe('one server, killed and restarted with its store', () => {

@@ -30,6 +30,8 @@ import { NatsDurableMessage } from './messages.ts'
 export interface ConsumerTuning {
   pullBatch: number
   pullExpiresMs: number
+  /** Idle heartbeat of a pull request (see `NatsBusOptions.pullHeartbeatMs`). */
+  pullHeartbeatMs: number
   ephemeralInactiveMs: number
   /** The consumer's `ack_wait` on the server when the caller's `ackWaitMs` is longer. */
   serverAckWaitMs: number
@@ -192,7 +194,14 @@ export class NatsDurableConsumer implements Subscription {
       try {
         const consumer = await this.#ensureConsumer()
         if (this.closed) break
-        const messages = await consumer.consume({ max_messages: this.#tuning.pullBatch, expires: this.#tuning.pullExpiresMs })
+        const { pullBatch, pullExpiresMs, pullHeartbeatMs } = this.#tuning
+        const messages = await consumer.consume({
+          max_messages: pullBatch,
+          expires: pullExpiresMs,
+          // The client's default (half of `expires`) leaves a pull lost with its consumer's leader
+          // unnoticed for two of them: 10 s without messages after a leader loss.
+          idle_heartbeat: Math.min(pullHeartbeatMs, pullExpiresMs / 2),
+        })
         this.#messages = messages
         if (this.closed) {
           messages.stop()

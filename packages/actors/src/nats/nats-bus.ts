@@ -51,7 +51,7 @@ import {
   toBytes,
   toNatsHeaders,
 } from './messages.ts'
-import { DEFAULT_SERVER_ACK_WAIT_MS, defaultConnectionName, type NatsBusOptions } from './options.ts'
+import { DEFAULT_PULL_HEARTBEAT_MS, DEFAULT_SERVER_ACK_WAIT_MS, defaultConnectionName, type NatsBusOptions } from './options.ts'
 import { natsRequest, natsRequestMany } from './request.ts'
 import { awaitStream, defaultStreamName, ensureStream, StreamSubjects } from './stream.ts'
 
@@ -282,6 +282,7 @@ export class NatsBus implements Bus {
     const consumer = new NatsDurableConsumer(this.#internals, subject, handler, options, {
       pullBatch: this.#options.pullBatch ?? 16,
       pullExpiresMs: this.#options.pullExpiresMs ?? 10_000,
+      pullHeartbeatMs: this.#options.pullHeartbeatMs ?? DEFAULT_PULL_HEARTBEAT_MS,
       ephemeralInactiveMs: this.#options.ephemeralInactiveMs ?? 120_000,
       serverAckWaitMs: this.#options.serverAckWaitMs ?? DEFAULT_SERVER_ACK_WAIT_MS,
       // As many copies as the stream keeps (an operator may have made it R3): a consumer kept by

@@ -72,8 +72,15 @@ export interface NatsBusOptions {
   publishAttemptTimeoutMs?: number
   /** `close()` gives draining this long before closing hard (a disconnected client cannot drain). Default 5 s. */
   drainTimeoutMs?: number
-  /** Pull request lifetime of durable consumers (idle heartbeats at half of it). Default 10 s. */
+  /** Pull request lifetime of durable consumers. Default 10 s. */
   pullExpiresMs?: number
+  /**
+   * How often the server confirms an idle pull request is still held (at most half of
+   * `pullExpiresMs`). A pull the server lost (its consumer's leader died) is noticed after two
+   * missed heartbeats and pulled again: this bounds how long a consumer stays deaf after a
+   * JetStream leader loss. Default 1 s.
+   */
+  pullHeartbeatMs?: number
   /** Messages a durable consumer buffers ahead of its handler. Default 16. */
   pullBatch?: number
   /** A private (ephemeral) consumer whose client vanished is deleted by the server after this. Default 2 min. */
@@ -86,6 +93,9 @@ export interface NatsBusOptions {
    */
   serverAckWaitMs?: number
 }
+
+/** See `NatsBusOptions.pullHeartbeatMs`: a lost pull is pulled again within about 2 s. */
+export const DEFAULT_PULL_HEARTBEAT_MS = 1_000
 
 /** See `NatsBusOptions.serverAckWaitMs`: short, so a dead holder's messages come back within seconds. */
 export const DEFAULT_SERVER_ACK_WAIT_MS = 5_000

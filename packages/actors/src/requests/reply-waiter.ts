@@ -1,3 +1,4 @@
+import { setImmediate as nextMacrotask } from 'node:timers/promises'
 import { AbortedError, type SignalboxError } from '@signalbox/core'
 import type { Bus, Subscription } from '@signalbox/core/bus'
 import { decodeMessage } from '@signalbox/core/protocol'
@@ -30,6 +31,11 @@ export interface ReplyRejection<T, C> {
  * requests by id. The first valid reply wins; a reply for a request already settled (late or
  * duplicate) or one that does not match the request is reported, never applied. Replies for
  * ids this process never asked about belong to another host of the same agent and are ignored.
+ *
+ * A copy of the winning reply is reported as "already settled" only after the winner was applied:
+ * the caller applies (and audits) it in the reactions to the promise `expect` returned, and a
+ * copy may be delivered right behind the winner, before those reactions ran. Reported at once, the
+ * audit trail would show the rejection of a decision before the grant it duplicates.
  */
 export class DurableReplyWaiter<S extends z.ZodType, C> {
   readonly #bus: Bus
@@ -40,6 +46,11 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
   readonly #pending = new Map<string, Waiter<z.output<S>> & { context: C }>()
   /** Recently settled ids (oldest first) with their context, to tell a late reply from a stranger's. */
   readonly #settled = new Map<string, C>()
+  /**
+   * Ids whose winning reply was handed to its waiter and may not be applied yet: resolves once it
+   * is (the next macrotask; every promise reaction of the caller runs before it).
+   */
+  readonly #handingOver = new Map<string, Promise<void>>()
   readonly #consumers = new Map<string, Subscription>()
   /**
    * With `replay`: replies (oldest first) for ids nobody waits for yet. A resumed run asks again
@@ -86,7 +97,7 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
             this.#reportInvalid(message.subject, message.data, decoded.error as SignalboxError)
             return
           }
-          this.#route(decoded.value, message.storedAt)
+          return this.#route(decoded.value, message.storedAt)
         },
         {
           ...(this.#replay ? { deliverAll: true } : {}),
@@ -133,6 +144,7 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
         this.#remember(id, early)
         this.#settle(id, context)
         signal.removeEventListener('abort', onAbort)
+        this.#handOver(id)
         return resolve(early.reply)
       }
       this.#pending.set(id, {
@@ -160,17 +172,22 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
     }
   }
 
-  #route(reply: z.output<S>, storedAt: number | undefined): void {
+  /** A promise while a rejection waits for the winner's application (a failure is the handler's). */
+  #route(reply: z.output<S>, storedAt: number | undefined): Promise<void> | undefined {
     const id = this.#idOf(reply)
     const waiter = this.#pending.get(id)
     if (!waiter) {
       if (this.#settled.has(id)) {
-        this.#onRejected({
+        const rejection = {
           id,
           reply,
           reason: 'the request was already settled (late or duplicate reply)',
           context: this.#settled.get(id) as C,
-        })
+        }
+        // Behind the winner's application, never before it (see the class comment).
+        const handingOver = this.#handingOver.get(id)
+        if (handingOver !== undefined) return handingOver.then(() => this.#onRejected(rejection))
+        this.#onRejected(rejection)
       } else if (this.#replay) {
         this.#unclaimed.set(id, { reply, storedAt })
         if (this.#unclaimed.size > 1_000) this.#unclaimed.delete(this.#unclaimed.keys().next().value as string)
@@ -184,7 +201,16 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
     }
     this.#remember(id, { reply, storedAt })
     this.#settle(id, waiter.context)
+    this.#handOver(id)
     waiter.resolve(reply)
+  }
+
+  /** Marks `id`'s winning reply as being handed over until the caller's reactions to it have run. */
+  #handOver(id: string): void {
+    const handedOver = nextMacrotask().then(() => {
+      this.#handingOver.delete(id)
+    })
+    this.#handingOver.set(id, handedOver)
   }
 
   #remember(id: string, stored: StoredReply<z.output<S>>): void {

@@ -143,6 +143,57 @@ for (const transport of TRANSPORTS) {
       expect(d.handlerErrors).toEqual([])
     })
 
+    it('a copy of the applied decision right behind it is audited as already settled after the grant, every time', async () => {
+      const d = await deploy(transport)
+      const agentBus = await d.bus('agent')
+      const sender = await d.bus('sender')
+      // Each round both copies are published at once, so the second is delivered as close behind the
+      // first as the bus allows: the grant must be audited before the copy's rejection regardless.
+      for (let round = 0; round < 15; round++) {
+        const agentId = `payer${round}`
+        const audit = trackedAudit()
+        const reviewer = remoteReviewer({ bus: agentBus, subjects: d.subjects, audit: audit.log })
+        d.defer(() => reviewer.close())
+        const pay = payTool()
+        const agent = createAgent({
+          id: agentId,
+          provider: new ScriptedProvider({
+            script: [{ toolCalls: [{ id: 'call_pay', name: 'pay', arguments: ARGS }] }, { content: 'done' }],
+          }),
+          tools: [pay.tool],
+          reviewer,
+          audit: audit.log,
+          approvalTimeoutMs: 20_000,
+        })
+        const requests = await captureRequests(sender, d, agentId)
+        const handle = agent.start('pay bob 42')
+        const request = await eventually(() => requests[0], 5_000, 'the approval request on the bus')
+        const decision = JSON.stringify({
+          v: 1,
+          type: 'approval.decision',
+          requestId: request.requestId,
+          callId: request.callId,
+          digest: request.digest,
+          approved: true,
+          reviewer: 'alice',
+          decidedAt: Date.now(),
+        } satisfies ApprovalDecisionMessage)
+        const subject = d.subjects.approvalDecisions(agentId)
+        await Promise.all([
+          sender.durablePublish(subject, decision, { msgId: `${agentId}-first` }),
+          sender.durablePublish(subject, decision, { msgId: `${agentId}-copy` }),
+        ])
+        expect((await handle.result).output).toBe('done')
+        await eventually(() => audit.of('approval.rejected').length === 1, 3_000, 'the copy rejected')
+        expect(pay.paid).toHaveLength(1)
+        expect(audit.entries.map((e) => [e.kind, e.reason])).toEqual([
+          ['approval.granted', undefined],
+          ['approval.rejected', 'the request was already settled (late or duplicate reply)'],
+        ])
+      }
+      expect(d.handlerErrors).toEqual([])
+    })
+
     it('two reviewer services in shared mode: each request is decided exactly once', async () => {
       const d = await deploy(transport)
       const agentBus = await d.bus('agent')
