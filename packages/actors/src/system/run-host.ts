@@ -258,8 +258,13 @@ export class RunHost {
     // One listener on the host's long-lived signal for all its runs, not one per run.
     const stopWatching = whenAborted(stopping, stopOnClose)
 
-    const publish = (result: RunResult<unknown>, error?: SerializedError) =>
-      this.#publish(agent.id, result, error, ledger.subtreeRuns(runId))
+    const publish = (result: RunResult<unknown>, error?: SerializedError) => {
+      // Another host took the run over (its claim moved the stored revision): that host runs it
+      // now and publishes its result. Published here, this run's failure would win the result's
+      // de-duplication (one `result-<runId>` message) and the parent would read it.
+      if (lostToAnotherHost(error ?? result.error)) return
+      return this.#publish(agent.id, result, error, ledger.subtreeRuns(runId))
+    }
     const finished = handle.result
       .then(
         (result) => publish(result),
@@ -288,6 +293,11 @@ function startLease(clock: Clock, ms: number | undefined, onExpire: () => void):
   if (!ms) return { renew() {}, stop() {} }
   const watch = watchSilence(clock, { limitMs: ms, recheckMs: ms / HEARTBEATS_PER_LEASE }, onExpire)
   return { renew: watch.heard, stop: watch.stop }
+}
+
+/** A run that ended because another host claimed it: its store refused this host's next write. */
+function lostToAnotherHost(error: { code: string } | undefined): boolean {
+  return error?.code === 'RUN_REVISION_CONFLICT' || error?.code === 'RUN_LEASE_HELD'
 }
 
 function emptyResult(runId: string, status: 'failed' | 'cancelled'): RunResult {
