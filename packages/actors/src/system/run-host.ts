@@ -2,6 +2,7 @@ import {
   AbortedError,
   type Agent,
   type Clock,
+  ErrorCode,
   type Message,
   type RunHandle,
   type RunResult,
@@ -295,9 +296,12 @@ function startLease(clock: Clock, ms: number | undefined, onExpire: () => void):
   return { renew: watch.heard, stop: watch.stop }
 }
 
+/** The store's refusals of a write by a host whose run another host has claimed (never sent on the wire). */
+const LOST_TO_ANOTHER_HOST = new Set<string>([ErrorCode.RUN_REVISION_CONFLICT, ErrorCode.RUN_LEASE_HELD])
+
 /** A run that ended because another host claimed it: its store refused this host's next write. */
 function lostToAnotherHost(error: { code: string } | undefined): boolean {
-  return error?.code === 'RUN_REVISION_CONFLICT' || error?.code === 'RUN_LEASE_HELD'
+  return error !== undefined && LOST_TO_ANOTHER_HOST.has(error.code)
 }
 
 function emptyResult(runId: string, status: 'failed' | 'cancelled'): RunResult {
