@@ -12,6 +12,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { serveReviewer } from '@signalbox/actors'
 import { connectNatsBus } from '@signalbox/actors/nats'
+import { createAgentSystem } from '@signalbox/actors/system'
 import { type ApprovalRequest, type AuditEntry, decideApproval } from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
 import { startScriptedModelServer } from '@signalbox/core/testing'
@@ -52,68 +53,79 @@ async function next(child: CrashChild, type: string, where: (line: Printed) => b
   }
 }
 
+/** The model, the bus, the reviewer (who decides once `release` is called) and a way to start hosts. */
+async function deployment() {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'host-takeover-'))
+  const prefix = uniquePrefix()
+  const bucket = `takeover_${randomBytes(4).toString('hex')}`
+  const effects = path.join(dir, 'effects.txt')
+  const audit = path.join(dir, 'audit.jsonl')
+  const model = await startScriptedModelServer({
+    scripts: {
+      claw: [
+        { toolCalls: [{ id: 'call_seal', name: 'drop_claw', arguments: { prize: 'seal' } }] },
+        {
+          content: 'Dropped.',
+          expect: (request) =>
+            request.messages.some((m) => m.role === 'tool' && m.content === 'dropped on the seal') ||
+            'the model should read the tool result',
+        },
+      ],
+    },
+  })
+  const bus = await connectNatsBus({ servers: NATS_URL, name: 'reviewer', prefix, durable: { storage: 'memory' } })
+  onTestFinished(async () => {
+    await bus.connection.request(`$JS.API.STREAM.DELETE.KV_${bucket}`).catch(() => {})
+    await bus.close()
+    await model.close()
+    await rm(dir, { recursive: true, force: true })
+  })
+  const config = (hostId: string, start?: string): HostConfig => ({
+    hostId,
+    natsUrl: NATS_URL,
+    prefix,
+    bucket,
+    modelUrl: model.url,
+    model: 'claw',
+    effects,
+    audit,
+    leaseMs: LEASE_MS,
+    ...(start ? { start } : {}),
+  })
+  const start = (hostId: string, run?: string) =>
+    startCrashChild(HOST, { env: { SYSTEM_HOST: JSON.stringify(config(hostId, run)) }, ready: '"serving"' })
+
+  // The reviewer decides once host B has shown the request again (A is dead by then).
+  let release: () => void = () => {}
+  const bOwnsIt = new Promise<void>((resolve) => {
+    release = resolve
+  })
+  const shown: ApprovalRequest[] = []
+  const service = serveReviewer({
+    bus,
+    subjects: createSubjects(prefix),
+    reviewer: {
+      review: async (request) => {
+        shown.push(request)
+        await bOwnsIt
+        return decideApproval(request, true, 'alice', Date.now())
+      },
+    },
+  })
+  onTestFinished(() => service.close())
+  await service.ready
+  const effectsOf = () => readFileSync(effects, 'utf8')
+  const auditOf = () =>
+    readFileSync(audit, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as AuditEntry & { host: string })
+  return { bus, prefix, model, start, release, shown, effectsOf, auditOf }
+}
+
 describe('host takeover of a real run', { timeout: 60_000 }, () => {
   it('a run waiting for approval on a killed host continues on another: the tool runs once, the decision is audited', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'host-takeover-'))
-    const prefix = uniquePrefix()
-    const bucket = `takeover_${randomBytes(4).toString('hex')}`
-    const effects = path.join(dir, 'effects.txt')
-    const audit = path.join(dir, 'audit.jsonl')
-    const model = await startScriptedModelServer({
-      scripts: {
-        claw: [
-          { toolCalls: [{ id: 'call_seal', name: 'drop_claw', arguments: { prize: 'seal' } }] },
-          {
-            content: 'Dropped.',
-            expect: (request) =>
-              request.messages.some((m) => m.role === 'tool' && m.content === 'dropped on the seal') ||
-              'the model should read the tool result',
-          },
-        ],
-      },
-    })
-    const bus = await connectNatsBus({ servers: NATS_URL, name: 'reviewer', prefix, durable: { storage: 'memory' } })
-    onTestFinished(async () => {
-      await bus.connection.request(`$JS.API.STREAM.DELETE.KV_${bucket}`).catch(() => {})
-      await bus.close()
-      await model.close()
-      await rm(dir, { recursive: true, force: true })
-    })
-    const config = (hostId: string, start?: string): HostConfig => ({
-      hostId,
-      natsUrl: NATS_URL,
-      prefix,
-      bucket,
-      modelUrl: model.url,
-      model: 'claw',
-      effects,
-      audit,
-      leaseMs: LEASE_MS,
-      ...(start ? { start } : {}),
-    })
-    const start = (hostId: string, run?: string) =>
-      startCrashChild(HOST, { env: { SYSTEM_HOST: JSON.stringify(config(hostId, run)) }, ready: '"serving"' })
-
-    // The reviewer decides once host B has shown the request again (A is dead by then).
-    let release: () => void = () => {}
-    const bOwnsIt = new Promise<void>((resolve) => {
-      release = resolve
-    })
-    const shown: ApprovalRequest[] = []
-    const service = serveReviewer({
-      bus,
-      subjects: createSubjects(prefix),
-      reviewer: {
-        review: async (request) => {
-          shown.push(request)
-          await bOwnsIt
-          return decideApproval(request, true, 'alice', Date.now())
-        },
-      },
-    })
-    onTestFinished(() => service.close())
-    await service.ready
-
+    const { model, start, release, shown, effectsOf, auditOf } = await deployment()
     const a = await start('host-a', 'run-seal')
     onTestFinished(async () => {
       await a.kill().catch(() => {})
@@ -133,12 +145,88 @@ describe('host takeover of a real run', { timeout: 60_000 }, () => {
 
     const end = await next(b, 'run.end', (line) => line.runId === 'run-seal')
     expect(end).toMatchObject({ status: 'done', output: 'Dropped.' })
-    expect(readFileSync(effects, 'utf8')).toBe('drop_claw seal by host-b\n')
-    const entries = readFileSync(audit, 'utf8')
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => JSON.parse(line) as AuditEntry & { host: string })
+    expect(effectsOf()).toBe('drop_claw seal by host-b\n')
+    const entries = auditOf()
     expect(entries.map((e) => [e.kind, e.actor, e.host])).toEqual([['approval.granted', 'alice', 'host-b']])
+    expect(entries[0]).toMatchObject({ runId: 'run-seal', callId: asked.callId, digest: asked.digest, decision: 'approved' })
+    expect(printed(a).filter((line) => line.type === 'tool.end')).toEqual([])
+    // Stored once (same request id, de-duplicated by JetStream): the reviewer decided it once.
+    expect(shown.map((request) => request.requestId)).toEqual([asked.requestId])
+    model.assertDone()
+  })
+
+  it('a host stopped past its lease (SIGSTOP) loses the run to another; continued, it lets go: the tool runs once, on the new owner', async () => {
+    const { model, start, release, shown, effectsOf, auditOf } = await deployment()
+    const a = await start('host-a', 'run-seal')
+    onTestFinished(async () => {
+      await a.kill().catch(() => {})
+    })
+    const asked = (await next(a, 'approval.requested')).request as ApprovalRequest
+    const b = await start('host-b')
+    onTestFinished(async () => {
+      await b.kill().catch(() => {})
+    })
+    // Stalled (a paused VM, a long GC, an overloaded machine): alive, but its lease runs out.
+    process.kill(a.pid, 'SIGSTOP')
+
+    const claimed = await next(b, 'takeover', (line) => line.event === 'claimed' && line.runId === 'run-seal')
+    expect(claimed.from).toBe('host-a')
+    const again = (await next(b, 'approval.requested')).request as ApprovalRequest
+    expect(again).toEqual(asked) // the same request: ids, digest, deadline
+    // A wakes up: its next write (a lease renewal) is refused, and its run ends there.
+    process.kill(a.pid, 'SIGCONT')
+    const lost = await next(a, 'result', (line) => line.runId === 'run-seal')
+    expect(lost).toMatchObject({ code: 'RUN_REVISION_CONFLICT' })
+    release()
+
+    const end = await next(b, 'run.end', (line) => line.runId === 'run-seal')
+    expect(end).toMatchObject({ status: 'done', output: 'Dropped.' })
+    expect(effectsOf()).toBe('drop_claw seal by host-b\n')
+    const entries = auditOf()
+    expect(entries.map((e) => [e.kind, e.actor, e.host])).toEqual([['approval.granted', 'alice', 'host-b']])
+    expect(entries[0]).toMatchObject({ runId: 'run-seal', callId: asked.callId, digest: asked.digest, decision: 'approved' })
+    expect(printed(a).filter((line) => line.type === 'tool.end')).toEqual([])
+    // Stored once (same request id, de-duplicated by JetStream): the reviewer decided it once.
+    expect(shown.map((request) => request.requestId)).toEqual([asked.requestId])
+    model.assertDone()
+  })
+
+  it('the child of a remote caller, its host stopped past its lease: the new owner finishes it and the caller hears the result', async () => {
+    const { bus, prefix, model, start, release, shown, effectsOf, auditOf } = await deployment()
+    const hosts = [await start('host-a'), await start('host-b')]
+    for (const host of hosts)
+      onTestFinished(async () => {
+        await host.kill().catch(() => {})
+      })
+    const caller = createAgentSystem({ bus, subjects: createSubjects(prefix), hostId: 'caller', childLostAfterMs: 2_000 })
+    onTestFinished(() => caller.close())
+    const result = caller.run('claw', 'Drop the claw on the seal.', { runId: 'run-seal' }).catch((error: Error) => error)
+    const asked = await Promise.race(
+      hosts.map(async (host) => (await next(host, 'approval.requested')).request as ApprovalRequest),
+    )
+    const a = hosts.find((host) => printed(host).some((line) => line.type === 'approval.requested')) as CrashChild
+    const b = hosts.find((host) => host !== a) as CrashChild
+    const [aId, bId] = a === hosts[0] ? ['host-a', 'host-b'] : ['host-b', 'host-a']
+    // Stalled (a paused VM, a long GC, an overloaded machine): alive, but its lease runs out.
+    process.kill(a.pid, 'SIGSTOP')
+
+    const claimed = await next(b, 'takeover', (line) => line.event === 'claimed' && line.runId === 'run-seal')
+    expect(claimed.from).toBe(aId)
+    const again = (await next(b, 'approval.requested')).request as ApprovalRequest
+    expect(again).toEqual(asked) // the same request: ids, digest, deadline
+    // A wakes up beside the decision: whichever it meets first, its run ends at its next write
+    // (refused), and the decision is applied and audited by B alone.
+    process.kill(a.pid, 'SIGCONT')
+    release()
+
+    const end = await next(b, 'run.end', (line) => line.runId === 'run-seal')
+    expect(end).toMatchObject({ status: 'done', output: 'Dropped.' })
+    const heard = await result
+    if (heard instanceof Error) throw heard
+    expect(heard.output).toBe('Dropped.')
+    expect(effectsOf()).toBe(`drop_claw seal by ${bId}\n`)
+    const entries = auditOf()
+    expect(entries.map((e) => [e.kind, e.actor, e.host])).toEqual([['approval.granted', 'alice', bId]])
     expect(entries[0]).toMatchObject({ runId: 'run-seal', callId: asked.callId, digest: asked.digest, decision: 'approved' })
     expect(printed(a).filter((line) => line.type === 'tool.end')).toEqual([])
     // Stored once (same request id, de-duplicated by JetStream): the reviewer decided it once.

@@ -208,10 +208,16 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
     // elsewhere and waits for the same request). Watched from before the request is stored: a
     // person may see it, and the run stop, before its store is confirmed here.
     undecided.set(request.requestId, { request, durable })
+    /** A decision reached this process (a copy of it is a duplicate here, whatever became of the run). */
+    let decidedHere = false
     const stopped = () =>
       queueMicrotask(() => {
         const withdrawal = withdrawalOnStop(signal.reason)
-        if (clock.now() >= request.deadline || (durable && withdrawal.cancel === undefined)) undecided.delete(request.requestId)
+        if (durable && withdrawal.cancel === undefined) {
+          // Its run goes on elsewhere (or here, after a restart): a decision for it is not late.
+          undecided.delete(request.requestId)
+          if (!decidedHere) requester.forget(request.requestId)
+        } else if (clock.now() >= request.deadline) undecided.delete(request.requestId)
         else publishWithdrawal(request, withdrawal)
       })
     if (signal.aborted) stopped()
@@ -233,6 +239,12 @@ export function remoteReviewer(options: RemoteReviewerOptions): RemoteReviewer {
       if (!signal.aborted) undecided.delete(request.requestId)
       throw error
     }
+    reply.then(
+      () => {
+        decidedHere = true
+      },
+      () => {},
+    )
     const decided = reply.then((answer) => applied(request, answer))
     decided.catch(() => {})
     decided.then(

@@ -121,7 +121,10 @@ export function remoteAnswerer(options: RemoteAnswererOptions): RemoteAnswerer {
       const stopped = () =>
         queueMicrotask(() => {
           const withdrawal = withdrawalOnStop(signal.reason)
-          if (answered || clock.now() >= question.deadline || (durable && withdrawal.cancel === undefined)) return
+          if (answered) return
+          // Its run goes on elsewhere (or here, after a restart): an answer to it is not late.
+          if (durable && withdrawal.cancel === undefined) return requester.forget(question.questionId)
+          if (clock.now() >= question.deadline) return
           publishWithdrawal(question, withdrawal)
         })
       if (signal.aborted) stopped()

@@ -122,6 +122,11 @@ export class DurableRequester<S extends z.ZodType, C> {
     return check(stored.reply) === undefined ? stored.reply : undefined
   }
 
+  /** Lets go of a request whose wait stopped without settling it (its stored run goes on elsewhere): see `DurableReplyWaiter.forget`. */
+  forget(id: string): void {
+    this.#waiter.forget(id)
+  }
+
   /** Stops listening; pending requests fail with `reason`. */
   close(reason: Error): void {
     this.#waiter.close(reason)

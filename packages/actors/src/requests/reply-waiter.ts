@@ -162,6 +162,14 @@ export class DurableReplyWaiter<S extends z.ZodType, C> {
     })
   }
 
+  /**
+   * Lets go of `id` without settling it: its reply, when one comes, belongs to the process that
+   * asks again (a stored run that resumes elsewhere), so it is no late reply to report here.
+   */
+  forget(id: string): void {
+    this.#settled.delete(id)
+  }
+
   /** Fails every pending wait (the actor is shutting down). */
   close(reason: Error): void {
     for (const consumer of this.#consumers.values()) consumer.unsubscribe()

@@ -141,7 +141,12 @@ export function createAgentWork() {
         const review = (reviewer: Reviewer) => {
           runtime.events.emit({ ...eventFields(input.run), at: runtime.clock.now(), type: 'approval.requested', request })
           reviewer.review(request, options).then((decision) => {
-            if (!signal.aborted) sendBack({ type: 'approval.decision', decision })
+            if (signal.aborted) return
+            if (!journal) return sendBack({ type: 'approval.decision', decision })
+            // Applied only while this process still owns the stored run (see `confirmLease`).
+            journal.confirmLease().then(() => {
+              if (!signal.aborted) sendBack({ type: 'approval.decision', decision })
+            }, ignoreLost)
           }, unavailable)
         }
         const publish = () => {
@@ -172,11 +177,15 @@ export function createAgentWork() {
     deadline: fromCallback<AgentMachineEvent, { at: number; approval?: ApprovalRequest }>(({ input, sendBack, runtime }) => {
       const controller = new AbortController()
       const reached = () => {
-        const recover = input.approval && runtime.journals ? runtime.reviewer?.recover : undefined
-        if (recover === undefined || input.approval === undefined) return sendBack({ type: 'deadline.reached' })
+        const journal = input.approval ? runtime.journals?.get(input.approval.runId) : undefined
+        if (journal === undefined || input.approval === undefined) return sendBack({ type: 'deadline.reached' })
         void recoverDecision(runtime, input.approval, controller.signal).then((decision) => {
           if (controller.signal.aborted) return
-          sendBack(decision ? { type: 'approval.decision', decision } : { type: 'deadline.reached' })
+          // A timeout, like a decision, is applied only by the process that owns the stored run.
+          journal.confirmLease().then(() => {
+            if (controller.signal.aborted) return
+            sendBack(decision ? { type: 'approval.decision', decision } : { type: 'deadline.reached' })
+          }, ignoreLost)
         })
       }
       const timer = runtime.clock.setTimeout(reached, Math.max(0, input.at - runtime.clock.now()))
@@ -348,6 +357,9 @@ function durableQuestion(journal: RunJournal, callId: string): DurableQuestion {
 
 /** How long the deadline waits for `Reviewer.recover` before it denies as a timeout anyway. */
 const RECOVER_LIMIT_MS = 10_000
+
+/** The run was lost (the journal stops it and says why): nothing more to do here. */
+const ignoreLost = () => {}
 
 /** `Reviewer.recover`, bounded: a reviewer that fails or does not answer in time finds nothing. */
 async function recoverDecision(runtime: AgentRuntime, request: ApprovalRequest, signal: AbortSignal) {

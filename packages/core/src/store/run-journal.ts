@@ -84,6 +84,9 @@ export class RunJournal {
   #lastStored: CapturedState | undefined
   readonly #abort = new AbortController()
   #renewTimer: unknown
+  /** When the lease of the last write runs out (the lease the write in flight takes, until it is stored). */
+  #leaseUntil: number
+  #writingLease = 0
   /** Told when the run cannot go on (a write failed, or the compare-and-set was lost): the owner stops it. */
   onLost: (error: unknown) => void
 
@@ -101,7 +104,26 @@ export class RunJournal {
     this.#resumedWait = stored?.checkpoint.pending.approvals[0]?.requestId
     this.#steeringCursor = stored ? stored.checkpoint.steeringCursor : options.steeringCursor
     this.#carried = stored?.checkpoint.carry
+    this.#leaseUntil = stored?.checkpoint.lease?.expiresAt ?? 0
     this.onLost = options.onLost ?? (() => {})
+  }
+
+  /**
+   * Resolves while this process still owns the run: at once while the lease of its last write has
+   * more than a renewal interval to go, else after a write that renews it. A process that stalled
+   * past its lease (a paused VM, a long pause, an overloaded machine) may have lost the run to a
+   * host that took it over meanwhile: that write is refused, the run is lost (`onLost`) and this
+   * rejects, so what reached the run meanwhile (a person's decision, a deadline) is applied only by
+   * the host that owns it, never audited by both.
+   */
+  confirmLease(): Promise<void> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure)
+    if (this.#options.clock.now() + this.#renewEveryMs() < this.#leaseUntil) return Promise.resolve()
+    return this.save({ sync: false })
+  }
+
+  #renewEveryMs(): number {
+    return Math.max(1, Math.floor(this.#options.leaseMs / 3))
   }
 
   /** The actor whose snapshots this journal saves; its first snapshot is saved at once. */
@@ -311,6 +333,7 @@ export class RunJournal {
       }
       this.#persistedLength = length
       this.#lastStored = state
+      this.#leaseUntil = this.#writingLease
       if (finished) this.close()
     } catch (error) {
       if (signal.aborted && this.#finished) return
@@ -381,6 +404,7 @@ export class RunJournal {
       ? (context.current?.approval as Checkpoint['pending']['approvals'][number])
       : undefined
     const status = storedStatus(snapshot, approval !== undefined || questions.length > 0)
+    this.#writingLease = now + this.#options.leaseMs
     // A root's hand-off is its system's to follow, even after a crash (a child's goes to its parent).
     const handoff =
       status === 'done' && context.handoff && this.#options.runPath.length === 0
@@ -428,17 +452,14 @@ export class RunJournal {
   /** A parked run keeps its lease: a save every `leaseMs / 3` (through the queue) extends it. */
   #renew(): void {
     if (this.#finished) return
-    this.#renewTimer = this.#options.clock.setTimeout(
-      () => {
-        this.#renewTimer = undefined
-        if (this.#finished) return
-        this.save({ sync: false }).then(
-          () => this.#renew(),
-          () => {},
-        )
-      },
-      Math.max(1, Math.floor(this.#options.leaseMs / 3)),
-    )
+    this.#renewTimer = this.#options.clock.setTimeout(() => {
+      this.#renewTimer = undefined
+      if (this.#finished) return
+      this.save({ sync: false }).then(
+        () => this.#renew(),
+        () => {},
+      )
+    }, this.#renewEveryMs())
   }
 }
 

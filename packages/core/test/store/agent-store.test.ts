@@ -1,11 +1,20 @@
 /**
  * `createAgent({ store })` in one process: the transcript is written once (by reference, not per
  * step), the end of a run is stored without a lease, a decision delivered again after it was
- * applied is ignored and audited as a duplicate, and `resume` refuses what it cannot continue.
+ * applied is ignored and audited as a duplicate, a decision that reaches a run another host has
+ * claimed is not applied, and `resume` refuses what it cannot continue.
  */
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { type ApprovalDecision, createAgent, decideApproval, MemoryAuditLog, tool } from '../../src/index.ts'
+import {
+  type ApprovalDecision,
+  type ApprovalRequest,
+  type Clock,
+  createAgent,
+  decideApproval,
+  MemoryAuditLog,
+  tool,
+} from '../../src/index.ts'
 import { type AppendMessagesOptions, MemoryRunStore, type RunStore } from '../../src/store/index.ts'
 import { ScriptedProvider } from '../../src/testing/index.ts'
 
@@ -99,6 +108,62 @@ describe('agent with a run store', () => {
       ['approval.duplicate', 'alice'],
     ])
     expect(audit.entries[1]?.reason).toContain('already applied')
+  })
+
+  it('a decision that reaches a run whose lease ran out and was claimed by another host is never applied here', async () => {
+    // Paused past its lease (a stalled process): the agent's and the store's time jump ahead.
+    let skewMs = 0
+    const clock: Clock = {
+      now: () => Date.now() + skewMs,
+      setTimeout: (fn, ms) => setTimeout(fn, ms),
+      clearTimeout: (id) => clearTimeout(id as ReturnType<typeof setTimeout>),
+    }
+    const store = new MemoryRunStore({ clock })
+    const audit = new MemoryAuditLog()
+    const runs: string[] = []
+    const drop = tool({
+      name: 'drop',
+      description: 'Drops.',
+      schema: z.object({}),
+      needsApproval: true,
+      execute: () => {
+        runs.push('drop')
+        return 'dropped'
+      },
+    })
+    let decide: (decision: ApprovalDecision) => void = () => {}
+    let asked: (request: ApprovalRequest) => void = () => {}
+    const requested = new Promise<ApprovalRequest>((resolve) => {
+      asked = resolve
+    })
+    const agent = createAgent({
+      provider: new ScriptedProvider({ script: [{ toolCalls: [{ id: 'c1', name: 'drop', arguments: {} }] }, { content: 'ok' }] }),
+      tools: [drop],
+      store,
+      clock,
+      hostId: 'host-a',
+      leaseMs: 60_000,
+      audit,
+      reviewer: {
+        review: (request) =>
+          new Promise<ApprovalDecision>((resolve) => {
+            decide = resolve
+            asked(request)
+          }),
+      },
+    })
+    const handle = agent.start('go', { runId: 'r3' })
+    const request = await requested
+    skewMs = 10 * 60_000
+    const stored = await store.load('r3', { signal })
+    await store.claim('r3', { owner: 'host-b', leaseMs: 60_000, revision: stored?.revision as number, signal })
+
+    decide(decideApproval(request, true, 'alice', clock.now()))
+    await expect(handle.result).rejects.toMatchObject({ code: 'RUN_REVISION_CONFLICT' })
+    expect(runs).toEqual([])
+    // The decision is host B's to apply: nothing of it is audited by the host that lost the run.
+    expect(audit.entries.map((e) => e.kind)).toEqual([])
+    expect((await store.load('r3', { signal }))?.checkpoint.lease?.owner).toBe('host-b')
   })
 
   it('resume needs a store, a stored unfinished run of this agent', async () => {
