@@ -130,11 +130,23 @@ function floorMachine(steps: number, shape: Shape) {
   })
 }
 
+interface WorkerShape {
+  /** Wait states per tool step besides the model's and the tool's (hook points, each a wait). */
+  hookWaits: number
+  /** Compound states around the loop's states (signalbox's waits sit 3 levels down: running.turn.*). */
+  depth: number
+  /** Extra context fields (signalbox's context has 17 keys), copied by every assign. */
+  fields: number
+}
+
 /**
  * The same states, but no actor per wait: one long-lived callback actor per run does the model
- * and tool calls on request (`sendTo`) and answers with events.
+ * and tool calls on request (`sendTo`) and answers with events. With `shape`, the chart takes
+ * signalbox's structure: each hook point a wait state of its own (entered, its work started, its
+ * answer an event: what makes a hook visible live), nested as deep, with as wide a context. What
+ * signalbox costs beyond this shaped floor is its own code.
  */
-function workerMachine(steps: number) {
+function workerMachine(steps: number, shape: WorkerShape = { hookWaits: 0, depth: 0, fields: 0 }) {
   const { setup, fromCallback, assign, sendTo } = xstate
   const chat = responderChat(modelFor(steps), nextStep)
   type Ctx = { context: { messages: Message[] } }
@@ -147,6 +159,12 @@ function workerMachine(steps: number) {
           (output) => sendBack({ type: 'model.done', output }),
           (error) => sendBack({ type: 'failed', error }),
         )
+      } else if (event.type === 'hook.call') {
+        // A no-op hook: answers on the next microtask, as an async hook does.
+        Promise.resolve(undefined).then(
+          (output) => sendBack({ type: 'hook.done', output }),
+          (error) => sendBack({ type: 'failed', error }),
+        )
       } else {
         const call = lastCall(event.messages)
         Promise.resolve(noopTool.execute(JSON.parse(call.function.arguments) as { step: number }, undefined as never)).then(
@@ -156,21 +174,36 @@ function workerMachine(steps: number) {
       }
     })
   })
-  return setup({ actors: { worker } }).createMachine({
-    context: { messages: [{ role: 'user', content: PROMPT }] as Message[] },
-    invoke: { src: 'worker', id: 'worker' },
-    initial: 'callingModel',
+  // The hook waits, split as signalbox's are: before the model (beforeTurn, beforeProviderCall),
+  // before the tool (beforeToolExecution), after it (afterToolExecution, afterTurn).
+  const hooks = Array.from({ length: shape.hookWaits }, (_, i) => `hook${i}`)
+  const beforeModel = hooks.slice(0, Math.min(2, hooks.length))
+  const beforeTool = hooks.slice(2, 3)
+  const afterTool = hooks.slice(3)
+  const chain = (names: string[], then: string) =>
+    Object.fromEntries(
+      names.map((name, i) => [
+        name,
+        {
+          entry: sendTo('worker', ({ context }: Ctx) => ({ type: 'hook.call', messages: context.messages })),
+          on: { 'hook.done': { target: names[i + 1] ?? then } },
+        },
+      ]),
+    )
+  const loop: Record<string, unknown> = {
+    initial: beforeModel[0] ?? 'callingModel',
     states: {
+      ...chain(beforeModel, 'callingModel'),
       callingModel: {
         entry: sendTo('worker', ({ context }: Ctx) => ({ type: 'model.call', messages: context.messages })),
         on: {
           'model.done': [
             {
               guard: ({ event }: { event: { output: { finishReason: string } } }) => event.output.finishReason !== 'tool_calls',
-              target: 'done',
+              target: '#worker-floor.done',
             },
             {
-              target: 'runningTool',
+              target: beforeTool[0] ?? 'runningTool',
               actions: assign(({ context, event }: Ctx & { event: { output: { message: Message } } }) => ({
                 messages: [...context.messages, event.output.message],
               })),
@@ -178,11 +211,12 @@ function workerMachine(steps: number) {
           ],
         },
       },
+      ...chain(beforeTool, 'runningTool'),
       runningTool: {
         entry: sendTo('worker', ({ context }: Ctx) => ({ type: 'tool.call', messages: context.messages })),
         on: {
           'tool.done': {
-            target: 'callingModel',
+            target: afterTool[0] ?? beforeModel[0] ?? 'callingModel',
             actions: assign(({ context, event }: Ctx & { event: { output: string } }) => ({
               messages: [
                 ...context.messages,
@@ -192,8 +226,18 @@ function workerMachine(steps: number) {
           },
         },
       },
-      done: { type: 'final' },
+      ...chain(afterTool, beforeModel[0] ?? 'callingModel'),
     },
+  }
+  let root = loop
+  for (let i = 0; i < shape.depth; i++) root = { initial: 'inner', states: { inner: root } }
+  const wide = Object.fromEntries(Array.from({ length: shape.fields }, (_, i) => [`extra${i}`, i]))
+  return setup({ actors: { worker } }).createMachine({
+    id: 'worker-floor',
+    context: () => ({ ...wide, messages: [{ role: 'user', content: PROMPT }] as Message[] }),
+    invoke: { src: 'worker', id: 'worker' },
+    initial: 'running',
+    states: { running: root, done: { type: 'final' } },
     output: ({ context }: Ctx) => countToolResults(context.messages),
   })
 }
@@ -265,6 +309,10 @@ export async function xstateFloorScenario(steps: number, options: ScenarioOption
     },
   ]
   const worker = workerMachine(steps)
+  // signalbox's own shape: waits as deep as its tool states (running.turn.toolCalls.*), a 17-key context.
+  const shaped = { depth: 2, fields: 16 }
+  const workerShaped = workerMachine(steps, { hookWaits: 0, ...shaped })
+  const workerShapedHooks = workerMachine(steps, { hookWaits: 5, ...shaped })
   const variants: Variant[] = [
     { id: 'bare', label: 'bare loop, responder called directly', run: () => runBareLoop(direct, PROMPT) },
     ...shapes.map(({ id, label, shape }) => {
@@ -272,6 +320,16 @@ export async function xstateFloorScenario(steps: number, options: ScenarioOption
       return { id, label, run: () => runMachine(machine) }
     }),
     { id: 'xstate-worker', label: 'XState loop, 1 worker actor per run', run: () => runMachine(worker) },
+    {
+      id: 'xstate-worker-shaped',
+      label: "same, signalbox's nesting and context width",
+      run: () => runMachine(workerShaped),
+    },
+    {
+      id: 'xstate-worker-shaped-hooks',
+      label: 'same + 5 hook points, each a wait state',
+      run: () => runMachine(workerShapedHooks),
+    },
     { id: 'signalbox', label: 'signalbox', run: () => runAgent(agent) },
     { id: 'signalbox-hooks', label: 'signalbox + 5 no-op hooks', run: () => runAgent(hookedAgent) },
   ]
@@ -289,6 +347,8 @@ export async function xstateFloorScenario(steps: number, options: ScenarioOption
     'xstate-wide': 'xstate',
     'xstate-deep': 'xstate',
     'xstate-worker': 'xstate',
+    'xstate-worker-shaped': 'xstate',
+    'xstate-worker-shaped-hooks': 'xstate',
     signalbox: 'xstate',
     'signalbox-hooks': 'xstate',
   })
@@ -304,17 +364,17 @@ export async function xstateFloorScenario(steps: number, options: ScenarioOption
   const plain = await countPerStep(steps, false)
   const hooked = await countPerStep(steps, true)
   const fmt = (n: number | undefined) => (n ?? 0).toFixed(1)
-  // The minimal loop makes 2 microsteps and 2 actors per tool step; signalbox's counts are read
-  // above. What the two terms do not explain is signalbox's own work per step (assigns, nesting,
-  // guards, events, call validation, the tool's context).
-  const extraHops = (plain.microstep ?? 0) - 2
-  const hookActors = (hooked.actor ?? 0) - (plain.actor ?? 0)
-  const hookHops = (hooked.microstep ?? 0) - (plain.microstep ?? 0)
-  const predicted = cost('xstate') + extraHops * unit.hop
-  const predictedHooks = cost('signalbox') + hookActors * unit.invoke + hookHops * unit.hop
+  // The shaped worker floor: signalbox's chart design (one worker per run, every wait a state,
+  // its nesting and context width) with no signalbox code. What signalbox costs beyond it is its own.
+  const floor = cost('xstate-worker-shaped')
+  const floorHooks = cost('xstate-worker-shaped-hooks')
   const model = {
-    signalbox: { predicted, measured: cost('signalbox') },
-    signalboxHooks: { predicted: predictedHooks, measured: cost('signalbox-hooks') },
+    signalbox: { floor, measured: cost('signalbox'), own: cost('signalbox') - floor },
+    hooks: {
+      floor: floorHooks - floor,
+      measured: cost('signalbox-hooks') - cost('signalbox'),
+      own: cost('signalbox-hooks') - cost('signalbox') - (floorHooks - floor),
+    },
   }
   return {
     id: `xstate-floor-${steps}`,
@@ -322,8 +382,8 @@ export async function xstateFloorScenario(steps: number, options: ScenarioOption
     note: [
       `Unit costs (CPU µs per step, from the rows below): one pass-through state ≈ ${unit.hop.toFixed(1)}, one extra assign ≈ ${unit.assign.toFixed(1)}, one extra invoked actor ≈ ${unit.invoke.toFixed(1)}; a 26-field context ≈ +${unit.wideContext.toFixed(1)}; 4 more levels of nesting ≈ +${unit.depth.toFixed(1)}.`,
       `Per signalbox tool step (XState inspection): ${fmt(plain.actor)} actors created, ${fmt(plain.microstep)} microsteps, ${fmt(plain.action)} actions, ${fmt(plain.event)} events; with 5 hooks: ${fmt(hooked.actor)} actors, ${fmt(hooked.microstep)} microsteps, ${fmt(hooked.action)} actions, ${fmt(hooked.event)} events.`,
-      `Model (CPU µs per step): minimal loop ${cost('xstate').toFixed(0)} + ${fmt(extraHops)} extra microsteps × hop = ${predicted.toFixed(0)}; signalbox measures ${cost('signalbox').toFixed(0)}, so ${(cost('signalbox') - predicted).toFixed(0)} comes from the rest of its machine. Hooks: signalbox + ${fmt(hookActors)} actors × invoke + ${fmt(hookHops)} microsteps × hop = ${predictedHooks.toFixed(0)}; measured ${cost('signalbox-hooks').toFixed(0)}.`,
-      '"like-for-like" is each row over the minimal XState loop. The worker row keeps the same states but makes no actor per wait: one callback actor per run does the calls and answers with events.',
+      `Floor of the design (CPU µs per step): the worker loop shaped like signalbox's chart costs ${floor.toFixed(0)}; signalbox ${model.signalbox.measured.toFixed(0)}, so its own code is ${model.signalbox.own.toFixed(0)}. Five hook points, each a wait state, cost the floor ${model.hooks.floor.toFixed(0)} and signalbox ${model.hooks.measured.toFixed(0)}: ${model.hooks.own.toFixed(0)} of its own (the hook chain, the hooks' contexts, what the machine does with each answer).`,
+      '"like-for-like" is each row over the minimal XState loop. The worker rows keep the same states but make no actor per wait: one callback actor per run does the calls and answers with events, as signalbox\'s worker does; the shaped rows nest the waits as deep as signalbox\'s tool states with a 17-key context, and the last makes each hook point a wait state of its own.',
     ].join('\n'),
     metric: 'us-per-step',
     baseline: 'bare',

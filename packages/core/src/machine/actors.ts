@@ -56,25 +56,34 @@ function fromCallback<_E, I>(run: CallbackWork<I>['run']): CallbackWork<I> {
 export function createAgentWork() {
   return {
     // The hook works hand on the chain's promise (no `async` wrapper: one promise and one tick less
-    // per hook point); the worker turns a synchronous throw into the work's error.
+    // per hook point); the worker turns a synchronous throw into the work's error. Each hook's
+    // context is one literal of fixed shape; its signal a getter, made only if a hook reads it.
     beforeTurnHook: fromPromise((args: WorkArgs<TranscriptInput>) => {
       const { input } = args
-      return args.runtime.hooks.beforeTurn(
-        Object.assign(hookBase(input, args), {
-          messages: [...input.messages],
-        }),
-      )
+      return args.runtime.hooks.beforeTurn({
+        agentId: input.run.agentId,
+        runId: input.run.runId,
+        turn: input.turn,
+        get signal() {
+          return args.signal
+        },
+        messages: [...input.messages],
+      })
     }),
 
     beforeProviderCallHook: fromPromise((args: WorkArgs<TranscriptInput>) => {
       const { input } = args
       const runtime = args.runtime
-      return runtime.hooks.beforeProviderCall(
-        Object.assign(hookBase(input, args), {
-          messages: [...input.messages],
-          tools: [...runtime.toolSpecs],
-        }),
-      )
+      return runtime.hooks.beforeProviderCall({
+        agentId: input.run.agentId,
+        runId: input.run.runId,
+        turn: input.turn,
+        get signal() {
+          return args.signal
+        },
+        messages: [...input.messages],
+        tools: [...runtime.toolSpecs],
+      })
     }),
 
     callModel: fromPromise(
@@ -98,13 +107,17 @@ export function createAgentWork() {
 
     beforeToolExecutionHook: fromPromise((args: WorkArgs<CallInput>) => {
       const { input } = args
-      return args.runtime.hooks.beforeToolExecution(
-        Object.assign(hookBase(input, args), {
-          callId: input.call.callId,
-          toolName: input.call.toolName,
-          input: input.call.args,
-        }),
-      )
+      return args.runtime.hooks.beforeToolExecution({
+        agentId: input.run.agentId,
+        runId: input.run.runId,
+        turn: input.turn,
+        get signal() {
+          return args.signal
+        },
+        callId: input.call.callId,
+        toolName: input.call.toolName,
+        input: input.call.args,
+      })
     }),
 
     evaluateApprovalRule: fromPromise(async ({ input, runtime }: WorkArgs<{ call: CurrentCall }>) => {
@@ -244,42 +257,35 @@ export function createAgentWork() {
 
     afterToolExecutionHook: fromPromise((args: WorkArgs<CallInput & { result: { output: string; isError: boolean } }>) => {
       const { input } = args
-      return args.runtime.hooks.afterToolExecution(
-        Object.assign(hookBase(input, args), {
-          callId: input.call.callId,
-          toolName: input.call.toolName,
-          input: input.call.args,
-          output: input.result.output,
-          isError: input.result.isError,
-        }),
-      )
+      return args.runtime.hooks.afterToolExecution({
+        agentId: input.run.agentId,
+        runId: input.run.runId,
+        turn: input.turn,
+        get signal() {
+          return args.signal
+        },
+        callId: input.call.callId,
+        toolName: input.call.toolName,
+        input: input.call.args,
+        output: input.result.output,
+        isError: input.result.isError,
+      })
     }),
 
     afterTurnHook: fromPromise((args: WorkArgs<TranscriptInput & { reply: AssistantMessage; toolResults: ToolMessage[] }>) => {
       const { input } = args
-      return args.runtime.hooks.afterTurn(
-        Object.assign(hookBase(input, args), {
-          reply: input.reply,
-          toolResults: [...input.toolResults],
-          messages: [...input.messages],
-        }),
-      )
+      return args.runtime.hooks.afterTurn({
+        agentId: input.run.agentId,
+        runId: input.run.runId,
+        turn: input.turn,
+        get signal() {
+          return args.signal
+        },
+        reply: input.reply,
+        toolResults: [...input.toolResults],
+        messages: [...input.messages],
+      })
     }),
-  }
-}
-
-/**
- * What every hook's context starts with. The work's signal is handed on through a getter, so it is
- * made only if the hook reads it (`Object.assign` onto this object does not read it).
- */
-function hookBase(input: { run: RunInfo; turn: number }, work: { readonly signal: AbortSignal }) {
-  return {
-    agentId: input.run.agentId,
-    runId: input.run.runId,
-    turn: input.turn,
-    get signal() {
-      return work.signal
-    },
   }
 }
 
