@@ -20,8 +20,10 @@
  * window, about 7 s, and the run lease of 3 s).
  */
 
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { execFile } from 'node:child_process'
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
+import { promisify } from 'node:util'
 import { serveAnswerer } from '@signalbox/actors'
 import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
 import { type AgentSystem, createAgentSystem, type SystemRunResult } from '@signalbox/actors/system'
@@ -51,6 +53,7 @@ const LONG = process.env.SIGNALBOX_REHEARSAL_LONG === '1'
 const PERSON_MS = LONG ? 30_000 : 10_000
 const LEASE_MS = 3_000
 const FIXTURES = path.join(import.meta.dirname, 'fixtures')
+const runCommand = async (file: string, args: string[]) => (await promisify(execFile)(file, args)).stdout
 const MCP_SERVER = path.join(ROOT, 'test/support/mcp/test-server.ts')
 const subjects = createSubjects(PREFIX)
 
@@ -126,8 +129,50 @@ function hostArgs(module: string, id: string, user: 'hosta' | 'hostb' | 'hostc')
       ...['--host-id', id, '--run-bucket', RUN_BUCKET, '--replicas', '3', '--lease', String(LEASE_MS)],
       ...['--trust', d.trustFile, '--otlp', receiver.url, '--json'],
     ],
-    { name: id, env: { LEDGER: ledgerFile(), LEASE_MS: String(LEASE_MS), HOST_NAME: id, OTEL_SERVICE_NAME: id } },
+    {
+      name: id,
+      env: {
+        LEDGER: ledgerFile(),
+        LEASE_MS: String(LEASE_MS),
+        HOST_NAME: id,
+        OTEL_SERVICE_NAME: id,
+        // A host that stops answering can be asked where it is (`stuckReport`).
+        NODE_OPTIONS: `--report-on-signal --report-signal=SIGUSR2 --report-directory=${reportDir(id)}`,
+      },
+    },
   )
+}
+
+const reportDir = (id: string) => path.join(d.dir, 'reports', id)
+
+/**
+ * What a host that stopped answering is doing: its process state and CPU time (`ps`), and the
+ * JavaScript stack and pending handles of a Node diagnostic report (SIGUSR2), taken even while
+ * its event loop is busy. Only read when a wait on the host has failed.
+ */
+async function stuckReport(host: CliProcess, id: string): Promise<string> {
+  const pid = host.child.pid
+  if (pid === undefined) return `${id}: no pid`
+  const ps = await runCommand('ps', ['-o', 'pid,stat,pcpu,time', '-p', String(pid)]).catch((error: Error) => error.message)
+  const dir = reportDir(id)
+  mkdirSync(dir, { recursive: true })
+  host.child.kill('SIGUSR2')
+  const deadline = Date.now() + 10_000
+  let report = ''
+  while (report === '' && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const file = readdirSync(dir).find((name) => name.endsWith('.json'))
+    if (file !== undefined) report = readFileSync(path.join(dir, file), 'utf8')
+  }
+  if (report === '') return `${id}: ${ps}\nno diagnostic report within 10 s`
+  const parsed = JSON.parse(report) as { javascriptStack?: { stack?: string[] }; libuv?: { type: string; is_active: boolean }[] }
+  const handles = (parsed.libuv ?? []).filter((h) => h.is_active).map((h) => h.type)
+  return [
+    `${id}: ${ps}`,
+    `JavaScript stack:\n${(parsed.javascriptStack?.stack ?? []).join('\n')}`,
+    `active libuv handles: ${handles.join(', ')}`,
+    `output:\n${host.output}`,
+  ].join('\n')
 }
 
 function startReviewer(user: 'tina' | 'rita'): CliProcess {
@@ -287,6 +332,14 @@ describe('the production rehearsal', () => {
     expect(result.output).toBe(PLAN_ANSWER)
     const booked = effects().filter((e) => e.tool === 'book_hotel')
     expect(booked).toHaveLength(1)
+    // The hotel host that ran the child logs its end: a host stuck after a run would otherwise show
+    // only at the takeover below, as a survivor that never claims.
+    const childRun = booked[0]?.runId as string
+    const ranIt = (['b', 'c'] as const).find((k) => hosts[k].stdout.includes(`"runId":"${childRun}"`))
+    if (ranIt === undefined) throw new Error(`no hotel host says it ran ${childRun}`)
+    await hosts[ranIt].waitFor(new RegExp(`"type":"run.end"[^\\n]*"runId":"${childRun}"`), 30_000).catch(async (error: Error) => {
+      throw new Error(`${error.message}\n\n${await stuckReport(hosts[ranIt], `host-${ranIt}`)}`)
+    })
     const decided = events().filter((e) => e.type === 'approval.decided' && e.agentId === 'hotel')
     expect(decided.map((e) => [e.decision?.approved, e.decision?.reviewer, e.decision?.evidence?.signer])).toEqual([
       [true, person.name, d.users[person.name as 'tina' | 'rita'].publicKey],
@@ -412,7 +465,11 @@ describe('the production rehearsal', () => {
     hosts[owner].child.kill('SIGKILL')
     await hosts[owner].exited
     others.push(hosts[owner])
-    await hosts[survivor].waitFor(`"type":"claimed","runId":"${child}"`, 60_000)
+    await hosts[survivor].waitFor(`"type":"claimed","runId":"${child}"`, 60_000).catch(async (error: Error) => {
+      throw new Error(
+        `${error.message}\n\nthe survivor:\n${await stuckReport(hosts[survivor], `host-${survivor}`)}\n\nthe killed host's output:\n${hosts[owner].output}`,
+      )
+    })
     figures.takeoverMs = Date.now() - killedAt
     // The person still takes her time; her yes reaches the run where it now is.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, PERSON_MS - (Date.now() - shownAt))))
