@@ -21,6 +21,9 @@ export interface RetryOptions {
   clock?: Clock
 }
 
+/** JetStream's error code for "no suitable peers for placement". */
+const NO_SUITABLE_PEERS = 10005
+
 /** Pauses between attempts: 100 ms, doubling, at most 2 s (an election takes 2-10 s). */
 const PACING = { baseDelayMs: 100, maxDelayMs: 2_000 }
 
@@ -61,6 +64,9 @@ export async function retryTransient<T>(options: RetryOptions, attempt: (ambiguo
 /** A failure that a later attempt can fix: nobody answered, or the cluster said "not now". */
 export function isTransient(error: unknown): boolean {
   if (isRetryable(error)) return true
+  // A replicated bucket made while the cluster is short of peers (still forming, a node
+  // restarting): placement succeeds once they are back.
+  if (error instanceof JetStreamApiError && error.code === NO_SUITABLE_PEERS) return true
   // A JetStream API request's own timeout (its responder was being elected).
   return error instanceof Error && error.name === 'TimeoutError'
 }

@@ -68,7 +68,7 @@ const decoder = new TextDecoder()
  * Reads go to the stream leader, never to a replica (`allow_direct: false`): a replica may not
  * have applied a write the leader acknowledged, so a write is readable by the next operation of
  * any process. Failures a cluster has while it elects a leader or loses a node (no responders,
- * timeouts, "temporarily unavailable") are retried for up to `retryMs`; a write whose answer was
+ * timeouts, "temporarily unavailable", no peers yet for a replicated bucket) are retried for up to `retryMs`; a write whose answer was
  * lost is recognised when it is read back (the stored value is the one this writer sent).
  */
 export class KvRunStore implements RunStore {
