@@ -26,6 +26,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import { serveAnswerer } from '@signalbox/actors'
 import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
+import { KvRunStore } from '@signalbox/actors/store'
 import { type AgentSystem, createAgentSystem, type SystemRunResult } from '@signalbox/actors/system'
 import { createSigner, newUserSeed, signAuditEntry } from '@signalbox/actors/trust'
 import { type AuditEntry, functionAnswerer } from '@signalbox/core'
@@ -175,6 +176,40 @@ async function stuckReport(host: CliProcess, id: string): Promise<string> {
   ].join('\n')
 }
 
+/**
+ * Every run in the run store as one line (agent, status, parent, lease, the approval it waits
+ * for, its state), and every hotel event the observer printed: what a survivor had to go on when
+ * it did not claim a run. Only read when a wait on a host has failed.
+ */
+async function storeReport(): Promise<string> {
+  const admin = await d.admin()
+  const store = new KvRunStore({ connection: admin.connection, bucket: RUN_BUCKET, replicas: 3 })
+  const listing = await store.list({ signal: AbortSignal.timeout(15_000) }).catch((error: Error) => error)
+  if (listing instanceof Error) return `the run store could not be listed: ${listing.message}`
+  const now = Date.now()
+  const runs = listing.runs.map(({ checkpoint: run, revision }) =>
+    JSON.stringify({
+      runId: run.runId,
+      agentId: run.agentId,
+      status: run.status,
+      parent: run.runPath.at(-1),
+      revision,
+      lease: run.lease && { ...run.lease, leftMs: run.lease.expiresAt - now },
+      waitsFor: run.pending.approvals.map((approval) => approval.requestId),
+      state: (run.snapshot as { value?: unknown }).value,
+      savedAt: run.savedAt,
+    }),
+  )
+  const hotel = events().filter((e) => e.agentId === 'hotel' || e.type.startsWith('run.'))
+  return [
+    `the run store at ${now}:`,
+    ...runs,
+    ...listing.errors.map((error) => `unreadable: ${error.message}`),
+    'the observer (runs, and every hotel event):',
+    ...hotel.map((e) => JSON.stringify(e).slice(0, 400)),
+  ].join('\n')
+}
+
 function startReviewer(user: 'tina' | 'rita'): CliProcess {
   return d.start(user, ['review', '--as', user, '--agent', 'hotel', '--trust', d.trustFile, '--otlp', receiver.url], {
     name: user,
@@ -279,8 +314,14 @@ afterAll(async () => {
   const logs = process.env.SIGNALBOX_REHEARSAL_LOGS
   if (logs) {
     mkdirSync(logs, { recursive: true })
-    for (const proc of [...Object.values(hosts), ...Object.values(reviewers), ...others])
-      writeFileSync(path.join(logs, `${proc.name.replaceAll(' ', '_')}.log`), proc.output)
+    // A host restarted under its name keeps every process's output: the first as name.log, the next as name.2.log.
+    const seen = new Map<string, number>()
+    for (const proc of [...others, ...Object.values(hosts), ...Object.values(reviewers)]) {
+      const name = proc.name.replaceAll(' ', '_')
+      const n = (seen.get(name) ?? 0) + 1
+      seen.set(name, n)
+      writeFileSync(path.join(logs, `${name}${n === 1 ? '' : `.${n}`}.log`), proc.output)
+    }
     for (const node of d?.cluster.nodes ?? []) writeFileSync(path.join(logs, `nats-${node.name}.log`), node.log())
     writeFileSync(path.join(logs, 'spans.jsonl'), receiver.spans.map((span) => JSON.stringify(span)).join('\n'))
   }
@@ -338,7 +379,7 @@ describe('the production rehearsal', () => {
     const ranIt = (['b', 'c'] as const).find((k) => hosts[k].stdout.includes(`"runId":"${childRun}"`))
     if (ranIt === undefined) throw new Error(`no hotel host says it ran ${childRun}`)
     await hosts[ranIt].waitFor(new RegExp(`"type":"run.end"[^\\n]*"runId":"${childRun}"`), 30_000).catch(async (error: Error) => {
-      throw new Error(`${error.message}\n\n${await stuckReport(hosts[ranIt], `host-${ranIt}`)}`)
+      throw new Error(`${error.message}\n\n${await stuckReport(hosts[ranIt], `host-${ranIt}`)}\n\n${await storeReport()}`)
     })
     const decided = events().filter((e) => e.type === 'approval.decided' && e.agentId === 'hotel')
     expect(decided.map((e) => [e.decision?.approved, e.decision?.reviewer, e.decision?.evidence?.signer])).toEqual([
@@ -467,7 +508,7 @@ describe('the production rehearsal', () => {
     others.push(hosts[owner])
     await hosts[survivor].waitFor(`"type":"claimed","runId":"${child}"`, 60_000).catch(async (error: Error) => {
       throw new Error(
-        `${error.message}\n\nthe survivor:\n${await stuckReport(hosts[survivor], `host-${survivor}`)}\n\nthe killed host's output:\n${hosts[owner].output}`,
+        `${error.message}\n\nthe survivor:\n${await stuckReport(hosts[survivor], `host-${survivor}`)}\n\nthe killed host's output:\n${hosts[owner].output}\n\nhost-a's output:\n${hosts.a.output}\n\n${await storeReport()}`,
       )
     })
     figures.takeoverMs = Date.now() - killedAt
@@ -549,6 +590,7 @@ describe('the production rehearsal', () => {
     d.writeTrust(trust)
     for (const k of ['b', 'c'] as const) {
       await hosts[k].stop('SIGTERM')
+      others.push(hosts[k])
       hosts[k] = hostArgs('hotel-host.ts', `host-${k}`, k === 'b' ? 'hostb' : 'hostc')
       await hosts[k].waitFor('hosting', 60_000)
     }
