@@ -21,6 +21,7 @@
  */
 
 import { execFile } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -316,7 +317,7 @@ afterAll(async () => {
     mkdirSync(logs, { recursive: true })
     // A host restarted under its name keeps every process's output: the first as name.log, the next as name.2.log.
     const seen = new Map<string, number>()
-    for (const proc of [...others, ...Object.values(hosts), ...Object.values(reviewers)]) {
+    for (const proc of new Set([...others, ...Object.values(hosts), ...Object.values(reviewers)])) {
       const name = proc.name.replaceAll(' ', '_')
       const n = (seen.get(name) ?? 0) + 1
       seen.set(name, n)
@@ -329,6 +330,13 @@ afterAll(async () => {
   await d?.dispose()
   console.log(`rehearsal figures: ${JSON.stringify(figures)}`)
 })
+
+/**
+ * A root run's id, chosen here: a test finds the run's events and requests by it. Never "the
+ * latest request in the observer's output", which may still be an earlier run's when the
+ * reviewer or the console already shows the new one.
+ */
+const newRunId = () => `run_${randomUUID()}`
 
 /** The reviewer service (of the two sharing the hotel's requests) that shows its person the next request for `tool`. */
 async function shownTo(tool: string, among = Object.values(reviewers)) {
@@ -416,12 +424,9 @@ describe('the production rehearsal', () => {
     expect(dropsOf(result.runId)).toEqual(['rabbit'])
 
     // The operator's correction (`signalbox steer`, signed with ops's key) withdraws the drop waiting for sam.
-    const again = desk.run('claw', 'Get me the bear!')
+    const runId = newRunId()
+    const again = desk.run('claw', 'Get me the bear!', { runId })
     const pending = await card('drop_claw')
-    const runId = await until(
-      () => events().findLast((e) => e.type === 'approval.requested' && e.agentId === 'claw')?.runId,
-      'the drop request',
-    )
     const steer = await signalbox([
       'steer',
       'claw',
@@ -455,12 +460,9 @@ describe('the production rehearsal', () => {
 
   it('the console cancels a run waiting for approval: nothing runs', async () => {
     const before = effects().length
-    const run = desk.run('claw', 'Get me the bear!').catch((error: unknown) => error)
+    const runId = newRunId()
+    const run = desk.run('claw', 'Get me the bear!', { runId }).catch((error: unknown) => error)
     const item = await card('drop_claw')
-    const runId = await until(
-      () => events().findLast((e) => e.type === 'approval.requested' && e.agentId === 'claw')?.runId,
-      'the drop request',
-    )
     await page.locator('nav a[data-tab="runs"]').click()
     await page.locator(`#run-tree a[data-run="${runId}"]`).click()
     await page.locator('.run-actions button.cancel').click()
@@ -492,14 +494,19 @@ describe('the production rehearsal', () => {
   })
 
   it('the host of a child waiting for approval is SIGKILLed: the other hotel host takes the run over and applies the decision once', async () => {
-    const plan = desk.run('planner', TRAVEL_PROMPT).catch((error: Error) => error)
+    const planId = newRunId()
+    const plan = desk.run('planner', TRAVEL_PROMPT, { runId: planId }).catch((error: Error) => error)
     const { person, shownAt } = await shownTo('book_hotel')
+    // This plan's hotel run, by its root: the observer may print the request after the reviewer shows it.
     const child = await until(
-      () => events().findLast((e) => e.type === 'approval.requested' && e.agentId === 'hotel')?.runId,
+      () => events().find((e) => e.type === 'approval.requested' && e.agentId === 'hotel' && e.runPath?.[0] === planId)?.runId,
       'the hotel run waiting for approval',
     )
-    const owner = (['b', 'c'] as const).find((k) => hosts[k].stdout.includes(`"runId":"${child}"`))
-    if (owner === undefined) throw new Error(`no hotel host says it runs ${child}`)
+    const owner = await until(
+      () => (['b', 'c'] as const).find((k) => hosts[k].stdout.includes(`"runId":"${child}"`)),
+      `the hotel host that says it runs ${child}`,
+      30_000,
+    )
     const survivor = owner === 'b' ? 'c' : 'b'
     takenOver = { plan, child, hosts: [`host-${owner}`, `host-${survivor}`] }
     const killedAt = Date.now()
@@ -546,6 +553,7 @@ describe('the production rehearsal', () => {
     const killedAt = Date.now()
     person.child.kill('SIGKILL')
     await person.exited
+    others.push(person)
     const { person: next } = await shownTo('book_hotel', [other])
     figures.reviewerPickUpMs = Date.now() - killedAt
     next.child.stdin?.write('y\n')
@@ -596,6 +604,7 @@ describe('the production rehearsal', () => {
     }
     // 3. She restarts with the new seed (the other reviewer service stays down for this run).
     await Promise.all(Object.values(reviewers).map((reviewer) => reviewer.stop('SIGTERM')))
+    others.push(...Object.values(reviewers))
     writeFileSync(d.file('tina-old.nk'), readFileSync(d.users.tina.seedFile))
     writeFileSync(d.users.tina.seedFile, readFileSync(d.file('tina-2.nk')))
     reviewers.tina = startReviewer('tina')
