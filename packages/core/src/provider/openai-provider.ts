@@ -1,4 +1,4 @@
-import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai'
+import type { ClientOptions, default as OpenAI } from 'openai'
 import type {
   ChatCompletion,
   ChatCompletionChunk,
@@ -34,6 +34,22 @@ export interface OpenAIProviderOptions {
   providerName?: string
 }
 
+type OpenAISdk = typeof import('openai')
+
+/**
+ * The SDK, loaded at the first model call rather than with `@signalbox/core`: some 150 modules
+ * that every process importing the package would otherwise load at start (a CLI command, a tool
+ * host, an app on another provider), whether it calls an OpenAI endpoint or not.
+ */
+let sdk: Promise<OpenAISdk> | undefined
+const loadSdk = (): Promise<OpenAISdk> => {
+  sdk ??= import('openai').catch((error: unknown) => {
+    sdk = undefined
+    throw error
+  })
+  return sdk
+}
+
 /** The tools in the chat-completions wire format. */
 const wireTools = perToolList(
   (t): ChatCompletionTool => ({
@@ -51,7 +67,11 @@ export class OpenAIProvider implements Provider {
   readonly model: string
   readonly baseURL: string
   readonly providerName: string
-  readonly #client: OpenAI
+  /** The client given, or built at the first call (with the SDK), then kept. */
+  #client: OpenAI | undefined
+  readonly #clientOptions: ClientOptions & { baseURL: string }
+  /** The SDK's error classes, once it is loaded (the first call loads it). */
+  #errors: Pick<OpenAISdk, 'APIConnectionError' | 'APIError' | 'APIUserAbortError'> | undefined
   readonly #stream: boolean
   readonly #extraBody: Record<string, unknown>
 
@@ -66,16 +86,24 @@ export class OpenAIProvider implements Provider {
     this.providerName = options.providerName ?? 'openai'
     this.#stream = options.stream ?? true
     this.#extraBody = options.extraBody ?? {}
-    this.#client =
-      options.client ??
-      new OpenAI({
-        baseURL: options.baseURL ?? process.env.OPENAI_BASE_URL ?? 'https://api.openai.com/v1',
-        // Local endpoints accept any key; the SDK refuses to start without one.
-        apiKey: options.apiKey ?? process.env.OPENAI_API_KEY ?? 'not-needed',
-        maxRetries: 0,
-        ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
-      })
-    this.baseURL = this.#client.baseURL
+    this.#client = options.client
+    this.#clientOptions = {
+      baseURL: options.baseURL ?? process.env.OPENAI_BASE_URL ?? 'https://api.openai.com/v1',
+      // Local endpoints accept any key; the SDK refuses to start without one.
+      apiKey: options.apiKey ?? process.env.OPENAI_API_KEY ?? 'not-needed',
+      maxRetries: 0,
+      ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
+    }
+    // The SDK keeps the base URL as given.
+    this.baseURL = options.client?.baseURL ?? this.#clientOptions.baseURL
+  }
+
+  /** The client, with the SDK loaded (once per process). */
+  async #load(): Promise<OpenAI> {
+    const loaded = await loadSdk()
+    this.#errors = loaded
+    this.#client ??= new loaded.OpenAI(this.#clientOptions)
+    return this.#client
   }
 
   async complete(request: ProviderRequest, options: ProviderCallOptions): Promise<ProviderResponse> {
@@ -91,14 +119,16 @@ export class OpenAIProvider implements Provider {
     // Some endpoints reject an empty tools array.
     if (request.tools.length > 0) body.tools = wireTools(request.tools)
     try {
+      // After the first call, no wait: a model call per step is the hot path.
+      const client = this.#errors !== undefined && this.#client !== undefined ? this.#client : await this.#load()
       if (!this.#stream) {
-        const completion = await this.#client.chat.completions.create(
+        const completion = await client.chat.completions.create(
           { ...body, stream: false },
           { signal: options.signal, maxRetries: 0 },
         )
         return fromCompletion(completion, this.model, this.#where)
       }
-      const { data: stream, response } = await this.#client.chat.completions
+      const { data: stream, response } = await client.chat.completions
         .create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal: options.signal, maxRetries: 0 })
         .withResponse()
       // A 200 that is not an event stream (a JSON error, a proxy's page) would read as an empty answer.
@@ -123,11 +153,16 @@ export class OpenAIProvider implements Provider {
   }
 
   #classify(error: unknown, signal: AbortSignal): Error {
-    if (error instanceof APIUserAbortError || signal.aborted) return new AbortedError('The model call was aborted.', error)
+    const sdkErrors = this.#errors
+    if ((sdkErrors && error instanceof sdkErrors.APIUserAbortError) || signal.aborted) {
+      return new AbortedError('The model call was aborted.', error)
+    }
     if (ProviderError.is(error)) return error
     const where = this.#where
-    if (error instanceof APIConnectionError) return unreachableError(where, error.message, error)
-    if (error instanceof APIError) {
+    // The SDK failed to load: not a call failure of the endpoint.
+    if (sdkErrors === undefined) return otherCallError(where, error)
+    if (error instanceof sdkErrors.APIConnectionError) return unreachableError(where, error.message, error)
+    if (error instanceof sdkErrors.APIError) {
       return httpStatusError(where, error.status, error.message, {
         cause: error,
         headers: error.headers,
