@@ -54,6 +54,8 @@ async function next(child: CrashChild, type: string, where: (line: Printed) => b
 }
 
 /** The model, the bus, the reviewer (who decides once `release` is called) and a way to start hosts. */
+type Deployed = Awaited<ReturnType<typeof deployment>>
+
 async function deployment() {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'host-takeover-'))
   const prefix = uniquePrefix()
@@ -123,9 +125,31 @@ async function deployment() {
   return { bus, prefix, model, start, release, shown, effectsOf, auditOf }
 }
 
+/**
+ * The run ended on `owner` alone: done there, its tool run once there, one grant audited by it,
+ * nothing run by the host it was taken from, and the request stored (and decided) once.
+ */
+async function ranOnceOn(
+  owner: CrashChild,
+  ownerId: string,
+  { instead, asked, deployed }: { instead: CrashChild; asked: ApprovalRequest; deployed: Deployed },
+): Promise<void> {
+  const end = await next(owner, 'run.end', (line) => line.runId === 'run-seal')
+  expect(end).toMatchObject({ status: 'done', output: 'Dropped.' })
+  expect(deployed.effectsOf()).toBe(`drop_claw seal by ${ownerId}\n`)
+  const entries = deployed.auditOf()
+  expect(entries.map((e) => [e.kind, e.actor, e.host])).toEqual([['approval.granted', 'alice', ownerId]])
+  expect(entries[0]).toMatchObject({ runId: 'run-seal', callId: asked.callId, digest: asked.digest, decision: 'approved' })
+  expect(printed(instead).filter((line) => line.type === 'tool.end')).toEqual([])
+  // Stored once (same request id, de-duplicated by JetStream): the reviewer decided it once.
+  expect(deployed.shown.map((request) => request.requestId)).toEqual([asked.requestId])
+  deployed.model.assertDone()
+}
+
 describe('host takeover of a real run', { timeout: 60_000 }, () => {
   it('a run waiting for approval on a killed host continues on another: the tool runs once, the decision is audited', async () => {
-    const { model, start, release, shown, effectsOf, auditOf } = await deployment()
+    const deployed = await deployment()
+    const { start, release } = deployed
     const a = await start('host-a', 'run-seal')
     onTestFinished(async () => {
       await a.kill().catch(() => {})
@@ -143,20 +167,12 @@ describe('host takeover of a real run', { timeout: 60_000 }, () => {
     expect(again).toEqual(asked) // the same request: ids, digest, deadline
     release()
 
-    const end = await next(b, 'run.end', (line) => line.runId === 'run-seal')
-    expect(end).toMatchObject({ status: 'done', output: 'Dropped.' })
-    expect(effectsOf()).toBe('drop_claw seal by host-b\n')
-    const entries = auditOf()
-    expect(entries.map((e) => [e.kind, e.actor, e.host])).toEqual([['approval.granted', 'alice', 'host-b']])
-    expect(entries[0]).toMatchObject({ runId: 'run-seal', callId: asked.callId, digest: asked.digest, decision: 'approved' })
-    expect(printed(a).filter((line) => line.type === 'tool.end')).toEqual([])
-    // Stored once (same request id, de-duplicated by JetStream): the reviewer decided it once.
-    expect(shown.map((request) => request.requestId)).toEqual([asked.requestId])
-    model.assertDone()
+    await ranOnceOn(b, 'host-b', { instead: a, asked, deployed })
   })
 
   it('a host stopped past its lease (SIGSTOP) loses the run to another; continued, it lets go: the tool runs once, on the new owner', async () => {
-    const { model, start, release, shown, effectsOf, auditOf } = await deployment()
+    const deployed = await deployment()
+    const { start, release } = deployed
     const a = await start('host-a', 'run-seal')
     onTestFinished(async () => {
       await a.kill().catch(() => {})
@@ -179,20 +195,12 @@ describe('host takeover of a real run', { timeout: 60_000 }, () => {
     expect(lost).toMatchObject({ code: 'RUN_REVISION_CONFLICT' })
     release()
 
-    const end = await next(b, 'run.end', (line) => line.runId === 'run-seal')
-    expect(end).toMatchObject({ status: 'done', output: 'Dropped.' })
-    expect(effectsOf()).toBe('drop_claw seal by host-b\n')
-    const entries = auditOf()
-    expect(entries.map((e) => [e.kind, e.actor, e.host])).toEqual([['approval.granted', 'alice', 'host-b']])
-    expect(entries[0]).toMatchObject({ runId: 'run-seal', callId: asked.callId, digest: asked.digest, decision: 'approved' })
-    expect(printed(a).filter((line) => line.type === 'tool.end')).toEqual([])
-    // Stored once (same request id, de-duplicated by JetStream): the reviewer decided it once.
-    expect(shown.map((request) => request.requestId)).toEqual([asked.requestId])
-    model.assertDone()
+    await ranOnceOn(b, 'host-b', { instead: a, asked, deployed })
   })
 
   it('the child of a remote caller, its host stopped past its lease: the new owner finishes it and the caller hears the result', async () => {
-    const { bus, prefix, model, start, release, shown, effectsOf, auditOf } = await deployment()
+    const deployed = await deployment()
+    const { bus, prefix, start, release } = deployed
     const hosts = [await start('host-a'), await start('host-b')]
     for (const host of hosts)
       onTestFinished(async () => {
@@ -219,18 +227,9 @@ describe('host takeover of a real run', { timeout: 60_000 }, () => {
     process.kill(a.pid, 'SIGCONT')
     release()
 
-    const end = await next(b, 'run.end', (line) => line.runId === 'run-seal')
-    expect(end).toMatchObject({ status: 'done', output: 'Dropped.' })
+    await ranOnceOn(b, bId, { instead: a, asked, deployed })
     const heard = await result
     if (heard instanceof Error) throw heard
     expect(heard.output).toBe('Dropped.')
-    expect(effectsOf()).toBe(`drop_claw seal by ${bId}\n`)
-    const entries = auditOf()
-    expect(entries.map((e) => [e.kind, e.actor, e.host])).toEqual([['approval.granted', 'alice', bId]])
-    expect(entries[0]).toMatchObject({ runId: 'run-seal', callId: asked.callId, digest: asked.digest, decision: 'approved' })
-    expect(printed(a).filter((line) => line.type === 'tool.end')).toEqual([])
-    // Stored once (same request id, de-duplicated by JetStream): the reviewer decided it once.
-    expect(shown.map((request) => request.requestId)).toEqual([asked.requestId])
-    model.assertDone()
   })
 })
