@@ -4,7 +4,6 @@
  * bound (`retryMs`) and its signal allow; anything else fails at once.
  */
 import { JetStreamApiError } from '@nats-io/jetstream'
-import { errors as natsErrors } from '@nats-io/transport-node'
 import { AbortedError, type Clock, systemClock } from '@signalbox/core'
 import { backoffDelay, sleep } from '@signalbox/core/internal'
 import { CheckpointError, RunStoreError, StoreUnavailableError } from '@signalbox/core/store'
@@ -28,9 +27,11 @@ const NO_SUITABLE_PEERS = 10005
 const PACING = { baseDelayMs: 100, maxDelayMs: 2_000 }
 
 /**
- * Runs `attempt` until it succeeds, fails for good, or the bound passes. `attempt` gets whether
- * an earlier attempt failed in a way that leaves its write unknown (a timeout: it may have been
- * stored), so a compare-and-set can recognise its own write when it reads it back.
+ * Runs `attempt` until it succeeds, fails for good, or the bound passes. `attempt` gets whether an
+ * earlier attempt failed: its write may have been stored all the same, so a compare-and-set can
+ * recognise its own write when it reads it back. Any failure counts, not only a timeout: while a
+ * stream leader was killed under load, a write answered as taken by nobody (which reads "not
+ * stored") was found stored, and its run conflicted with its own write.
  */
 export async function retryTransient<T>(options: RetryOptions, attempt: (ambiguous: boolean) => Promise<T>): Promise<T> {
   const { signal, what } = options
@@ -44,7 +45,7 @@ export async function retryTransient<T>(options: RetryOptions, attempt: (ambiguo
     } catch (error) {
       if (RunStoreError.is(error) || CheckpointError.is(error) || AbortedError.is(error)) throw error
       if (!isTransient(error)) throw error
-      if (isUnknownOutcome(error)) ambiguous = true
+      ambiguous = true
       const pause = backoffDelay(n, PACING)
       if (clock.now() - started + pause > options.retryMs) {
         throw new StoreUnavailableError(what, options.retryMs, {
@@ -69,14 +70,4 @@ export function isTransient(error: unknown): boolean {
   if (error instanceof JetStreamApiError && error.code === NO_SUITABLE_PEERS) return true
   // A JetStream API request's own timeout (its responder was being elected).
   return error instanceof Error && error.name === 'TimeoutError'
-}
-
-/** The request may have been carried out (only its answer was lost). */
-function isUnknownOutcome(error: unknown): boolean {
-  if (error instanceof natsErrors.TimeoutError || (error instanceof Error && error.name === 'TimeoutError')) return true
-  if (error instanceof natsErrors.RequestError) return !error.isNoResponders()
-  // Nobody took the request, or the server refused it ("temporarily unavailable"): not stored.
-  if (error instanceof natsErrors.NoRespondersError || error instanceof JetStreamApiError) return false
-  if (error instanceof Error && error.name === 'JetStreamNotEnabled') return false
-  return true
 }

@@ -150,7 +150,7 @@ export class KvRunStore implements RunStore {
       if (revision === undefined && (current === null || current.operation !== 'PUT')) {
         throw new RunStoreError('RUN_NOT_FOUND', runId, 'no checkpoint is stored for this run.')
       }
-      // An earlier attempt was stored and only its answer lost: that write is this one.
+      // An earlier attempt was stored and only its answer lost (or misreported): that write is this one.
       if (revision === undefined && ambiguous && current !== null && sameBytes(current.value, value)) revision = current.revision
       if (revision !== undefined) {
         if (checkpoint.lease !== undefined) await this.#refuseIfClaimed(kv, runId, checkpoint.lease.epoch + 1)

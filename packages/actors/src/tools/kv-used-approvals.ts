@@ -70,8 +70,9 @@ export function kvUsedApprovals<T>(options: KvUsedApprovalsOptions<T>): SharedAp
     return opened
   }
   let retentionOf: Promise<number> | undefined
-  const attempt = <R>(signal: AbortSignal, what: string, work: (kv: KV, ambiguous: boolean) => Promise<R>) =>
-    retryTransient({ signal, what, retryMs }, async (ambiguous) => work(await open(), ambiguous))
+  // A failed attempt may still have stored its write: each write below recognises its own on read-back.
+  const attempt = <R>(signal: AbortSignal, what: string, work: (kv: KV) => Promise<R>) =>
+    retryTransient({ signal, what, retryMs }, async () => work(await open()))
 
   const parse = (entry: KvEntry | null): Stored | undefined => {
     if (entry === null || entry.operation !== 'PUT') return undefined
@@ -134,12 +135,8 @@ export function kvUsedApprovals<T>(options: KvUsedApprovalsOptions<T>): SharedAp
           throw new ConfigError(`The used-approval ledger holds no readable entry for request ${requestId}.`)
         return { stored, revision: got.revision }
       }
-      const result = await attempt(signal, "Recording an approval's use", async (kv, ambiguous) => {
-        // An earlier attempt's answer was lost: it may have stored this very claim.
-        if (ambiguous) {
-          const got = await kv.get(key)
-          if (got !== null) return readBack(got)
-        }
+      const result = await attempt(signal, "Recording an approval's use", async (kv) => {
+        // A key already there may be this very claim, stored by an earlier attempt (`claim` tells).
         try {
           return { revision: await kv.create(key, value) }
         } catch (error) {
@@ -156,20 +153,19 @@ export function kvUsedApprovals<T>(options: KvUsedApprovalsOptions<T>): SharedAp
             // The answer went to the caller anyway; a retry then learns that the call ran, not its output.
             if (value.byteLength > (connection.info?.max_payload ?? 1024 * 1024) - 1024)
               value = encoder.encode(JSON.stringify({ ...entry, answerTooLarge: true } satisfies Stored))
-            revision = await attempt(
-              AbortSignal.timeout(retryMs),
-              "Recording an approved call's answer",
-              async (kv, ambiguous) => {
-                if (ambiguous) {
-                  // The last update's answer was lost: it may be stored already.
-                  const got = await kv.get(key)
-                  const stored = parse(got)
-                  if (got !== null && stored?.claim === claim && (stored.answer !== undefined || stored.answerTooLarge))
-                    return got.revision
-                }
-                return kv.update(key, value, revision)
-              },
-            )
+            revision = await attempt(AbortSignal.timeout(retryMs), "Recording an approved call's answer", async (kv) => {
+              try {
+                return await kv.update(key, value, revision)
+              } catch (error) {
+                if (!isWrongLastSequence(error)) throw error
+                // An earlier attempt stored it, and only its answer was lost or misreported.
+                const got = await kv.get(key)
+                const stored = parse(got)
+                if (got !== null && stored?.claim === claim && (stored.answer !== undefined || stored.answerTooLarge))
+                  return got.revision
+                throw error
+              }
+            })
           },
         }
       }

@@ -11,7 +11,7 @@ import { KvRunStore } from '@signalbox/actors/store'
 import { type Agent, createAgent, tool } from '@signalbox/core'
 import type { Checkpoint } from '@signalbox/core/store'
 import { ScriptedProvider, sampleCheckpoint } from '@signalbox/core/testing'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { z } from 'zod'
 import { type NatsCluster, startNatsCluster } from '../../../../test/support/nats-cluster.ts'
 
@@ -139,6 +139,8 @@ describe('KvRunStore on a 3-node cluster (R3)', () => {
     const jsm = await jetstreamManager(admin)
     const leader = (await jsm.streams.info(`KV_${bucket}`)).cluster?.leader as string
     await cluster.node(leader).kill()
+    // Back for the tests after this one, whatever this one finds.
+    onTestFinished(() => cluster.node(leader).restart())
     // The runs go on at once: their next writes meet the election.
     release()
     const settled = await Promise.allSettled(results)
@@ -155,7 +157,6 @@ describe('KvRunStore on a 3-node cluster (R3)', () => {
       })
       expect(messages.filter((m) => m.role === 'tool')).toHaveLength(8)
     }
-    await cluster.node(leader).restart()
   }, 120_000)
   it('nine hosts over three nodes claim the same expired run, 150 rounds: one owner per epoch, every round', async () => {
     const bucket = `runs_${randomBytes(4).toString('hex')}`
