@@ -29,9 +29,9 @@ const PACING = { baseDelayMs: 100, maxDelayMs: 2_000 }
 /**
  * Runs `attempt` until it succeeds, fails for good, or the bound passes. `attempt` gets whether an
  * earlier attempt failed: its write may have been stored all the same, so a compare-and-set can
- * recognise its own write when it reads it back. Any failure counts, not only a timeout: while a
- * stream leader was killed under load, a write answered as taken by nobody (which reads "not
- * stored") was found stored, and its run conflicted with its own write.
+ * recognise its own write when it reads it back. Any failure counts, not only a timeout: with a
+ * stream leader killed under load, a run conflicted with its own write, which fits an attempt
+ * whose failure read as "not stored" having been stored all the same.
  */
 export async function retryTransient<T>(options: RetryOptions, attempt: (ambiguous: boolean) => Promise<T>): Promise<T> {
   const { signal, what } = options
