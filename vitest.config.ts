@@ -14,8 +14,9 @@ export default defineConfig({
     // NATS- and process-heavy suites share one machine: keep parallelism modest.
     maxWorkers: 2,
     reporters: ['default'],
-    // The console's built page and chart, current before any test serves them.
-    globalSetup: ['test/support/console-assets.ts'],
+    // The packages' build (what spawned processes load) and the console's page and chart, current
+    // before any test uses them.
+    globalSetup: ['test/support/build-packages.ts', 'test/support/console-assets.ts'],
     projects: PROJECTS.map((name) => {
       const { include, exclude } = projectGlobs(name)
       const heavy = name === 'processes' || name === 'browser'
@@ -28,6 +29,7 @@ export default defineConfig({
           exclude: [...configDefaults.exclude, ...exclude],
           env: { SIGNALBOX_TEST_PROJECT: name },
           setupFiles: ['test/support/project-guard.ts'],
+          ...(name === 'unit' || name === 'nats' ? { isolate: false } : {}),
           ...(heavy ? { testTimeout: 120_000, hookTimeout: 120_000 } : name === 'nats' ? { hookTimeout: 120_000 } : {}),
         },
       }

@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { uniquePrefix } from '../support/env.ts'
 import { lastTool, lastUser } from './fixtures/expect.ts'
-import { BIN, busArgs, cleanupAll, deleteStream, NATS_URL, stopTmuxServer, TmuxSession, until } from './support.ts'
+import { busArgs, cleanupAll, deleteStream, NATS_URL, SIGNALBOX, stopTmuxServer, TmuxSession, until } from './support.ts'
 
 const REASON = 'Mallory is not on the payee list; ask the treasurer first'
 
@@ -78,7 +78,7 @@ async function startPayer(
 
 async function startReviewerTerminal(): Promise<TmuxSession> {
   const terminal = new TmuxSession()
-  await terminal.start([process.execPath, BIN, 'review', '--name', 'tina', '--agent', 'payer', ...busArgs(prefix)], {
+  await terminal.start([...SIGNALBOX, 'review', '--name', 'tina', '--agent', 'payer', ...busArgs(prefix)], {
     SIGNALBOX_NATS_URL: '',
   })
   await terminal.waitFor('reviewing approval requests for agent payer')

@@ -10,15 +10,15 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { connectNatsBus } from '@signalbox/actors/nats'
 import { usedApprovalsBucket } from '@signalbox/core/bus'
+import { SIGNALBOX } from '../support/built.ts'
 import { NATS_URL } from '../support/env.ts'
 import { whileWaiting } from '../support/waiting.ts'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 export const ROOT = path.resolve(here, '../..')
-export const BIN = path.join(ROOT, 'packages/cli/bin/signalbox.js')
 export const TSX = path.join(ROOT, 'node_modules/.bin/tsx')
 export const FIXTURES = path.join(here, 'fixtures')
-export { NATS_URL }
+export { NATS_URL, SIGNALBOX }
 
 const execFileAsync = promisify(execFile)
 
@@ -41,12 +41,12 @@ export interface CliProcess {
 
 const live = new Set<CliProcess>()
 
-/** Starts a command (default: the `signalbox` bin) with colours off. */
+/** Starts a command (default: the `signalbox` command, built) with colours off. */
 export function startProcess(
   args: string[],
   options: { name?: string; env?: NodeJS.ProcessEnv; command?: string[]; stdin?: 'ignore' | 'pipe' } = {},
 ): CliProcess {
-  const command = options.command ?? [process.execPath, BIN]
+  const command = options.command ?? SIGNALBOX
   const child = spawn(command[0] as string, [...command.slice(1), ...args], {
     cwd: ROOT,
     stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe'],

@@ -19,10 +19,10 @@ import { createAgentSystem, delegateTool } from '@signalbox/actors/system'
 import { type ApprovalDecision, type ApprovalRequest, createAgent } from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
 import { ScriptedProvider } from '@signalbox/core/testing'
+import { SIGNALBOX } from '../support/built.ts'
 import type { NatsCluster } from '../support/nats-cluster.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const BIN = 'packages/cli/bin/signalbox.js'
 const WORKER = 'test/cluster/fixtures/worker-module.ts'
 
 export interface TreeScenarioOptions {
@@ -260,9 +260,7 @@ export async function runTreeScenario(options: TreeScenarioOptions): Promise<Tre
     const child = spawn(
       process.execPath,
       [
-        '--import',
-        'tsx',
-        BIN,
+        ...SIGNALBOX.slice(1),
         'host',
         WORKER,
         '--scripted',

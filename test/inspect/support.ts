@@ -13,6 +13,7 @@ import type { InspectorWireEvent } from '@signalbox/actors/inspect'
 import type { NatsBus } from '@signalbox/actors/nats'
 import { type Browser, chromium } from 'playwright-core'
 import WebSocket from 'ws'
+import { tsScriptArgs } from '../support/built.ts'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
@@ -103,7 +104,7 @@ export interface ScriptProcess {
 }
 
 export function runScript(script: string, args: string[], env: NodeJS.ProcessEnv = {}): ScriptProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+  const child = spawn(process.execPath, [...tsScriptArgs(script), script, ...args], {
     cwd: ROOT,
     env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { mustRun, ROOT, stopCommands, withBuildLock } from './installed.ts'
+import { buildPackages, mustRun, ROOT, stopCommands } from './installed.ts'
 
 const CONSOLE = path.join(ROOT, 'packages', 'console')
 let base: string
@@ -17,10 +17,8 @@ let manifest: { dependencies?: Record<string, string>; peerDependencies?: Record
 beforeAll(async () => {
   // The workspace's build (as the other package tests run it): every package, then the console's assets.
   base = await mkdtemp(path.join(tmpdir(), 'signalbox-console-pack-'))
-  await withBuildLock(async () => {
-    await mustRun('pnpm', ['build'], { cwd: ROOT })
-    await mustRun('pnpm', ['pack', '--pack-destination', base], { cwd: CONSOLE })
-  })
+  await buildPackages()
+  await mustRun('pnpm', ['pack', '--pack-destination', base], { cwd: CONSOLE })
   const tarball = (await mustRun('sh', ['-c', 'ls *.tgz'], { cwd: base })).stdout.trim()
   files = (await mustRun('tar', ['tzf', tarball], { cwd: base })).stdout
     .trim()

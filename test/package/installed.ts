@@ -4,7 +4,7 @@
  * folder; dependencies (openai, xstate, zod...) come from npm's cache when they are there.
  */
 import { execFile } from 'node:child_process'
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -82,40 +82,12 @@ export interface Installed {
 let projects = 0
 
 /**
- * Runs `fn` while holding the workspace's build lock. Test files that build and pack run in
- * parallel workers; two `pnpm build`s at once rewrite the same dist/ files while the other packs
- * them. The lock is a directory (mkdir is atomic) holding its owner's pid: a lock whose owner
- * died is taken over. Waiting for it has no deadline of its own (the hook's time limit guards).
+ * Builds the packages under the build lock `pnpm bench` and the test setup share (`node
+ * bench/run.mjs --build-only`): builds started at once by parallel test files run one after the
+ * other, and a build of a current `dist/` writes nothing, so packing after it needs no lock.
  */
-export async function withBuildLock<T>(fn: () => Promise<T>): Promise<T> {
-  const lock = path.join(ROOT, 'node_modules', '.cache', 'signalbox-build.lock')
-  await mkdir(path.dirname(lock), { recursive: true })
-  for (;;) {
-    try {
-      await mkdir(lock)
-      await writeFile(path.join(lock, 'pid'), String(process.pid))
-      break
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      const owner = Number(await readFile(path.join(lock, 'pid'), 'utf8').catch(() => ''))
-      if (owner && !alive(owner)) await rm(lock, { recursive: true, force: true })
-      else await new Promise((resolve) => setTimeout(resolve, 200))
-    }
-  }
-  try {
-    return await fn()
-  } finally {
-    await rm(lock, { recursive: true, force: true })
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
+export async function buildPackages(): Promise<void> {
+  await mustRun(process.execPath, ['bench/run.mjs', '--build-only'], { cwd: ROOT })
 }
 
 /** Builds the packages and packs each with pnpm (which applies `publishConfig`), into a temporary folder. */
@@ -123,12 +95,10 @@ export async function buildAndPack(): Promise<Packed & { base: string }> {
   const base = await mkdtemp(path.join(tmpdir(), 'signalbox-consumer-'))
   const packs = path.join(base, 'packs')
   await mkdir(packs)
-  await withBuildLock(async () => {
-    await mustRun('pnpm', ['build'], { cwd: ROOT })
-    await Promise.all(
-      PACKAGES.map((name) => mustRun('pnpm', ['pack', '--pack-destination', packs], { cwd: path.join(ROOT, 'packages', name) })),
-    )
-  })
+  await buildPackages()
+  await Promise.all(
+    PACKAGES.map((name) => mustRun('pnpm', ['pack', '--pack-destination', packs], { cwd: path.join(ROOT, 'packages', name) })),
+  )
   const files = await readdir(packs)
   const tarballs = Object.fromEntries(
     PACKAGES.map((name) => {

@@ -21,12 +21,13 @@ export function entryPoints(): EntryPoint[] {
   return readdirSync(path.join(ROOT, 'packages')).flatMap((dir) => {
     const manifest = JSON.parse(readFileSync(path.join(ROOT, 'packages', dir, 'package.json'), 'utf8')) as {
       name: string
-      exports: Record<string, string>
+      // Each entry: the sources by default, the build under the `signalbox-built` condition (test/support/built.ts).
+      exports: Record<string, { default: string }>
     }
-    return Object.entries(manifest.exports).map(([sub, file]) => ({
+    return Object.entries(manifest.exports).map(([sub, target]) => ({
       specifier: `${manifest.name}${sub.slice(1)}`,
       package: manifest.name,
-      file: path.join(ROOT, 'packages', dir, file),
+      file: path.join(ROOT, 'packages', dir, target.default),
     }))
   })
 }

@@ -1,16 +1,17 @@
 /**
- * Processes for the cross-process scenarios: the real `signalbox` bin (`host`), example scripts and
- * small fixture programs, each run with tsx from the repository root. Every process a test starts
- * is killed (by pid) when the test ends, whatever happened.
+ * Processes for the cross-process scenarios: the real `signalbox` command (`host`), example scripts
+ * and small fixture programs, each run from the repository root on the built packages (see
+ * ../support/built.ts). Every process a test starts is killed (by pid) when the test ends,
+ * whatever happened.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { connectNatsBus, defaultStreamName } from '@signalbox/actors/nats'
 import { onTestFinished } from 'vitest'
+import { SIGNALBOX, tsScriptArgs } from '../support/built.ts'
 import { NATS_URL } from '../support/env.ts'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-export const BIN = 'packages/cli/bin/signalbox.js'
 
 const CLEARED = ['SIGNALBOX_MODEL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'NO_COLOR', 'FORCE_COLOR', 'SIGNALBOX_NATS_URL']
 
@@ -26,12 +27,16 @@ export interface Proc {
   kill(signal?: NodeJS.Signals): void
 }
 
-/** `node --import tsx <args>` from the repository root, piped, no colours, no model from the environment. */
+/** A TypeScript script (`args[0]`, then its arguments) run from the repository root, piped, no colours, no model from the environment. */
 export function start(args: string[], env: Record<string, string> = {}): Proc {
+  return startNode([...tsScriptArgs(args[0] ?? ''), ...args], env)
+}
+
+function startNode(nodeArgs: string[], env: Record<string, string>): Proc {
   const childEnv: NodeJS.ProcessEnv = { ...process.env }
   for (const key of CLEARED) delete childEnv[key]
   Object.assign(childEnv, { NO_COLOR: '1' }, env)
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+  const child = spawn(process.execPath, nodeArgs, {
     cwd: ROOT,
     env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -93,7 +98,7 @@ export function start(args: string[], env: Record<string, string> = {}): Proc {
 
 /** `signalbox host <module> --nats <shared server> --prefix <prefix> ...` */
 export function startHost(module: string, prefix: string, extra: string[] = []): Proc {
-  return start([BIN, 'host', module, '--nats', NATS_URL, '--prefix', prefix, ...extra])
+  return startNode([...SIGNALBOX.slice(1), 'host', module, '--nats', NATS_URL, '--prefix', prefix, ...extra], {})
 }
 
 /** When the test ends, deletes what a deployment left on the shared server: its durable stream, and its directory bucket. */

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterAll } from 'vitest'
+import { tsScriptArgs } from '../../support/built.ts'
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
 
@@ -27,7 +28,7 @@ export function runExample(
   for (const key of CLEARED) delete env[key]
   Object.assign(env, extraEnv)
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+    const child = spawn(process.execPath, [...tsScriptArgs(script), script, ...args], {
       cwd: ROOT,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

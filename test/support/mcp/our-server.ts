@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import type { McpServer } from '@signalbox/mcp'
 import { afterEach } from 'vitest'
+import { tsScriptArgs } from '../built.ts'
 import { freePort } from '../nats-server.ts'
 
 export const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
@@ -39,13 +40,19 @@ export async function ourServer(transport: Transport, options: { effects?: strin
   const env: Record<string, string> = options.effects ? { EFFECTS: options.effects } : {}
   if (transport === 'stdio') {
     return {
-      server: { command: process.execPath, args: ['--import', 'tsx', TEST_SERVER, 'stdio'], cwd: ROOT, env, stderr: 'ignore' },
+      server: {
+        command: process.execPath,
+        args: [...tsScriptArgs(TEST_SERVER), TEST_SERVER, 'stdio'],
+        cwd: ROOT,
+        env,
+        stderr: 'ignore',
+      },
     }
   }
   const port = await freePort()
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', TEST_SERVER, 'http', String(port), ...(options.oauth ? ['--oauth'] : [])],
+    [...tsScriptArgs(TEST_SERVER), TEST_SERVER, 'http', String(port), ...(options.oauth ? ['--oauth'] : [])],
     {
       cwd: ROOT,
       env: { ...process.env, ...env },

@@ -1,0 +1,31 @@
+/**
+ * How the tests start Node processes of this workspace. A spawned process loads the packages as
+ * built (`dist/`, what users install) through the `signalbox-built` export condition that each
+ * package's manifest maps to its build; vitest and the type checker keep reading the sources (the
+ * `default` condition). The CLI starts on the build in about a third of the CPU its sources take
+ * through tsx, and the suite starts a few hundred processes. The global setup
+ * (`build-packages.ts`) brings `dist/` up to date before any test that spawns runs.
+ */
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+
+/** Node's flag that resolves `@signalbox/*` to the build. */
+export const BUILT_PACKAGES = '--conditions=signalbox-built'
+
+/** The CLI's built bin: the `signalbox` command as users install it. */
+export const SIGNALBOX_BIN = path.join(ROOT, 'packages/cli/dist/bin.js')
+
+/** `signalbox` as a command line: plain node, the built packages (a `.ts` agent module still loads, through tsx). */
+export const SIGNALBOX: readonly string[] = [process.execPath, BUILT_PACKAGES, SIGNALBOX_BIN]
+
+/**
+ * Node's arguments for a TypeScript script (a fixture, an example): tsx for the script itself,
+ * the packages as built. A package's own fixtures (under `packages/`) may import that package's
+ * sources by relative path, so they run on the sources: one copy of each package per process.
+ */
+export function tsScriptArgs(script: string): string[] {
+  const relative = path.relative(ROOT, path.resolve(ROOT, script))
+  return relative.startsWith(`packages${path.sep}`) ? ['--import', 'tsx'] : [BUILT_PACKAGES, '--import', 'tsx']
+}
