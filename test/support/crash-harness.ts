@@ -1,8 +1,8 @@
 /**
  * Crash tests: start a program as ONE process (`node --import tsx file.ts`, on the built packages:
- * see built.ts; `tsx file.ts` forks a child that a kill of the tsx pid would leave running), wait for the line it prints when ready,
- * SIGKILL it by pid, and keep everything it printed. Every child still alive when the test process
- * exits is killed, so a failed test leaves no orphan behind.
+ * see built.ts; `tsx file.ts` forks a child that a kill of the tsx pid would leave running), wait
+ * for the line it prints when ready, SIGKILL it by pid, and keep everything it printed. Every child
+ * still alive when the test process exits is killed, so a failed test leaves no orphan behind.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
