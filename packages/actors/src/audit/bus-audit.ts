@@ -4,17 +4,35 @@ import { type Bus, createSubjects, type Subjects } from '@signalbox/core/bus'
 import { AuditMessage, canonicalJson, decodeMessage, encodeMessage, PROTOCOL_VERSION } from '@signalbox/core/protocol'
 
 /**
+ * What one writer of an entry may add differently from another: when it let the call go by its own
+ * clock, its signature over that, and the evidence and claimed name it holds. The signer's key is
+ * not among them: an entry with the same facts under another key is another entry, so a key that
+ * is not the agent's cannot take the place of the agent's entry by writing first.
+ */
+const WRITER_FIELDS = new Set(['releasedAt', 'signature', 'evidence', 'claimed'])
+
+/**
+ * An entry's message id on the stream: a hash of what was decided, on which call, by whom and when,
+ * and the key that signs it. A retried write is stored once; so is a decision applied again by the
+ * host that took the run over (the first owner applied it and lost the run before its checkpoint
+ * said so): the tool ran once (its call is idempotent), and the trail says so once.
+ */
+function auditMessageId(entry: AuditEntry): string {
+  const facts = Object.fromEntries(Object.entries(entry).filter(([key]) => !WRITER_FIELDS.has(key)))
+  return `audit-${createHash('sha256').update(canonicalJson(facts)).digest('hex').slice(0, 32)}`
+}
+
+/**
  * The audit trail on the durable path (JetStream on NATS): who decided what, when, and what
- * they saw. Each entry's id is a hash of its content, so a retried write is stored once.
+ * they saw. One entry per fact, within the stream's duplicate window (see `auditMessageId`).
  */
 export function busAuditLog(options: { bus: Bus; subjects?: Subjects; signal?: AbortSignal }): AuditLog {
   const subjects = options.subjects ?? createSubjects()
   return {
     async record(entry) {
       const message: AuditMessage = { v: PROTOCOL_VERSION, type: 'audit', entry: { ...entry } }
-      const msgId = `audit-${createHash('sha256').update(canonicalJson(entry)).digest('hex').slice(0, 32)}`
       await options.bus.durablePublish(subjects.audit(entry.agentId, entry.kind), encodeMessage(message), {
-        msgId,
+        msgId: auditMessageId(entry),
         ...(options.signal ? { signal: options.signal } : {}),
       })
     },

@@ -13,6 +13,7 @@ import {
   serveAnswerer,
   serveReviewer,
 } from '@signalbox/actors'
+import { createSigner, newUserSeed, signedAuditLog } from '@signalbox/actors/trust'
 import { type AuditEntry, askHumanTool, createAgent, functionAnswerer, policyReviewer } from '@signalbox/core'
 import { ScriptedProvider, type ScriptStep } from '@signalbox/core/testing'
 import { describe, expect, it } from 'vitest'
@@ -167,6 +168,51 @@ for (const transport of TRANSPORTS) {
       expect(await kinds({ toolName: 'pay' })).toEqual(['approval.denied', 'approval.granted'])
       expect(await kinds({ agentId: 'teller', kind: 'approval.denied' })).toEqual(['approval.denied'])
       expect(await kinds({ agentId: 'nobody' })).toEqual([])
+    })
+
+    it('a decision applied again by the host that took its run over is stored once; another decision, or the same under another key, is not', async () => {
+      const d = await deploy(transport)
+      // Two owners of one run, one after the other, signing with the agent's key; and a writer with another key.
+      const agentSeed = newUserSeed()
+      const seeds = [agentSeed, agentSeed, newUserSeed()]
+      const logs = await Promise.all(
+        seeds.map(async (seed, i) =>
+          signedAuditLog({
+            log: busAuditLog({ bus: await d.bus(`writer-${i}`), subjects: d.subjects }),
+            signer: createSigner(seed),
+          }),
+        ),
+      )
+      const granted: AuditEntry = {
+        kind: 'approval.granted',
+        agentId: 'worker',
+        runId: 'run-1',
+        runPath: ['run-1'],
+        callId: 'call_1',
+        toolName: 'apply',
+        shown: { task: 't-1' },
+        digest: 'sha256:abc',
+        decision: 'approved',
+        actor: 'tina',
+        requestedAt: 1_000,
+        decidedAt: 4_000,
+        latencyMs: 3_000,
+      }
+      // Each owner lets the call go by its own clock.
+      await logs[0]?.record({ ...granted, releasedAt: 4_010 })
+      await logs[1]?.record({ ...granted, releasedAt: 19_250 })
+      // A different fact about the same call (a second decision, later, by someone else) is its own entry.
+      await logs[1]?.record({ ...granted, kind: 'approval.rejected', actor: 'sam', decidedAt: 5_000, releasedAt: 19_300 })
+      // The same facts under a key that is not the agent's do not stand in for its entry: stored apart (the verifier judges them).
+      await logs[2]?.record({ ...granted, releasedAt: 4_000 })
+
+      const entries = await readAudit({ bus: await d.bus('auditor'), subjects: d.subjects, idleMs: 300 })
+      const agentKey = createSigner(agentSeed).publicKey
+      expect(entries.map((e) => [e.kind, e.actor, e.releasedAt, e.signer === agentKey])).toEqual([
+        ['approval.granted', 'tina', 4_010, true],
+        ['approval.rejected', 'sam', 19_300, true],
+        ['approval.granted', 'tina', 4_000, false],
+      ])
     })
   })
 }
