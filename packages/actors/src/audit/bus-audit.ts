@@ -15,7 +15,7 @@ const WRITER_FIELDS = new Set(['releasedAt', 'signature', 'evidence', 'claimed']
  * An entry's message id on the stream: a hash of what was decided, on which call, by whom and when,
  * and the key that signs it. A retried write is stored once; so is a decision applied again by the
  * host that took the run over (the first owner applied it and lost the run before its checkpoint
- * said so): the tool ran once (its call is idempotent), and the trail says so once.
+ * said so): one decision, one entry.
  */
 function auditMessageId(entry: AuditEntry): string {
   const facts = Object.fromEntries(Object.entries(entry).filter(([key]) => !WRITER_FIELDS.has(key)))
