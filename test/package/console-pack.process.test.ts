@@ -7,7 +7,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildPackages, mustRun, ROOT, stopCommands } from './installed.ts'
+import { buildPackages } from '../support/built.ts'
+import { mustRun, ROOT, stopCommands } from './installed.ts'
 
 const CONSOLE = path.join(ROOT, 'packages', 'console')
 let base: string

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import { buildPackages } from '../support/built.ts'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 export const PACKAGES = ['core', 'actors', 'ai-sdk', 'mcp', 'console', 'otel', 'cli'] as const
@@ -80,15 +81,6 @@ export interface Installed {
 }
 
 let projects = 0
-
-/**
- * Builds the packages under the build lock `pnpm bench` and the test setup share (`node
- * bench/run.mjs --build-only`): builds started at once by parallel test files run one after the
- * other, and a build of a current `dist/` writes nothing, so packing after it needs no lock.
- */
-export async function buildPackages(): Promise<void> {
-  await mustRun(process.execPath, ['bench/run.mjs', '--build-only'], { cwd: ROOT })
-}
 
 /** Builds the packages and packs each with pnpm (which applies `publishConfig`), into a temporary folder. */
 export async function buildAndPack(): Promise<Packed & { base: string }> {

@@ -6,19 +6,18 @@
  * through tsx, and the suite starts a few hundred processes. The global setup
  * (`build-packages.ts`) brings `dist/` up to date before any test that spawns runs.
  */
+import { execFile } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
 /** Node's flag that resolves `@signalbox/*` to the build. */
 export const BUILT_PACKAGES = '--conditions=signalbox-built'
 
-/** The CLI's built bin: the `signalbox` command as users install it. */
-export const SIGNALBOX_BIN = path.join(ROOT, 'packages/cli/dist/bin.js')
-
 /** `signalbox` as a command line: plain node, the built packages (a `.ts` agent module still loads, through tsx). */
-export const SIGNALBOX: readonly string[] = [process.execPath, BUILT_PACKAGES, SIGNALBOX_BIN]
+export const SIGNALBOX: readonly string[] = [process.execPath, BUILT_PACKAGES, path.join(ROOT, 'packages/cli/dist/bin.js')]
 
 /**
  * Node's arguments for a TypeScript script (a fixture, an example): tsx for the script itself,
@@ -28,4 +27,18 @@ export const SIGNALBOX: readonly string[] = [process.execPath, BUILT_PACKAGES, S
 export function tsScriptArgs(script: string): string[] {
   const relative = path.relative(ROOT, path.resolve(ROOT, script))
   return relative.startsWith(`packages${path.sep}`) ? ['--import', 'tsx'] : [BUILT_PACKAGES, '--import', 'tsx']
+}
+
+/**
+ * Builds the packages under the build lock `pnpm bench` uses (`node bench/run.mjs --build-only`):
+ * builds started at once (the global setup, the package tests) run one after the other, and a build
+ * of a current `dist/` writes nothing, so packing after it needs no lock.
+ */
+export async function buildPackages(): Promise<void> {
+  try {
+    await promisify(execFile)(process.execPath, ['bench/run.mjs', '--build-only'], { cwd: ROOT, maxBuffer: 32 * 1024 * 1024 })
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string; message: string }
+    throw new Error(`building the packages failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`)
+  }
 }
