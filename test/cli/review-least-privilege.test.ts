@@ -3,11 +3,16 @@
  * generator's, the reviewer runs as its own user with `--inbox-prefix`, `--consumer-prefix` and
  * `--stream-access check`, and decides an agent's request (the tool runs once). Without those
  * flags the same user cannot work (it may not create the stream or read the shared inbox).
+ *
+ * Started before any agent host (the order docs/production.md's people and observers often come
+ * in), such a user waits for the stream the first host creates; a one-shot command says at once
+ * that it is missing.
  */
 
 import { remoteReviewer } from '@signalbox/actors'
 import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
 import { authorizationBlock, rolePermissions } from '@signalbox/actors/trust'
+import { CONNECT_TIMEOUT_MS } from '@signalbox/cli/internal'
 import { createAgent, MemoryAuditLog, tool } from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
 import { ScriptedProvider } from '@signalbox/core/testing'
@@ -19,6 +24,12 @@ import { cleanupAll, runCli, startProcess } from './support.ts'
 const prefix = 'lpcli.v1'
 const agentPermissions = rolePermissions('agent', { prefix, agent: 'claw' })
 const reviewerPermissions = rolePermissions('reviewer', { prefix, name: 'tina' })
+const observerPermissions = rolePermissions('observer', { prefix, name: 'olga' })
+/** The flags of a least-privilege user of the generated config. */
+const as = (user: string, password: string, permissions: { inboxPrefix: string; name: string }) => [
+  ...['--nats', server?.url as string, '--prefix', prefix, '--user', user, '--password', password],
+  ...['--inbox-prefix', permissions.inboxPrefix, '--consumer-prefix', permissions.name, '--stream-access', 'check'],
+]
 
 let server: ConfigServer | undefined
 let bus: NatsBus | undefined
@@ -125,5 +136,67 @@ describe('signalbox review under least privilege', () => {
     expect(run.code).toBe(1)
     expect(run.stderr).toMatch(/BUS_DURABLE_SETUP_FAILED.*Permissions Violation/)
     expect(run.output).not.toContain('reviewing approval requests')
+  }, 60_000)
+
+  it('started before any agent host, the reviewer and the watcher wait for the stream; a one-shot command says it is missing', async () => {
+    server = await startConfigServer(() =>
+      authorizationBlock([
+        { login: { user: 'claw', password: 'pw-claw' }, permissions: agentPermissions },
+        { login: { user: 'tina', password: 'pw-tina' }, permissions: reviewerPermissions },
+        { login: { user: 'olga', password: 'pw-olga' }, permissions: observerPermissions },
+      ]),
+    )
+    const tina = as('tina', 'pw-tina', reviewerPermissions)
+    const olga = as('olga', 'pw-olga', observerPermissions)
+    // One-shot: nothing to wait for, so it fails at once, naming the stream and who creates it.
+    const status = await runCli(['audit', ...olga])
+    expect(status.code).toBe(1)
+    expect(status.stderr).toContain('error [BUS_STREAM_NOT_FOUND]: no durable stream "')
+    expect(status.stderr).toContain('no agent host has created it yet')
+
+    const reviewer = startProcess(['review', '--auto', 'approve', '--name', 'tina', ...tina], { name: 'review' })
+    const watcher = startProcess(['watch', '--json', ...olga], { name: 'watch' })
+    for (const service of [reviewer, watcher]) await service.waitFor('waiting for the durable stream')
+    // Past the deadline for reaching the server, they are still waiting (they used to give up here).
+    await new Promise((resolve) => setTimeout(resolve, CONNECT_TIMEOUT_MS + 1_000))
+    expect([reviewer.child.exitCode, watcher.child.exitCode]).toEqual([null, null])
+
+    // The agent host comes and creates the stream: both start work, and the call is decided.
+    bus = await connectNatsBus({
+      servers: server.url,
+      prefix,
+      user: 'claw',
+      pass: 'pw-claw',
+      inboxPrefix: agentPermissions.inboxPrefix,
+      consumerPrefix: agentPermissions.name,
+    })
+    await reviewer.waitFor('reviewing approval requests')
+    await watcher.waitFor('watching every agent')
+    const dropped: number[] = []
+    const agent = createAgent({
+      id: 'claw',
+      provider: new ScriptedProvider({
+        script: [{ toolCalls: [{ id: 'call_drop', name: 'drop_claw', arguments: { bin: 4 } }] }, { content: 'dropped' }],
+      }),
+      tools: [
+        tool({
+          name: 'drop_claw',
+          description: 'Drop the claw. Irreversible.',
+          schema: z.object({ bin: z.number() }),
+          needsApproval: true,
+          execute: ({ bin }) => {
+            dropped.push(bin)
+            return `dropped into bin ${bin}`
+          },
+        }),
+      ],
+      reviewer: remoteReviewer({ bus, subjects: createSubjects(prefix) }),
+      approvalTimeoutMs: 30_000,
+    })
+    expect((await agent.run('Drop into bin 4.')).output).toBe('dropped')
+    expect(dropped).toEqual([4])
+    expect(await reviewer.stop('SIGTERM')).toBe(0)
+    expect(await watcher.stop('SIGTERM')).toBe(0)
+    expect(server.violations()).toEqual([])
   }, 60_000)
 })

@@ -263,6 +263,8 @@ beforeAll(async () => {
     ...Object.values(hosts).map((host) => host.waitFor('hosting', 60_000)),
     ...Object.values(reviewers).map((reviewer) => reviewer.waitFor('reviewing approval requests', 60_000)),
     consoleProcess.waitFor(`http://localhost:${port}`, 60_000),
+    // Every later test reads the observer's events: one that never subscribed fails them all.
+    watch.waitFor('watching every agent', 60_000),
   ])
 
   // The answerer (a service of its own) and the front desk that starts the root runs, in this process.

@@ -21,17 +21,27 @@ export async function signerFrom(context: CommandContext): Promise<import('@sign
   return createSigner(seed)
 }
 
-/** How long a command waits for the NATS server before giving up (the bus itself would wait forever). */
+/** How long a command waits for the NATS server to answer before giving up (the bus itself would wait forever). */
 export const CONNECT_TIMEOUT_MS = 5_000
+/**
+ * The same for a service (`waitForStream`): one started with many others on a busy machine (a whole
+ * deployment coming up) may take longer to get its turn, and nothing listening still fails at once.
+ */
+export const SERVICE_CONNECT_TIMEOUT_MS = 30_000
 
 /**
  * Connects to the bus named by `--nats` / `SIGNALBOX_NATS_URL`; a clear error when there is none.
  * `url` is for showing: a password or token in it is masked (`nats://user:***@host`).
+ *
+ * Under `--stream-access check` the durable stream is an agent host's to create. A service
+ * (`waitForStream`: a host, reviewer, watcher, console...) started first waits for it, saying so
+ * once, until Ctrl-C: under least privilege the people and observers often start before the
+ * hosts. A one-shot command fails at once instead, naming what is missing.
  */
 export async function openBus(
   context: CommandContext,
   role: string,
-  options: { replicas?: 1 | 3 | 5 } = {},
+  options: { replicas?: 1 | 3 | 5; waitForStream?: boolean } = {},
 ): Promise<{ bus: NatsBus; subjects: Subjects; url: string }> {
   const servers = context.global.nats
   if (!servers) throw new CliError('NO_BUS', NO_BUS_MESSAGE)
@@ -46,7 +56,15 @@ export async function openBus(
       `could not reach NATS at ${url}: nothing listens on ${refused} (is nats-server running, with JetStream: -js?)`,
     )
   const subjects = createSubjects(context.global.prefix)
-  const signal = AbortSignal.timeout(CONNECT_TIMEOUT_MS)
+  // Reaching the server has its deadline (connectTimeoutMs); waiting for the stream has none but Ctrl-C.
+  const stop = new AbortController()
+  const signal = context.io.signal ? AbortSignal.any([context.io.signal, stop.signal]) : stop.signal
+  let missingStream: string | undefined
+  const onWaitingForStream = (streamName: string) => {
+    missingStream = streamName
+    if (!options.waitForStream) stop.abort()
+    else context.err(`waiting for the durable stream "${streamName}" on ${subjects.prefix}: the first agent host creates it`)
+  }
   try {
     // Flags first, then the `nats` CLI's variables; NATS_URL is already in `url`.
     const { servers: _env, ...credentials } = mergeCredentials(
@@ -55,26 +73,30 @@ export async function openBus(
     )
     const privilege = privilegeFlags(context.values)
     // On a cluster the stream (raised, never lowered) and its consumers keep `replicas` copies.
-    const durable = options.replicas ? { ...privilege.durable, replicas: options.replicas } : privilege.durable
+    const durable = {
+      ...privilege.durable,
+      ...(options.replicas ? { replicas: options.replicas } : {}),
+      onWaitingForStream,
+    }
     const bus = await connectNatsBus({
       servers,
       credentials,
       ...privilege,
-      ...(durable ? { durable } : {}),
+      durable,
       prefix: subjects.prefix,
       name: `signalbox-${role}-${process.pid}`,
+      connectTimeoutMs: options.waitForStream ? SERVICE_CONNECT_TIMEOUT_MS : CONNECT_TIMEOUT_MS,
       signal,
     })
     return { bus, subjects, url }
   } catch (error) {
-    if (AbortedError.is(error) || signal.aborted) {
-      throw new CliError(
-        'BUS_CONNECT_FAILED',
-        `could not reach NATS at ${url} within ${CONNECT_TIMEOUT_MS / 1000} s (is nats-server running, with JetStream: -js?)`,
-        {
-          cause: error,
-        },
-      )
+    if (missingStream !== undefined && AbortedError.is(error)) {
+      if (stop.signal.aborted)
+        throw new CliError(
+          'BUS_STREAM_NOT_FOUND',
+          `no durable stream "${missingStream}" for ${subjects.prefix} at ${url}: no agent host has created it yet (this user only reads it: --stream-access check)`,
+        )
+      throw new CliError('ABORTED', `stopped while waiting for the durable stream "${missingStream}"`)
     }
     throw error
   }

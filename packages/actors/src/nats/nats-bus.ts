@@ -393,7 +393,7 @@ export class NatsBus implements Bus {
       const durable = this.#options.durable ?? {}
       const { subjects, replicas } =
         durable.access === 'check'
-          ? await awaitStream(jsm, this.streamName, this.#watch, this.#options.signal)
+          ? await awaitStream(jsm, this.streamName, this.#watch, this.#options.signal, durable.onWaitingForStream)
           : await ensureStream(jsm, this.streamName, this.#configuredSubjects, durable)
       this.#streamSubjects.set(subjects)
       this.#streamReplicas = replicas

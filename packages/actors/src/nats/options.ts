@@ -10,6 +10,11 @@ export interface NatsDurableOptions {
    * (`STREAM.INFO`), waiting for it to appear: for roles whose users may not create streams.
    */
   access?: 'manage' | 'check'
+  /**
+   * With `access: 'check'`: called once when the stream is not there yet and connecting starts
+   * waiting for it (an agent host creates it), so a caller can say so or stop waiting.
+   */
+  onWaitingForStream?: (streamName: string) => void
   /** Subjects the stream captures. Default `defaultDurableSubjects(prefix)`. */
   subjects?: string[]
   /** `msgId` de-duplication window. Default 2 min. */

@@ -92,6 +92,7 @@ export async function awaitStream(
   streamName: string,
   waiter: { pause(ms: number, signal: AbortSignal | undefined): Promise<void> },
   signal: AbortSignal | undefined,
+  onWaiting?: (streamName: string) => void,
 ): Promise<StreamShape> {
   for (let attempt = 0; ; attempt++) {
     try {
@@ -100,6 +101,7 @@ export async function awaitStream(
     } catch (error) {
       if (!isApiError(error, JetStreamApiCodes.StreamNotFound)) throw error
     }
+    if (attempt === 0) onWaiting?.(streamName)
     await waiter.pause(Math.min(2_000, 100 * 2 ** attempt), signal)
   }
 }

@@ -57,7 +57,7 @@ export const inspect: Command = {
     // With --json, stdout carries the events only; everything else goes to stderr.
     const info = json ? context.err : context.out
     const { startInspectionRelay } = await import('@signalbox/actors/inspect')
-    const { bus, subjects, url: natsUrl } = await openBus(context, 'inspect')
+    const { bus, subjects, url: natsUrl } = await openBus(context, 'inspect', { waitForStream: true })
     let relay: Awaited<ReturnType<typeof startInspectionRelay>>
     try {
       relay = await startInspectionRelay({

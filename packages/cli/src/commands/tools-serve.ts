@@ -138,7 +138,7 @@ export const toolsServe: Command = {
     const tracing = await commandTracing(context, 'signalbox-tools')
     if (tracing && 'mcp' in source) tracing.mcp(source.mcp as import('@signalbox/otel').InstrumentableMcp)
     const replicas = Number(context.values.replicas ?? 1) as 1 | 3 | 5
-    const opened = await openBus(context, 'tools', replicas > 1 ? { replicas } : {})
+    const opened = await openBus(context, 'tools', { waitForStream: true, ...(replicas > 1 ? { replicas } : {}) })
     const { subjects, url } = opened
     const bus = tracing ? tracing.bus(opened.bus) : opened.bus
     const log = (record: Record<string, unknown>, text: string) =>

@@ -31,7 +31,7 @@ export const watch: Command = {
     const agentId = context.positionals[0]
     const runFilter = context.values.run as string | undefined
     const { c } = context
-    const { bus, subjects, url } = await openBus(context, 'watch')
+    const { bus, subjects, url } = await openBus(context, 'watch', { waitForStream: true })
     const { watchEvents } = await import('@signalbox/actors')
     const pending = new Map<string, { first: AgentEvent; text: string; timer: ReturnType<typeof setTimeout> }>()
 
