@@ -389,12 +389,61 @@ describe('signalbox console', () => {
     }
   })
 
-  // The run page once showed another test's run (the page selects the newest by start time), so
-  // the test now selects its own run; one retry stays while that is the only cause seen.
-  it('steers a run from its inbox item; a console with contents allowed shows what was said', {
-    retry: 1,
-    timeout: 45_000,
-  }, async () => {
+  it('a request that arrives while a person types keeps their caret: the next keys land in the field', async () => {
+    const opened = await deployment.openConsole('tina')
+    const page = await newPage(opened.url)
+    const { bus, subjects } = deployment
+    const model = await startScriptedModelServer({
+      scripts: {
+        mover: [
+          { toolCalls: [{ name: 'move', arguments: { to: 'left' } }] },
+          { toolCalls: [{ name: 'move', arguments: { to: 'right' } }] },
+        ],
+      },
+    })
+    const reviewer = remoteReviewer({ bus, subjects })
+    const agent = createAgent({
+      id: 'mover',
+      provider: new OpenAIProvider({ baseURL: model.url, apiKey: 'console-test', model: 'mover' }),
+      tools: [
+        tool({
+          name: 'move',
+          description: 'Move the claw.',
+          schema: z.object({ to: z.string() }),
+          needsApproval: true,
+          execute: ({ to }) => `moved ${to}`,
+        }),
+      ],
+      reviewer,
+    })
+    const connection = connectAgent(agent, { bus, subjects })
+    const handles: { cancel(reason?: string): void; result: Promise<unknown> }[] = []
+    try {
+      const firstRequested = nextRequest(agent)
+      handles.push(agent.start('Move left.'))
+      const first = page.locator(`.item[data-id="${(await firstRequested).requestId}"]`)
+      const reason = first.locator('input.reason')
+      await reason.click()
+      await page.keyboard.type('No, ')
+      // Another request comes in above it while she types.
+      const secondRequested = nextRequest(agent)
+      handles.push(agent.start('Move right.'))
+      await page.locator(`.item[data-id="${(await secondRequested).requestId}"]`).waitFor()
+      await page.keyboard.type('the penguin')
+      expect(await reason.inputValue()).toBe('No, the penguin')
+      expect(await reason.evaluate((input) => input === document.activeElement)).toBe(true)
+      expect(pageErrors).toEqual([])
+    } finally {
+      for (const handle of handles) handle.cancel('test over')
+      await Promise.allSettled(handles.map((handle) => handle.result))
+      connection.close()
+      reviewer.close()
+      await model.close()
+      await page.close()
+    }
+  })
+
+  it('steers a run from its inbox item; a console with contents allowed shows what was said', { timeout: 45_000 }, async () => {
     const opened = await deployment.openConsole('tina', { includeContents: true })
     const page = await newPage(opened.url)
     const claw = await deployment.claw(clawScenarios.steer.model)

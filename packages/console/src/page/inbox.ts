@@ -161,8 +161,12 @@ export function createInboxView(): InboxView {
         cards.set(item.id, item.kind === 'approval' ? approvalCard(item) : questionCard(item))
       }
       for (const entry of cards.values()) entry.conversation?.(transcripts.get(entry.runId))
-      list.replaceChildren(...ordered.map((item) => cards.get(item.id)?.card).filter((c): c is HTMLElement => c !== undefined))
       if (ordered.length === 0) list.replaceChildren(el('p', { class: 'empty' }, 'Nothing waits for you.'))
+      else
+        place(
+          list,
+          ordered.map((item) => cards.get(item.id)?.card).filter((c): c is HTMLElement => c !== undefined),
+        )
       count.textContent = String(ordered.length)
       // Said once for the page, not on every card: every unsigned request has the same reason.
       const unverified = ordered.find((item): item is Approval => item.kind === 'approval' && !item.origin.verified)
@@ -181,6 +185,27 @@ export function createInboxView(): InboxView {
         countdown.classList.toggle('urgent', left < 10_000)
       }
     },
+  }
+}
+
+/**
+ * Puts `cards` in `list` in that order, moving only those out of place: a node taken out of the
+ * page loses focus, so re-placing every card on each update (a new request, a transcript) took the
+ * caret from whoever was typing a reason or an edit, and their next keys went nowhere.
+ */
+function place(list: HTMLElement, cards: HTMLElement[]): void {
+  const focused = document.activeElement
+  const field = focused instanceof HTMLInputElement || focused instanceof HTMLTextAreaElement ? focused : undefined
+  const caret = field ? { start: field.selectionStart, end: field.selectionEnd } : undefined
+  for (const [index, card] of cards.entries()) {
+    const at = list.children[index]
+    if (at !== card) list.insertBefore(card, at ?? null)
+  }
+  while (list.children.length > cards.length) list.lastElementChild?.remove()
+  // A card that had to move (requests reordered) keeps the caret where it was.
+  if (focused instanceof HTMLElement && focused !== document.activeElement && list.contains(focused)) {
+    focused.focus()
+    if (field && caret) field.setSelectionRange(caret.start, caret.end)
   }
 }
 
