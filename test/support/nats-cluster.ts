@@ -34,6 +34,11 @@ export interface NatsClusterOptions {
   config?: string
   /** The user the readiness probe logs in as, when `config` requires one. */
   probeLogin?: { user: string; pass: string }
+  /**
+   * Start only the first `running` nodes (default all): the others exist in every node's routes and
+   * start with `restart()`, as a node that comes up late while the cluster forms.
+   */
+  running?: number
 }
 
 export async function startNatsCluster(options: NatsClusterOptions = {}): Promise<NatsCluster> {
@@ -60,6 +65,7 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
       const config = options.config ? `${head}\n${options.config}` : head
       // Started together: JetStream answers only once a quorum of nodes has elected a meta leader.
       const server = await startNatsServer({
+        ...(index >= (options.running ?? size) ? { stopped: true } : {}),
         config,
         storeDir,
         storeDirInConfig: true,

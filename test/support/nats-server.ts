@@ -29,6 +29,8 @@ export interface NatsServerOptions {
   storeDirInConfig?: boolean
   /** A user the readiness probe logs in as, for a config with an `authorization` block. */
   probeLogin?: { user: string; pass: string }
+  /** Set up (port, store, config) but not started: `restart()` starts it. */
+  stopped?: boolean
 }
 
 export interface NatsServer {
@@ -166,7 +168,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     live.delete(proc)
   }
 
-  await start()
+  if (!options.stopped) await start()
   return {
     url: `nats://127.0.0.1:${port}`,
     port,

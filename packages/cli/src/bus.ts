@@ -36,7 +36,8 @@ export const SERVICE_CONNECT_TIMEOUT_MS = 30_000
  * Under `--stream-access check` the durable stream is an agent host's to create. A service
  * (`waitForStream`: a host, reviewer, watcher, console...) started first waits for it, saying so
  * once, until Ctrl-C: under least privilege the people and observers often start before the
- * hosts. A one-shot command fails at once instead, naming what is missing.
+ * hosts; so does a host whose cluster is still forming. A one-shot command fails at once
+ * instead, naming what is missing.
  */
 export async function openBus(
   context: CommandContext,
@@ -59,11 +60,14 @@ export async function openBus(
   // Reaching the server has its deadline (connectTimeoutMs); waiting for the stream has none but Ctrl-C.
   const stop = new AbortController()
   const signal = context.io.signal ? AbortSignal.any([context.io.signal, stop.signal]) : stop.signal
-  let missingStream: string | undefined
-  const onWaitingForStream = (streamName: string) => {
-    missingStream = streamName
+  let waited: { streamName: string; why: 'missing' | 'placement' } | undefined
+  const onWaitingForStream = (streamName: string, why: 'missing' | 'placement') => {
+    waited = { streamName, why }
     if (!options.waitForStream) stop.abort()
-    else context.err(`waiting for the durable stream "${streamName}" on ${subjects.prefix}: the first agent host creates it`)
+    else
+      context.err(
+        `waiting for the durable stream "${streamName}" on ${subjects.prefix}: ${why === 'missing' ? 'the first agent host creates it' : 'the cluster cannot place its replicas until its nodes have joined'}`,
+      )
   }
   try {
     // Flags first, then the `nats` CLI's variables; NATS_URL is already in `url`.
@@ -90,13 +94,18 @@ export async function openBus(
     })
     return { bus, subjects, url }
   } catch (error) {
-    if (missingStream !== undefined && AbortedError.is(error)) {
-      if (stop.signal.aborted)
+    if (waited !== undefined && AbortedError.is(error)) {
+      const { streamName, why } = waited
+      if (!stop.signal.aborted) throw new CliError('ABORTED', `stopped while waiting for the durable stream "${streamName}"`)
+      if (why === 'missing')
         throw new CliError(
           'BUS_STREAM_NOT_FOUND',
-          `no durable stream "${missingStream}" for ${subjects.prefix} at ${url}: no agent host has created it yet (this user only reads it: --stream-access check)`,
+          `no durable stream "${streamName}" for ${subjects.prefix} at ${url}: no agent host has created it yet (this user only reads it: --stream-access check)`,
         )
-      throw new CliError('ABORTED', `stopped while waiting for the durable stream "${missingStream}"`)
+      throw new CliError(
+        'BUS_DURABLE_SETUP_FAILED',
+        `the cluster at ${url} cannot place the durable stream "${streamName}" yet: fewer of its nodes have joined than its replicas`,
+      )
     }
     throw error
   }

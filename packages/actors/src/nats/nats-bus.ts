@@ -53,7 +53,7 @@ import {
 } from './messages.ts'
 import { DEFAULT_PULL_HEARTBEAT_MS, DEFAULT_SERVER_ACK_WAIT_MS, defaultConnectionName, type NatsBusOptions } from './options.ts'
 import { natsRequest, natsRequestMany } from './request.ts'
-import { awaitStream, defaultStreamName, ensureStream, StreamSubjects } from './stream.ts'
+import { awaitStream, defaultStreamName, ensurePlacedStream, StreamSubjects } from './stream.ts'
 
 /** Reads of a message the leader holds before `durableLast` gives up on a lagging replica (about 2 s in all). */
 const STALE_READ_ATTEMPTS = 12
@@ -394,7 +394,7 @@ export class NatsBus implements Bus {
       const { subjects, replicas } =
         durable.access === 'check'
           ? await awaitStream(jsm, this.streamName, this.#watch, this.#options.signal, durable.onWaitingForStream)
-          : await ensureStream(jsm, this.streamName, this.#configuredSubjects, durable)
+          : await ensurePlacedStream(jsm, this.streamName, this.#configuredSubjects, durable, this.#watch, this.#options.signal)
       this.#streamSubjects.set(subjects)
       this.#streamReplicas = replicas
     })().finally(() => {

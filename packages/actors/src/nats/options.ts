@@ -11,10 +11,11 @@ export interface NatsDurableOptions {
    */
   access?: 'manage' | 'check'
   /**
-   * With `access: 'check'`: called once when the stream is not there yet and connecting starts
-   * waiting for it (an agent host creates it), so a caller can say so or stop waiting.
+   * Called once when connecting starts waiting for the stream, so a caller can say so or stop
+   * waiting (`signal`): `missing` with `access: 'check'` (an agent host creates it), `placement`
+   * while a cluster cannot place the stream's replicas yet (its nodes still joining).
    */
-  onWaitingForStream?: (streamName: string) => void
+  onWaitingForStream?: (streamName: string, why: 'missing' | 'placement') => void
   /** Subjects the stream captures. Default `defaultDurableSubjects(prefix)`. */
   subjects?: string[]
   /** `msgId` de-duplication window. Default 2 min. */

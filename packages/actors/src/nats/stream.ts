@@ -28,6 +28,40 @@ export interface StreamShape {
   replicas: number
 }
 
+/** Why connecting waits for the stream: nobody has created it yet, or the cluster cannot place its replicas yet. */
+export type StreamWait = 'missing' | 'placement'
+
+/**
+ * JetStream's answers while a cluster forms (its nodes not all known to the meta leader yet: "no
+ * suitable peers for placement") or elects ("JetStream system temporarily unavailable"): both pass
+ * once the nodes have joined, so a host started with its cluster waits instead of failing.
+ */
+const CLUSTER_FORMING = [10005, 10008]
+
+function clusterForming(error: unknown): boolean {
+  return CLUSTER_FORMING.some((code) => isApiError(error, code))
+}
+
+/** `ensureStream`, waiting while the cluster forms (see `CLUSTER_FORMING`). */
+export async function ensurePlacedStream(
+  jsm: JetStreamManager,
+  streamName: string,
+  subjects: string[],
+  durable: NatsDurableOptions,
+  waiter: { pause(ms: number, signal: AbortSignal | undefined): Promise<void> },
+  signal: AbortSignal | undefined,
+): Promise<StreamShape> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await ensureStream(jsm, streamName, subjects, durable)
+    } catch (error) {
+      if (!clusterForming(error)) throw error
+    }
+    if (attempt === 0) durable.onWaitingForStream?.(streamName, 'placement')
+    await waiter.pause(Math.min(2_000, 100 * 2 ** attempt), signal)
+  }
+}
+
 /**
  * Creates the stream, or adds our subjects and limits to an existing one (other subjects are
  * kept). Returns the subjects the stream captures and its replicas, as the server reports them.
@@ -92,16 +126,16 @@ export async function awaitStream(
   streamName: string,
   waiter: { pause(ms: number, signal: AbortSignal | undefined): Promise<void> },
   signal: AbortSignal | undefined,
-  onWaiting?: (streamName: string) => void,
+  onWaiting?: (streamName: string, why: StreamWait) => void,
 ): Promise<StreamShape> {
   for (let attempt = 0; ; attempt++) {
     try {
       const info = await jsm.streams.info(streamName)
       return { subjects: info.config.subjects ?? [], replicas: info.config.num_replicas ?? 1 }
     } catch (error) {
-      if (!isApiError(error, JetStreamApiCodes.StreamNotFound)) throw error
+      if (!isApiError(error, JetStreamApiCodes.StreamNotFound) && !clusterForming(error)) throw error
     }
-    if (attempt === 0) onWaiting?.(streamName)
+    if (attempt === 0) onWaiting?.(streamName, 'missing')
     await waiter.pause(Math.min(2_000, 100 * 2 ** attempt), signal)
   }
 }
