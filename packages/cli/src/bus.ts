@@ -1,5 +1,5 @@
 import net from 'node:net'
-import type { NatsBus } from '@signalbox/actors/nats'
+import type { NatsBus, StreamWait } from '@signalbox/actors/nats'
 import type { Subjects } from '@signalbox/core/bus'
 import { CliError, type CommandContext, NO_BUS_MESSAGE } from './cli.ts'
 import { credentialFlags, privilegeFlags } from './connection-flags.ts'
@@ -60,8 +60,8 @@ export async function openBus(
   // Reaching the server has its deadline (connectTimeoutMs); waiting for the stream has none but Ctrl-C.
   const stop = new AbortController()
   const signal = context.io.signal ? AbortSignal.any([context.io.signal, stop.signal]) : stop.signal
-  let waited: { streamName: string; why: 'missing' | 'placement' } | undefined
-  const onWaitingForStream = (streamName: string, why: 'missing' | 'placement') => {
+  let waited: { streamName: string; why: StreamWait } | undefined
+  const onWaitingForStream = (streamName: string, why: StreamWait) => {
     waited = { streamName, why }
     if (!options.waitForStream) stop.abort()
     else

@@ -8,5 +8,5 @@ export {
   redactUrlSecrets,
 } from './credentials.ts'
 export { connectNatsBus, NatsBus } from './nats-bus.ts'
-export type { NatsBusOptions, NatsDurableOptions } from './options.ts'
+export type { NatsBusOptions, NatsDurableOptions, StreamWait } from './options.ts'
 export { defaultStreamName } from './stream.ts'

@@ -2,6 +2,9 @@
 import type { HandlerErrorListener } from '@signalbox/core/bus'
 import type { NatsCredentialOptions } from './credentials.ts'
 
+/** Why connecting waits for the stream: nobody has created it yet, or the cluster cannot place its replicas yet. */
+export type StreamWait = 'missing' | 'placement'
+
 export interface NatsDurableOptions {
   /** JetStream stream name. Default `SIGNALBOX` for the default prefix, else derived from the prefix. */
   stream?: string
@@ -15,7 +18,7 @@ export interface NatsDurableOptions {
    * waiting (`signal`): `missing` with `access: 'check'` (an agent host creates it), `placement`
    * while a cluster cannot place the stream's replicas yet (its nodes still joining).
    */
-  onWaitingForStream?: (streamName: string, why: 'missing' | 'placement') => void
+  onWaitingForStream?: (streamName: string, why: StreamWait) => void
   /** Subjects the stream captures. Default `defaultDurableSubjects(prefix)`. */
   subjects?: string[]
   /** `msgId` de-duplication window. Default 2 min. */

@@ -14,7 +14,7 @@ import { nanos } from '@nats-io/transport-node'
 import { DEFAULT_SUBJECT_PREFIX, DurableSubjectError, InvalidSubjectError } from '@signalbox/core/bus'
 import { DEFAULT_DUPLICATE_WINDOW_MS, DURABLE_ONLY_REASON, subjectCovers, subjectMatches } from '@signalbox/core/internal'
 import { isApiError } from './errors.ts'
-import type { NatsDurableOptions } from './options.ts'
+import type { NatsDurableOptions, StreamWait } from './options.ts'
 
 /** The stream name for a prefix: `SIGNALBOX` for the default one, so deployments with other prefixes never share (and rewrite) a stream. */
 export function defaultStreamName(prefix: string): string {
@@ -27,9 +27,6 @@ export interface StreamShape {
   subjects: string[]
   replicas: number
 }
-
-/** Why connecting waits for the stream: nobody has created it yet, or the cluster cannot place its replicas yet. */
-export type StreamWait = 'missing' | 'placement'
 
 /**
  * JetStream's answers while a cluster forms (its nodes not all known to the meta leader yet: "no
