@@ -48,7 +48,7 @@ export async function sendSteering(options: {
 
 const ControlReply = z.discriminatedUnion('type', [ControlReplyMessage, ErrorMessage])
 
-/** Asks an agent for its runs' states, or cancels them. */
+/** Asks an agent for its runs' states, or cancels them: every process hosting it answers, and the reply is theirs together. */
 export async function sendControl(options: {
   bus: Bus
   agentId: string
@@ -66,15 +66,38 @@ export async function sendControl(options: {
     const now = (options.clock ?? systemClock).now()
     message = options.signer.sign({ ...message, agentId: options.agentId, sentAt: now, from: message.from ?? 'operator' })
   }
-  const response = await options.bus.request(subjects.control(options.agentId), encodeMessage(message), {
+  // Every process hosting the agent answers for its own runs (a run lives on one of them): the
+  // answer is all of theirs, not whichever came first.
+  const responses = await options.bus.requestMany(subjects.control(options.agentId), encodeMessage(message), {
     timeoutMs: options.timeoutMs ?? 5_000,
+    requireReply: true,
     ...(options.signal ? { signal: options.signal } : {}),
   })
-  const decoded = decodeMessage(response.data, ControlReply, { maxBytes: options.bus.maxPayload })
-  if (!decoded.ok) throw decoded.error
-  if (decoded.value.type === 'error')
-    throw new SignalboxError(decoded.value.error.code, decoded.value.error.message, { fault: 'peer' })
-  return decoded.value
+  let merged: ControlReplyMessage | undefined
+  let malformed: Error | undefined
+  for (const response of responses) {
+    const decoded = decodeMessage(response.data, ControlReply, { maxBytes: options.bus.maxPayload })
+    if (!decoded.ok) {
+      malformed ??= decoded.error
+      continue
+    }
+    const reply = decoded.value
+    // A refusal is never hidden behind another process's answer.
+    if (reply.type === 'error') throw new SignalboxError(reply.error.code, reply.error.message, { fault: 'peer' })
+    merged =
+      merged === undefined
+        ? reply
+        : {
+            ...merged,
+            runs: [...merged.runs, ...reply.runs],
+            ...(merged.cancelled || reply.cancelled
+              ? { cancelled: [...(merged.cancelled ?? []), ...(reply.cancelled ?? [])] }
+              : {}),
+          }
+  }
+  // At least one replied (requireReply): every reply was malformed.
+  if (merged === undefined) throw malformed
+  return merged
 }
 
 /** Calls `onEvent` for every event of one agent, or of all agents. Observe only. */

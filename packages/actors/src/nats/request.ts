@@ -98,6 +98,7 @@ export interface NatsRequestMany {
   timeoutMs: number
   stallMs?: number | undefined
   maxReplies?: number | undefined
+  requireReply?: boolean | undefined
   signal?: AbortSignal | undefined
   inboxPrefix?: string | undefined
 }
@@ -108,7 +109,7 @@ export interface NatsRequestMany {
  */
 export function natsRequestMany(
   connection: NatsConnection,
-  { subject, bytes, headers, timeoutMs, stallMs, maxReplies, signal, inboxPrefix }: NatsRequestMany,
+  { subject, bytes, headers, timeoutMs, stallMs, maxReplies, requireReply, signal, inboxPrefix }: NatsRequestMany,
   pending: Set<(error: Error) => void>,
 ): Promise<Msg[]> {
   return new Promise<Msg[]>((resolve, reject) => {
@@ -137,7 +138,8 @@ export function natsRequestMany(
         callback: (error, msg) => {
           if (error) return settle(mapNatsError(error, subject, 'request', timeoutMs))
           // The server answers "no responders" with an empty 503 status message.
-          if (msg.data.length === 0 && msg.headers?.code === 503) return settle()
+          if (msg.data.length === 0 && msg.headers?.code === 503)
+            return settle(requireReply && replies.length === 0 ? new BusNoRespondersError(subject) : undefined)
           replies.push(msg)
           if (maxReplies !== undefined && replies.length >= maxReplies) return settle()
           clearTimeout(stall)
@@ -148,7 +150,10 @@ export function natsRequestMany(
     } catch (error) {
       return settle(mapNatsError(error, subject, 'request', timeoutMs))
     }
-    timer = setTimeout(() => settle(), timeoutMs)
+    timer = setTimeout(
+      () => settle(requireReply && replies.length === 0 ? new BusTimeoutError(subject, timeoutMs) : undefined),
+      timeoutMs,
+    )
     if (signal) stopWatching = whenAborted(signal, onAbort)
   })
 }

@@ -243,5 +243,33 @@ for (const transport of TRANSPORTS) {
       expect(await threeEnds).toBeInstanceOf(RunFailedError)
       expect(s.agent.runs.size).toBe(0)
     })
+
+    it('an agent on two hosts: status lists the runs of both, a cancel reports the run wherever it lives', async () => {
+      const d = await deploy(transport)
+      const [a, b] = [gatedAgent(), gatedAgent()]
+      await connected(d, a.agent)
+      await connected(d, b.agent)
+      const operator = await d.bus('operator')
+      const onA = a.agent.start('on a')
+      const onB = b.agent.start('on b')
+      const ends = [onA, onB].map((handle) =>
+        handle.result.then(
+          () => 'done',
+          () => 'failed',
+        ),
+      )
+      await a.events.next('model.request', (e) => e.runId === onA.runId)
+      await b.events.next('model.request', (e) => e.runId === onB.runId)
+      const ask = (request: Parameters<typeof sendControl>[0]['request']) =>
+        sendControl({ bus: operator, subjects: d.subjects, agentId: 'worker', request })
+
+      const status = await ask({ type: 'control.status' })
+      expect(status.runs.map((r) => r.runId).sort()).toEqual([onA.runId, onB.runId].sort())
+      // Each host cancels what it holds; the reply says so whichever answered first.
+      expect((await ask({ type: 'control.cancel', runId: onB.runId, from: 'ops' })).cancelled).toEqual([onB.runId])
+      expect((await ask({ type: 'control.cancel', runId: onA.runId, from: 'ops' })).cancelled).toEqual([onA.runId])
+      expect(await Promise.all(ends)).toEqual(['failed', 'failed'])
+      expect((await ask({ type: 'control.status' })).runs).toEqual([])
+    })
   })
 }

@@ -53,6 +53,11 @@ export interface RequestManyOptions {
   stallMs?: number
   /** Stop once this many replies came. */
   maxReplies?: number
+  /**
+   * No reply at all fails as `request` does: `BusNoRespondersError` at once when nobody listens,
+   * `BusTimeoutError` after `timeoutMs` when nobody answered (instead of resolving with none).
+   */
+  requireReply?: boolean
   signal?: AbortSignal
   headers?: BusHeaders
 }

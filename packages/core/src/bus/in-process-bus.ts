@@ -230,9 +230,12 @@ export class InProcessBus implements Bus {
         stall = this.#clock.setTimeout(() => finish(), options.stallMs ?? DEFAULT_STALL_MS)
       })
       const delivered = this.#route(new LocalMessage(subject, bytes, copyHeaders(options.headers), inbox, this))
-      if (delivered === 0) return finish()
+      if (delivered === 0) return finish(options.requireReply ? new BusNoRespondersError(subject) : undefined)
       expected = delivered
-      timer = this.#clock.setTimeout(() => finish(), timeoutMs)
+      timer = this.#clock.setTimeout(
+        () => finish(options.requireReply && replies.length === 0 ? new BusTimeoutError(subject, timeoutMs) : undefined),
+        timeoutMs,
+      )
       if (signal) stopWatching = whenAborted(signal, onAbort)
     })
   }

@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest'
+import { BusNoRespondersError, BusTimeoutError } from '../../../bus/errors.ts'
 import { AbortedError } from '../../../errors.ts'
 import { type OpenBus, rejectionOf } from './harness.ts'
 
@@ -62,5 +63,21 @@ export function requestManyTests(open: OpenBus): void {
     expect(await rejectionOf(bus.requestMany(subject, 'x', { timeoutMs: 5_000, signal: controller.signal }))).toBeInstanceOf(
       AbortedError,
     )
+  })
+
+  it('requireReply: nobody listening, or nobody answering, fails as a request does; one reply is enough', async () => {
+    const { bus, subjects, agent } = await open()
+    const subject = subjects.control(agent)
+    const none = await rejectionOf(bus.requestMany(subject, 'x', { timeoutMs: 5_000, requireReply: true }))
+    expect(none).toBeInstanceOf(BusNoRespondersError)
+    await bus.subscribe(subject, () => {}).ready // listens, never answers
+    const silent = await rejectionOf(bus.requestMany(subject, 'x', { timeoutMs: 200, requireReply: true }))
+    expect(silent).toBeInstanceOf(BusTimeoutError)
+    expect(silent).toMatchObject({ timeoutMs: 200 })
+    await bus.subscribe(subject, (m) => {
+      m.respond('here')
+    }).ready
+    const replies = await bus.requestMany(subject, 'x', { timeoutMs: 5_000, stallMs: 100, requireReply: true })
+    expect(replies.map((r) => r.text())).toEqual(['here'])
   })
 }
