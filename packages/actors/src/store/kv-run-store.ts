@@ -153,7 +153,7 @@ export class KvRunStore implements RunStore {
       // An earlier attempt was stored and only its answer lost (or misreported): that write is this one.
       if (revision === undefined && ambiguous && current !== null && sameBytes(current.value, value)) revision = current.revision
       if (revision !== undefined) {
-        if (checkpoint.lease !== undefined) await this.#refuseIfClaimed(kv, runId, checkpoint.lease.epoch + 1)
+        if (checkpoint.lease !== undefined) await this.#refuseIfClaimed(kv, runId, checkpoint.lease.epoch + 1, options.revision)
         return revision
       }
       throw new RunStoreError(
@@ -233,7 +233,7 @@ export class KvRunStore implements RunStore {
         const held = parseClaim(await kv.get(key))
         // This claimant's own key, stored by an attempt whose answer was lost.
         if (held?.owner === claim.owner && held.revision === claim.revision) return true
-        if (held === undefined || held.revision !== options.base || held.expiresAt <= this.#clock.now()) return false
+        if (!isLive(held, options.base, this.#clock.now())) return false
         throw new RunStoreError('RUN_REVISION_CONFLICT', runId, `"${held.owner}" is claiming it (epoch ${next}).`, {
           expected: options.base,
         })
@@ -243,10 +243,15 @@ export class KvRunStore implements RunStore {
     throw new RunStoreError('RUN_REVISION_CONFLICT', runId, `${MAX_BURNT_EPOCHS} epochs in a row were claimed and never written.`)
   }
 
-  /** A write of `epoch - 1`'s checkpoint stops if someone claimed `epoch` meanwhile: the run is theirs. */
-  async #refuseIfClaimed(kv: KV, runId: string, epoch: number): Promise<void> {
+  /**
+   * A write of `epoch - 1`'s checkpoint from `base` stops if someone claimed `epoch` from that same
+   * revision meanwhile: the run is theirs. A claim from an older revision (or expired) is burnt,
+   * as `#claimEpoch` reads it: its claimant can never write, so it stops nobody. Counting it made
+   * the owner that had outlived it refuse every renewal, and the run was never driven again.
+   */
+  async #refuseIfClaimed(kv: KV, runId: string, epoch: number, base: number): Promise<void> {
     const claim = parseClaim(await kv.get(claimKey(runId, epoch)))
-    if (claim === undefined) return
+    if (!isLive(claim, base, this.#clock.now())) return
     throw new RunStoreError('RUN_REVISION_CONFLICT', runId, `"${claim.owner}" claimed epoch ${epoch} of the run.`, {
       owner: claim.owner,
     })
@@ -361,6 +366,11 @@ interface EpochClaim {
   owner: string
   revision: number
   expiresAt: number
+}
+
+/** A claim whose claimant may still write the checkpoint it claimed from `base` (not burnt). */
+function isLive(claim: EpochClaim | undefined, base: number, now: number): claim is EpochClaim {
+  return claim !== undefined && claim.revision === base && claim.expiresAt > now
 }
 
 function parseClaim(entry: KvEntry | null): EpochClaim | undefined {

@@ -206,6 +206,30 @@ describe('KvRunStore: one owner per epoch (claim keys)', () => {
     expect(next.checkpoint.lease).toMatchObject({ owner: 'host-a', epoch: 6 })
   })
 
+  it('the owner whose write outlived a claim renews past it; so does one facing a key that is not a claim', async () => {
+    const bucket = uniqueBucket()
+    const store = new KvRunStore({ connection: await connection('kv-outlived'), bucket })
+    const mine = (runId: string, savedAt: number) => sampleCheckpoint({ runId, lease: expired(4), savedAt })
+    const revision = await store.create(mine('run_outlived', 0), { signal: signal() })
+    await strandedClaim(bucket, 'run_outlived', 5, { owner: 'host-b', revision, expiresAt: Date.now() + 60_000 })
+    // Refused once (host-b claimed from the revision this write replaced), although it landed...
+    expectStoreError(
+      await errorOf(store.save(mine('run_outlived', 1), { revision, signal: signal() })),
+      'RUN_REVISION_CONFLICT',
+      'run_outlived',
+    )
+    const landed = (await store.load('run_outlived', { signal: signal() }))?.revision as number
+    expect(landed).toBeGreaterThan(revision)
+    // ...then host-b's write from that revision can never land: the owner's next renewal goes on.
+    // (It used to be refused at every renewal: a host's takeover scan claimed and lost the run
+    // every few seconds, and nobody drove it again.)
+    expect(await store.save(mine('run_outlived', 2), { revision: landed, signal: signal() })).toBeGreaterThan(landed)
+
+    const odd = await store.create(mine('run_odd', 0), { signal: signal() })
+    await strandedClaim(bucket, 'run_odd', 5, 'not a claim')
+    expect(await store.save(mine('run_odd', 1), { revision: odd, signal: signal() })).toBeGreaterThan(odd)
+  })
+
   it('a claim key its claimant never wrote is skipped once the run moved on or the claim expired; a live one refuses', async () => {
     const bucket = uniqueBucket()
     const store = new KvRunStore({ connection: await connection('kv-stranded'), bucket })
