@@ -228,6 +228,18 @@ describe('a 3-node JetStream cluster', () => {
       30_000,
       'a new stream leader',
     )
+    // ...and every consumer on it (the agent's decisions, the reviewer's requests), each its own
+    // Raft group: on a loaded machine their elections can outlast the stream's, and the window
+    // below is for the decision's path, not for elections.
+    await eventually(
+      async () => {
+        const consumers = []
+        for await (const consumer of (await w.admin.manager()).consumers.list(w.admin.streamName)) consumers.push(consumer)
+        return consumers.length > 0 && consumers.every((c) => c.cluster?.leader !== undefined && c.cluster.leader !== leader.name)
+      },
+      30_000,
+      'a leader for every consumer',
+    )
 
     // The person decides after both losses.
     w.person.release()
