@@ -39,6 +39,30 @@ afterEach(async () => {
   await server?.dispose()
 })
 
+/** The agent's bus, as the agent user of the generated config. */
+const connectAgentBus = () =>
+  connectNatsBus({
+    servers: server?.url as string,
+    prefix,
+    user: 'claw',
+    pass: 'pw-claw',
+    inboxPrefix: agentPermissions.inboxPrefix,
+    consumerPrefix: agentPermissions.name,
+  })
+
+/** The gated tool the reviewer decides on; each drop is recorded in `dropped`. */
+const dropClaw = (dropped: number[]) =>
+  tool({
+    name: 'drop_claw',
+    description: 'Drop the claw. Irreversible.',
+    schema: z.object({ bin: z.number() }),
+    needsApproval: true,
+    execute: ({ bin }) => {
+      dropped.push(bin)
+      return `dropped into bin ${bin}`
+    },
+  })
+
 describe('signalbox review under least privilege', () => {
   it('runs as the reviewer user of a generated config and decides a request', async () => {
     const block = authorizationBlock([
@@ -46,14 +70,7 @@ describe('signalbox review under least privilege', () => {
       { login: { user: 'tina', password: 'pw-tina' }, permissions: reviewerPermissions },
     ])
     server = await startConfigServer(() => block)
-    bus = await connectNatsBus({
-      servers: server.url,
-      prefix,
-      user: 'claw',
-      pass: 'pw-claw',
-      inboxPrefix: agentPermissions.inboxPrefix,
-      consumerPrefix: agentPermissions.name,
-    })
+    bus = await connectAgentBus()
     const subjects = createSubjects(prefix)
 
     const reviewer = startProcess(
@@ -83,16 +100,7 @@ describe('signalbox review under least privilege', () => {
     await reviewer.waitFor('reviewing approval requests')
 
     const dropped: number[] = []
-    const drop = tool({
-      name: 'drop_claw',
-      description: 'Drop the claw. Irreversible.',
-      schema: z.object({ bin: z.number() }),
-      needsApproval: true,
-      execute: ({ bin }) => {
-        dropped.push(bin)
-        return `dropped into bin ${bin}`
-      },
-    })
+    const drop = dropClaw(dropped)
     const audit = new MemoryAuditLog()
     const agent = createAgent({
       id: 'claw',
@@ -162,14 +170,7 @@ describe('signalbox review under least privilege', () => {
     expect([reviewer.child.exitCode, watcher.child.exitCode]).toEqual([null, null])
 
     // The agent host comes and creates the stream: both start work, and the call is decided.
-    bus = await connectNatsBus({
-      servers: server.url,
-      prefix,
-      user: 'claw',
-      pass: 'pw-claw',
-      inboxPrefix: agentPermissions.inboxPrefix,
-      consumerPrefix: agentPermissions.name,
-    })
+    bus = await connectAgentBus()
     await reviewer.waitFor('reviewing approval requests')
     await watcher.waitFor('watching every agent')
     const dropped: number[] = []
@@ -178,18 +179,7 @@ describe('signalbox review under least privilege', () => {
       provider: new ScriptedProvider({
         script: [{ toolCalls: [{ id: 'call_drop', name: 'drop_claw', arguments: { bin: 4 } }] }, { content: 'dropped' }],
       }),
-      tools: [
-        tool({
-          name: 'drop_claw',
-          description: 'Drop the claw. Irreversible.',
-          schema: z.object({ bin: z.number() }),
-          needsApproval: true,
-          execute: ({ bin }) => {
-            dropped.push(bin)
-            return `dropped into bin ${bin}`
-          },
-        }),
-      ],
+      tools: [dropClaw(dropped)],
       reviewer: remoteReviewer({ bus, subjects: createSubjects(prefix) }),
       approvalTimeoutMs: 30_000,
     })
