@@ -13,6 +13,10 @@ export default defineConfig({
     hookTimeout: 30_000,
     // NATS- and process-heavy suites share one machine: keep parallelism modest.
     maxWorkers: 2,
+    // A worker runs file after file with the modules it has loaded (each file still runs its own
+    // top level): about a second of module loading per file otherwise. Shared helpers therefore
+    // register their clean-ups through test/support/lifecycle.ts, not at their top level.
+    isolate: false,
     reporters: ['default'],
     // The packages' build (what spawned processes load) and the console's page and chart, current
     // before any test uses them.
@@ -28,8 +32,7 @@ export default defineConfig({
           include,
           exclude: [...configDefaults.exclude, ...exclude],
           env: { SIGNALBOX_TEST_PROJECT: name },
-          setupFiles: ['test/support/project-guard.ts'],
-          ...(name === 'unit' || name === 'nats' ? { isolate: false } : {}),
+          setupFiles: ['test/support/project-guard.ts', 'test/support/lifecycle-setup.ts'],
           ...(heavy ? { testTimeout: 120_000, hookTimeout: 120_000 } : name === 'nats' ? { hookTimeout: 120_000 } : {}),
         },
       }

@@ -93,7 +93,7 @@ export async function launchChromium(): Promise<Browser> {
   })
 }
 
-/** A TypeScript script run as its own Node process (`node --import tsx`), from the repository root. */
+/** A TypeScript script run as its own Node process (see `tsScriptArgs`), from the repository root. */
 export interface ScriptProcess {
   readonly child: ChildProcess
   readonly stdout: () => string

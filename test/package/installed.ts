@@ -24,11 +24,12 @@ export interface Ran {
 }
 
 /** Aborted by `stopCommands()`: what a test file started does not outlive it. */
-const commands = new AbortController()
+let commands = new AbortController()
 
-/** Stops every command still running (a test file's afterAll). */
+/** Stops every command still running (a test file's afterAll); the next file's commands start on a fresh signal. */
 export function stopCommands(): void {
   commands.abort()
+  commands = new AbortController()
 }
 
 /**

@@ -19,14 +19,18 @@ export const BUILT_PACKAGES = '--conditions=signalbox-built'
 /** `signalbox` as a command line: plain node, the built packages (a `.ts` agent module still loads, through tsx). */
 export const SIGNALBOX: readonly string[] = [process.execPath, BUILT_PACKAGES, path.join(ROOT, 'packages/cli/dist/bin.js')]
 
+/** The suite's loader for the TypeScript it runs as processes (see ts-loader/register.mjs). */
+export const TS_LOADER = path.join(ROOT, 'test/support/ts-loader/register.mjs')
+
 /**
- * Node's arguments for a TypeScript script (a fixture, an example): tsx for the script itself,
- * the packages as built. A package's own fixtures (under `packages/`) may import that package's
- * sources by relative path, so they run on the sources: one copy of each package per process.
+ * Node's arguments for a TypeScript script (a fixture, an example): the suite's loader for the
+ * script itself, the packages as built. A package's own fixtures (under `packages/`) may import
+ * that package's sources by relative path, so they run on the sources: one copy of each package
+ * per process.
  */
 export function tsScriptArgs(script: string): string[] {
   const relative = path.relative(ROOT, path.resolve(ROOT, script))
-  return relative.startsWith(`packages${path.sep}`) ? ['--import', 'tsx'] : [BUILT_PACKAGES, '--import', 'tsx']
+  return relative.startsWith(`packages${path.sep}`) ? ['--import', TS_LOADER] : [BUILT_PACKAGES, '--import', TS_LOADER]
 }
 
 /**

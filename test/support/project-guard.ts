@@ -28,7 +28,12 @@ function misplaced(what: string, belongs: ProjectName): Error {
   )
 }
 
-if (allowed && !allowed.processes) {
+// Files share workers (isolate: false) and this runs before each: guard a worker once.
+const GUARDED = Symbol.for('signalbox.test.project-guard')
+const firstInWorker = !Reflect.get(globalThis, GUARDED)
+Reflect.set(globalThis, GUARDED, true)
+
+if (firstInWorker && allowed && !allowed.processes) {
   const cp = childProcess as unknown as Record<string, (...args: unknown[]) => unknown>
   for (const name of ['spawn', 'spawnSync', 'exec', 'execSync', 'execFile', 'execFileSync', 'fork']) {
     const original = cp[name]
@@ -44,7 +49,7 @@ if (allowed && !allowed.processes) {
   syncBuiltinESMExports()
 }
 
-if (allowed && !allowed.nats) {
+if (firstInWorker && allowed && !allowed.nats) {
   const connect = net.Socket.prototype.connect as (...args: unknown[]) => net.Socket
   net.Socket.prototype.connect = function guarded(this: net.Socket, ...args: unknown[]) {
     const first = args[0]

@@ -17,7 +17,7 @@ import {
   OpenAIProvider,
 } from '@signalbox/core'
 import { type ScriptedModelServer, type Scripts, startScriptedModelServer } from '@signalbox/core/testing'
-import { afterEach } from 'vitest'
+import { afterEveryTest } from '../../../test/support/lifecycle.ts'
 import type { McpToolset } from '../src/index.ts'
 
 const require = createRequire(import.meta.url)
@@ -29,7 +29,7 @@ export const FILESYSTEM_SERVER = serverEntry('@modelcontextprotocol/server-files
 export const EVERYTHING_SERVER = serverEntry('@modelcontextprotocol/server-everything')
 
 const cleanups: (() => Promise<void>)[] = []
-afterEach(async () => {
+afterEveryTest(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {})
 })
 

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { afterAll } from 'vitest'
 import { tsScriptArgs } from '../../support/built.ts'
+import { afterEveryFile } from '../../support/lifecycle.ts'
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
 
@@ -10,13 +10,13 @@ const CLEARED = ['SIGNALBOX_MODEL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'NO_COL
 
 /** Examples still running when the test file ends (a hung demo): killed then. */
 const running = new Set<ChildProcess>()
-afterAll(() => {
+afterEveryFile(() => {
   for (const child of running) child.kill('SIGKILL')
 })
 
 /**
- * Runs an example as `tsx <script>` would (node --import tsx), from the repository root, with
- * stdout and stderr piped (not a terminal). No deadline of its own: a demo that hangs fails the
+ * Runs an example as `tsx <script>` would (one process, through the suite's TypeScript loader),
+ * from the repository root, with stdout and stderr piped (not a terminal). No deadline of its own: a demo that hangs fails the
  * test at its time limit (start-up under load takes what it takes), and is killed after the file.
  */
 export function runExample(

@@ -8,10 +8,10 @@ import {
   type ToolCall,
 } from '@signalbox/core'
 import { type RecordedRequest, type ScriptedModelServer, type Scripts, startScriptedModelServer } from '@signalbox/core/testing'
-import { afterEach } from 'vitest'
+import { afterEveryTest } from '../../support/lifecycle.ts'
 
 const open: ScriptedModelServer[] = []
-afterEach(async () => {
+afterEveryTest(async () => {
   await Promise.all(open.splice(0).map((server) => server.close()))
 })
 

@@ -5,8 +5,8 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import type { McpServer } from '@signalbox/mcp'
-import { afterEach } from 'vitest'
 import { tsScriptArgs } from '../built.ts'
+import { afterEveryTest } from '../lifecycle.ts'
 import { freePort } from '../nats-server.ts'
 
 export const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
@@ -16,7 +16,7 @@ export type Transport = 'stdio' | 'http'
 export const TRANSPORTS: Transport[] = ['stdio', 'http']
 
 const children: ChildProcess[] = []
-afterEach(async () => {
+afterEveryTest(async () => {
   for (const child of children.splice(0)) {
     if (child.exitCode !== null || child.signalCode !== null) continue
     const exited = new Promise((resolve) => child.once('exit', resolve))

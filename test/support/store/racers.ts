@@ -1,13 +1,13 @@
-import { afterEach } from 'vitest'
 import { type CrashChild, startCrashChild } from '../crash-harness.ts'
+import { afterEveryTest } from '../lifecycle.ts'
 
 const children: CrashChild[] = []
-afterEach(async () => {
+afterEveryTest(async () => {
   for (const child of children.splice(0)) await child.kill()
 })
 
 /**
- * Starts one process per argument list (`node --import tsx script ...args`), waits until all are
+ * Starts one process per argument list (`node --import <the suite's loader> script ...args`), waits until all are
  * ready, releases them at once, and returns what each printed as its `result`.
  */
 export async function race<T>(script: string, argLists: string[][]): Promise<T[]> {

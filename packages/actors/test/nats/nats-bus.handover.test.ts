@@ -13,6 +13,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { connectNatsBus, type NatsBus, type NatsBusOptions } from '@signalbox/actors/nats'
 import { createSubjects, type DurableMessage } from '@signalbox/core/bus'
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import { tsScriptArgs } from '../../../../test/support/built.ts'
 import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
 import { eventually, sleep } from './helpers.ts'
 
@@ -140,23 +141,20 @@ describe('NatsBus durable hand-over', () => {
 
 /** Starts `fixtures/durable-holder-process.ts`; resolves once its consumer is active. */
 async function spawnHolder(options: { prefix: string; subject: string; durable: string; hold: string }) {
-  // `node --import tsx`, not the tsx CLI: the CLI runs the script in a grandchild that a kill by pid would miss.
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ['--import', 'tsx', path.join(here, 'fixtures/durable-holder-process.ts')],
-    {
-      cwd: repoRoot,
-      env: {
-        ...process.env,
-        SBX_NATS_URL: NATS_URL,
-        SBX_PREFIX: options.prefix,
-        SBX_SUBJECT: options.subject,
-        SBX_DURABLE: options.durable,
-        SBX_HOLD: options.hold,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  // One process (`node --import <loader>`), not a CLI that runs the script in a grandchild a kill by pid would miss.
+  const script = path.join(here, 'fixtures/durable-holder-process.ts')
+  const child: ChildProcess = spawn(process.execPath, [...tsScriptArgs(script), script], {
+    cwd: repoRoot,
+    env: {
+      ...process.env,
+      SBX_NATS_URL: NATS_URL,
+      SBX_PREFIX: options.prefix,
+      SBX_SUBJECT: options.subject,
+      SBX_DURABLE: options.durable,
+      SBX_HOLD: options.hold,
     },
-  )
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   const kill = () => {
     if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) process.kill(child.pid, 'SIGKILL')
   }

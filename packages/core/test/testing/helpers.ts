@@ -1,9 +1,9 @@
 import { type ScriptedModelServer, type Scripts, startScriptedModelServer } from '@signalbox/core/testing'
 import OpenAI from 'openai'
-import { afterEach } from 'vitest'
+import { afterEveryTest } from '../../../../test/support/lifecycle.ts'
 
 const open: ScriptedModelServer[] = []
-afterEach(async () => {
+afterEveryTest(async () => {
   await Promise.all(open.splice(0).map((server) => server.close()))
 })
 
