@@ -116,6 +116,9 @@ afterAll(async () => {
   await packed?.remove()
 })
 
+/** What `npm pack` would list for each package: one npm run for all of them (each run costs seconds of CPU). */
+let npmPackReports: Promise<{ name: string; files: { path: string }[] }[]> | undefined
+
 // Checks that only read run side by side; the last one hides tsx, so it runs alone after them.
 describe.concurrent('the packed packages', { timeout: SLOW }, () => {
   it.each(PACKAGES)('%s passes publint with no errors or warnings', async (name) => {
@@ -133,11 +136,15 @@ describe.concurrent('the packed packages', { timeout: SLOW }, () => {
   })
 
   it.each(PACKAGES)('%s: npm pack lists the build, and no tests, fixtures or scratch files', async (name) => {
-    const ran = await mustRun('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
-      cwd: path.join(ROOT, 'packages', name),
-    })
-    const [report] = JSON.parse(ran.stdout) as { files: { path: string }[] }[]
-    const files = report?.files.map((f) => f.path) ?? []
+    npmPackReports ??= mustRun(
+      'npm',
+      ['pack', '--dry-run', '--json', '--ignore-scripts', ...PACKAGES.map((dir) => `./packages/${dir}`)],
+      {
+        cwd: ROOT,
+      },
+    ).then((ran) => JSON.parse(ran.stdout) as { name: string; files: { path: string }[] }[])
+    const reports = await npmPackReports
+    const files = reports.find((report) => report.name === `@signalbox/${name}`)?.files.map((f) => f.path) ?? []
     expect(files).toContain('dist/index.js')
     expect(files).toContain('dist/index.d.ts')
     expect(files).toContain('README.md')

@@ -306,11 +306,13 @@ describe('a run tree across crashes and takeovers', { timeout: 120_000 }, () => 
     const probe = await connectNatsBus({ servers: NATS_URL, prefix, name: 'probe' })
     onTestFinished(() => probe.close())
     const store = new KvRunStore({ connection: probe.connection, bucket })
-    const signal = AbortSignal.timeout(5_000)
-    const billingRuns = await store.list({ agentId: 'billing', signal })
-    expect(billingRuns.runs.map((run) => [run.checkpoint.runId, run.checkpoint.status])).toEqual([
-      [derivedRunId(runId, 'handoff', 1), 'done'],
-    ])
+    // run.end is emitted as the run ends; its end is stored right after (the run's result waits for it).
+    const billingRuns = async () => {
+      const { runs } = await store.list({ agentId: 'billing', signal: AbortSignal.timeout(5_000) })
+      return runs.map((run) => [run.checkpoint.runId, run.checkpoint.status])
+    }
+    while (!(await billingRuns()).some(([, status]) => status === 'done')) await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(await billingRuns()).toEqual([[derivedRunId(runId, 'handoff', 1), 'done']])
     // Marked followed once billing's run existed (a write of its own, right after).
     for (;;) {
       const front = (await store.load(runId, { signal: AbortSignal.timeout(5_000) }))?.checkpoint
