@@ -32,11 +32,23 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true })
 })
 
-/** The replicas of a stream, as the cluster reports them (undefined: no such stream). */
+/**
+ * The replicas of a stream, as the cluster reports them (undefined: no such stream). Asked again
+ * while nobody answers: once, right after the host had created the stream (and the observer had
+ * read it), a request went 10 s without a reply on a quiet machine; a clustered stream's info
+ * comes from its leader. Cause not found; the test waits for an answer instead.
+ */
 async function replicasOf(bus: NatsBus, stream: string): Promise<number | undefined> {
-  const reply = await bus.connection.request(`$JS.API.STREAM.INFO.${stream}`, '', { timeout: 10_000 })
-  const info = reply.json() as { config?: { num_replicas: number }; error?: unknown }
-  return info.config?.num_replicas
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const reply = await bus.connection.request(`$JS.API.STREAM.INFO.${stream}`, '', { timeout: 5_000 })
+      const info = reply.json() as { config?: { num_replicas: number }; error?: unknown }
+      return info.config?.num_replicas
+    } catch (error) {
+      if ((error as Error).name !== 'TimeoutError' || attempt === 6) throw error
+      console.warn(`replicas.test: STREAM.INFO ${stream} went unanswered for 5 s (attempt ${attempt}); asking again`)
+    }
+  }
 }
 
 async function observer(prefix: string): Promise<NatsBus> {
