@@ -22,6 +22,8 @@ export interface RetryOptions {
 
 /** JetStream's error code for "no suitable peers for placement". */
 const NO_SUITABLE_PEERS = 10005
+/** JetStream's error code for "stream not found". */
+const STREAM_NOT_FOUND = 10059
 
 /** Pauses between attempts: 100 ms, doubling, at most 2 s (an election takes 2-10 s). */
 const PACING = { baseDelayMs: 100, maxDelayMs: 2_000 }
@@ -68,6 +70,11 @@ export function isTransient(error: unknown): boolean {
   // A replicated bucket made while the cluster is short of peers (still forming, a node
   // restarting): placement succeeds once they are back.
   if (error instanceof JetStreamApiError && error.code === NO_SUITABLE_PEERS) return true
+  // A bucket another host has just made, not yet known to the node this client asked: opening a
+  // bucket creates it when it is missing, so this is that race (three hosts making one R3 bucket at
+  // once on a fresh cluster: one host's every operation failed so). A bucket deleted for good
+  // fails once the bound passes.
+  if (error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND) return true
   // A JetStream API request's own timeout (its responder was being elected).
   return error instanceof Error && error.name === 'TimeoutError'
 }

@@ -36,6 +36,21 @@ describe('KV store retries', () => {
     await expect(failed).rejects.toMatchObject({ cause: noPeers })
   })
 
+  it('a bucket another host has just made, not yet known where this client asked, is retried until it is', async () => {
+    const notYet = apiError(404, 10059, 'stream not found')
+    expect(isTransient(notYet)).toBe(true)
+    let attempts = 0
+    const opened = await retryTransient(
+      { signal: AbortSignal.timeout(10_000), what: 'Opening the bucket', retryMs: 5_000 },
+      async () => {
+        attempts++
+        if (attempts < 2) throw notYet
+        return 'bucket'
+      },
+    )
+    expect([opened, attempts]).toEqual(['bucket', 2])
+  })
+
   it('a refusal that another attempt cannot change fails at once', async () => {
     const refused = apiError(400, 10058, 'stream name already in use with a different configuration')
     expect(isTransient(refused)).toBe(false)
