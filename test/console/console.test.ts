@@ -20,7 +20,7 @@ import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { launchChromium } from '../inspect/support.ts'
-import { type Deployment, deploy, openPage, screenshot } from './support.ts'
+import { type Deployment, deploy, openPage, screenshot, settledOutcome } from './support.ts'
 
 let browser: Browser
 let deployment: Deployment
@@ -92,7 +92,7 @@ describe('signalbox console', () => {
     const result = await handle.result
     expect(result.output).toBe(clawScenarios.approve.answer)
     expect(claw.machine.drops).toEqual([{ over: 'teddy bear', won: 'teddy bear' }])
-    await page.locator(`#settled li[data-id="${request.requestId}"]`, { hasText: 'approved by tina' }).waitFor()
+    expect(await settledOutcome(page, request.requestId)).toBe('approved by tina')
     expect(await card.count()).toBe(0)
 
     await page.locator('nav a[data-tab="runs"]').click()
@@ -139,7 +139,7 @@ describe('signalbox console', () => {
     expect(toolMessage?.content).toContain(DENY_REASON)
 
     // The other console: the item leaves, saying who denied it and why.
-    await pageA.locator(`#settled li[data-id="${request.requestId}"]`, { hasText: `denied by sam: ${DENY_REASON}` }).waitFor()
+    expect(await settledOutcome(pageA, request.requestId)).toBe(`denied by sam: ${DENY_REASON}`)
     expect(await cardA.count()).toBe(0)
     await screenshot(pageA, 'inbox-settled-elsewhere')
     // A late click in the first console is refused, not applied twice.

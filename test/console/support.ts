@@ -81,6 +81,27 @@ export async function openPage(page: Page, url: string): Promise<Page> {
   return page
 }
 
+/**
+ * The outcome the settled list shows for `id` (e.g. `denied by sam: reason`), once it is there.
+ * If it never comes, the error says what the page shows instead: the item still in the inbox, or
+ * nothing at all (a lost settlement and a wrong one read differently).
+ */
+export async function settledOutcome(page: Page, id: string): Promise<string> {
+  const line = page.locator(`#settled li[data-id="${id}"]`)
+  try {
+    await line.waitFor()
+  } catch (error) {
+    const pending = await page.locator(`#inbox .item[data-id="${id}"]`).count()
+    const settled = await page.locator('#settled').innerText()
+    const connection = await page.locator('#connection').innerText()
+    throw new Error(
+      `${id} never reached the settled list (${pending ? 'still in the inbox' : 'not in the inbox'}; connection: ${connection}; settled: ${JSON.stringify(settled)})`,
+      { cause: error },
+    )
+  }
+  return (await line.locator('.outcome').innerText()).trim()
+}
+
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOTS, { recursive: true })
   await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true })
