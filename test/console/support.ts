@@ -103,6 +103,7 @@ export async function settledOutcome(page: Page, id: string): Promise<string> {
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {
+  if (process.env.NOSHOT) return
   mkdirSync(SCREENSHOTS, { recursive: true })
   await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true })
 }

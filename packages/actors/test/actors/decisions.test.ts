@@ -233,6 +233,8 @@ for (const transport of TRANSPORTS) {
       const result = await agent.run('pay everyone')
       expect(result.output).toBe('done')
       expect(pay.paid).toHaveLength(8)
+      // A decision is reported once its store is acknowledged, which may come after the agent read it.
+      await eventually(() => decidedBy.size === 8, 10_000, 'every decision reported')
       await sleep(150) // a second decision on any request would arrive (and be rejected) by now
       expect(decidedBy.size).toBe(8)
       expect([...decidedBy.values()].every((names) => names.length === 1)).toBe(true)

@@ -114,6 +114,8 @@ describe('faults with a real nats-server (restart, host death)', () => {
     expect(result.output).toBe('done')
     expect(s.pay.paid).toEqual([{ to: 'bob', amount: 42 }])
     expect(readByModel(s.provider, 'call_pay')).toBe('paid 42 to bob')
+    // Reported once its store is acknowledged, which may come after the agent read it.
+    await eventually(() => decisions.length > 0, 10_000, 'the decision reported as made')
     await sleep(200) // a duplicate decision would be recorded by now
     expect(s.audit.of('approval.granted')).toMatchObject([{ actor: 'after-restart' }])
     expect(s.audit.of('approval.rejected')).toEqual([])

@@ -80,6 +80,8 @@ describe('decision message ids (nats)', () => {
     await attacker.durablePublish(d.subjects.approvals('claw'), JSON.stringify(request), { msgId: request.requestId })
 
     await eventually(() => decisions[0], 10_000, 'the decision, stored after all')
+    // Reported once its store is acknowledged, which may come after a watcher already read it.
+    await eventually(() => decided[0], 10_000, 'the decision reported as made')
     expect(taken).toHaveLength(1)
     expect(taken[0]).toMatch(/^decision-request_1-[0-9a-f]{24}$/)
     expect(errors).toMatchObject([{ code: 'DECISION_NOT_STORED' }])
