@@ -91,9 +91,11 @@ export function createAgentWork() {
         // No tools in the input: all of the agent's (a hook changed them otherwise).
         const tools = input.tools ?? runtime.toolSpecs
         const started = runtime.clock.now()
-        const onTextDelta = runtime.events.has('text.delta')
+        // The events' fields are made only when someone listens for the deltas.
+        const base = runtime.events.has('text.delta') ? eventFields(input.run) : undefined
+        const onTextDelta = base
           ? (delta: string) =>
-              runtime.events.emit({ ...input.base, at: runtime.clock.now(), type: 'text.delta', turn: input.turn, delta })
+              runtime.events.emit({ ...base, at: runtime.clock.now(), type: 'text.delta', turn: input.turn, delta })
           : undefined
         const response = await runtime.provider.complete(
           runtime.output
@@ -208,51 +210,13 @@ export function createAgentWork() {
       }
     }),
 
-    executeTool: fromPromise(async (args: WorkArgs<ToolRunInput>): Promise<ToolRunOutput> => {
-      const { input } = args
+    executeTool: fromPromise((args: WorkArgs<ToolRunInput>): Promise<ToolRunOutput> => {
       const runtime = args.runtime
-      const { call, run } = input
       // Routing sends only calls to known tools here (an unknown one is an invalid call).
-      const tool = runtime.tools.get(call.toolName) as Tool<unknown>
-      const base = eventFields(run)
-      const journal = runtime.journals?.get(run.runId)
-      let rerun = false
-      if (journal) {
-        // The ledger decides what a call restored after a crash does; a new call just runs. A call
-        // cut off while its question waited for a person runs again: it re-attaches to that question.
-        // (Such a call is already `started`, durably: it only waits for the same question again.)
-        const resumed = journal.pendingQuestion(call.callId)
-          ? ({ action: 'reattach' } as const)
-          : resumeToolCall(journal.ledgerEntry(call.callId), tool)
-        if (resumed.action === 'use_recorded') {
-          const { handoff, ...recorded } = resumed.result
-          return { output: recorded.output, recorded, ...(handoff ? { handoff } : {}) }
-        }
-        if (resumed.action === 'report_unknown') {
-          reportOutcomeUnknown(runtime, run, call, resumed.result.output)
-          journal.finishCall(call.callId, resumed.result)
-          return { output: resumed.result.output, recorded: resumed.result }
-        }
-        if (resumed.action === 'run') {
-          // Durable first, then the side effect.
-          await journal.startCall({ callId: call.callId, toolName: call.toolName })
-          args.signal.throwIfAborted()
-          rerun = resumed.reason === 'idempotent_retry'
-        }
-      }
-      try {
-        const output = await runTool(runtime, tool, input, base, args, rerun)
-        journal?.finishCall(call.callId, {
-          output: output.output,
-          isError: false,
-          outcome: 'executed',
-          ...(output.handoff ? { handoff: output.handoff } : {}),
-        })
-        return output
-      } catch (error) {
-        if (journal && !args.signal.aborted) journal.finishCall(call.callId, failedToolResult(error, call.toolName))
-        throw error
-      }
+      const tool = runtime.tools.get(args.input.call.toolName) as Tool<unknown>
+      const journal = runtime.journals?.get(args.input.run.runId)
+      // Without a journal the tool's run is the work's promise: no async wrapper around it.
+      return journal ? runJournaled(runtime, tool, journal, args) : runTool(runtime, tool, args.input, undefined, args, false)
     }),
 
     afterToolExecutionHook: fromPromise((args: WorkArgs<CallInput & { result: { output: string; isError: boolean } }>) => {
@@ -289,21 +253,67 @@ export function createAgentWork() {
   }
 }
 
+/** A stored run's tool call: the ledger says whether it runs, and records how it ended. */
+async function runJournaled(
+  runtime: AgentRuntime,
+  tool: Tool<unknown>,
+  journal: RunJournal,
+  args: WorkArgs<ToolRunInput>,
+): Promise<ToolRunOutput> {
+  const { input } = args
+  const { call, run } = input
+  let rerun = false
+  // The ledger decides what a call restored after a crash does; a new call just runs. A call
+  // cut off while its question waited for a person runs again: it re-attaches to that question.
+  // (Such a call is already `started`, durably: it only waits for the same question again.)
+  const resumed = journal.pendingQuestion(call.callId)
+    ? ({ action: 'reattach' } as const)
+    : resumeToolCall(journal.ledgerEntry(call.callId), tool)
+  if (resumed.action === 'use_recorded') {
+    const { handoff, ...recorded } = resumed.result
+    return { output: recorded.output, recorded, ...(handoff ? { handoff } : {}) }
+  }
+  if (resumed.action === 'report_unknown') {
+    reportOutcomeUnknown(runtime, run, call, resumed.result.output)
+    journal.finishCall(call.callId, resumed.result)
+    return { output: resumed.result.output, recorded: resumed.result }
+  }
+  if (resumed.action === 'run') {
+    // Durable first, then the side effect.
+    await journal.startCall({ callId: call.callId, toolName: call.toolName })
+    args.signal.throwIfAborted()
+    rerun = resumed.reason === 'idempotent_retry'
+  }
+  try {
+    const output = await runTool(runtime, tool, input, journal, args, rerun)
+    journal.finishCall(call.callId, {
+      output: output.output,
+      isError: false,
+      outcome: 'executed',
+      ...(output.handoff ? { handoff: output.handoff } : {}),
+    })
+    return output
+  } catch (error) {
+    if (!args.signal.aborted) journal.finishCall(call.callId, failedToolResult(error, call.toolName))
+    throw error
+  }
+}
+
 /** Runs the tool with its timeout; a hand-off becomes the text the model reads. */
 async function runTool(
   runtime: AgentRuntime,
   tool: Tool<unknown>,
   { call, run, turn }: ToolRunInput,
-  base: EventFields,
+  journal: RunJournal | undefined,
   work: { readonly signal: AbortSignal },
   rerun: boolean,
 ): Promise<ToolRunOutput> {
   const timeoutMs = tool.timeoutMs
-  const journal = runtime.journals?.get(run.runId)
   // Without a timeout the tool is handed the work's own signal, made only if the tool reads it.
   let toolSignal: AbortSignal | undefined
   let timer: unknown
   let timedOut = false
+  let base: EventFields | undefined
   if (timeoutMs !== undefined) {
     const timeout = new AbortController()
     timer = runtime.clock.setTimeout(() => {
@@ -327,8 +337,11 @@ async function runTool(
       clock: runtime.clock,
       ids: runtime.ids,
       audit: { record: (entry) => runtime.recordAudit(entry) },
-      emit: (event: ToolEmittedEvent) =>
-        runtime.events.emit({ ...base, at: runtime.clock.now(), ...event } as Parameters<typeof runtime.events.emit>[0]),
+      // The events' fields are made when the tool first emits (most never do).
+      emit: (event: ToolEmittedEvent) => {
+        base ??= eventFields(run)
+        return runtime.events.emit({ ...base, at: runtime.clock.now(), ...event } as Parameters<typeof runtime.events.emit>[0])
+      },
     }
     if (rerun) context.rerun = true
     if (turn !== undefined) context.turn = turn
@@ -423,7 +436,7 @@ export interface ModelCallInput {
   messages: Message[]
   /** Undefined: the agent's own tools (a hook changed them otherwise). */
   tools?: ToolSpec[] | undefined
-  base: EventFields
+  run: RunInfo
 }
 
 export interface ToolRunInput {

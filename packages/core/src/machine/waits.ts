@@ -3,7 +3,7 @@ import type { ApprovalRequest } from '../hitl/types.ts'
 import type { BeforeTurnResult, ToolGate } from '../hooks.ts'
 import type { AssistantMessage, Message } from '../messages.ts'
 import type { ProviderResponse, ToolSpec } from '../provider/provider.ts'
-import { createAgentWork, eventFields, type ToolRunOutput, type Work } from './actors.ts'
+import { createAgentWork, type ToolRunOutput, type Work } from './actors.ts'
 import type { AgentContext, AgentMachineEvent, CurrentCall } from './context.ts'
 import type { RunWorker } from './worker.ts'
 
@@ -36,7 +36,7 @@ const waits = {
         messages: context.model.outgoing?.messages ?? context.messages,
         // Undefined: the agent's own tools (the work looks them up; inputs stay data).
         tools: context.model.outgoing?.tools,
-        base: eventFields(context.run),
+        run: context.run,
       }),
     },
   ],
