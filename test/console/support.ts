@@ -92,14 +92,14 @@ export async function settledOutcome(page: Page, id: string): Promise<string> {
     await line.waitFor()
   } catch (error) {
     const pending = await page.locator(`#inbox .item[data-id="${id}"]`).count()
-    const settled = await page.locator('#settled').innerText()
-    const connection = await page.locator('#connection').innerText()
+    const settled = await page.locator('#settled').textContent()
+    const connection = await page.locator('#connection').textContent()
     throw new Error(
       `${id} never reached the settled list (${pending ? 'still in the inbox' : 'not in the inbox'}; connection: ${connection}; settled: ${JSON.stringify(settled)})`,
       { cause: error },
     )
   }
-  return (await line.locator('.outcome').innerText()).trim()
+  return ((await line.locator('.outcome').textContent()) ?? '').trim()
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {
