@@ -12,7 +12,7 @@ import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/c
 import { interactiveClaw } from '@signalbox/examples/claw/script.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { cleanupAll, ROOT, runCli, startProcess } from '../cli/support.ts'
-import { tsScriptArgs } from '../support/built.ts'
+import { tsScript } from '../support/built.ts'
 import { type NatsServer, startNatsServer } from '../support/nats-server.ts'
 
 const README_URL = 'nats://127.0.0.1:4222'
@@ -84,7 +84,7 @@ describe('README: Over NATS', () => {
     await writeFile(file, program.code)
     const agent = startProcess([file], {
       name: 'agent',
-      command: [process.execPath, ...tsScriptArgs(file)],
+      command: [process.execPath, ...tsScript(file)],
       env: { OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'scripted' },
     })
     expect(await agent.exited, agent.output).toBe(0)

@@ -13,7 +13,7 @@ import type { InspectorWireEvent } from '@signalbox/actors/inspect'
 import type { NatsBus } from '@signalbox/actors/nats'
 import { type Browser, chromium } from 'playwright-core'
 import WebSocket from 'ws'
-import { tsScriptArgs } from '../support/built.ts'
+import { tsScript } from '../support/built.ts'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
@@ -93,7 +93,7 @@ export async function launchChromium(): Promise<Browser> {
   })
 }
 
-/** A TypeScript script run as its own Node process (see `tsScriptArgs`), from the repository root. */
+/** A TypeScript script run as its own Node process (see `tsScript`), from the repository root. */
 export interface ScriptProcess {
   readonly child: ChildProcess
   readonly stdout: () => string
@@ -104,7 +104,7 @@ export interface ScriptProcess {
 }
 
 export function runScript(script: string, args: string[], env: NodeJS.ProcessEnv = {}): ScriptProcess {
-  const child = spawn(process.execPath, [...tsScriptArgs(script), script, ...args], {
+  const child = spawn(process.execPath, [...tsScript(script), ...args], {
     cwd: ROOT,
     env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

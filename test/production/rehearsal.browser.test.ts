@@ -38,7 +38,7 @@ import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type CliProcess, cleanupAll, ROOT } from '../cli/support.ts'
 import { launchChromium } from '../inspect/support.ts'
-import { TS_LOADER } from '../support/built.ts'
+import { tsScript } from '../support/built.ts'
 import { freePort } from '../support/nats-server.ts'
 import { type ReceivedSpan, startOtlpReceiver } from '../tracing/otlp-receiver.ts'
 import {
@@ -238,7 +238,7 @@ beforeAll(async () => {
         'tools',
         'serve',
         '--mcp',
-        `env EFFECTS=${d.file('mcp-effects.log')} "${process.execPath}" --import ${TS_LOADER} ${MCP_SERVER} stdio`,
+        `env EFFECTS=${d.file('mcp-effects.log')} "${process.execPath}" ${tsScript(MCP_SERVER).join(' ')} stdio`,
       ],
       ...['--allow', 'lookup,delete_record', '--approve', 'delete_record', '--trust', d.trustFile, '--replicas', '3'],
       ...['--otlp', receiver.url],

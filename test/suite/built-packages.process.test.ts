@@ -2,16 +2,19 @@
  * The processes tests start load the packages as built (test/support/built.ts): under the
  * `signalbox-built` condition every entry of every package resolves to the file its published
  * manifest names, in a process of its own as the tests start them; without it, to its sources.
+ * TypeScript scripts run compiled (test/support/script-build.ts), a package's own fixtures through
+ * the suite's loader.
  */
 import { execFile } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
-import { BUILT_PACKAGES, SIGNALBOX, TS_LOADER, tsScriptArgs } from '../support/built.ts'
+import { BUILT_PACKAGES, SIGNALBOX, TS_LOADER, tsScript } from '../support/built.ts'
+import { compiledScript } from '../support/script-build.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const run = promisify(execFile)
@@ -40,7 +43,7 @@ async function resolved(flags: string[]): Promise<Record<string, string>> {
   const perPackage = await Promise.all(
     packages.map(async ({ dir }) => {
       const specifiers = entries.filter((e) => e.dir === dir).map((e) => e.specifier)
-      const script = `import { fileURLToPath } from 'node:url'; const out = {}; for (const s of ${JSON.stringify(specifiers)}) out[s] = fileURLToPath(import.meta.resolve(s)); console.log(JSON.stringify(out))`
+      const script = `import { fileURLToPath, pathToFileURL } from 'node:url'; const out = {}; for (const s of ${JSON.stringify(specifiers)}) out[s] = fileURLToPath(import.meta.resolve(s)); console.log(JSON.stringify(out))`
       const { stdout } = await run(process.execPath, [...flags, '--input-type=module', '-e', script], { cwd: dir })
       return JSON.parse(stdout) as Record<string, string>
     }),
@@ -56,14 +59,62 @@ describe('processes started by the tests', () => {
     expect(plain).toEqual(Object.fromEntries(entries.map((e) => [e.specifier, e.source])))
   })
 
-  it('run `signalbox` as the built bin, and TypeScript fixtures through the suite’s loader on the build (a package’s own fixtures on its sources)', () => {
+  it('run `signalbox` as the built bin, TypeScript fixtures compiled on the build, and a package’s own fixtures through the suite’s loader on its sources', () => {
     expect(SIGNALBOX.slice(1)).toEqual([BUILT_PACKAGES, path.join(ROOT, 'packages/cli/dist/bin.js')])
-    expect(tsScriptArgs('test/durable/fixtures/durable-agent.ts')).toEqual([BUILT_PACKAGES, '--import', TS_LOADER])
-    expect(tsScriptArgs('examples/trains/demo.ts')).toEqual([BUILT_PACKAGES, '--import', TS_LOADER])
-    expect(tsScriptArgs(path.join(ROOT, 'packages/core/test/store/fixtures/store-writer-child.ts'))).toEqual([
-      '--import',
-      TS_LOADER,
+    expect(tsScript('test/durable/fixtures/durable-agent.ts')).toEqual([
+      BUILT_PACKAGES,
+      path.join(ROOT, 'test/node_modules/.cache/signalbox-scripts/durable/fixtures/durable-agent.mjs'),
     ])
+    expect(tsScript('examples/trains/demo.ts')).toEqual([
+      BUILT_PACKAGES,
+      path.join(ROOT, 'examples/node_modules/.cache/signalbox-scripts/trains/demo.mjs'),
+    ])
+    const packageFixture = path.join(ROOT, 'packages/core/test/store/fixtures/store-writer-child.ts')
+    expect(tsScript(packageFixture)).toEqual(['--import', TS_LOADER, packageFixture])
+  })
+
+  it('a compiled script runs as tsc reads it, its files keep their own import.meta, an edit to an imported file is compiled again, and source maps lead back to the .ts lines', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'signalbox-script-build-'))
+    try {
+      await writeFile(path.join(dir, 'package.json'), '{ "type": "module" }\n')
+      await mkdir(path.join(dir, 'lib'))
+      const shapes = path.join(dir, 'lib', 'shapes.ts')
+      await writeFile(
+        shapes,
+        'export interface Shape { sides: number }\nexport const square = { sides: 4 }\nexport const here = import.meta.url\n',
+      )
+      const script = path.join(dir, 'main.ts')
+      await writeFile(
+        script,
+        [
+          "import { here, type Shape, square } from './lib/shapes.ts'",
+          'const shapes: Shape[] = [square, { sides: 3 } satisfies Shape]',
+          'console.log(JSON.stringify({ sides: shapes.map((s) => s.sides), here, me: import.meta.url }))',
+          'if (process.argv[2] === "throw") throw new Error("from line 4")',
+        ].join('\n'),
+      )
+      const first = await run(process.execPath, tsScript(script), { cwd: dir })
+      expect(JSON.parse(first.stdout)).toEqual({
+        sides: [4, 3],
+        here: pathToFileURL(shapes).href,
+        me: pathToFileURL(script).href,
+      })
+      expect(tsScript(script)[1]).toBe(path.join(dir, 'node_modules/.cache/signalbox-scripts/main.mjs'))
+
+      await writeFile(
+        shapes,
+        'export interface Shape { sides: number }\nexport const square = { sides: 5 }\nexport const here = 0\n',
+      )
+      const edited = await run(process.execPath, [BUILT_PACKAGES, compiledScript(script)], { cwd: dir })
+      expect(JSON.parse(edited.stdout)).toMatchObject({ sides: [5, 3], here: 0 })
+
+      const thrown = await run(process.execPath, ['--enable-source-maps', compiledScript(script), 'throw'], { cwd: dir }).catch(
+        (e: { stderr: string }) => e,
+      )
+      expect((thrown as { stderr: string }).stderr).toContain(`${script}:4`)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
   })
 
   it('the loader runs TypeScript as tsc reads it: types stripped, type-only imports gone, stack traces on the .ts lines', async () => {
@@ -84,9 +135,9 @@ describe('processes started by the tests', () => {
           'if (process.argv[2] === "throw") throw new Error("from line 4")',
         ].join('\n'),
       )
-      const ok = await run(process.execPath, [...tsScriptArgs(script), script], { cwd: dir })
+      const ok = await run(process.execPath, ['--import', TS_LOADER, script], { cwd: dir })
       expect(ok.stdout.trim()).toBe('[4,3]')
-      const thrown = await run(process.execPath, [...tsScriptArgs(script), script, 'throw'], { cwd: dir }).catch(
+      const thrown = await run(process.execPath, ['--import', TS_LOADER, script, 'throw'], { cwd: dir }).catch(
         (e: { stderr: string }) => e,
       )
       expect((thrown as { stderr: string }).stderr).toContain(`${script}:4`)

@@ -10,6 +10,7 @@ import { execFile } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import { compiledScript } from './script-build.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -23,14 +24,16 @@ export const SIGNALBOX: readonly string[] = [process.execPath, BUILT_PACKAGES, p
 export const TS_LOADER = path.join(ROOT, 'test/support/ts-loader/register.mjs')
 
 /**
- * Node's arguments for a TypeScript script (a fixture, an example): the suite's loader for the
- * script itself, the packages as built. A package's own fixtures (under `packages/`) may import
- * that package's sources by relative path, so they run on the sources: one copy of each package
- * per process.
+ * Node's arguments to run a TypeScript script (a fixture, an example), the script included: its
+ * compiled bundle under plain node, with the packages as built (see script-build.ts). A package's
+ * own fixtures (under `packages/`) may import that package's sources by relative path, so they run
+ * on the sources through the suite's loader: one copy of each package per process. Stack traces
+ * of a compiled script point into its bundle; `NODE_OPTIONS=--enable-source-maps` maps them back.
  */
-export function tsScriptArgs(script: string): string[] {
-  const relative = path.relative(ROOT, path.resolve(ROOT, script))
-  return relative.startsWith(`packages${path.sep}`) ? ['--import', TS_LOADER] : [BUILT_PACKAGES, '--import', TS_LOADER]
+export function tsScript(script: string): string[] {
+  const absolute = path.resolve(ROOT, script)
+  if (path.relative(ROOT, absolute).startsWith(`packages${path.sep}`)) return ['--import', TS_LOADER, absolute]
+  return [BUILT_PACKAGES, compiledScript(absolute)]
 }
 
 /**

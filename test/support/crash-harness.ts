@@ -1,12 +1,12 @@
 /**
- * Crash tests: start a program as ONE process (`node --import tsx file.ts`, on the built packages:
- * see built.ts; `tsx file.ts` forks a child that a kill of the tsx pid would leave running), wait
+ * Crash tests: start a program as ONE process (`node <compiled file.ts>`, on the built packages:
+ * see built.ts; `tsx file.ts` would fork a child that a kill of the tsx pid leaves running), wait
  * for the line it prints when ready, SIGKILL it by pid, and keep everything it printed. Every child
  * still alive when the test process exits is killed, so a failed test leaves no orphan behind.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { tsScriptArgs } from './built.ts'
+import { tsScript } from './built.ts'
 import { whileWaiting } from './waiting.ts'
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -52,7 +52,7 @@ export async function startCrashChild(script: string, options: CrashChildOptions
       for (const child of live) if (child.pid !== undefined) signalPid(child.pid, 'SIGKILL')
     })
   }
-  const child = spawn(process.execPath, [...tsScriptArgs(script), script, ...(options.args ?? [])], {
+  const child = spawn(process.execPath, [...tsScript(script), ...(options.args ?? [])], {
     cwd: options.cwd ?? REPO_ROOT,
     env: { ...process.env, NO_COLOR: '1', ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],

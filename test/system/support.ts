@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { connectNatsBus, defaultStreamName } from '@signalbox/actors/nats'
 import { onTestFinished } from 'vitest'
-import { SIGNALBOX, tsScriptArgs } from '../support/built.ts'
+import { SIGNALBOX, tsScript } from '../support/built.ts'
 import { NATS_URL } from '../support/env.ts'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -29,7 +29,7 @@ export interface Proc {
 
 /** A TypeScript script (`args[0]`, then its arguments) run from the repository root, piped, no colours, no model from the environment. */
 export function start(args: string[], env: Record<string, string> = {}): Proc {
-  return startNode([...tsScriptArgs(args[0] ?? ''), ...args], env)
+  return startNode([...tsScript(args[0] ?? ''), ...args.slice(1)], env)
 }
 
 function startNode(nodeArgs: string[], env: Record<string, string>): Proc {

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { busArgs, cleanupAll, deleteStream, runCli, startProcess } from '../cli/support.ts'
-import { TS_LOADER } from '../support/built.ts'
+import { tsScript } from '../support/built.ts'
 import { uniquePrefix } from '../support/env.ts'
 import { TEST_SERVER } from '../support/mcp/our-server.ts'
 import { startOtlpReceiver } from './otlp-receiver.ts'
@@ -106,7 +106,7 @@ describe('signalbox tools serve --mcp with --otlp', { timeout: 180_000 }, () => 
     closers.push(() => deleteStream(prefix))
     const bus = busArgs(prefix)
     const otlp = ['--otlp', receiver.url]
-    const server = `${process.execPath} --import ${TS_LOADER} ${TEST_SERVER} stdio`
+    const server = `${process.execPath} ${tsScript(TEST_SERVER).join(' ')} stdio`
     const tools = startProcess(['tools', 'serve', '--mcp', server, ...bus, ...otlp], { name: 'mcp-tools' })
     await tools.waitFor('serving ', 90_000)
     const agent = startProcess(['run', 'test/tracing/fixtures/mcp-agent.ts', '--scripted', ...bus, ...otlp], { name: 'agent' })

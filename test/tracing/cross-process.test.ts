@@ -1,9 +1,9 @@
 /**
- * (Process start-up with tsx takes seconds on a busy machine: the timeouts are generous; nothing
+ * (Process start-up takes seconds on a busy machine: the timeouts are generous; nothing
  * here is timed.)
  *
  * One trace across real processes over NATS: the agent, a tool host and a reviewer service, each
- * `node --import tsx`, each exporting with the OTLP/HTTP exporter to a receiver started here.
+ * its own Node process (see `tsScript`), each exporting with the OTLP/HTTP exporter to a receiver started here.
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../support/env.ts'

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { tsScriptArgs } from '../../support/built.ts'
+import { tsScript } from '../../support/built.ts'
 import { afterEveryFile } from '../../support/lifecycle.ts'
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
@@ -28,7 +28,7 @@ export function runExample(
   for (const key of CLEARED) delete env[key]
   Object.assign(env, extraEnv)
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...tsScriptArgs(script), script, ...args], {
+    const child = spawn(process.execPath, [...tsScript(script), ...args], {
       cwd: ROOT,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import type { McpServer } from '@signalbox/mcp'
-import { tsScriptArgs } from '../built.ts'
+import { tsScript } from '../built.ts'
 import { afterEveryTest } from '../lifecycle.ts'
 import { freePort } from '../nats-server.ts'
 
@@ -42,7 +42,7 @@ export async function ourServer(transport: Transport, options: { effects?: strin
     return {
       server: {
         command: process.execPath,
-        args: [...tsScriptArgs(TEST_SERVER), TEST_SERVER, 'stdio'],
+        args: [...tsScript(TEST_SERVER), 'stdio'],
         cwd: ROOT,
         env,
         stderr: 'ignore',
@@ -50,15 +50,11 @@ export async function ourServer(transport: Transport, options: { effects?: strin
     }
   }
   const port = await freePort()
-  const child = spawn(
-    process.execPath,
-    [...tsScriptArgs(TEST_SERVER), TEST_SERVER, 'http', String(port), ...(options.oauth ? ['--oauth'] : [])],
-    {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
-  )
+  const child = spawn(process.execPath, [...tsScript(TEST_SERVER), 'http', String(port), ...(options.oauth ? ['--oauth'] : [])], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
   children.push(child)
   await new Promise<void>((resolve, reject) => {
     let log = ''

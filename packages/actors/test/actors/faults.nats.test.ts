@@ -14,7 +14,7 @@ import { createSubjects, type Subjects } from '@signalbox/core/bus'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { z } from 'zod'
-import { tsScriptArgs } from '../../../../test/support/built.ts'
+import { tsScript } from '../../../../test/support/built.ts'
 import { uniquePrefix } from '../../../../test/support/env.ts'
 import { type NatsServer, startNatsServer } from '../../../../test/support/nats-server.ts'
 import { whileWaiting } from '../../../../test/support/waiting.ts'
@@ -258,7 +258,7 @@ const repoRoot = path.resolve(here, '../../../..')
 async function spawnToolHost(prefix: string) {
   // One process (`node --import <loader>`), not a CLI that runs the script in a grandchild a kill by pid would miss.
   const script = path.join(here, 'fixtures/tool-host-process.ts')
-  const child: ChildProcess = spawn(process.execPath, [...tsScriptArgs(script), script], {
+  const child: ChildProcess = spawn(process.execPath, [...tsScript(script)], {
     cwd: repoRoot,
     env: { ...process.env, SBX_NATS_URL: server.url, SBX_PREFIX: prefix },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -13,7 +13,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { connectNatsBus, type NatsBus, type NatsBusOptions } from '@signalbox/actors/nats'
 import { createSubjects, type DurableMessage } from '@signalbox/core/bus'
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
-import { tsScriptArgs } from '../../../../test/support/built.ts'
+import { tsScript } from '../../../../test/support/built.ts'
 import { NATS_URL, uniquePrefix } from '../../../../test/support/env.ts'
 import { eventually, sleep } from './helpers.ts'
 
@@ -143,7 +143,7 @@ describe('NatsBus durable hand-over', () => {
 async function spawnHolder(options: { prefix: string; subject: string; durable: string; hold: string }) {
   // One process (`node --import <loader>`), not a CLI that runs the script in a grandchild a kill by pid would miss.
   const script = path.join(here, 'fixtures/durable-holder-process.ts')
-  const child: ChildProcess = spawn(process.execPath, [...tsScriptArgs(script), script], {
+  const child: ChildProcess = spawn(process.execPath, [...tsScript(script)], {
     cwd: repoRoot,
     env: {
       ...process.env,
