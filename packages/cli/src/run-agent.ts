@@ -56,7 +56,11 @@ const NO_ANSWER_TEXT = 'Nobody can answer: signalbox run has no terminal and no 
 export async function runAgent(context: CommandContext): Promise<number> {
   const { c, io } = context
   const [spec, ...words] = context.positionals as [string, ...string[]]
-  const { agent: def } = await loadAgentModule(spec, io.cwd)
+  const { agent: def } = await loadAgentModule(
+    spec,
+    io.cwd,
+    context.global.nats ? [import('@signalbox/actors'), import('@signalbox/actors/nats'), import('@signalbox/core/bus')] : [],
+  )
   const input = words.join(' ').trim() || def.input
   if (!input)
     throw new UsageError(

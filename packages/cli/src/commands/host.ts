@@ -121,7 +121,15 @@ export const host: Command = {
     // Read (and refused when bad) before anything is loaded or connected.
     const { trust, signer, trustFile } = await agentTrustFrom(context)
     const { importUserModule } = await import('../load-module.ts')
-    const { exports } = await importUserModule(spec, context.io.cwd)
+    const { exports } = await importUserModule(spec, context.io.cwd, [
+      import('@signalbox/actors'),
+      import('@signalbox/actors/nats'),
+      import('@signalbox/actors/system'),
+      import('@signalbox/actors/trust'),
+      import('@signalbox/core/bus'),
+      import('@signalbox/core/store'),
+      import('@signalbox/core/testing'),
+    ])
     const exported = (exports.agents ?? exports.default) as HostExport | undefined
     if (exported === undefined) {
       throw new CliError(

@@ -220,7 +220,12 @@ function parseSkew(value: unknown): number | undefined {
 
 /** A tools module, with the tools `--approve` names marked as needing approval (a name it lacks is an error). */
 async function moduleSource(spec: string, approve: string | undefined, cwd: string) {
-  const { tools } = await (await import('../load-module.ts')).loadToolsModule(spec, cwd)
+  const { tools } = await (await import('../load-module.ts')).loadToolsModule(spec, cwd, [
+    import('@signalbox/actors'),
+    import('@signalbox/actors/nats'),
+    import('@signalbox/actors/trust'),
+    import('@signalbox/core/bus'),
+  ])
   const names = (approve ?? '')
     .split(',')
     .map((n) => n.trim())
