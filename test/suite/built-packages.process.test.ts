@@ -2,8 +2,7 @@
  * The processes tests start load the packages as built (test/support/built.ts): under the
  * `signalbox-built` condition every entry of every package resolves to the file its published
  * manifest names, in a process of its own as the tests start them; without it, to its sources.
- * TypeScript scripts run compiled (test/support/script-build.ts), a package's own fixtures through
- * the suite's loader.
+ * TypeScript scripts run compiled (test/support/script-build.ts).
  */
 import { execFile } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
@@ -13,7 +12,7 @@ import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
-import { BUILT_PACKAGES, SIGNALBOX, TS_LOADER, tsScript } from '../support/built.ts'
+import { BUILT_PACKAGES, SIGNALBOX, tsScript } from '../support/built.ts'
 import { compiledScript } from '../support/script-build.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -59,7 +58,7 @@ describe('processes started by the tests', () => {
     expect(plain).toEqual(Object.fromEntries(entries.map((e) => [e.specifier, e.source])))
   })
 
-  it('run `signalbox` as the built bin, TypeScript fixtures compiled on the build, and a package’s own fixtures through the suite’s loader on its sources', () => {
+  it('run `signalbox` as the built bin, TypeScript fixtures compiled on the build, and a package’s own fixtures compiled with the sources', () => {
     expect(SIGNALBOX.slice(1)).toEqual([BUILT_PACKAGES, path.join(ROOT, 'packages/cli/dist/bin.js')])
     expect(tsScript('test/durable/fixtures/durable-agent.ts')).toEqual([
       BUILT_PACKAGES,
@@ -69,8 +68,9 @@ describe('processes started by the tests', () => {
       BUILT_PACKAGES,
       path.join(ROOT, 'examples/node_modules/.cache/signalbox-scripts/trains/demo.mjs'),
     ])
-    const packageFixture = path.join(ROOT, 'packages/core/test/store/fixtures/store-writer-child.ts')
-    expect(tsScript(packageFixture)).toEqual(['--import', TS_LOADER, packageFixture])
+    expect(tsScript(path.join(ROOT, 'packages/core/test/store/fixtures/store-writer-child.ts'))).toEqual([
+      path.join(ROOT, 'packages/core/node_modules/.cache/signalbox-scripts/test/store/fixtures/store-writer-child.mjs'),
+    ])
   })
 
   it('a compiled script runs as tsc reads it, its files keep their own import.meta, an edit to an imported file is compiled again, and source maps lead back to the .ts lines', async () => {
@@ -109,35 +109,6 @@ describe('processes started by the tests', () => {
       expect(JSON.parse(edited.stdout)).toMatchObject({ sides: [5, 3], here: 0 })
 
       const thrown = await run(process.execPath, ['--enable-source-maps', compiledScript(script), 'throw'], { cwd: dir }).catch(
-        (e: { stderr: string }) => e,
-      )
-      expect((thrown as { stderr: string }).stderr).toContain(`${script}:4`)
-    } finally {
-      await rm(dir, { recursive: true, force: true })
-    }
-  })
-
-  it('the loader runs TypeScript as tsc reads it: types stripped, type-only imports gone, stack traces on the .ts lines', async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'signalbox-ts-loader-'))
-    try {
-      // A type-only import of a name with no runtime export: were it kept, Node would fail to link the module.
-      await writeFile(
-        path.join(dir, 'shapes.ts'),
-        'export interface Shape { sides: number }\nexport const square = { sides: 4 }\n',
-      )
-      const script = path.join(dir, 'main.ts')
-      await writeFile(
-        script,
-        [
-          "import { type Shape, square } from './shapes.ts'",
-          'const shapes: Shape[] = [square, { sides: 3 } satisfies Shape]',
-          'console.log(JSON.stringify(shapes.map((s) => s.sides)))',
-          'if (process.argv[2] === "throw") throw new Error("from line 4")',
-        ].join('\n'),
-      )
-      const ok = await run(process.execPath, ['--import', TS_LOADER, script], { cwd: dir })
-      expect(ok.stdout.trim()).toBe('[4,3]')
-      const thrown = await run(process.execPath, ['--import', TS_LOADER, script, 'throw'], { cwd: dir }).catch(
         (e: { stderr: string }) => e,
       )
       expect((thrown as { stderr: string }).stderr).toContain(`${script}:4`)

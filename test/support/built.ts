@@ -20,20 +20,17 @@ export const BUILT_PACKAGES = '--conditions=signalbox-built'
 /** `signalbox` as a command line: plain node, the built packages (a `.ts` agent module still loads, through tsx). */
 export const SIGNALBOX: readonly string[] = [process.execPath, BUILT_PACKAGES, path.join(ROOT, 'packages/cli/dist/bin.js')]
 
-/** The suite's loader for the TypeScript it runs as processes (see ts-loader/register.mjs). */
-export const TS_LOADER = path.join(ROOT, 'test/support/ts-loader/register.mjs')
-
 /**
  * Node's arguments to run a TypeScript script (a fixture, an example), the script included: its
- * compiled bundle under plain node, with the packages as built (see script-build.ts). A package's
- * own fixtures (under `packages/`) may import that package's sources by relative path, so they run
- * on the sources through the suite's loader: one copy of each package per process. Stack traces
- * of a compiled script point into its bundle; `NODE_OPTIONS=--enable-source-maps` maps them back.
+ * compiled bundle under plain node (see script-build.ts), with the packages as built. A package's
+ * own fixtures (under `packages/`) may import that package's sources by relative path, so their
+ * bundle holds the workspace's packages from the sources: one copy of each package per process.
+ * Stack traces point into the bundle; `NODE_OPTIONS=--enable-source-maps` maps them back.
  */
 export function tsScript(script: string): string[] {
   const absolute = path.resolve(ROOT, script)
-  if (path.relative(ROOT, absolute).startsWith(`packages${path.sep}`)) return ['--import', TS_LOADER, absolute]
-  return [BUILT_PACKAGES, compiledScript(absolute)]
+  if (path.relative(ROOT, absolute).startsWith(`packages${path.sep}`)) return [compiledScript(absolute, 'sources')]
+  return [BUILT_PACKAGES, compiledScript(absolute, 'built')]
 }
 
 /**

@@ -6,7 +6,8 @@
  * the suite starts well over a hundred of them.
  *
  * The bundle holds the script and the files it imports by relative path; every package stays an
- * import (resolved at run time, so `--conditions=signalbox-built` still picks the build). It is
+ * import (resolved at run time, so `--conditions=signalbox-built` still picks the build), or, for a
+ * package's own fixtures, the workspace's packages are bundled from their sources. It is
  * written under the script's own package (`<package>/node_modules/.cache/signalbox-scripts/`), so
  * those imports resolve exactly as they do from the script, and each file's `import.meta.url`,
  * `dirname` and `filename` are its source's. A manifest of the inputs' hashes says when the bundle
@@ -21,20 +22,24 @@ import { fileURLToPath } from 'node:url'
 const CACHE_DIR = 'node_modules/.cache/signalbox-scripts'
 const BUNDLER = fileURLToPath(new URL('./script-bundler.mjs', import.meta.url))
 
+/** `built`: the workspace's packages stay imports, for `--conditions=signalbox-built`; `sources`: their sources are bundled. */
+export type ScriptPackages = 'built' | 'sources'
+
 interface Manifest {
+  packages: ScriptPackages
   /** Each bundled source file (absolute) and the sha1 of its content. */
   inputs: Record<string, string>
 }
 
 /** The compiled bundle of `script` (an absolute path to a `.ts` file), built if missing or stale. */
-export function compiledScript(script: string): string {
+export function compiledScript(script: string, packages: ScriptPackages = 'built'): string {
   const root = packageRoot(script)
   const out = path.join(root, CACHE_DIR, `${path.relative(root, script).replace(/\.[cm]?ts$/, '')}.mjs`)
-  if (!isCurrent(`${out}.json`)) build(script, out)
+  if (!isCurrent(`${out}.json`, packages)) build(script, out, packages)
   return out
 }
 
-function isCurrent(manifestFile: string): boolean {
+function isCurrent(manifestFile: string, packages: ScriptPackages): boolean {
   let manifest: Manifest
   try {
     manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as Manifest
@@ -42,7 +47,7 @@ function isCurrent(manifestFile: string): boolean {
     return false
   }
   // The bundler is an input of every bundle: a bundle made by another version of it is stale.
-  if (!(BUNDLER in manifest.inputs)) return false
+  if (manifest.packages !== packages || !(BUNDLER in manifest.inputs)) return false
   for (const [file, hash] of Object.entries(manifest.inputs)) {
     let source: string
     try {
@@ -56,9 +61,9 @@ function isCurrent(manifestFile: string): boolean {
 }
 
 /** Bundles in a child process (see script-bundler.mjs); its error, if any, says what failed to compile. */
-function build(script: string, out: string): void {
+function build(script: string, out: string, packages: ScriptPackages): void {
   try {
-    execFileSync(process.execPath, [BUNDLER, script, out], { stdio: ['ignore', 'pipe', 'pipe'] })
+    execFileSync(process.execPath, [BUNDLER, script, out, packages], { stdio: ['ignore', 'pipe', 'pipe'] })
   } catch (error) {
     const e = error as { stderr?: Buffer; message: string }
     throw new Error(`compiling ${script} failed: ${e.stderr?.toString() || e.message}`)

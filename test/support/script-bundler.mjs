@@ -1,5 +1,5 @@
 /**
- * `node script-bundler.mjs <script.ts> <out.mjs>`: bundles a TypeScript script for
+ * `node script-bundler.mjs <script.ts> <out.mjs> <built|sources>`: bundles a TypeScript script for
  * `script-build.ts`, which runs it as a child because esbuild takes plugins only in its
  * asynchronous API and the suite asks for a script's command line synchronously. Writes the
  * bundle and, beside it, `<out>.json`: the sha1 of every source file in it, so a stale bundle is
@@ -12,9 +12,9 @@ import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { build } from 'esbuild'
 
-const [script, out] = process.argv.slice(2)
-if (!script || !out) {
-  console.error('usage: node script-bundler.mjs <script.ts> <out.mjs>')
+const [script, out, packages] = process.argv.slice(2)
+if (!script || !out || (packages !== 'built' && packages !== 'sources')) {
+  console.error('usage: node script-bundler.mjs <script.ts> <out.mjs> <built|sources>')
   process.exit(2)
 }
 
@@ -27,7 +27,9 @@ const result = await build({
   entryPoints: [script],
   bundle: true,
   platform: 'node',
-  conditions: ['signalbox-built'],
+  // `built`: the workspace's packages resolve to their build and stay imports; `sources`: to their
+  // TypeScript sources, which are then bundled (one copy of each, as the loader ran them).
+  conditions: packages === 'built' ? ['signalbox-built'] : [],
   format: 'esm',
   target: 'node20',
   sourcemap: 'inline',
@@ -38,7 +40,7 @@ const result = await build({
   plugins: [
     {
       // A package stays an import, resolved at run time as from the script, except one whose entry
-      // is TypeScript (the examples' workspace package): plain node could not load it.
+      // is TypeScript (a workspace package's sources): plain node could not load it.
       name: 'packages-as-imports',
       setup(b) {
         b.onResolve({ filter: /^[^./]/ }, async (args) => {
@@ -74,5 +76,5 @@ mkdirSync(path.dirname(out), { recursive: true })
 const temporary = `${out}.${process.pid}.tmp`
 writeFileSync(temporary, file.contents)
 renameSync(temporary, out)
-writeFileSync(`${temporary}.json`, JSON.stringify({ inputs }))
+writeFileSync(`${temporary}.json`, JSON.stringify({ packages, inputs }))
 renameSync(`${temporary}.json`, `${out}.json`)
