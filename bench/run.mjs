@@ -65,9 +65,14 @@ async function withBuildLock(fn) {
     } catch (error) {
       if (error.code !== 'EEXIST') throw error
       const text = readFileSync(lock, 'utf8')
+      // Empty: its holder has created it and not yet written its pid; look again in a moment (a
+      // message now would name no process).
+      if (text === '') {
+        await new Promise((resolve) => setTimeout(resolve, 10))
+        continue
+      }
       const holder = Number(text)
-      // Empty: its holder has created it and not yet written its pid.
-      if (text !== '' && !isAlive(holder)) {
+      if (!isAlive(holder)) {
         rmSync(lock, { force: true })
         continue
       }

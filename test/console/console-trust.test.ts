@@ -9,16 +9,16 @@ import { busAuditLog, remoteAnswerer, remoteReviewer } from '@signalbox/actors'
 import { createSigner, createTrustPolicy, newUserSeed } from '@signalbox/actors/trust'
 import type { ApprovalRequest, Question } from '@signalbox/core'
 import { callDigest } from '@signalbox/core/protocol'
-import type { Browser } from 'playwright-core'
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { launchChromium } from '../inspect/support.ts'
+import { chromiumForFile, type TestBrowser } from '../inspect/support.ts'
 import { type Deployment, deploy, openPage, screenshot } from './support.ts'
 
-let browser: Browser
+let browser: TestBrowser
 let deployment: Deployment
 
 beforeAll(async () => {
-  ;[browser, deployment] = await Promise.all([launchChromium(), deploy()])
+  ;[browser, deployment] = await Promise.all([chromiumForFile(), deploy()])
 })
 
 afterAll(async () => {

@@ -16,18 +16,18 @@ import {
 import { startScriptedModelServer } from '@signalbox/core/testing'
 import { clawScenarios, DENY_REASON, STEERING_TEXT } from '@signalbox/examples/claw/script.ts'
 import { lastToolResult } from '@signalbox/examples/shared/expect.ts'
-import type { Browser, Page } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { launchChromium } from '../inspect/support.ts'
+import { chromiumForFile, type TestBrowser } from '../inspect/support.ts'
 import { type Deployment, deploy, openPage, screenshot, settledOutcome } from './support.ts'
 
-let browser: Browser
+let browser: TestBrowser
 let deployment: Deployment
 const pageErrors: string[] = []
 
 beforeAll(async () => {
-  ;[browser, deployment] = await Promise.all([launchChromium(), deploy()])
+  ;[browser, deployment] = await Promise.all([chromiumForFile(), deploy()])
 })
 
 afterAll(async () => {

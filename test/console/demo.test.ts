@@ -3,15 +3,15 @@
  * the agent asks which bear, the answer and the approval are given in the browser, the claw drops.
  */
 import { ANSWER, QUESTION } from '@signalbox/examples/claw/script.ts'
-import type { Browser } from 'playwright-core'
+
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
-import { eventually, launchChromium, runScript } from '../inspect/support.ts'
+import { chromiumForFile, eventually, runScript, type TestBrowser } from '../inspect/support.ts'
 import { screenshot } from './support.ts'
 
-let browser: Browser
+let browser: TestBrowser
 
 beforeAll(async () => {
-  browser = await launchChromium()
+  browser = await chromiumForFile()
 })
 
 afterAll(async () => {

@@ -9,10 +9,10 @@ import { busAuditLog, connectAgent, remoteReviewer } from '@signalbox/actors'
 import { createBusInspector } from '@signalbox/actors/inspect'
 import { type ApprovalRequest, createAgent, OpenAIProvider, tool } from '@signalbox/core'
 import { type ScriptedModelServer, startScriptedModelServer } from '@signalbox/core/testing'
-import type { Browser, Page } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { launchChromium } from '../inspect/support.ts'
+import { chromiumForFile, type TestBrowser } from '../inspect/support.ts'
 import { type Deployment, deploy, openPage, screenshot } from './support.ts'
 
 const WIDTH = 1400
@@ -20,14 +20,14 @@ const INPUT = 'Pay ACME the 250 we owe them for invoice 7.'
 const SAID = 'Invoice 7 is 250 and unpaid: paying ACME now.'
 const DESCRIPTION = 'Pay someone from the company account. Irreversible.'
 
-let browser: Browser
+let browser: TestBrowser
 let deployment: Deployment
 let model: ScriptedModelServer
 const closers: (() => unknown)[] = []
 
 beforeAll(async () => {
   ;[browser, deployment, model] = await Promise.all([
-    launchChromium(),
+    chromiumForFile(),
     deploy(),
     startScriptedModelServer({
       // One model per test (each run plays its own script), all the same conversation.

@@ -8,17 +8,17 @@
 import { busAuditLog, connectAgent, remoteReviewer } from '@signalbox/actors'
 import { type AgentEvent, type ApprovalRequest, createAgent, OpenAIProvider, tool } from '@signalbox/core'
 import { startScriptedModelServer } from '@signalbox/core/testing'
-import type { Browser, Page } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { launchChromium } from '../inspect/support.ts'
+import { chromiumForFile, type TestBrowser } from '../inspect/support.ts'
 import { type Deployment, deploy, openPage } from './support.ts'
 
-let browser: Browser
+let browser: TestBrowser
 let deployment: Deployment
 
 beforeAll(async () => {
-  ;[browser, deployment] = await Promise.all([launchChromium(), deploy()])
+  ;[browser, deployment] = await Promise.all([chromiumForFile(), deploy()])
 })
 
 afterAll(async () => {

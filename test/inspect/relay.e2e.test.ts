@@ -21,21 +21,22 @@ import {
 import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
 import { policyReviewer } from '@signalbox/core'
 import { createSubjects } from '@signalbox/core/bus'
-import type { Browser, Frame, Page } from 'playwright-core'
+import type { Frame, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { NATS_URL, uniquePrefix } from '../support/env.ts'
 import { freePort } from '../support/nats-server.ts'
 import {
+  chromiumForFile,
   connectCollector,
   deleteStream,
   eventually,
-  launchChromium,
   ofType,
   runScript,
   type ScriptProcess,
   sleep,
   startUiServer,
   stateOf,
+  type TestBrowser,
   type UiServer,
   type WsCollector,
 } from './support.ts'
@@ -93,7 +94,7 @@ describe('inspection across processes (real NATS, @statelyai/inspect server, Chr
   let ui: UiServer
   let relay: InspectionRelay
   let collector: WsCollector
-  let browser: Browser
+  let browser: TestBrowser
   let page: Page
   let frame: Frame
   let reviewerService: ReviewerService
@@ -126,7 +127,7 @@ describe('inspection across processes (real NATS, @statelyai/inspect server, Chr
     relay = await startInspectionRelay({ bus, subjects, port, url: ui.url, record: recordPath })
     collector = await connectCollector(port)
 
-    browser = await launchChromium()
+    browser = await chromiumForFile()
     page = await browser.newPage()
     await page.goto(relay.pageUrl)
     frame = await eventually(() => page.frames().find((f) => f.url() === ui.url), 10_000, 'the inspector UI iframe')

@@ -34,10 +34,10 @@ import { type AuditEntry, functionAnswerer } from '@signalbox/core'
 import { createSubjects, directoryBucket, usedApprovalsBucket } from '@signalbox/core/bus'
 import { ANSWER } from '@signalbox/examples/claw/script.ts'
 import { PLAN_ANSWER, TRAVEL_PROMPT } from '@signalbox/examples/travel/script.ts'
-import type { Browser, Page } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type CliProcess, cleanupAll, ROOT } from '../cli/support.ts'
-import { launchChromium } from '../inspect/support.ts'
+import { chromiumForFile, type TestBrowser } from '../inspect/support.ts'
 import { tsScript } from '../support/built.ts'
 import { freePort } from '../support/nats-server.ts'
 import { type ReceivedSpan, startOtlpReceiver } from '../tracing/otlp-receiver.ts'
@@ -82,7 +82,7 @@ interface WatchedEvent {
 }
 
 let d: Deployment
-let browser: Browser
+let browser: TestBrowser
 let page: Page
 let receiver: Awaited<ReturnType<typeof startOtlpReceiver>>
 let desk: AgentSystem
@@ -221,7 +221,7 @@ function startReviewer(user: 'tina' | 'rita'): CliProcess {
 
 beforeAll(async () => {
   const started = Date.now()
-  ;[d, browser, receiver] = await Promise.all([startDeployment(), launchChromium(), startOtlpReceiver()])
+  ;[d, browser, receiver] = await Promise.all([startDeployment(), chromiumForFile(), startOtlpReceiver()])
   closers.push(() => receiver.close())
 
   // Tool hosts first (the agents discover their tools at start), then the hosts, people and watchers.

@@ -73,7 +73,7 @@ describe('processes started by the tests', () => {
     ])
   })
 
-  it('a compiled script runs as tsc reads it, its files keep their own import.meta, an edit to an imported file is compiled again, and source maps lead back to the .ts lines', async () => {
+  it('a compiled script runs as tsc reads it, its files keep their own import.meta and the process sees the script as its entry, an edit to an imported file is compiled again, and source maps lead back to the .ts lines', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'signalbox-script-build-'))
     try {
       await writeFile(path.join(dir, 'package.json'), '{ "type": "module" }\n')
@@ -89,7 +89,7 @@ describe('processes started by the tests', () => {
         [
           "import { here, type Shape, square } from './lib/shapes.ts'",
           'const shapes: Shape[] = [square, { sides: 3 } satisfies Shape]',
-          'console.log(JSON.stringify({ sides: shapes.map((s) => s.sides), here, me: import.meta.url }))',
+          'console.log(JSON.stringify({ sides: shapes.map((s) => s.sides), here, me: import.meta.url, argv: process.argv[1] }))',
           'if (process.argv[2] === "throw") throw new Error("from line 4")',
         ].join('\n'),
       )
@@ -98,6 +98,8 @@ describe('processes started by the tests', () => {
         sides: [4, 3],
         here: pathToFileURL(shapes).href,
         me: pathToFileURL(script).href,
+        // An entry check (`import.meta.url === pathToFileURL(process.argv[1]).href`) holds.
+        argv: script,
       })
       expect(tsScript(script)[1]).toBe(path.join(dir, 'node_modules/.cache/signalbox-scripts/main.mjs'))
 

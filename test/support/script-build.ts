@@ -1,7 +1,7 @@
 /**
  * A TypeScript script the suite starts as a process (a fixture, an example), compiled once to one
  * ESM file so that the process runs under plain `node`. Node 20 runs module hooks on a thread of
- * their own and asks it about every module a process loads: with the suite's loader, a child that
+ * their own and asks it about every module a process loads: through a loader, a child that
  * loads the packages spent about 0.35 s of CPU more than the same child on plain JavaScript, and
  * the suite starts well over a hundred of them.
  *

@@ -37,18 +37,22 @@ const result = await build({
   logLevel: 'silent',
   outfile: out,
   tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
+  // The process runs the script, as far as it can tell (an entry check compares its own URL with it).
+  banner: { js: `process.argv[1] = ${JSON.stringify(path.resolve(script))}` },
   plugins: [
     {
-      // A package stays an import, resolved at run time as from the script, except one whose entry
-      // is TypeScript (a workspace package's sources): plain node could not load it.
+      // A package stays an import, except one whose entry is TypeScript (a workspace package's
+      // sources: plain node could not load it), and the import names the file esbuild resolved from
+      // the importing file: a bundled file from another package resolves its own dependencies.
       name: 'packages-as-imports',
       setup(b) {
         b.onResolve({ filter: /^[^./]/ }, async (args) => {
           if (args.pluginData === 'resolving' || args.path.startsWith('node:')) return undefined
           const found = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: 'resolving' })
-          if (found.errors.length === 0 && /\.[cm]?ts$/.test(found.path) && !found.path.endsWith('.d.ts'))
-            return { path: found.path }
-          return { path: args.path, external: true }
+          // Not found here (an optional peer): left to Node, as written.
+          if (found.errors.length > 0 || found.external || found.path === '') return { path: args.path, external: true }
+          if (/\.[cm]?ts$/.test(found.path) && !found.path.endsWith('.d.ts')) return { path: found.path }
+          return { path: pathToFileURL(found.path).href, external: true }
         })
       },
     },

@@ -7,7 +7,7 @@ afterEveryTest(async () => {
 })
 
 /**
- * Starts one process per argument list (`node --import <the suite's loader> script ...args`), waits until all are
+ * Starts one process per argument list (`node <compiled script> ...args`, see `tsScript`), waits until all are
  * ready, releases them at once, and returns what each printed as its `result`.
  */
 export async function race<T>(script: string, argLists: string[][]): Promise<T[]> {
