@@ -89,8 +89,12 @@ let workerBrowser: Promise<Browser> | undefined
 export async function chromiumForFile(): Promise<TestBrowser> {
   if (!existsSync(CHROMIUM))
     throw new Error(`Chromium not found at ${CHROMIUM}: apt-get install -y chromium (scripts/test.sh does)`)
-  let browser = await (workerBrowser ??= launch())
-  if (!browser.isConnected()) browser = await (workerBrowser = launch())
+  if (!workerBrowser) workerBrowser = launch()
+  let browser = await workerBrowser
+  if (!browser.isConnected()) {
+    workerBrowser = launch()
+    browser = await workerBrowser
+  }
   const pages = new Set<Page>()
   return {
     async newPage(options) {
