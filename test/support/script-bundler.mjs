@@ -2,8 +2,8 @@
  * `node script-bundler.mjs <script.ts> <out.mjs> <built|sources>`: bundles a TypeScript script for
  * `script-build.ts`, which runs it as a child because esbuild takes plugins only in its
  * asynchronous API and the suite asks for a script's command line synchronously. Writes the
- * bundle and, beside it, `<out>.json`: the sha1 of every source file in it, so a stale bundle is
- * seen without starting esbuild. Both written to a temporary, then renamed: workers that compile
+ * bundle and, beside it, `<out>.json`: the sha1 of every source file in it (and of the bundler and
+ * the lockfile), so a stale bundle is seen without starting esbuild. Both written to a temporary, then renamed: workers that compile
  * the same script at once each write whole files.
  */
 import { createHash } from 'node:crypto'
@@ -20,15 +20,17 @@ if (!script || !out || (packages !== 'built' && packages !== 'sources')) {
 
 /** @type {Record<string, string>} */
 const inputs = {}
-// A change to how bundles are made makes every bundle stale.
+// A change to how bundles are made makes every bundle stale, and so does one to the installed
+// packages (a bundle's imports name the files they resolved to).
 const self = fileURLToPath(import.meta.url)
-inputs[self] = createHash('sha1').update(readFileSync(self, 'utf8')).digest('hex')
+for (const file of [self, path.resolve(path.dirname(self), '../../pnpm-lock.yaml')])
+  inputs[file] = createHash('sha1').update(readFileSync(file, 'utf8')).digest('hex')
 const result = await build({
   entryPoints: [script],
   bundle: true,
   platform: 'node',
   // `built`: the workspace's packages resolve to their build and stay imports; `sources`: to their
-  // TypeScript sources, which are then bundled (one copy of each, as the loader ran them).
+  // TypeScript sources, which are then bundled (one copy of each).
   conditions: packages === 'built' ? ['signalbox-built'] : [],
   format: 'esm',
   target: 'node20',
