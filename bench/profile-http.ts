@@ -5,7 +5,9 @@
  *   node --cpu-prof --cpu-prof-dir=/tmp/p --import tsx bench/profile-http.ts signalboxStream --seconds 8
  *   node --import tsx bench/profile-http.ts openaiStream,signalboxStream --rounds 9
  *
- * Variants: those of the HTTP scenario (openai, openaiStream, signalbox, signalboxStream, ...).
+ * Variants: those of the HTTP scenario (openai, openaiStream, signalbox, signalboxStream, floor,
+ * floorStream, ...). `--runs N` runs N at once (`--runs 200 --steps 20` is the throughput
+ * scenario's shape), and the figures are then per tool step of the whole batch.
  */
 import { parseArgs } from 'node:util'
 import { cpuNsPerStep, measureInterleaved, median } from './lib/measure.ts'
@@ -18,14 +20,23 @@ const { values, positionals } = parseArgs({
     steps: { type: 'string', default: '200' },
     seconds: { type: 'string', default: '8' },
     rounds: { type: 'string' },
+    runs: { type: 'string', default: '1' },
   },
 })
 const ids = (positionals[0] ?? 'signalboxStream').split(',')
 const steps = Number(values.steps)
 const server = await startBenchServer('child-process')
 try {
-  const runners = httpRunners({ url: server.url, steps, withHooks: true }) as Record<string, () => Promise<number>>
-  for (const id of ids) if (!runners[id]) throw new Error(`unknown variant "${id}"`)
+  const one = httpRunners({ url: server.url, steps, withHooks: true }) as Record<string, () => Promise<number>>
+  for (const id of ids) if (!one[id]) throw new Error(`unknown variant "${id}"`)
+  const atOnce = Number(values.runs)
+  const runners = Object.fromEntries(
+    ids.map((id) => {
+      const run = one[id]!
+      const batch = async () => (await Promise.all(Array.from({ length: atOnce }, run))).reduce((a, b) => a + b, 0)
+      return [id, atOnce === 1 ? run : batch]
+    }),
+  )
   if (values.rounds !== undefined) {
     const measured = await measureInterleaved(
       ids.map((id) => ({ id, label: id, run: runners[id]! })),

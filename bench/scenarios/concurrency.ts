@@ -30,7 +30,7 @@ export async function httpConcurrencyScenario(
   options: ScenarioOptions,
 ): Promise<Table> {
   const runners = httpRunners({ url, steps, withHooks: false })
-  const order = ['fetch', 'openai', 'signalbox', 'openaiStream', 'signalboxStream', ...PEER_IDS] as const
+  const order = ['fetch', 'openai', 'floor', 'signalbox', 'openaiStream', 'floorStream', 'signalboxStream', ...PEER_IDS] as const
   const variants: Variant[] = order.map((id) => ({ id, label: HTTP_LABELS[id], run: concurrently(runs, runners[id]) }))
   const measured = await measureInterleaved(variants, {
     rounds: options.rounds,
@@ -41,6 +41,7 @@ export async function httpConcurrencyScenario(
   })
   const rows = buildRows(measured, 'steps-per-second', 'fetch', HTTP_COMPARATORS)
   const ratio = rowById(rows, 'signalbox').median / rowById(rows, 'openai').median
+  const floorRatio = rowById(rows, 'floor').median / rowById(rows, 'openai').median
   return {
     id: `http-concurrent-${runs}`,
     title: `(c) Over HTTP, ${runs} concurrent runs of ${steps} tool steps`,
@@ -57,6 +58,9 @@ export async function httpConcurrencyScenario(
               unit: 'x',
               target: `≥ ${HTTP_THROUGHPUT_TARGET.toFixed(2)}x`,
               pass: ratio >= HTTP_THROUGHPUT_TARGET,
+              // CPU per step the other way round: as a throughput ratio, comparable with the target.
+              cpuValue: 1 / (rowById(rows, 'signalbox').cpu?.ratio ?? Number.NaN),
+              floorValue: floorRatio,
             },
           ]
         : [],

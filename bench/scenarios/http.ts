@@ -12,6 +12,7 @@ import { benchAgent, runAgent } from '../lib/signalbox.ts'
 import { modelFor, PROMPT } from '../lib/workload.ts'
 import { PEER_IDS, PEER_LABELS, peerRuns } from '../peers/index.ts'
 import type { ScenarioOptions } from './options.ts'
+import { designFloorRun } from './xstate-floor.ts'
 
 export const HTTP_TARGET_RATIO = 1.1
 const API_KEY = 'bench'
@@ -43,6 +44,15 @@ export function httpRunners({ url, steps, withHooks, model = modelFor(steps) }: 
     openaiStream: bare(openaiStreamChat(client, model)),
     signalbox: agent(false, false),
     signalboxStream: agent(true, false),
+    // The loop signalbox's chart is built on, without signalbox, on the same SDK calls as the SDK loops.
+    floor: designFloorRun(openaiChat(client, model), steps),
+    floorStream: designFloorRun(openaiStreamChat(client, model), steps),
+    ...(withHooks
+      ? {
+          floorHooks: designFloorRun(openaiChat(client, model), steps, 5),
+          floorStreamHooks: designFloorRun(openaiStreamChat(client, model), steps, 5),
+        }
+      : {}),
     ...(withHooks ? { signalboxHooks: agent(false, true), signalboxStreamHooks: agent(true, true) } : {}),
     // The peers, streaming off (as each of them runs by default).
     ...peerRuns({ url, model, apiKey: API_KEY, steps }),
@@ -57,6 +67,10 @@ export const HTTP_LABELS = {
   signalboxStream: 'signalbox, streaming',
   signalboxHooks: 'signalbox, stream: false + 5 hooks',
   signalboxStreamHooks: 'signalbox, streaming + 5 hooks',
+  floor: "the design's floor (signalbox's chart in XState, no signalbox)",
+  floorStream: "the design's floor, streaming",
+  floorHooks: "the design's floor + 5 hook points",
+  floorStreamHooks: "the design's floor, streaming + 5 hook points",
   ...PEER_LABELS,
 } as const
 
@@ -65,6 +79,10 @@ export const HTTP_COMPARATORS: Comparator = {
   signalboxHooks: 'openai',
   signalboxStream: 'openaiStream',
   signalboxStreamHooks: 'openaiStream',
+  floor: 'openai',
+  floorStream: 'openaiStream',
+  floorHooks: 'openai',
+  floorStreamHooks: 'openaiStream',
   aiSdk: 'openai',
   openaiAgents: 'openai',
   langGraph: 'openai',
@@ -75,10 +93,14 @@ export async function httpLongRunScenario(url: string, steps: number, options: S
   const order: (keyof typeof HTTP_LABELS)[] = [
     'fetch',
     'openai',
+    'floor',
     'signalbox',
+    'floorHooks',
     'signalboxHooks',
     'openaiStream',
+    'floorStream',
     'signalboxStream',
+    'floorStreamHooks',
     'signalboxStreamHooks',
     ...PEER_IDS,
   ]
@@ -92,13 +114,14 @@ export async function httpLongRunScenario(url: string, steps: number, options: S
   })
   const rows = buildRows(measured, 'us-per-step', 'fetch', HTTP_COMPARATORS)
   const ratio = (id: string) => rowById(rows, id).vsComparator?.ratio ?? Number.NaN
-  const check = (id: string, name: string): Check => ({
+  const check = (id: string, floor: string, name: string): Check => ({
     name,
     value: ratio(id),
     unit: 'x',
     target: `≤ ${HTTP_TARGET_RATIO.toFixed(2)}x`,
     pass: ratio(id) <= HTTP_TARGET_RATIO,
     cpuValue: rowById(rows, id).cpu?.ratio ?? Number.NaN,
+    floorValue: ratio(floor),
   })
   return {
     id: `http-${steps}`,
@@ -108,10 +131,10 @@ export async function httpLongRunScenario(url: string, steps: number, options: S
     baseline: 'fetch',
     rows,
     checks: [
-      check('signalbox', 'signalbox stream:false vs openai-SDK loop'),
-      check('signalboxStream', 'signalbox streaming vs openai-SDK loop streaming'),
-      check('signalboxHooks', 'signalbox stream:false + 5 hooks vs openai-SDK loop'),
-      check('signalboxStreamHooks', 'signalbox streaming + 5 hooks vs openai-SDK loop streaming'),
+      check('signalbox', 'floor', 'signalbox stream:false vs openai-SDK loop'),
+      check('signalboxStream', 'floorStream', 'signalbox streaming vs openai-SDK loop streaming'),
+      check('signalboxHooks', 'floorHooks', 'signalbox stream:false + 5 hooks vs openai-SDK loop'),
+      check('signalboxStreamHooks', 'floorStreamHooks', 'signalbox streaming + 5 hooks vs openai-SDK loop streaming'),
     ],
   }
 }

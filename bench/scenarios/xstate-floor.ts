@@ -11,7 +11,7 @@
 import { createRequire } from 'node:module'
 import { createAgent } from '@signalbox/core'
 import { ScriptedProvider } from '@signalbox/core/testing'
-import { type Message, responderChat, runBareLoop } from '../lib/bare-loops.ts'
+import { type Chat, type Message, responderChat, runBareLoop } from '../lib/bare-loops.ts'
 import { cpuNsPerStep, measureInterleaved, median, type Variant } from '../lib/measure.ts'
 import { buildRows, type Table } from '../lib/report.ts'
 import { benchAgent, runAgent } from '../lib/signalbox.ts'
@@ -146,9 +146,12 @@ interface WorkerShape {
  * answer an event: what makes a hook visible live), nested as deep, with as wide a context. What
  * signalbox costs beyond this shaped floor is its own code.
  */
-function workerMachine(steps: number, shape: WorkerShape = { hookWaits: 0, depth: 0, fields: 0 }) {
+function workerMachine(
+  steps: number,
+  shape: WorkerShape = { hookWaits: 0, depth: 0, fields: 0 },
+  chat: Chat = responderChat(modelFor(steps), nextStep),
+) {
   const { setup, fromCallback, assign, sendTo } = xstate
-  const chat = responderChat(modelFor(steps), nextStep)
   type Ctx = { context: { messages: Message[] } }
   const lastCall = (messages: Message[]) =>
     (messages[messages.length - 1] as Extract<Message, { role: 'assistant' }>).tool_calls![0]!
@@ -242,6 +245,18 @@ function workerMachine(steps: number, shape: WorkerShape = { hookWaits: 0, depth
   })
 }
 
+/** signalbox's nesting and context width (its tool states sit under running.turn.toolCalls, 17 keys). */
+const SIGNALBOX_SHAPE = { depth: 2, fields: 16 }
+
+/**
+ * One run of the design's floor (the worker loop shaped like signalbox's chart, without signalbox)
+ * on a given model call: over HTTP, what any runtime built on this chart pays beside the SDK loop.
+ */
+export function designFloorRun(chat: Chat, steps: number, hookWaits = 0): () => Promise<number> {
+  const machine = workerMachine(steps, { hookWaits, ...SIGNALBOX_SHAPE }, chat)
+  return () => runMachine(machine)
+}
+
 function runMachine(machine: unknown): Promise<number> {
   return new Promise((resolve, reject) => {
     const actor = xstate.createActor(machine)
@@ -309,8 +324,7 @@ export async function xstateFloorScenario(steps: number, options: ScenarioOption
     },
   ]
   const worker = workerMachine(steps)
-  // signalbox's own shape: waits as deep as its tool states (running.turn.toolCalls.*), a 17-key context.
-  const shaped = { depth: 2, fields: 16 }
+  const shaped = SIGNALBOX_SHAPE
   const workerShaped = workerMachine(steps, { hookWaits: 0, ...shaped })
   const workerShapedHooks = workerMachine(steps, { hookWaits: 5, ...shaped })
   const variants: Variant[] = [

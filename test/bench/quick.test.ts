@@ -41,7 +41,11 @@ function runBench(args: string[], signal: AbortSignal): Promise<Output> {
 
 interface Results {
   meta: { quick: boolean; code: string }
-  tables: { id: string; rows: { id: string; label: string; median: number; steps: number }[] }[]
+  tables: {
+    id: string
+    rows: { id: string; label: string; median: number; steps: number }[]
+    checks: { name: string; floorValue?: number }[]
+  }[]
 }
 
 describe('pnpm bench --quick', () => {
@@ -75,5 +79,11 @@ describe('pnpm bench --quick', () => {
       expect(Number.isFinite(row!.median) && row!.median > 0).toBe(true)
       expect(out.stdout).toContain(variant.label)
     }
+    // Each HTTP ratio is given beside the design's floor measured in the same run (signalbox's
+    // chart in XState without signalbox, on the same SDK calls).
+    const http = results.tables.find((t) => t.id.startsWith('http-'))
+    expect(http?.checks.length).toBe(4)
+    for (const check of http?.checks ?? []) expect(Number.isFinite(check.floorValue) && check.floorValue! > 0, check.name).toBe(true)
+    expect(out.stdout).toContain("the design's floor:")
   }, 180_000)
 })
