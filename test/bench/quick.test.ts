@@ -83,7 +83,8 @@ describe('pnpm bench --quick', () => {
     // chart in XState without signalbox, on the same SDK calls).
     const http = results.tables.find((t) => t.id.startsWith('http-'))
     expect(http?.checks.length).toBe(4)
-    for (const check of http?.checks ?? []) expect(Number.isFinite(check.floorValue) && check.floorValue! > 0, check.name).toBe(true)
+    for (const check of http?.checks ?? [])
+      expect(Number.isFinite(check.floorValue) && check.floorValue! > 0, check.name).toBe(true)
     expect(out.stdout).toContain("the design's floor:")
   }, 180_000)
 })
