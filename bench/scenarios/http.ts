@@ -49,11 +49,12 @@ export function httpRunners({ url, steps, withHooks, model = modelFor(steps) }: 
     floorStream: designFloorRun(openaiStreamChat(client, model), steps),
     ...(withHooks
       ? {
+          signalboxHooks: agent(false, true),
+          signalboxStreamHooks: agent(true, true),
           floorHooks: designFloorRun(openaiChat(client, model), steps, 5),
           floorStreamHooks: designFloorRun(openaiStreamChat(client, model), steps, 5),
         }
       : {}),
-    ...(withHooks ? { signalboxHooks: agent(false, true), signalboxStreamHooks: agent(true, true) } : {}),
     // The peers, streaming off (as each of them runs by default).
     ...peerRuns({ url, model, apiKey: API_KEY, steps }),
   }

@@ -324,9 +324,8 @@ export async function xstateFloorScenario(steps: number, options: ScenarioOption
     },
   ]
   const worker = workerMachine(steps)
-  const shaped = SIGNALBOX_SHAPE
-  const workerShaped = workerMachine(steps, { hookWaits: 0, ...shaped })
-  const workerShapedHooks = workerMachine(steps, { hookWaits: 5, ...shaped })
+  const workerShaped = workerMachine(steps, { hookWaits: 0, ...SIGNALBOX_SHAPE })
+  const workerShapedHooks = workerMachine(steps, { hookWaits: 5, ...SIGNALBOX_SHAPE })
   const variants: Variant[] = [
     { id: 'bare', label: 'bare loop, responder called directly', run: () => runBareLoop(direct, PROMPT) },
     ...shapes.map(({ id, label, shape }) => {
