@@ -37,7 +37,7 @@ export interface Check {
   cpuValue?: number
   /**
    * The same figure for the design's floor (signalbox's chart in XState, without signalbox) in the
-   * same run: a target the floor itself misses cannot be met by any runtime on this chart.
+   * same run: what signalbox's own code adds is the figure minus this one.
    */
   floorValue?: number
 }
