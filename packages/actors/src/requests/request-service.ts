@@ -100,6 +100,12 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
   const { bus } = options
   const clock = options.clock ?? systemClock
   const inFlight = new Map<string, { controller: AbortController; request: z.output<S> }>()
+  /**
+   * Decided, its reply being stored. Storing can take seconds (a stream leader's election) and the
+   * request can come again meanwhile (a redelivery, or a host that took the run over showing it
+   * again): without this, it would be asked a second time and answered twice.
+   */
+  const storing = new Set<string>()
   const handled = new Set<string>()
   const stop = new AbortController()
   /**
@@ -127,7 +133,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     await caughtUp
     if (stop.signal.aborted) return message.nak()
     const remaining = options.deadlineOf(request) - clock.now()
-    if (settledBy(id, request) || handled.has(id) || inFlight.has(id) || remaining <= 0) {
+    if (settledBy(id, request) || handled.has(id) || inFlight.has(id) || storing.has(id) || remaining <= 0) {
       message.ack()
       return
     }
@@ -149,6 +155,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
       // (and its message alive) after the deadline, a settlement elsewhere or a stop.
       const reply = await untilAborted(options.decide(request, deciding.signal), deciding.signal)
       inFlight.delete(id)
+      storing.add(id)
       await untilAborted(options.publish(request, reply, lifetime.signal), lifetime.signal)
       markHandled(id)
       message.ack()
@@ -165,6 +172,7 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
       }
     } finally {
       inFlight.delete(id)
+      storing.delete(id)
       clearInterval(keepAlive)
       clock.clearTimeout(deadline)
       lifetimes.delete(lifetime)

@@ -7,6 +7,7 @@
 import { AckPolicy, jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
 import { createAgent, policyReviewer, type Reviewer } from '@signalbox/core'
+import type { Bus } from '@signalbox/core/bus'
 import { type ApprovalDecisionMessage, type ApprovalRequestMessage, callDigest } from '@signalbox/core/protocol'
 import { ScriptedProvider } from '@signalbox/core/testing'
 import { describe, expect, it, onTestFinished } from 'vitest'
@@ -217,6 +218,72 @@ for (const transport of TRANSPORTS) {
         request_settled: 'settled-elsewhere',
         request_left: 'stopping',
       })
+    })
+  })
+}
+
+for (const transport of TRANSPORTS) {
+  describe(`reviewer service: a request that comes again while its decision is being stored (${transport.name})`, () => {
+    it('is not reviewed again: one review, one decision (storing can take seconds during an election)', async () => {
+      const d = await deploy(transport)
+      const bus = await d.bus('reviewer')
+      const decisions = d.subjects.approvalDecisions('payer')
+      // The decisions' store holds until released, as during a stream leader's election.
+      let release: () => void = () => {}
+      const released = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      let storing = 0
+      const held = new Proxy(bus, {
+        get(target, key) {
+          if (key === 'durablePublish') {
+            const durablePublish: Bus['durablePublish'] = async (subject, data, options) => {
+              if (subject === decisions) {
+                storing++
+                await released
+              }
+              return target.durablePublish(subject, data, options)
+            }
+            return durablePublish
+          }
+          const value = Reflect.get(target, key)
+          return typeof value === 'function' ? value.bind(target) : value
+        },
+      })
+      const reviewed: string[] = []
+      const service = serveReviewer({
+        bus: held,
+        subjects: d.subjects,
+        reviewer: policyReviewer(() => true, { name: 'policy' }),
+        onRequest: (request) => reviewed.push(request.requestId),
+      })
+      d.defer(() => service.close())
+      await service.ready
+
+      const agentBus = await d.bus('agent')
+      const publish = (request: ApprovalRequestMessage, msgId: string) =>
+        agentBus.durablePublish(d.subjects.approvals('payer'), JSON.stringify(request), { msgId })
+      const request = approvalRequest('request_again')
+      await publish(request, 'first')
+      await eventually(() => storing === 1, 5_000, 'the decision to be in its store')
+      // The same request shown again (a host that took the run over), then another request: by the
+      // time the second is reviewed, the first's second showing has been handled.
+      await publish(request, 'shown-again')
+      await publish(approvalRequest('request_next'), 'next')
+      await eventually(() => reviewed.includes('request_next'), 5_000, 'the next request to be reviewed')
+      expect(reviewed).toEqual(['request_again', 'request_next'])
+
+      const watcher = await d.bus('watcher')
+      const stored: string[] = []
+      const subscription = watcher.subscribe(decisions, (message) => {
+        stored.push((JSON.parse(new TextDecoder().decode(message.data)) as { requestId: string }).requestId)
+      })
+      d.defer(() => subscription.unsubscribe())
+      await subscription.ready
+      release()
+      await eventually(() => stored.length >= 2, 5_000, 'both decisions to be stored')
+      expect(stored.sort()).toEqual(['request_again', 'request_next'])
+      expect(reviewed).toEqual(['request_again', 'request_next'])
     })
   })
 }
