@@ -109,6 +109,20 @@ const events = (): WatchedEvent[] =>
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as WatchedEvent)
 
+/**
+ * The observer's events that `match`, once it has printed one: it is a process of its own, and
+ * under load its output can lag the run's end that the test has just seen.
+ */
+const observed = (match: (e: WatchedEvent) => boolean, what: string): Promise<WatchedEvent[]> =>
+  until(
+    () => {
+      const found = events().filter(match)
+      return found.length > 0 && found
+    },
+    `the observer to print ${what}`,
+    30_000,
+  )
+
 async function until<T>(
   check: () => T | undefined | false | Promise<T | undefined | false>,
   what: string,
@@ -392,7 +406,7 @@ describe('the production rehearsal', () => {
     await hosts[ranIt].waitFor(new RegExp(`"type":"run.end"[^\\n]*"runId":"${childRun}"`), 30_000).catch(async (error: Error) => {
       throw new Error(`${error.message}\n\n${await stuckReport(hosts[ranIt], `host-${ranIt}`)}\n\n${await storeReport()}`)
     })
-    const decided = events().filter((e) => e.type === 'approval.decided' && e.agentId === 'hotel')
+    const decided = await observed((e) => e.type === 'approval.decided' && e.agentId === 'hotel', "the hotel's approval.decided")
     expect(decided.map((e) => [e.decision?.approved, e.decision?.reviewer, e.decision?.evidence?.signer])).toEqual([
       [true, person.name, d.users[person.name as 'tina' | 'rita'].publicKey],
     ])
@@ -408,7 +422,7 @@ describe('the production rehearsal', () => {
     const result = await run
     expect(result.output).toBe('Got it! The polar bear is in the prize chute.')
     expect(dropsOf(result.runId)).toEqual(['polar bear'])
-    const answered = events().filter((e) => e.type === 'question.answered' && e.runId === result.runId)
+    const answered = await observed((e) => e.type === 'question.answered' && e.runId === result.runId, 'question.answered')
     expect(answered.map((e) => (e as { answeredBy?: string }).answeredBy)).toEqual(['ana'])
   }, 120_000)
 
@@ -446,7 +460,7 @@ describe('the production rehearsal', () => {
     const steered = await again
     expect(steered.output).toBe('Got it! The penguin is in the prize chute.')
     expect(dropsOf(steered.runId)).toEqual(['penguin'])
-    const applied = events().filter((e) => e.type === 'steering.applied' && e.runId === runId)
+    const applied = await observed((e) => e.type === 'steering.applied' && e.runId === runId, 'steering.applied')
     expect(applied.map((e) => (e as { from?: string }).from)).toEqual(['ops'])
   }, 120_000)
 
@@ -562,7 +576,10 @@ describe('the production rehearsal', () => {
     next.child.stdin?.write('y\n')
     const result = await started
     expect(result.output).toBe(PLAN_ANSWER)
-    const decided = events().filter((e) => e.type === 'approval.decided' && e.agentId === 'hotel' && e.at >= since)
+    const decided = await observed(
+      (e) => e.type === 'approval.decided' && e.agentId === 'hotel' && e.at >= since,
+      "the hotel's approval.decided",
+    )
     expect(decided.map((e) => [e.decision?.reviewer, e.decision?.evidence?.signer])).toEqual([
       [next.name, d.users[next.name as 'tina' | 'rita'].publicKey],
     ])
@@ -617,7 +634,10 @@ describe('the production rehearsal', () => {
     const { person } = await shownTo('book_hotel', [reviewers.tina])
     person.child.stdin?.write('y\n')
     expect((await plan).output).toBe(PLAN_ANSWER)
-    const decided = events().filter((e) => e.type === 'approval.decided' && e.agentId === 'hotel' && e.at >= since)
+    const decided = await observed(
+      (e) => e.type === 'approval.decided' && e.agentId === 'hotel' && e.at >= since,
+      "the hotel's approval.decided",
+    )
     expect(decided.map((e) => [e.decision?.reviewer, e.decision?.evidence?.signer])).toEqual([['tina', fresh]])
     // 4. The old key goes: out of the server configuration and the policy; it can no longer log in.
     await d.authorize('tina', fresh, { replace: true })
