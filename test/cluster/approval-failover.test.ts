@@ -50,11 +50,11 @@ async function eventually<T>(check: () => T | Promise<T>, timeoutMs: number, wha
   }
 }
 
-/** `promise`, or a failure naming `what` after `timeoutMs`. */
-async function within<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+/** `promise`, or a failure naming `what` (and `context`, read then) after `timeoutMs`. */
+async function within<T>(promise: Promise<T>, timeoutMs: number, what: string, context?: () => string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), timeoutMs)
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}${context ? ` (${context()})` : ''}`)), timeoutMs)
   })
   try {
     return await Promise.race([promise, late])
@@ -92,6 +92,8 @@ async function paymentWorld(servers: string[], durable: NatsBusOptions['durable'
   const buses: NatsBus[] = []
   const cleanups: (() => unknown)[] = []
   const handlerErrors: unknown[] = []
+  /** What each bus reported (a consumer retrying, a publish failing), for a failure's message. */
+  const busErrors: string[] = []
   onTestFinished(async () => {
     for (const cleanup of cleanups.reverse())
       await Promise.resolve()
@@ -112,6 +114,9 @@ async function paymentWorld(servers: string[], durable: NatsBusOptions['durable'
       onHandlerError: (error) => handlerErrors.push(error),
     })
     buses.push(bus)
+    bus.onStatus((status) => {
+      if (status.type === 'error') busErrors.push(`${name}: ${status.error.message}`)
+    })
     return bus
   }
   const agentBus = await open('agent')
@@ -157,7 +162,22 @@ async function paymentWorld(servers: string[], durable: NatsBusOptions['durable'
     return info.state.subjects?.[subject] ?? 0
   }
   const entries = (kind: AuditEntry['kind']) => audit.entries.filter((entry) => entry.kind === kind)
-  return { audit, handlerErrors, prefix, subjects, agent, agentBus, reviewerBus, admin, person, seen, paid, stored, entries }
+  return {
+    audit,
+    handlerErrors,
+    busErrors,
+    prefix,
+    subjects,
+    agent,
+    agentBus,
+    reviewerBus,
+    admin,
+    person,
+    seen,
+    paid,
+    stored,
+    entries,
+  }
 }
 
 describe('a 3-node JetStream cluster', () => {
@@ -243,7 +263,12 @@ describe('a 3-node JetStream cluster', () => {
 
     // The person decides after both losses.
     w.person.release()
-    const result = await within(handle.result, 20_000, 'the decision to be applied after both losses')
+    const result = await within(
+      handle.result,
+      20_000,
+      'the decision to be applied after both losses',
+      () => `bus errors: ${JSON.stringify(w.busErrors)}; handler errors: ${w.handlerErrors.map(String).join('; ')}`,
+    )
     expect(result.output).toBe('done')
     expect(w.paid).toEqual([{ to: 'bob', amount: 42 }])
     await leader.restart()

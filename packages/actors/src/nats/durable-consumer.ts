@@ -259,6 +259,15 @@ export class NatsDurableConsumer implements Subscription {
           messages.stop()
           return
         }
+        if (notice.type === 'heartbeats_missed') {
+          // The pull was lost (its consumer's leader died or the server forgot it). The library
+          // would ask for the consumer's info and, if that fails (no leader yet), sleep 5 to 15 s
+          // (its backoff is the pull's `expires`, jittered) before it pulls again: a consumer deaf
+          // for that long after the election. Set up again here, at this bus's backoff (≤ 2 s).
+          this.#restartNow = true
+          messages.stop()
+          return
+        }
       }
     } catch {
       // the iterator ended with the consume
