@@ -86,8 +86,8 @@ export interface NatsBusOptions {
   /**
    * How often the server confirms an idle pull request is still held (at most half of
    * `pullExpiresMs`). A pull the server lost (its consumer's leader died) is noticed after two
-   * missed heartbeats and pulled again: this bounds how long a consumer stays deaf after a
-   * JetStream leader loss. Default 1 s.
+   * missed heartbeats and the consumer set up again (every ≤ 2 s until it has a leader): this
+   * bounds how long a consumer stays deaf after a JetStream leader loss. Default 1 s.
    */
   pullHeartbeatMs?: number
   /** Messages a durable consumer buffers ahead of its handler. Default 16. */
