@@ -106,6 +106,13 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
    * again): without this, it would be asked a second time and answered twice.
    */
   const storing = new Set<string>()
+  /**
+   * Copies of a request that came while it was in flight or being stored. Each is settled as the
+   * first copy is, not acknowledged at once: a copy may be the very message redelivered (its
+   * in-progress acks lost in an election), and acknowledging it would turn a failed store's nak
+   * into nothing, losing the request.
+   */
+  const followers = new Map<string, DurableMessage[]>()
   const handled = new Set<string>()
   const stop = new AbortController()
   /**
@@ -133,8 +140,14 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
     await caughtUp
     if (stop.signal.aborted) return message.nak()
     const remaining = options.deadlineOf(request) - clock.now()
-    if (settledBy(id, request) || handled.has(id) || inFlight.has(id) || storing.has(id) || remaining <= 0) {
+    if (settledBy(id, request) || handled.has(id) || remaining <= 0) {
       message.ack()
+      return
+    }
+    if (inFlight.has(id) || storing.has(id)) {
+      const copies = followers.get(id)
+      if (copies === undefined) followers.set(id, [message])
+      else copies.push(message)
       return
     }
     // `lifetime`: deadline and stop. `deciding`: also a settlement elsewhere (only while deciding).
@@ -149,7 +162,12 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
       () => lifetime.abort(new RequestWithdrawnError('expired')),
       Math.min(remaining, MAX_TIMER_MS),
     )
-    const keepAlive = setInterval(() => message.working(), ACK_WAIT_MS / 3)
+    /** This copy and every copy that came meanwhile. */
+    const each = (settle: (copy: DurableMessage) => void) => {
+      settle(message)
+      for (const copy of followers.get(id) ?? []) settle(copy)
+    }
+    const keepAlive = setInterval(() => each((copy) => copy.working()), ACK_WAIT_MS / 3)
     try {
       // A decider that ignores its signal (a stuck reviewer) must not keep the request in flight
       // (and its message alive) after the deadline, a settlement elsewhere or a stop.
@@ -158,21 +176,22 @@ export function serveDurableRequests<S extends z.ZodType, R extends z.ZodType, R
       storing.add(id)
       await untilAborted(options.publish(request, reply, lifetime.signal), lifetime.signal)
       markHandled(id)
-      message.ack()
+      each((copy) => copy.ack())
     } catch (error) {
       if (stop.signal.aborted) {
         // Shutting down: leave it for another instance.
-        message.nak()
+        each((copy) => copy.nak())
       } else if (deciding.signal.aborted) {
         // Expired, or settled by someone else: nobody is waiting for this answer any more.
-        message.ack()
+        each((copy) => copy.ack())
       } else {
         options.onError?.(error, request)
-        message.nak(1_000)
+        each((copy) => copy.nak(1_000))
       }
     } finally {
       inFlight.delete(id)
       storing.delete(id)
+      followers.delete(id)
       clearInterval(keepAlive)
       clock.clearTimeout(deadline)
       lifetimes.delete(lifetime)

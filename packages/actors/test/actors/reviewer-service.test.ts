@@ -223,6 +223,78 @@ for (const transport of TRANSPORTS) {
 }
 
 for (const transport of TRANSPORTS) {
+  describe(`reviewer service: the very message delivered again while it is decided (${transport.name})`, () => {
+    it('is settled with the first copy: when storing the decision fails, both come back and it is decided again', async () => {
+      const d = await deploy(transport)
+      const bus = await d.bus('reviewer')
+      const requests = d.subjects.approvals('payer')
+      const decisions = d.subjects.approvalDecisions('payer')
+      // The server redelivers a message whose in-progress acks it lost (an election): here the
+      // first request's message is handed to the service a second time while it is being decided.
+      let doubled = false
+      // The first attempt to store the decision fails (no stream leader, for longer than its retries).
+      let attempts = 0
+      const faulty = new Proxy(bus, {
+        get(target, key) {
+          if (key === 'durableConsume') {
+            const durableConsume: Bus['durableConsume'] = (subject, handler, options) =>
+              target.durableConsume(
+                subject,
+                async (message) => {
+                  if (message.subject === requests && !doubled) {
+                    doubled = true
+                    await Promise.all([handler(message), handler(message)])
+                    return
+                  }
+                  await handler(message)
+                },
+                options,
+              )
+            return durableConsume
+          }
+          if (key === 'durablePublish') {
+            const durablePublish: Bus['durablePublish'] = async (subject, data, options) => {
+              if (subject === decisions && attempts++ === 0) throw new Error('no stream leader')
+              return target.durablePublish(subject, data, options)
+            }
+            return durablePublish
+          }
+          const value = Reflect.get(target, key)
+          return typeof value === 'function' ? value.bind(target) : value
+        },
+      })
+      const reviewed: string[] = []
+      const failures: unknown[] = []
+      const service = serveReviewer({
+        bus: faulty,
+        subjects: d.subjects,
+        reviewer: policyReviewer(() => true, { name: 'policy' }),
+        onRequest: (request) => reviewed.push(request.requestId),
+        onError: (error) => failures.push(error),
+      })
+      d.defer(() => service.close())
+      await service.ready
+
+      const watcher = await d.bus('watcher')
+      const stored: string[] = []
+      const subscription = watcher.subscribe(decisions, (message) => {
+        stored.push((JSON.parse(new TextDecoder().decode(message.data)) as { requestId: string }).requestId)
+      })
+      d.defer(() => subscription.unsubscribe())
+      await subscription.ready
+
+      const agentBus = await d.bus('agent')
+      await agentBus.durablePublish(requests, JSON.stringify(approvalRequest('request_redelivered')), { msgId: 'first' })
+      // Without the copy held back, acknowledging it would have swallowed the failed store's nak:
+      // the request would never come back, and nobody would decide it.
+      await eventually(() => stored.length === 1, 10_000, 'the decision to be stored after the failed attempt')
+      expect(doubled).toBe(true)
+      expect(failures).toHaveLength(1)
+      expect(reviewed).toEqual(['request_redelivered', 'request_redelivered'])
+      expect(stored).toEqual(['request_redelivered'])
+    })
+  })
+
   describe(`reviewer service: a request that comes again while its decision is being stored (${transport.name})`, () => {
     it('is not reviewed again: one review, one decision (storing can take seconds during an election)', async () => {
       const d = await deploy(transport)
