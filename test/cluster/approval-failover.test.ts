@@ -24,6 +24,7 @@ import { ScriptedProvider, sampleCheckpoint } from '@signalbox/core/testing'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { z } from 'zod'
 import { uniquePrefix } from '../support/env.ts'
+import { eventually } from '../support/eventually.ts'
 import { type NatsCluster, startNatsCluster } from '../support/nats-cluster.ts'
 import { type NatsServer, startNatsServer } from '../support/nats-server.ts'
 
@@ -33,21 +34,6 @@ const signal = () => AbortSignal.timeout(15_000)
 interface StreamInfo {
   config: { num_replicas: number }
   cluster?: { leader?: string; replicas?: { name: string; current: boolean }[] }
-}
-
-async function eventually<T>(check: () => T | Promise<T>, timeoutMs: number, what: string): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs
-  let last: unknown
-  for (;;) {
-    try {
-      const value = await check()
-      if (value) return value as NonNullable<T>
-    } catch (error) {
-      last = error
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
 }
 
 /** `promise`, or a failure naming `what` (and `context`, read then) after `timeoutMs`. */

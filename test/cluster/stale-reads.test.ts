@@ -9,17 +9,8 @@ import { connectNatsBus, type NatsBus } from '@signalbox/actors/nats'
 import { createSubjects } from '@signalbox/core/bus'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { uniquePrefix } from '../support/env.ts'
+import { eventually } from '../support/eventually.ts'
 import { type NatsCluster, startNatsCluster } from '../support/nats-cluster.ts'
-
-async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check().catch(() => undefined)
-    if (value) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
 
 describe('reading a stored result back on a 3-node cluster (R3 stream)', () => {
   let cluster: NatsCluster
