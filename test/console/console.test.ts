@@ -369,9 +369,7 @@ describe('signalbox console', () => {
       expect(paid).toEqual([{ to: 'ACME', amount: 25 }])
       const toolMessage = model.requestsFor('bank').at(-1)?.messages.at(-1)
       expect(toolMessage?.content).toContain('ran with {"to":"ACME","amount":25}')
-      await page
-        .locator(`#settled li[data-id="${request.requestId}"]`, { hasText: 'approved by tina: with edited arguments' })
-        .waitFor()
+      expect(await settledOutcome(page, request.requestId)).toBe('approved by tina: with edited arguments')
 
       await page.locator('nav a[data-tab="audit"]').click()
       const row = page.locator('#audit tr[data-kind="approval.granted"]', { hasText: 'pay' })
