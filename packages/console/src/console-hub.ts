@@ -321,8 +321,12 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       if (event.type === 'run.end') {
         run.status = finishedStatus(event.status)
         // The run no longer waits: its open requests leave the inbox (a late decision would be refused).
+        // One decided here and being stored stays: its run may have ended on this very decision
+        // (the agent read it before this console heard its store confirmed), and it says what was
+        // decided once stored; if the agent did not take it, its withdrawal corrects the line.
         for (const [id, entry] of pending) {
-          if (entry.item.runId === event.runId) settle(id, 'withdrawn', undefined, `the run ended (${run.status})`)
+          if (entry.item.runId === event.runId && !entry.deciding)
+            settle(id, 'withdrawn', undefined, `the run ended (${run.status})`)
         }
       }
       // Streamed text is one event per token: the model.response that follows carries it whole.

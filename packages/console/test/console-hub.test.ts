@@ -153,6 +153,56 @@ describe('createConsoleHub: an item no longer asked', () => {
     expect(decisions).toEqual([expect.objectContaining({ requestId: 'request_1', approved: false, reviewer: 'system' })])
   })
 
+  it('an item decided here whose run ends before the decision is confirmed stored says what was decided', async () => {
+    const inner = new InProcessBus()
+    // The store's confirmation of the decision is late (a loaded server): the agent has read the
+    // decision, run its tool and ended its run before this console hears that it is stored.
+    let confirm: () => void = () => {}
+    const confirmed = new Promise<void>((resolve) => {
+      confirm = resolve
+    })
+    let storing = false
+    const bus = new Proxy(inner, {
+      get(target, key) {
+        if (key === 'durablePublish') {
+          const durablePublish: InProcessBus['durablePublish'] = async (subject, data, options) => {
+            if (subject !== 'signalbox.v1.approvals.bank.decisions') return target.durablePublish(subject, data, options)
+            storing = true
+            await confirmed
+            return target.durablePublish(subject, data, options)
+          }
+          return durablePublish
+        }
+        const value = Reflect.get(target, key)
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+    const hub = createConsoleHub({ bus, reviewer: 'tina' })
+    onTestFinished(() => hub.close())
+    await hub.ready
+    const reviewer = remoteReviewer({ bus: inner })
+    onTestFinished(() => reviewer.close())
+    const decision = reviewer.review(request(), { signal: AbortSignal.timeout(5_000) })
+    await until(() => hub.snapshot().inbox[0])
+    expect(hub.decide('request_1', { approved: true, arguments: { to: 'ACME', amount: 25 } })).toEqual({ ok: true })
+    await until(() => (storing ? true : undefined))
+
+    inner.publish(
+      'signalbox.v1.agents.bank.events.run_end',
+      encodeMessage({
+        v: PROTOCOL_VERSION,
+        type: 'event',
+        event: { type: 'run.end', agentId: 'bank', runId: 'run_1', at: Date.now(), runPath: [], status: 'done' },
+      } as never),
+    )
+    await until(() => hub.snapshot().runs.find((run) => run.runId === 'run_1' && run.status === 'done'))
+    expect(hub.snapshot().settled).toEqual([])
+    confirm()
+    await expect(decision).resolves.toMatchObject({ approved: true, arguments: { to: 'ACME', amount: 25 } })
+    const settled = await until(() => hub.snapshot().settled[0])
+    expect(settled).toMatchObject({ id: 'request_1', outcome: 'approved', by: 'tina', reason: 'with edited arguments' })
+  })
+
   it('a question the agent withdraws (its run was cancelled) leaves the inbox at once, saying by whom; an answer to it is refused', async () => {
     const bus = new InProcessBus()
     const hub = createConsoleHub({ bus, reviewer: 'tina' })
