@@ -20,7 +20,7 @@ import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { chromiumForFile, type TestBrowser } from '../inspect/support.ts'
-import { type Deployment, deploy, openPage, screenshot, settledOutcome } from './support.ts'
+import { type Deployment, deploy, expectSettled, openPage, screenshot } from './support.ts'
 
 let browser: TestBrowser
 let deployment: Deployment
@@ -92,7 +92,7 @@ describe('signalbox console', () => {
     const result = await handle.result
     expect(result.output).toBe(clawScenarios.approve.answer)
     expect(claw.machine.drops).toEqual([{ over: 'teddy bear', won: 'teddy bear' }])
-    expect(await settledOutcome(page, request.requestId)).toBe('approved by tina')
+    await expectSettled(page, request.requestId, 'approved by tina')
     expect(await card.count()).toBe(0)
 
     await page.locator('nav a[data-tab="runs"]').click()
@@ -139,7 +139,7 @@ describe('signalbox console', () => {
     expect(toolMessage?.content).toContain(DENY_REASON)
 
     // The other console: the item leaves, saying who denied it and why.
-    expect(await settledOutcome(pageA, request.requestId)).toBe(`denied by sam: ${DENY_REASON}`)
+    await expectSettled(pageA, request.requestId, `denied by sam: ${DENY_REASON}`)
     expect(await cardA.count()).toBe(0)
     await screenshot(pageA, 'inbox-settled-elsewhere')
     // A late click in the first console is refused, not applied twice.
@@ -369,7 +369,7 @@ describe('signalbox console', () => {
       expect(paid).toEqual([{ to: 'ACME', amount: 25 }])
       const toolMessage = model.requestsFor('bank').at(-1)?.messages.at(-1)
       expect(toolMessage?.content).toContain('ran with {"to":"ACME","amount":25}')
-      expect(await settledOutcome(page, request.requestId)).toBe('approved by tina: with edited arguments')
+      await expectSettled(page, request.requestId, 'approved by tina: with edited arguments')
 
       await page.locator('nav a[data-tab="audit"]').click()
       const row = page.locator('#audit tr[data-kind="approval.granted"]', { hasText: 'pay' })

@@ -82,24 +82,26 @@ export async function openPage(page: Page, url: string): Promise<Page> {
 }
 
 /**
- * The outcome the settled list shows for `id` (e.g. `denied by sam: reason`), once it is there.
- * If it never comes, the error says what the page shows instead: the item still in the inbox, or
- * nothing at all (a lost settlement and a wrong one read differently).
+ * Waits until the settled list shows `expected` for `id` (e.g. `denied by sam: reason`). A line
+ * can change after it first appears (an item taken for one its run left behind is replaced by the
+ * decision when it arrives), so the line is waited for with this outcome, not read once. If it
+ * never comes, the error says what the page shows instead: the line's outcome, the item still in
+ * the inbox, or nothing at all (a lost settlement and a wrong one read differently).
  */
-export async function settledOutcome(page: Page, id: string): Promise<string> {
+export async function expectSettled(page: Page, id: string, expected: string): Promise<void> {
   const line = page.locator(`#settled li[data-id="${id}"]`)
+  const exact = new RegExp(`^\\s*${expected.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*$`)
   try {
-    await line.waitFor()
+    await line.locator('.outcome', { hasText: exact }).waitFor()
   } catch (error) {
+    const shown = (await line.count()) > 0 ? ((await line.locator('.outcome').textContent()) ?? '').trim() : undefined
     const pending = await page.locator(`#inbox .item[data-id="${id}"]`).count()
-    const settled = await page.locator('#settled').textContent()
     const connection = await page.locator('#connection').textContent()
     throw new Error(
-      `${id} never reached the settled list (${pending ? 'still in the inbox' : 'not in the inbox'}; connection: ${connection}; settled: ${JSON.stringify(settled)})`,
+      `${id}: expected "${expected}" in the settled list, ${shown === undefined ? `found no line (${pending ? 'still in the inbox' : 'not in the inbox'})` : `found "${shown}"`}; connection: ${connection}`,
       { cause: error },
     )
   }
-  return ((await line.locator('.outcome').textContent()) ?? '').trim()
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {

@@ -130,9 +130,22 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
     }
   }
 
+  /**
+   * Items settled as "the run ended" before their own settlement arrived. A run's events travel
+   * faster than a stored decision's echo (under load the agent can read the decision, finish and
+   * report `run.end` before a console hears the decision stored): the decision or answer that
+   * arrives next replaces the line, so it says who decided.
+   */
+  const endedWithRun = new Set<string>()
+
   const settle = (id: string, outcome: SettledOutcome, by: string | undefined, reason?: string) => {
     const entry = pending.get(id)
-    if (!entry) return
+    if (!entry) {
+      if (endedWithRun.delete(id) && (outcome === 'approved' || outcome === 'denied' || outcome === 'answered')) {
+        correct(id, { outcome, by, reason })
+      }
+      return
+    }
     pending.delete(id)
     const { item } = entry
     const done: SettledItem = {
@@ -151,6 +164,20 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
     emit({ type: 'inbox.settled', settled: done })
   }
 
+  /** Replaces the settled line of `id` with what `change` says, as of now. */
+  const correct = (id: string, change: { outcome: SettledOutcome; by: string | undefined; reason: string | undefined }) => {
+    const index = settled.findIndex((s) => s.id === id)
+    const done = settled[index]
+    if (done === undefined) return
+    const corrected: SettledItem = { ...done, outcome: change.outcome, at: clock.now() }
+    if (change.by === undefined) delete corrected.by
+    else corrected.by = change.by
+    if (change.reason === undefined) delete corrected.reason
+    else corrected.reason = change.reason
+    settled[index] = corrected
+    emit({ type: 'inbox.settled', settled: corrected })
+  }
+
   /**
    * The agent withdrew a request (a correction cancelled the call): it leaves the inbox at once,
    * saying by whom. Decided here while the withdrawal was on its way, the agent refused that
@@ -158,19 +185,9 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
    */
   const withdrawn = (id: string, reason: string, by: string | undefined) => {
     if (pending.has(id)) return settle(id, 'withdrawn', by, reason)
-    const index = settled.findIndex((s) => s.id === id)
-    const done = settled[index]
+    const done = settled.find((s) => s.id === id)
     if (done === undefined || (done.outcome !== 'approved' && done.outcome !== 'denied')) return
-    const corrected: SettledItem = {
-      ...done,
-      outcome: 'withdrawn',
-      ...(by === undefined ? {} : { by }),
-      reason,
-      at: clock.now(),
-    }
-    if (by === undefined) delete corrected.by
-    settled[index] = corrected
-    emit({ type: 'inbox.settled', settled: corrected })
+    correct(id, { outcome: 'withdrawn', by, reason })
   }
 
   const settleDecision = (id: string, decision: ApprovalDecision) => {
@@ -320,13 +337,14 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
       run.updatedAt = event.at
       if (event.type === 'run.end') {
         run.status = finishedStatus(event.status)
-        // The run no longer waits: its open requests leave the inbox (a late decision would be refused).
-        // One decided here and being stored stays: its run may have ended on this very decision
-        // (the agent read it before this console heard its store confirmed), and it says what was
-        // decided once stored; if the agent did not take it, its withdrawal corrects the line.
+        // The run no longer waits: its open requests leave the inbox (a late decision would be
+        // refused). Its run may have ended on a decision this console has not heard yet: that
+        // decision, when it comes, replaces the line (`endedWithRun`).
         for (const [id, entry] of pending) {
-          if (entry.item.runId === event.runId && !entry.deciding)
-            settle(id, 'withdrawn', undefined, `the run ended (${run.status})`)
+          if (entry.item.runId !== event.runId) continue
+          settle(id, 'withdrawn', undefined, `the run ended (${run.status})`)
+          endedWithRun.add(id)
+          if (endedWithRun.size > MAX_SETTLED) endedWithRun.delete(endedWithRun.values().next().value as string)
         }
       }
       // Streamed text is one event per token: the model.response that follows carries it whole.

@@ -153,7 +153,7 @@ describe('createConsoleHub: an item no longer asked', () => {
     expect(decisions).toEqual([expect.objectContaining({ requestId: 'request_1', approved: false, reviewer: 'system' })])
   })
 
-  it('an item decided here whose run ends before the decision is confirmed stored says what was decided', async () => {
+  it('an item decided here whose run ends before the decision is confirmed stored says, once it is, what was decided', async () => {
     const inner = new InProcessBus()
     // The store's confirmation of the decision is late (a loaded server): the agent has read the
     // decision, run its tool and ended its run before this console hears that it is stored.
@@ -196,11 +196,67 @@ describe('createConsoleHub: an item no longer asked', () => {
       } as never),
     )
     await until(() => hub.snapshot().runs.find((run) => run.runId === 'run_1' && run.status === 'done'))
-    expect(hub.snapshot().settled).toEqual([])
+    // Until the decision is heard, the item is taken for one its run left behind.
+    expect(hub.snapshot().settled).toMatchObject([{ id: 'request_1', outcome: 'withdrawn', reason: 'the run ended (done)' }])
     confirm()
     await expect(decision).resolves.toMatchObject({ approved: true, arguments: { to: 'ACME', amount: 25 } })
-    const settled = await until(() => hub.snapshot().settled[0])
+    const settled = await until(() => hub.snapshot().settled.find((item) => item.outcome !== 'withdrawn'))
     expect(settled).toMatchObject({ id: 'request_1', outcome: 'approved', by: 'tina', reason: 'with edited arguments' })
+    expect(hub.snapshot().settled).toHaveLength(1)
+  })
+
+  it('an item decided in another console whose run ends before the decision reaches this one says who decided', async () => {
+    const inner = new InProcessBus()
+    // This console hears stored decisions late (its consumer lags); the run's events do not.
+    let deliver: () => void = () => {}
+    const delivered = new Promise<void>((resolve) => {
+      deliver = resolve
+    })
+    const lagging = new Proxy(inner, {
+      get(target, key) {
+        if (key === 'durableConsume') {
+          const durableConsume: InProcessBus['durableConsume'] = (subject, handler, options) =>
+            target.durableConsume(
+              subject,
+              async (message) => {
+                if (subject.endsWith('.decisions')) await delivered
+                await handler(message)
+              },
+              options,
+            )
+          return durableConsume
+        }
+        const value = Reflect.get(target, key)
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+    const here = createConsoleHub({ bus: lagging, reviewer: 'tina' })
+    const there = createConsoleHub({ bus: inner, reviewer: 'sam' })
+    onTestFinished(() => here.close())
+    onTestFinished(() => there.close())
+    await Promise.all([here.ready, there.ready])
+    const reviewer = remoteReviewer({ bus: inner })
+    onTestFinished(() => reviewer.close())
+    const decision = reviewer.review(request(), { signal: AbortSignal.timeout(5_000) })
+    await until(() => here.snapshot().inbox[0])
+    await until(() => there.snapshot().inbox[0])
+    expect(there.decide('request_1', { approved: false, reason: 'not yet' })).toEqual({ ok: true })
+    await expect(decision).resolves.toMatchObject({ approved: false, reviewer: 'sam' })
+
+    inner.publish(
+      'signalbox.v1.agents.bank.events.run_end',
+      encodeMessage({
+        v: PROTOCOL_VERSION,
+        type: 'event',
+        event: { type: 'run.end', agentId: 'bank', runId: 'run_1', at: Date.now(), runPath: [], status: 'done' },
+      } as never),
+    )
+    await until(() => here.snapshot().settled[0])
+    expect(here.snapshot().settled).toMatchObject([{ id: 'request_1', outcome: 'withdrawn', reason: 'the run ended (done)' }])
+    deliver()
+    const settled = await until(() => here.snapshot().settled.find((item) => item.outcome !== 'withdrawn'))
+    expect(settled).toMatchObject({ id: 'request_1', outcome: 'denied', by: 'sam', reason: 'not yet' })
+    expect(here.snapshot().settled).toHaveLength(1)
   })
 
   it('a question the agent withdraws (its run was cancelled) leaves the inbox at once, saying by whom; an answer to it is refused', async () => {
