@@ -12,13 +12,23 @@ import { AuditMessage, canonicalJson, decodeMessage, encodeMessage, PROTOCOL_VER
 const WRITER_FIELDS = new Set(['releasedAt', 'signature', 'evidence', 'claimed'])
 
 /**
+ * Refused replies: the name one claimed is what tells it from another refused in the same
+ * millisecond by the same writer for the same reason (forged decisions claiming `alice`, then
+ * `system`), so it is part of their id; without it the stream kept the first and dropped the rest.
+ */
+const REFUSALS = new Set<AuditEntry['kind']>(['approval.rejected', 'question.rejected'])
+
+/**
  * An entry's message id on the stream: a hash of what was decided, on which call, by whom and when,
  * and the key that signs it. A retried write is stored once; so is a decision applied again by the
  * host that took the run over (the first owner applied it and lost the run before its checkpoint
  * said so): one decision, one entry.
  */
 function auditMessageId(entry: AuditEntry): string {
-  const facts = Object.fromEntries(Object.entries(entry).filter(([key]) => !WRITER_FIELDS.has(key)))
+  const refusal = REFUSALS.has(entry.kind)
+  const facts = Object.fromEntries(
+    Object.entries(entry).filter(([key]) => !WRITER_FIELDS.has(key) || (refusal && key === 'claimed')),
+  )
   return `audit-${createHash('sha256').update(canonicalJson(facts)).digest('hex').slice(0, 32)}`
 }
 

@@ -214,5 +214,35 @@ for (const transport of TRANSPORTS) {
         ['approval.granted', 'tina', 4_000, false],
       ])
     })
+
+    it('refusals of different forged decisions in the same millisecond are each stored', async () => {
+      const d = await deploy(transport)
+      const log = busAuditLog({ bus: await d.bus('agent'), subjects: d.subjects })
+      // Three unsigned decisions claiming three names, refused in one tick: the same actor
+      // (unverified), reason and time; only the name each claimed tells them apart.
+      const refused = (claimed: string): AuditEntry => ({
+        kind: 'approval.rejected',
+        agentId: 'claw',
+        runId: 'run-1',
+        runPath: ['run-1'],
+        callId: 'call_1',
+        toolName: 'drop_claw',
+        decision: 'approved',
+        reason: 'unsigned: the decision carries no signature',
+        actor: 'unverified',
+        claimed,
+        decidedAt: 7_000,
+      })
+      for (const claimed of ['alice@example.com', 'claw', 'system']) await log.record(refused(claimed))
+      // The same refusal written again (a retried write) is still one entry.
+      await log.record(refused('system'))
+
+      const entries = await readAudit({ bus: await d.bus('auditor'), subjects: d.subjects, idleMs: 300 })
+      expect(entries.map((e) => [e.actor, e.claimed])).toEqual([
+        ['unverified', 'alice@example.com'],
+        ['unverified', 'claw'],
+        ['unverified', 'system'],
+      ])
+    })
   })
 }
