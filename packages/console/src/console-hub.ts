@@ -186,8 +186,12 @@ export function createConsoleHub(options: ConsoleHubOptions): ConsoleHub {
   const withdrawn = (id: string, reason: string, by: string | undefined) => {
     if (pending.has(id)) return settle(id, 'withdrawn', by, reason)
     const done = settled.find((s) => s.id === id)
-    if (done === undefined || (done.outcome !== 'approved' && done.outcome !== 'denied')) return
-    correct(id, { outcome: 'withdrawn', by, reason })
+    if (done === undefined) return
+    // The agent's word is final: it replaces a line its run's end left (no decision may replace it
+    // after that), as it replaces a decision it refused.
+    if (endedWithRun.delete(id) || done.outcome === 'approved' || done.outcome === 'denied') {
+      correct(id, { outcome: 'withdrawn', by, reason })
+    }
   }
 
   const settleDecision = (id: string, decision: ApprovalDecision) => {

@@ -259,6 +259,85 @@ describe('createConsoleHub: an item no longer asked', () => {
     expect(here.snapshot().settled).toHaveLength(1)
   })
 
+  it("an item its run left behind takes the agent's withdrawal, and a decision arriving after that does not replace it", async () => {
+    const bus = new InProcessBus()
+    const hub = createConsoleHub({ bus, reviewer: 'tina' })
+    onTestFinished(() => hub.close())
+    await hub.ready
+    const asked = request()
+    // Another run's request: its decision, published after the late one, says the late one was read.
+    const other = request({ requestId: 'request_2', runId: 'run_2', callId: 'call_2' })
+    for (const item of [asked, other]) {
+      await bus.durablePublish(
+        'signalbox.v1.approvals.bank',
+        encodeMessage(<ApprovalRequestMessage>{ v: PROTOCOL_VERSION, type: 'approval.request', ...item }),
+        { msgId: item.requestId },
+      )
+    }
+    await until(() => (hub.snapshot().inbox.length === 2 ? true : undefined))
+    bus.publish(
+      'signalbox.v1.agents.bank.events.run_end',
+      encodeMessage({
+        v: PROTOCOL_VERSION,
+        type: 'event',
+        event: { type: 'run.end', agentId: 'bank', runId: 'run_1', at: Date.now(), runPath: [], status: 'cancelled' },
+      } as never),
+    )
+    await until(() => hub.snapshot().settled[0])
+    // The agent says why it stopped waiting: the run was cancelled.
+    await bus.durablePublish(
+      'signalbox.v1.approvals.bank.withdrawn',
+      encodeMessage({
+        v: PROTOCOL_VERSION,
+        type: 'approval.withdrawn',
+        requestId: asked.requestId,
+        agentId: 'bank',
+        callId: asked.callId,
+        digest: asked.digest,
+        reason: 'the run was cancelled (wrong payee)',
+        by: 'carol',
+        withdrawnAt: Date.now(),
+      } as never),
+      { msgId: `withdrawn-${asked.requestId}` },
+    )
+    await until(() => hub.snapshot().settled.find((item) => item.by === 'carol'))
+    // A decision someone made before hearing of it comes after: the agent refuses it, and so does the line.
+    await bus.durablePublish(
+      'signalbox.v1.approvals.bank.decisions',
+      encodeMessage({
+        v: PROTOCOL_VERSION,
+        type: 'approval.decision',
+        requestId: asked.requestId,
+        callId: asked.callId,
+        digest: asked.digest,
+        approved: true,
+        reviewer: 'sam',
+        decidedAt: Date.now(),
+      } as never),
+      { msgId: 'late-decision' },
+    )
+    await bus.durablePublish(
+      'signalbox.v1.approvals.bank.decisions',
+      encodeMessage({
+        v: PROTOCOL_VERSION,
+        type: 'approval.decision',
+        requestId: other.requestId,
+        callId: other.callId,
+        digest: other.digest,
+        approved: false,
+        reviewer: 'sam',
+        decidedAt: Date.now(),
+      } as never),
+      { msgId: 'next-decision' },
+    )
+    await until(() => hub.snapshot().settled.find((item) => item.id === 'request_2'))
+    expect(hub.snapshot().settled.find((item) => item.id === 'request_1')).toMatchObject({
+      outcome: 'withdrawn',
+      by: 'carol',
+      reason: 'the run was cancelled (wrong payee)',
+    })
+  })
+
   it('a question the agent withdraws (its run was cancelled) leaves the inbox at once, saying by whom; an answer to it is refused', async () => {
     const bus = new InProcessBus()
     const hub = createConsoleHub({ bus, reviewer: 'tina' })
