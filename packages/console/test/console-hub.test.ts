@@ -98,6 +98,18 @@ describe('createConsoleHub', () => {
   })
 })
 
+/** The agent's `run.end` event for `runId` of agent `bank`, as its host publishes it. */
+function runEnded(bus: InProcessBus, runId: string, status: 'done' | 'failed' | 'cancelled'): void {
+  bus.publish(
+    'signalbox.v1.agents.bank.events.run_end',
+    encodeMessage({
+      v: PROTOCOL_VERSION,
+      type: 'event',
+      event: { type: 'run.end', agentId: 'bank', runId, at: Date.now(), runPath: [], status },
+    } as never),
+  )
+}
+
 /** Time that moves only when the test moves it; due timers run at once, in order. */
 function manualClock() {
   let now = 0
@@ -187,14 +199,7 @@ describe('createConsoleHub: an item no longer asked', () => {
     expect(hub.decide('request_1', { approved: true, arguments: { to: 'ACME', amount: 25 } })).toEqual({ ok: true })
     await until(() => (storing ? true : undefined))
 
-    inner.publish(
-      'signalbox.v1.agents.bank.events.run_end',
-      encodeMessage({
-        v: PROTOCOL_VERSION,
-        type: 'event',
-        event: { type: 'run.end', agentId: 'bank', runId: 'run_1', at: Date.now(), runPath: [], status: 'done' },
-      } as never),
-    )
+    runEnded(inner, 'run_1', 'done')
     await until(() => hub.snapshot().runs.find((run) => run.runId === 'run_1' && run.status === 'done'))
     // Until the decision is heard, the item is taken for one its run left behind.
     expect(hub.snapshot().settled).toMatchObject([{ id: 'request_1', outcome: 'withdrawn', reason: 'the run ended (done)' }])
@@ -243,14 +248,7 @@ describe('createConsoleHub: an item no longer asked', () => {
     expect(there.decide('request_1', { approved: false, reason: 'not yet' })).toEqual({ ok: true })
     await expect(decision).resolves.toMatchObject({ approved: false, reviewer: 'sam' })
 
-    inner.publish(
-      'signalbox.v1.agents.bank.events.run_end',
-      encodeMessage({
-        v: PROTOCOL_VERSION,
-        type: 'event',
-        event: { type: 'run.end', agentId: 'bank', runId: 'run_1', at: Date.now(), runPath: [], status: 'done' },
-      } as never),
-    )
+    runEnded(inner, 'run_1', 'done')
     await until(() => here.snapshot().settled[0])
     expect(here.snapshot().settled).toMatchObject([{ id: 'request_1', outcome: 'withdrawn', reason: 'the run ended (done)' }])
     deliver()
@@ -275,14 +273,7 @@ describe('createConsoleHub: an item no longer asked', () => {
       )
     }
     await until(() => (hub.snapshot().inbox.length === 2 ? true : undefined))
-    bus.publish(
-      'signalbox.v1.agents.bank.events.run_end',
-      encodeMessage({
-        v: PROTOCOL_VERSION,
-        type: 'event',
-        event: { type: 'run.end', agentId: 'bank', runId: 'run_1', at: Date.now(), runPath: [], status: 'cancelled' },
-      } as never),
-    )
+    runEnded(bus, 'run_1', 'cancelled')
     await until(() => hub.snapshot().settled[0])
     // The agent says why it stopped waiting: the run was cancelled.
     await bus.durablePublish(

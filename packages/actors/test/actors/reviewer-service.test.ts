@@ -222,6 +222,18 @@ for (const transport of TRANSPORTS) {
   })
 }
 
+/** The request ids of the decisions stored on `subject` from now on, as a watcher sees them. */
+async function storedDecisions(d: Awaited<ReturnType<typeof deploy>>, subject: string): Promise<string[]> {
+  const watcher = await d.bus('watcher')
+  const stored: string[] = []
+  const subscription = watcher.subscribe(subject, (message) => {
+    stored.push((JSON.parse(new TextDecoder().decode(message.data)) as { requestId: string }).requestId)
+  })
+  d.defer(() => subscription.unsubscribe())
+  await subscription.ready
+  return stored
+}
+
 for (const transport of TRANSPORTS) {
   describe(`reviewer service: the very message delivered again while it is decided (${transport.name})`, () => {
     it('is settled with the first copy: when storing the decision fails, both come back and it is decided again', async () => {
@@ -275,13 +287,7 @@ for (const transport of TRANSPORTS) {
       d.defer(() => service.close())
       await service.ready
 
-      const watcher = await d.bus('watcher')
-      const stored: string[] = []
-      const subscription = watcher.subscribe(decisions, (message) => {
-        stored.push((JSON.parse(new TextDecoder().decode(message.data)) as { requestId: string }).requestId)
-      })
-      d.defer(() => subscription.unsubscribe())
-      await subscription.ready
+      const stored = await storedDecisions(d, decisions)
 
       const agentBus = await d.bus('agent')
       await agentBus.durablePublish(requests, JSON.stringify(approvalRequest('request_redelivered')), { msgId: 'first' })
@@ -345,13 +351,7 @@ for (const transport of TRANSPORTS) {
       await eventually(() => reviewed.includes('request_next'), 5_000, 'the next request to be reviewed')
       expect(reviewed).toEqual(['request_again', 'request_next'])
 
-      const watcher = await d.bus('watcher')
-      const stored: string[] = []
-      const subscription = watcher.subscribe(decisions, (message) => {
-        stored.push((JSON.parse(new TextDecoder().decode(message.data)) as { requestId: string }).requestId)
-      })
-      d.defer(() => subscription.unsubscribe())
-      await subscription.ready
+      const stored = await storedDecisions(d, decisions)
       release()
       await eventually(() => stored.length >= 2, 5_000, 'both decisions to be stored')
       expect(stored.sort()).toEqual(['request_again', 'request_next'])
