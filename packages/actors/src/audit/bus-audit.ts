@@ -69,7 +69,10 @@ export function matchesAudit(entry: AuditEntry, filter: AuditFilter): boolean {
 
 /**
  * Reads the stored audit trail, oldest first. With `follow`, keeps calling `onEntry` for new
- * entries until the signal aborts; otherwise resolves once the log has been quiet for `idleMs`.
+ * entries until the signal aborts; otherwise resolves once every entry stored when the read began
+ * has been handed over (the consumer's `caughtUp`) and the log has then been quiet for `idleMs`.
+ * The quiet time alone is not the end: under load, the gap between two batches of the replay can
+ * be longer than it, and the trail read would stop short.
  */
 export function readAudit(options: {
   bus: Bus
@@ -87,6 +90,7 @@ export function readAudit(options: {
   return new Promise((resolve, reject) => {
     let timer: ReturnType<typeof setTimeout> | undefined
     let done = false
+    let caughtUp = false
     const finish = () => {
       if (done) return
       done = true
@@ -96,7 +100,7 @@ export function readAudit(options: {
       resolve(entries)
     }
     const arm = () => {
-      if (options.follow || done) return
+      if (options.follow || done || !caughtUp) return
       if (timer) clearTimeout(timer)
       timer = setTimeout(finish, idleMs)
     }
@@ -114,13 +118,21 @@ export function readAudit(options: {
       },
       { deliverAll: true, purpose: 'audit' },
     )
-    subscription.ready.then(arm, (error) => {
-      done = true
-      if (timer) clearTimeout(timer)
-      options.signal?.removeEventListener('abort', finish)
-      subscription.unsubscribe()
-      reject(error)
-    })
+    subscription.ready.then(
+      () =>
+        // A bus without `caughtUp` hands over what it held before `ready`.
+        (subscription.caughtUp ?? Promise.resolve()).then(() => {
+          caughtUp = true
+          arm()
+        }),
+      (error) => {
+        done = true
+        if (timer) clearTimeout(timer)
+        options.signal?.removeEventListener('abort', finish)
+        subscription.unsubscribe()
+        reject(error)
+      },
+    )
     // An already aborted signal never fires: finish with what is there (nothing yet).
     if (options.signal?.aborted) finish()
     else options.signal?.addEventListener('abort', finish, { once: true })

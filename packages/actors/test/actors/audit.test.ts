@@ -244,5 +244,29 @@ for (const transport of TRANSPORTS) {
         ['unverified', 'system'],
       ])
     })
+
+    it('a read ends only after every entry stored before it began, however long the replay pauses between batches', async () => {
+      const d = await deploy(transport)
+      const log = busAuditLog({ bus: await d.bus('agent'), subjects: d.subjects })
+      const stored = 600
+      const entry = (i: number): AuditEntry => ({
+        kind: 'approval.granted',
+        agentId: 'bulk',
+        runId: `run-${i}`,
+        runPath: [`run-${i}`],
+        callId: 'call_1',
+        toolName: 'apply',
+        decision: 'approved',
+        actor: 'tina',
+        decidedAt: 1_000 + i,
+      })
+      for (let i = 0; i < stored; i += 50) {
+        await Promise.all(Array.from({ length: Math.min(50, stored - i) }, (_, j) => log.record(entry(i + j))))
+      }
+      // No quiet time at all: any pause in the replay (a batch still on its way) would have ended the read.
+      const entries = await readAudit({ bus: await d.bus('auditor'), subjects: d.subjects, idleMs: 0 })
+      expect(entries).toHaveLength(stored)
+      expect(new Set(entries.map((e) => e.runId)).size).toBe(stored)
+    })
   })
 }
