@@ -3,60 +3,24 @@
  * Like is compared with like: signalbox streaming against the openai-SDK loop streaming, and
  * signalbox with `stream: false` against the openai-SDK loop without streaming.
  */
-import { OpenAIProvider } from '@signalbox/core'
-import OpenAI from 'openai'
-import { type Chat, fetchChat, openaiChat, openaiStreamChat, runBareLoop } from '../lib/bare-loops.ts'
 import { measureInterleaved, type Variant } from '../lib/measure.ts'
 import { buildRows, type Check, type Comparator, rowById, type Table } from '../lib/report.ts'
-import { benchAgent, runAgent } from '../lib/signalbox.ts'
-import { modelFor, PROMPT } from '../lib/workload.ts'
+import { modelFor } from '../lib/workload.ts'
 import { PEER_IDS, PEER_LABELS, peerRuns } from '../peers/index.ts'
+import { HTTP_API_KEY, type HttpVariantOptions, httpLoopRunners } from './http-loops.ts'
 import type { ScenarioOptions } from './options.ts'
-import { designFloorRun } from './xstate-floor.ts'
+
+export type { HttpVariantOptions } from './http-loops.ts'
 
 export const HTTP_TARGET_RATIO = 1.1
-const API_KEY = 'bench'
-
-export interface HttpVariantOptions {
-  url: string
-  steps: number
-  withHooks: boolean
-  /** Default `bench-<steps>`; the heap scenario parks runs on `park-<steps>`. */
-  model?: string
-}
 
 /** The HTTP variants, as "one run" functions; the concurrency scenario reuses them. */
-export function httpRunners({ url, steps, withHooks, model = modelFor(steps) }: HttpVariantOptions) {
-  // The client configuration signalbox's OpenAIProvider builds for itself.
-  const client = new OpenAI({ baseURL: url, apiKey: API_KEY, maxRetries: 0 })
-  const checked = (ran: number) => {
-    if (ran !== steps) throw new Error(`expected ${steps} tool steps, ran ${ran}`)
-    return ran
-  }
-  const bare = (chat: Chat) => async () => checked(await runBareLoop(chat, PROMPT))
-  const agent = (stream: boolean, hooks: boolean) => {
-    const a = benchAgent(new OpenAIProvider({ baseURL: url, model, apiKey: API_KEY, stream }), hooks)
-    return async () => checked(await runAgent(a))
-  }
+export function httpRunners(options: HttpVariantOptions) {
+  const { url, steps, model = modelFor(steps) } = options
   return {
-    fetch: bare(fetchChat(url, model, API_KEY)),
-    openai: bare(openaiChat(client, model)),
-    openaiStream: bare(openaiStreamChat(client, model)),
-    signalbox: agent(false, false),
-    signalboxStream: agent(true, false),
-    // The loop signalbox's chart is built on, without signalbox, on the same SDK calls as the SDK loops.
-    floor: designFloorRun(openaiChat(client, model), steps),
-    floorStream: designFloorRun(openaiStreamChat(client, model), steps),
-    ...(withHooks
-      ? {
-          signalboxHooks: agent(false, true),
-          signalboxStreamHooks: agent(true, true),
-          floorHooks: designFloorRun(openaiChat(client, model), steps, 5),
-          floorStreamHooks: designFloorRun(openaiStreamChat(client, model), steps, 5),
-        }
-      : {}),
+    ...httpLoopRunners(options),
     // The peers, streaming off (as each of them runs by default).
-    ...peerRuns({ url, model, apiKey: API_KEY, steps }),
+    ...peerRuns({ url, model, apiKey: HTTP_API_KEY, steps }),
   }
 }
 
