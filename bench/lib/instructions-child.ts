@@ -13,6 +13,9 @@ const runs = Number(runsArg)
 const steps = Number(stepsArg)
 const atOnce = Number(atOnceArg)
 if (where !== 'http' && where !== 'in-process') throw new Error(`where is http or in-process, got "${where}"`)
+// Checked before the runs, not after minutes of them under valgrind.
+const gc = (globalThis as { gc?: () => void }).gc
+if (!gc) throw new Error('run with --expose-gc')
 
 let server: BenchServer | undefined
 try {
@@ -27,8 +30,6 @@ try {
   let total = 0
   for (let i = 0; i < runs; i++) for (const ran of await Promise.all(Array.from({ length: atOnce }, () => run()))) total += ran
   // What the runs left, collected here: each variant pays for its own garbage (see instructions.ts).
-  const gc = (globalThis as { gc?: () => void }).gc
-  if (!gc) throw new Error('run with --expose-gc')
   gc()
   console.log(JSON.stringify({ variant: id, runs, atOnce, steps: total }))
 } finally {
