@@ -1,34 +1,28 @@
 /**
  * Instructions per tool step over HTTP (or in process), counted by valgrind's callgrind, to judge
  * the HTTP targets on figures the machine's load does not move: the timed HTTP rows move by
- * ±0.1-0.2x from run to run on a shared machine. Each variant runs in a process of its own twice,
- * for two numbers of runs (`--runs 6,16`, each of `--at-once` runs of `--steps` steps); the
- * difference between the two counts is the work of the extra runs, the process's start and the
- * first runs' warm-up cancelling out.
+ * ±0.1-0.2x from run to run on a shared machine. Each variant runs in a process of its own: a
+ * warm-up (`--warm-up 15` runs: V8 is still optimizing for some 3,000 steps), then the counted runs
+ * (`--runs 5`) and a full GC, each of `--at-once` runs of `--steps` steps. Only that window is
+ * counted (the child marks it; callgrind dumps at each mark), on the main thread of a
+ * `node --single-threaded`: V8's GC and compilers run there, in one order, so two processes of one
+ * commit count the same to within ~0.5% (`--repeat 2` shows it), where helper threads used to move
+ * counts by hundreds of millions of instructions.
  *
- * Not precise enough yet to judge a 10% target: counts of one commit still disagree by several
- * percent, because V8's helper threads (the parallel and concurrent GC, code generation outside
- * `v8::internal::compiler::`) and the start's module loading vary by hundreds of millions of
- * instructions from one process to the next. Next: `node --single-threaded` (everything on the main
- * thread, in one order) and instrumentation switched on only for the measured runs
- * (`--instr-atstart=no`, then `callgrind_control -i on`). See docs/benchmarks.md.
- *
- * Reported per tool step, in the steady state: the instructions of every thread but V8's
- * optimizing compiler (the loop, the SDK, Node's HTTP, JSON and the GC, concurrent parts included:
- * the CPU a step costs), and the compiler's apart (code still being optimized: the warm-up's tail,
- * which takes some 3,000 steps to die down). Not split by thread: the GC moves its work between the
- * main thread and its helpers from one run to the next.
+ * Reported per tool step: the window's instructions (the loop, the SDK, Node's HTTP, JSON and the
+ * GC: the CPU a step costs) without V8's optimizing compilers, and the compilers' apart (code still
+ * being optimized after the warm-up, a few functions a run: a tail that ends, not a step's cost).
  * The built packages are measured (`dist/`, as `pnpm bench` does).
  *
  *   node bench/run.mjs --build-only
  *   node --import tsx bench/instructions.ts openai,floor,signalbox
- *   node --import tsx bench/instructions.ts openai,floor,signalbox --steps 20 --at-once 200 --runs 1,2
- *   node --import tsx bench/instructions.ts signalbox,signalbox-hooks --in-process --steps 20 --runs 100,300
+ *   node --import tsx bench/instructions.ts openai,floor,signalbox --steps 20 --at-once 200 --warm-up 3 --runs 1
+ *   node --import tsx bench/instructions.ts signalbox,signalbox-hooks --in-process --steps 20 --warm-up 150 --runs 50
  *
  * Variants: those of the HTTP scenario without the peers (`bench/scenarios/http-loops.ts`), or with
  * `--in-process` those of the in-process scenario (e.g. `signalbox,signalbox-hooks`). Needs
  * `valgrind` (Debian: `apt-get install valgrind`); a 200-step run takes ~15 s under it, the first
- * command ~20 min on 2 cores.
+ * command ~6 min on 2 cores.
  */
 import { execFile, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
@@ -42,7 +36,9 @@ import { inProcessVariants } from './scenarios/in-process.ts'
 const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
-    runs: { type: 'string', default: '6,16' },
+    'warm-up': { type: 'string', default: '15' },
+    runs: { type: 'string', default: '5' },
+    repeat: { type: 'string', default: '1' },
     steps: { type: 'string', default: '200' },
     jobs: { type: 'string', default: '2' },
     'at-once': { type: 'string', default: '1' },
@@ -59,14 +55,16 @@ const VARIANTS =
     : inProcessVariants(1).map((v) => v.id)
 if (values.help) {
   console.log(
-    'node --import tsx bench/instructions.ts <variant,...> [--runs 6,16] [--steps 200] [--at-once 1] [--jobs 2]\n' +
+    'node --import tsx bench/instructions.ts <variant,...> [--warm-up 15] [--runs 5] [--steps 200] [--at-once 1] [--repeat 1] [--jobs 2]\n' +
       'Instructions per tool step, counted by valgrind (callgrind), of the variants named (the first is the baseline):\n' +
       `  ${VARIANTS.join(', ')}\n` +
-      '--runs A,B   the two counts of runs compared (runs before A are its warm-up)\n' +
-      '--at-once N  each run is N runs at once (the throughput scenario: --steps 20 --at-once 200 --runs 1,2)\n' +
+      '--warm-up N  runs before the count (default 15: V8 optimizes for some 3,000 steps)\n' +
+      '--runs N     runs counted, then a full GC (default 5)\n' +
+      '--at-once N  each run is N runs at once (the throughput scenario: --steps 20 --at-once 200 --warm-up 2 --runs 1)\n' +
       '--in-process the in-process variants instead (no HTTP: the ScriptedProvider), e.g. signalbox,signalbox-hooks\n' +
+      '--repeat N   count each variant N times, in processes of their own (the spread between identical counts)\n' +
       '--jobs N     processes under valgrind at once (default 2)\n' +
-      '--keep DIR   keep the callgrind files there (callgrind_annotate reads them), one per thread',
+      '--keep DIR   keep the callgrind files there (callgrind_annotate reads them; <variant>-<i>.callgrind.2-01 is the window)',
   )
   process.exit(0)
 }
@@ -77,15 +75,20 @@ if (unknown.length > 0) {
   console.error(`unknown variant ${unknown.map((v) => `"${v}"`).join(', ')}; the variants are ${VARIANTS.join(', ')}`)
   process.exit(2)
 }
-const [fewer, more] = values.runs.split(',').map(Number) as [number, number]
-const steps = Number(values.steps)
-const atOnce = Number(values['at-once'])
-if (!(Number.isInteger(fewer) && Number.isInteger(more) && fewer >= 1 && more > fewer)) {
-  console.error('--runs takes two counts of runs, the second larger (e.g. 6,16)')
+const count_ = (name: string) => Number(values[name as 'runs'])
+const [warmUp, runs, steps, atOnce, repeat] = ['warm-up', 'runs', 'steps', 'at-once', 'repeat'].map(count_) as [
+  number,
+  number,
+  number,
+  number,
+  number,
+]
+if (!(Number.isInteger(warmUp) && warmUp >= 0)) {
+  console.error('--warm-up takes a count of runs (0 or more)')
   process.exit(2)
 }
-if (!(Number.isInteger(steps) && steps >= 1 && Number.isInteger(atOnce) && atOnce >= 1)) {
-  console.error('--steps and --at-once take positive integers')
+if (![runs, steps, atOnce, repeat].every((n) => Number.isInteger(n) && n >= 1)) {
+  console.error('--runs, --steps, --at-once and --repeat take positive integers')
   process.exit(2)
 }
 
@@ -104,14 +107,14 @@ const dir = values.keep ?? mkdtempSync(join(tmpdir(), 'signalbox-instructions-')
 mkdirSync(dir, { recursive: true })
 
 interface Count {
-  /** Every instruction of the process, all its threads. */
+  /** The measured window's instructions, on the main thread. */
   total: number
-  /** Those of V8's optimizing compiler (its background threads). */
+  /** Those of V8's optimizing compilers (TurboFan, Maglev), in the window. */
   compiler: number
   steps: number
 }
 
-/** A callgrind file's instruction count, and the optimizing compiler's part of it. */
+/** A callgrind file's instruction count, and the optimizing compilers' part of it. */
 async function annotate(file: string): Promise<{ total: number; compiler: number }> {
   const { stdout } = await run('callgrind_annotate', ['--threshold=100', file], { maxBuffer: 1 << 28 })
   let total = 0
@@ -126,20 +129,25 @@ async function annotate(file: string): Promise<{ total: number; compiler: number
   return { total, compiler }
 }
 
-/** One process under callgrind (a file per thread): its instruction counts. */
-async function count(variant: string, runs: number): Promise<Count> {
-  const out = join(dir, `${variant}-${runs}.callgrind`)
+/** One process under callgrind: the instructions of its measured window (see the child). */
+async function count(variant: string, repeat: number): Promise<Count> {
+  const out = join(dir, `${variant}-${repeat}.callgrind`)
   // A kept directory may hold an earlier count's files.
-  for (const f of readdirSync(dir)) if (f.startsWith(`${variant}-${runs}.callgrind`)) rmSync(join(dir, f))
+  for (const f of readdirSync(dir)) if (f.startsWith(`${variant}-${repeat}.callgrind`)) rmSync(join(dir, f))
   const env = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${useDist}`.trim() }
   const args = [
     '--tool=callgrind',
     '--separate-threads=yes',
+    // The child opens and closes its window with process.cpuUsage(): a dump at each, so the
+    // second dump holds the window alone (a function-triggered dump holds the calling thread).
+    '--dump-before=uv_getrusage',
     `--callgrind-out-file=${out}`,
     process.execPath,
-    // No major GC starts by chance in one count and not the other (one is some 150M instructions):
-    // the old generation is sized so that none starts, and each process ends with a full GC (the
-    // child's) that collects what its runs left, so each variant pays for its own garbage.
+    // Everything V8 does on the main thread, in one order: its GC and compilers have no helper
+    // threads whose share moves from one process to the next.
+    '--single-threaded',
+    // No major GC starts by chance inside a window (one is some 150M instructions): the old
+    // generation is sized so that none starts; the window ends with a full GC of its own.
     '--initial-old-space-size=1024',
     '--expose-gc',
     '--import',
@@ -147,6 +155,7 @@ async function count(variant: string, runs: number): Promise<Count> {
     child,
     where,
     variant,
+    String(warmUp),
     String(runs),
     String(steps),
     String(atOnce),
@@ -159,19 +168,16 @@ async function count(variant: string, runs: number): Promise<Count> {
     p.stderr.on('data', (chunk: Buffer) => (errors += chunk))
     p.once('error', reject)
     p.once('exit', (code) =>
-      code === 0 ? resolve(text) : reject(new Error(`${variant} × ${runs} exited with ${code}:\n${errors.slice(-2000)}`)),
+      code === 0 ? resolve(text) : reject(new Error(`${variant} exited with ${code}:\n${errors.slice(-2000)}`)),
     )
   })
   const ran = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { steps?: number }
-  // One file per thread.
-  const files = readdirSync(dir).filter((f) => f.startsWith(`${variant}-${runs}.callgrind-`))
-  const counts = await Promise.all(files.map(async (f) => ({ f, ...(await annotate(join(dir, f))) })))
-  const sum = (pick: (c: (typeof counts)[number]) => number) => counts.reduce((n, c) => n + pick(c), 0)
-  return {
-    total: sum((c) => c.total),
-    compiler: sum((c) => c.compiler),
-    steps: ran.steps ?? Number.NaN,
+  // Two dumps, both of the main thread: anything else calling uv_getrusage would move the window.
+  const dumps = readdirSync(dir).filter((f) => new RegExp(`^${variant}-${repeat}\\.callgrind\\.\\d+-`).test(f))
+  if (dumps.length !== 2 || !dumps.includes(`${variant}-${repeat}.callgrind.2-01`)) {
+    throw new Error(`${variant}: expected the window's two dumps on the main thread, found ${dumps.join(', ') || 'none'}`)
   }
+  return { ...(await annotate(join(dir, `${variant}-${repeat}.callgrind.2-01`))), steps: ran.steps ?? Number.NaN }
 }
 
 /** Runs the jobs `jobs` at a time. */
@@ -189,25 +195,30 @@ async function pooled<T>(tasks: (() => Promise<T>)[], jobs: number): Promise<T[]
 }
 
 console.log(
-  `instructions per tool step ${where === 'http' ? 'over HTTP' : 'in process'} (callgrind): ${variants.join(', ')}; ${fewer} → ${more} runs of ${atOnce === 1 ? '' : `${atOnce} at once × `}${steps} steps, node ${process.version}`,
+  `instructions per tool step ${where === 'http' ? 'over HTTP' : 'in process'} (callgrind): ${variants.join(', ')}; ${warmUp} runs of warm-up, ${runs} counted, of ${atOnce === 1 ? '' : `${atOnce} at once × `}${steps} steps; node ${process.version}`,
 )
 try {
-  const tasks = variants.flatMap((v) => [() => count(v, fewer), () => count(v, more)])
+  const tasks = variants.flatMap((v) => Array.from({ length: repeat }, (_, i) => () => count(v, i + 1)))
   const counts = await pooled(tasks, Number(values.jobs))
-  const rows = variants.map((variant, i) => {
-    const [a, b] = [counts[2 * i]!, counts[2 * i + 1]!]
-    const perStep = (pick: (c: Count) => number) => (pick(b) - pick(a)) / (b.steps - a.steps)
-    const compiler = perStep((c) => c.compiler)
-    return { variant, compiler, work: perStep((c) => c.total) - compiler }
+  const rows = variants.map((variant, v) => {
+    const mine = counts.slice(v * repeat, (v + 1) * repeat)
+    const work = mine.map((c) => (c.total - c.compiler) / c.steps).sort((a, b) => a - b)
+    const compiler = mine.reduce((n, c) => n + c.compiler / c.steps, 0) / repeat
+    return { variant, work, median: work[Math.floor((repeat - 1) / 2)]!, compiler }
   })
   const base = rows[0]!
-  const k = (n: number) => `${(n / 1000).toFixed(0)}k`
+  const k = (n: number) => `${(n / 1000).toFixed(1)}k`
   console.log(
-    `\nInstructions per tool step in the steady state: every thread but V8's optimizing compiler (the CPU a step costs), over ${base.variant}; the compiler apart (the warm-up's tail). Counts of one commit still vary by several percent (docs/benchmarks.md).\n`,
+    `\nInstructions per tool step in the counted runs, on the main thread (node --single-threaded: V8's GC included), V8's optimizing compilers apart (what is still being optimized after the warm-up); over ${base.variant}.\n`,
   )
-  console.log(`| variant | instructions per tool step | × ${base.variant} | the optimizing compiler |`)
+  console.log(
+    `| variant | instructions per tool step${repeat > 1 ? ` (${repeat} counts)` : ''} | × ${base.variant} | the optimizing compilers |`,
+  )
   console.log('| --- | ---: | ---: | ---: |')
-  for (const r of rows) console.log(`| ${r.variant} | ${k(r.work)} | ${(r.work / base.work).toFixed(3)}x | ${k(r.compiler)} |`)
+  for (const r of rows) {
+    const spread = repeat > 1 ? ` (${r.work.map(k).join(', ')})` : ''
+    console.log(`| ${r.variant} | ${k(r.median)}${spread} | ${(r.median / base.median).toFixed(3)}x | ${k(r.compiler)} |`)
+  }
 } finally {
   if (values.keep === undefined) rmSync(dir, { recursive: true, force: true })
 }

@@ -1,8 +1,8 @@
 /**
  * `bench/instructions.ts` counts instructions per tool step by running each HTTP variant in a
  * process of its own under valgrind. That process is tested here without valgrind (minutes under
- * it): on the built packages it runs the variant's checked runs against the scripted model server,
- * ends with a full GC, and reports the tool steps it ran; an unknown variant is refused by name.
+ * it): on the built packages it runs the variant's warm-up and counted runs against the scripted
+ * model server, and reports the counted runs' tool steps; an unknown variant is refused by name.
  * No count is asserted: speed is the bench's business, not the tests'.
  */
 import { spawn } from 'node:child_process'
@@ -32,15 +32,22 @@ describe('bench/instructions.ts: the counted process', () => {
   it.each(['openai', 'floor', 'signalbox'])(
     '%s: runs its checked runs on dist/ and reports their tool steps',
     async (variant) => {
-      const out = await child([variant, '2', '5'], AbortSignal.timeout(60_000))
+      // One run of warm-up, two counted: only the counted runs' steps are reported.
+      const out = await child([variant, '1', '2', '5'], AbortSignal.timeout(60_000))
       expect(out.code, out.stderr).toBe(0)
-      expect(JSON.parse(out.stdout.trim().split('\n').at(-1) ?? '')).toEqual({ variant, runs: 2, atOnce: 1, steps: 10 })
+      expect(JSON.parse(out.stdout.trim().split('\n').at(-1) ?? '')).toEqual({
+        variant,
+        warmUp: 1,
+        runs: 2,
+        atOnce: 1,
+        steps: 10,
+      })
     },
     70_000,
   )
 
   it('refuses an unknown variant by its name', async () => {
-    const out = await child(['nope', '1', '5'], AbortSignal.timeout(60_000))
+    const out = await child(['nope', '0', '1', '5'], AbortSignal.timeout(60_000))
     expect(out.code).not.toBe(0)
     expect(out.stderr).toContain('unknown variant "nope"')
   }, 70_000)
