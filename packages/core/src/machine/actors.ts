@@ -12,6 +12,20 @@ import type { AgentMachineEvent, CurrentCall, RunInfo } from './context.ts'
 import type { AgentRuntime } from './runtime.ts'
 import { failedToolResult, transferredText } from './tool-result-texts.ts'
 
+/**
+ * The provider's per-run key (`ProviderCallOptions.run`): one empty object per run, kept with the
+ * run's `RunInfo` (the same object in every context of the run, gone with the run).
+ */
+const runKeys = new WeakMap<RunInfo, object>()
+function runKey(run: RunInfo): object {
+  let key = runKeys.get(run)
+  if (key === undefined) {
+    key = {}
+    runKeys.set(run, key)
+  }
+  return key
+}
+
 /** A wait's work that settles once: its result becomes `work.done`, its failure `work.error`. */
 export interface PromiseWork<I = unknown, O = unknown> {
   kind: 'promise'
@@ -97,11 +111,12 @@ export function createAgentWork() {
           ? (delta: string) =>
               runtime.events.emit({ ...base, at: runtime.clock.now(), type: 'text.delta', turn: input.turn, delta })
           : undefined
+        const run = runKey(input.run)
         const response = await runtime.provider.complete(
           runtime.output
             ? { messages: input.messages, tools, responseFormat: runtime.output.responseFormat }
             : { messages: input.messages, tools },
-          onTextDelta ? { signal, onTextDelta } : { signal },
+          onTextDelta ? { signal, onTextDelta, run } : { signal, run },
         )
         return { ...response, durationMs: runtime.clock.now() - started }
       },

@@ -1,4 +1,6 @@
 import type { ClientOptions, default as OpenAI } from 'openai'
+import type { APIPromise } from 'openai/core/api-promise'
+import type { Stream } from 'openai/core/streaming'
 import type {
   ChatCompletion,
   ChatCompletionChunk,
@@ -10,6 +12,7 @@ import { AbortedError, ConfigError, ProviderError } from '../errors.ts'
 import type { AssistantMessage, ToolCall, Usage } from '../messages.ts'
 import { httpStatusError, notACompletion, otherCallError, unreachableError } from './endpoint-errors.ts'
 import type { Provider, ProviderCallOptions, ProviderRequest, ProviderResponse } from './provider.ts'
+import { requestJson } from './request-json.ts'
 import { perToolList } from './tool-lists.ts'
 
 export interface OpenAIProviderOptions {
@@ -25,7 +28,11 @@ export interface OpenAIProviderOptions {
   timeoutMs?: number
   /** Extra fields sent with every request (temperature, max_tokens...). */
   extraBody?: Record<string, unknown>
-  /** Use an existing client instead of building one. */
+  /**
+   * Use an existing client instead of building one. It is called through
+   * `client.chat.completions.create`, so a wrapper or a subclass sees every request; the client
+   * built otherwise sends a body whose messages it serialized once per run.
+   */
   client?: OpenAI
   /**
    * Who serves the model, for telemetry (`gen_ai.provider.name`). Default `openai`: the OpenAI
@@ -72,6 +79,8 @@ export class OpenAIProvider implements Provider {
   readonly #clientOptions: ClientOptions & { baseURL: string }
   /** The SDK's error classes, once it is loaded (the first call loads it). */
   #errors: Pick<OpenAISdk, 'APIConnectionError' | 'APIError' | 'APIUserAbortError'> | undefined
+  /** Whether requests go as JSON text made here (`#create`); set with the client. */
+  #textBody = false
   readonly #stream: boolean
   readonly #extraBody: Record<string, unknown>
 
@@ -101,36 +110,38 @@ export class OpenAIProvider implements Provider {
   /** The client, with the SDK loaded (once per process). */
   async #load(): Promise<OpenAI> {
     const loaded = await loadSdk()
-    this.#errors = loaded
+    // Only a client built here sends JSON text made here (see `#create`).
+    this.#textBody = this.#client === undefined
     this.#client ??= new loaded.OpenAI(this.#clientOptions)
+    this.#errors = loaded
     return this.#client
   }
 
   async complete(request: ProviderRequest, options: ProviderCallOptions): Promise<ProviderResponse> {
-    const body: ChatCompletionCreateParamsBase = {
-      ...this.#extraBody,
-      model: this.model,
-      messages: request.messages as ChatCompletionMessageParam[],
-    }
+    // The request's fields but the transcript, which `#create` adds.
+    const fields: Omit<ChatCompletionCreateParamsBase, 'messages'> = { ...this.#extraBody, model: this.model }
     if (request.responseFormat) {
       const { name, schema, strict } = request.responseFormat
-      body.response_format = { type: 'json_schema', json_schema: { name, schema, strict } }
+      fields.response_format = { type: 'json_schema', json_schema: { name, schema, strict } }
     }
     // Some endpoints reject an empty tools array.
-    if (request.tools.length > 0) body.tools = wireTools(request.tools)
+    if (request.tools.length > 0) fields.tools = wireTools(request.tools)
+    const { messages } = request
+    const { signal } = options
     try {
       // After the first call, no wait: a model call per step is the hot path.
       const client = this.#errors !== undefined && this.#client !== undefined ? this.#client : await this.#load()
       if (!this.#stream) {
-        const completion = await client.chat.completions.create(
-          { ...body, stream: false },
-          { signal: options.signal, maxRetries: 0 },
-        )
+        const completion = (await this.#create(client, messages, { ...fields, stream: false }, options)) as ChatCompletion
         return fromCompletion(completion, this.model, this.#where)
       }
-      const { data: stream, response } = await client.chat.completions
-        .create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal: options.signal, maxRetries: 0 })
-        .withResponse()
+      const streamed = this.#create(
+        client,
+        messages,
+        { ...fields, stream: true, stream_options: { include_usage: true } },
+        options,
+      )
+      const { data: stream, response } = await (streamed as APIPromise<Stream<ChatCompletionChunk>>).withResponse()
       // A 200 that is not an event stream (a JSON error, a proxy's page) would read as an empty answer.
       const type = response.headers.get('content-type') ?? ''
       if (!type.includes('text/event-stream')) {
@@ -144,8 +155,38 @@ export class OpenAIProvider implements Provider {
       }
       return await assembleStream(stream, this.model, options.onTextDelta, this.#where)
     } catch (error) {
-      throw this.#classify(error, options.signal)
+      throw this.#classify(error, signal)
     }
+  }
+
+  /**
+   * One chat-completions request. With the client built here, the body goes as JSON text made by
+   * `requestJson`, which serializes only the messages the run added since its last call (kept
+   * under the run's key): `create` would serialize the whole transcript again. A client given (a
+   * subclass such as `AzureOpenAI`, which reads the body to route the request; a wrapper that
+   * watches `create`) and a `create` that instrumentation wrapped (its wrappers are marked
+   * `__wrapped`) get `create`.
+   */
+  #create(
+    client: OpenAI,
+    messages: ProviderRequest['messages'],
+    fields: Omit<ChatCompletionCreateParamsBase, 'messages'>,
+    { signal, run }: ProviderCallOptions,
+  ): APIPromise<unknown> {
+    const options = { signal, maxRetries: 0 }
+    if (!this.#textBody || '__wrapped' in client.chat.completions.create) {
+      return client.chat.completions.create(
+        { ...fields, messages: messages as ChatCompletionMessageParam[] } as ChatCompletionCreateParamsBase,
+        options,
+      ) as APIPromise<unknown>
+    }
+    // A string body with a content type is sent as it is (the SDK's `buildBody`).
+    return client.post('/chat/completions', {
+      body: requestJson(messages, fields, run),
+      headers: { 'content-type': 'application/json' },
+      stream: fields.stream ?? false,
+      ...options,
+    })
   }
 
   get #where(): string {

@@ -31,6 +31,12 @@ export interface ProviderCallOptions {
   signal: AbortSignal
   /** Called for each streamed text fragment, in order. */
   onTextDelta?: (delta: string) => void
+  /**
+   * Stands for the run making the call: the same object on each of its calls, another for each
+   * run, unreachable once the run is. Only a key: a provider may keep per-run state under it in a
+   * `WeakMap` (`OpenAIProvider` keeps the last request's text, to serialize only what is new).
+   */
+  run?: object
 }
 
 /**
