@@ -33,20 +33,29 @@ import { parseArgs, promisify } from 'node:util'
 import { httpLoopRunners } from './scenarios/http-loops.ts'
 import { inProcessVariants } from './scenarios/in-process.ts'
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    'warm-up': { type: 'string', default: '15' },
-    runs: { type: 'string', default: '5' },
-    repeat: { type: 'string', default: '1' },
-    steps: { type: 'string', default: '200' },
-    jobs: { type: 'string', default: '2' },
-    'at-once': { type: 'string', default: '1' },
-    'in-process': { type: 'boolean', default: false },
-    keep: { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  },
-})
+function options() {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: {
+        'warm-up': { type: 'string', default: '15' },
+        runs: { type: 'string', default: '5' },
+        repeat: { type: 'string', default: '1' },
+        steps: { type: 'string', default: '200' },
+        jobs: { type: 'string', default: '2' },
+        'at-once': { type: 'string', default: '1' },
+        'in-process': { type: 'boolean', default: false },
+        keep: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    })
+  } catch (error) {
+    // A bad option gets one line, not a stack.
+    console.error(`${(error as Error).message.split('\n')[0]} (--help lists the options)`)
+    process.exit(2)
+  }
+}
+const { values, positionals } = options()
 const where = values['in-process'] ? 'in-process' : 'http'
 /** The variants' names (building them opens no connection). */
 const VARIANTS =
@@ -60,7 +69,7 @@ if (values.help) {
       `  ${VARIANTS.join(', ')}\n` +
       '--warm-up N  runs before the count (default 15: V8 optimizes for some 3,000 steps)\n' +
       '--runs N     runs counted, then a full GC (default 5)\n' +
-      '--at-once N  each run is N runs at once (the throughput scenario: --steps 20 --at-once 200 --warm-up 2 --runs 1)\n' +
+      '--at-once N  each run is N runs at once (the throughput scenario: --steps 20 --at-once 200 --warm-up 3 --runs 1)\n' +
       '--in-process the in-process variants instead (no HTTP: the ScriptedProvider), e.g. signalbox,signalbox-hooks\n' +
       '--repeat N   count each variant N times, in processes of their own (the spread between identical counts)\n' +
       '--jobs N     processes under valgrind at once (default 2)\n' +
