@@ -6,8 +6,10 @@
  * (`--runs 5`) and a full GC, each of `--at-once` runs of `--steps` steps. Only that window is
  * counted (the child marks it; callgrind dumps at each mark), on the main thread of a
  * `node --single-threaded`: V8's GC and compilers run there, in one order, so two processes of one
- * commit count the same to within ~0.5% (`--repeat 2` shows it), where helper threads used to move
- * counts by hundreds of millions of instructions.
+ * commit agree to 0.004% on a quiet machine and to ~1% beside other work (`--repeat 2` shows it),
+ * where helper threads used to move counts by hundreds of millions of instructions. With many runs
+ * at once, how the replies interleave follows the machine's load: counts move by ~6%, their
+ * ratios by ~1%.
  *
  * Reported per tool step: the window's instructions (the loop, the SDK, Node's HTTP, JSON and the
  * GC: the CPU a step costs) without V8's optimizing compilers, and the compilers' apart (code still
