@@ -86,8 +86,8 @@ if (unknown.length > 0) {
   console.error(`unknown variant ${unknown.map((v) => `"${v}"`).join(', ')}; the variants are ${VARIANTS.join(', ')}`)
   process.exit(2)
 }
-const count_ = (name: string) => Number(values[name as 'runs'])
-const [warmUp, runs, steps, atOnce, repeat] = ['warm-up', 'runs', 'steps', 'at-once', 'repeat'].map(count_) as [
+const numberOf = (name: string) => Number(values[name as 'runs'])
+const [warmUp, runs, steps, atOnce, repeat] = ['warm-up', 'runs', 'steps', 'at-once', 'repeat'].map(numberOf) as [
   number,
   number,
   number,
