@@ -3,7 +3,7 @@
  * run's previous body rather than serialized again.
  *
  * A run sends its whole transcript on every model call, so a 200-step run serializes its first
- * message 200 times: on a long run JSON is a fifth of what a step costs the client. Transcript
+ * message 200 times: on a long run JSON is a quarter of what a step costs the client. Transcript
  * messages are frozen once they are in (`deepFreeze`: events and hooks share them) and only ever
  * appended, so the text of the previous body up to its last frozen message is still right while
  * the same messages lead, and only what was appended since is serialized. Kept under the run's
