@@ -127,7 +127,6 @@ export class OpenAIProvider implements Provider {
     // Some endpoints reject an empty tools array.
     if (request.tools.length > 0) fields.tools = wireTools(request.tools)
     const { messages } = request
-    const { signal } = options
     try {
       // After the first call, no wait: a model call per step is the hot path.
       const client = this.#errors !== undefined && this.#client !== undefined ? this.#client : await this.#load()
@@ -155,7 +154,7 @@ export class OpenAIProvider implements Provider {
       }
       return await assembleStream(stream, this.model, options.onTextDelta, this.#where)
     } catch (error) {
-      throw this.#classify(error, signal)
+      throw this.#classify(error, options.signal)
     }
   }
 

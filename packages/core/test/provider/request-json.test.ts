@@ -13,6 +13,7 @@ import fc from 'fast-check'
 import OpenAI, { AzureOpenAI } from 'openai'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
+import { deepFreeze } from '../../src/events.ts'
 import { requestJson } from '../../src/provider/request-json.ts'
 
 interface Captured {
@@ -79,12 +80,18 @@ function transcript(): ProviderRequest['messages'] {
   return messages.map((m) => deepFreeze(m))
 }
 
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object') {
-    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key])
-    Object.freeze(value)
-  }
-  return value
+/** A frozen user message that counts how often it is serialized (JSON.stringify calls toJSON). */
+function countedMessage(content: string): { message: { role: 'user'; content: string }; reads: () => number } {
+  let reads = 0
+  const message = Object.freeze({
+    role: 'user' as const,
+    content,
+    toJSON() {
+      reads++
+      return { role: 'user', content }
+    },
+  })
+  return { message, reads: () => reads }
 }
 
 const request: ProviderRequest = {
@@ -163,16 +170,8 @@ describe('requestJson', () => {
   })
 
   it('serializes a frozen message once per run, a message that is not frozen on every call, nothing kept without a run', () => {
-    let frozenReads = 0
+    const { message: frozen, reads: frozenReads } = countedMessage('fixed')
     let openReads = 0
-    const frozen = Object.freeze({
-      role: 'user',
-      content: 'fixed',
-      toJSON: () => {
-        frozenReads++
-        return { role: 'user', content: 'fixed' }
-      },
-    })
     const rewritten = { role: 'user', content: 'first' }
     const counted = {
       ...rewritten,
@@ -185,13 +184,13 @@ describe('requestJson', () => {
     expect(JSON.parse(requestJson([frozen, counted], { model: 'm' }, run)).messages[1].content).toBe('first')
     rewritten.content = 'second'
     expect(JSON.parse(requestJson([frozen, counted], { model: 'm' }, run)).messages[1].content).toBe('second')
-    expect(frozenReads).toBe(1)
+    expect(frozenReads()).toBe(1)
     expect(openReads).toBe(2)
     // Another run, and no run at all, serialize it afresh.
     requestJson([frozen], { model: 'm' }, {})
     requestJson([frozen], { model: 'm' })
     requestJson([frozen], { model: 'm' })
-    expect(frozenReads).toBe(4)
+    expect(frozenReads()).toBe(4)
   })
 })
 
@@ -239,15 +238,7 @@ describe('OpenAIProvider: the body on the wire', () => {
   it('a frozen message is serialized once per run, one that is not (a hook rewrote it) on every call', async () => {
     const server = await capturing()
     const provider = new OpenAIProvider({ baseURL: server.url, model: 'm1', apiKey: 'k', stream: false })
-    let reads = 0
-    const first = Object.freeze({
-      role: 'user' as const,
-      content: 'Trains to Rosario?',
-      toJSON() {
-        reads++
-        return { role: this.role, content: this.content }
-      },
-    })
+    const { message: first, reads } = countedMessage('Trains to Rosario?')
     const masked = { role: 'user' as const, content: 'my card is 4111 1111 1111 1111' }
     const messages = [first, ...transcript(), masked]
     const run = {}
@@ -256,7 +247,7 @@ describe('OpenAIProvider: the body on the wire', () => {
     await provider.complete({ messages, tools: [] }, { signal: new AbortController().signal, run })
     const sent = server.requests.map((r) => (JSON.parse(r.body) as { messages: { content: string }[] }).messages.at(-1)?.content)
     expect(sent).toEqual(['my card is 4111 1111 1111 1111', 'my card is [masked]'])
-    expect(reads).toBe(1)
+    expect(reads()).toBe(1)
     // No tools offered: no tools field (some endpoints reject an empty array).
     expect(JSON.parse(server.requests[0]?.body ?? '{}')).not.toHaveProperty('tools')
   })
@@ -281,20 +272,12 @@ describe('OpenAIProvider: the body on the wire', () => {
     const server = await capturing()
     const client = new OpenAI({ baseURL: server.url, apiKey: 'k', maxRetries: 0 })
     const provider = new OpenAIProvider({ client, model: 'm1', stream: false })
-    let reads = 0
-    const first = Object.freeze({
-      role: 'user' as const,
-      content: 'Trains to Rosario?',
-      toJSON() {
-        reads++
-        return { role: this.role, content: this.content }
-      },
-    })
+    const { message: first, reads } = countedMessage('Trains to Rosario?')
     const run = {}
     for (let i = 0; i < 2; i++)
       await provider.complete({ messages: [first], tools: [] }, { signal: new AbortController().signal, run })
     expect(server.requests).toHaveLength(2)
-    expect(reads).toBe(2)
+    expect(reads()).toBe(2)
   })
 
   it('a create() that instrumentation wrapped (marked __wrapped) sees the calls of the client built here', async () => {
