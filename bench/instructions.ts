@@ -20,9 +20,11 @@
  *   node --import tsx bench/instructions.ts openai,floor,signalbox
  *   node --import tsx bench/instructions.ts openai,floor,signalbox --steps 20 --at-once 200 --warm-up 3 --runs 1
  *   node --import tsx bench/instructions.ts signalbox,signalbox-hooks --in-process --steps 20 --warm-up 150 --runs 50
+ *   node --import tsx bench/instructions.ts floor,floor-hooks,signalbox,signalbox-hooks --in-process
  *
  * Variants: those of the HTTP scenario without the peers (`bench/scenarios/http-loops.ts`), or with
- * `--in-process` those of the in-process scenario (e.g. `signalbox,signalbox-hooks`). Needs
+ * `--in-process` those of the in-process scenario (e.g. `signalbox,signalbox-hooks`) and the design's
+ * floor in process (`floor`, `floor-hooks`: what the chart's waits cost XState itself). Needs
  * `valgrind` (Debian: `apt-get install valgrind`); a 200-step run takes ~15 s under it, the first
  * command ~6 min on 2 cores.
  */
@@ -34,6 +36,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs, promisify } from 'node:util'
 import { httpLoopRunners } from './scenarios/http-loops.ts'
 import { inProcessVariants } from './scenarios/in-process.ts'
+import { inProcessFloorVariants } from './scenarios/xstate-floor.ts'
 
 function options() {
   try {
@@ -63,7 +66,7 @@ const where = values['in-process'] ? 'in-process' : 'http'
 const VARIANTS =
   where === 'http'
     ? Object.keys(httpLoopRunners({ url: 'http://127.0.0.1:1/v1', steps: 1, withHooks: true }))
-    : inProcessVariants(1).map((v) => v.id)
+    : [...inProcessVariants(1), ...inProcessFloorVariants(1)].map((v) => v.id)
 if (values.help) {
   console.log(
     'node --import tsx bench/instructions.ts <variant,...> [--warm-up 15] [--runs 5] [--steps 200] [--at-once 1] [--repeat 1] [--jobs 2]\n' +
@@ -72,7 +75,7 @@ if (values.help) {
       '--warm-up N  runs before the count (default 15: V8 optimizes for some 3,000 steps)\n' +
       '--runs N     runs counted, then a full GC (default 5)\n' +
       '--at-once N  each run is N runs at once (the throughput scenario: --steps 20 --at-once 200 --warm-up 3 --runs 1)\n' +
-      '--in-process the in-process variants instead (no HTTP: the ScriptedProvider), e.g. signalbox,signalbox-hooks\n' +
+      '--in-process the in-process variants instead (no HTTP: the ScriptedProvider; the floor on the bare responder), e.g. floor,signalbox\n' +
       '--repeat N   count each variant N times, in processes of their own (the spread between identical counts)\n' +
       '--jobs N     processes under valgrind at once (default 2)\n' +
       '--keep DIR   keep the callgrind files there (callgrind_annotate reads them; <variant>-<i>.callgrind.2-01 is the window)',

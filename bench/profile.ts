@@ -5,12 +5,14 @@
  *   node --cpu-prof --cpu-prof-dir=/tmp/signalbox-prof --import tsx bench/profile.ts signalbox
  *   node --import tsx bench/profile-summary.ts /tmp/signalbox-prof/<file>.cpuprofile
  *
- * Variants: bare, bare-hooks, bare-provider, signalbox (default), signalbox-hooks, signalbox-observed.
+ * Variants: bare, bare-hooks, bare-provider, signalbox (default), signalbox-hooks, signalbox-observed, and
+ * the design's floor: floor, floor-hooks.
  * Options: --steps 200 (per run), --seconds 8 (profiled time, after a warm-up), --runs 1 (runs at
  * once: `--runs 1000 --steps 5` is the in-process throughput scenario's shape).
  */
 import { parseArgs } from 'node:util'
 import { inProcessVariants } from './scenarios/in-process.ts'
+import { inProcessFloorVariants } from './scenarios/xstate-floor.ts'
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -21,7 +23,10 @@ const { values, positionals } = parseArgs({
   },
 })
 const id = positionals[0] ?? 'signalbox'
-const variant = inProcessVariants(Number(values.steps), { observed: true }).find((v) => v.id === id)
+const variant = [
+  ...inProcessVariants(Number(values.steps), { observed: true }),
+  ...inProcessFloorVariants(Number(values.steps)),
+].find((v) => v.id === id)
 if (!variant) throw new Error(`unknown variant "${id}"`)
 const atOnce = Number(values.runs)
 const run =

@@ -257,6 +257,21 @@ export function designFloorRun(chat: Chat, steps: number, hookWaits = 0): () => 
   return () => runMachine(machine)
 }
 
+/**
+ * The design's floor in process, on the bench's direct responder: `floor` (signalbox's chart shape,
+ * no signalbox code) and `floor-hooks` (each of the five hook points a wait state). Counted beside
+ * signalbox's in-process variants, `floor-hooks − floor` is what five visible hook waits cost XState
+ * itself (`bench/instructions.ts --in-process`).
+ */
+export function inProcessFloorVariants(steps: number): Variant[] {
+  const plain = workerMachine(steps, { hookWaits: 0, ...SIGNALBOX_SHAPE })
+  const hooked = workerMachine(steps, { hookWaits: 5, ...SIGNALBOX_SHAPE })
+  return [
+    { id: 'floor', label: "the design's floor (signalbox's chart in plain XState)", run: () => runMachine(plain) },
+    { id: 'floor-hooks', label: "the design's floor + 5 hook points, each a wait state", run: () => runMachine(hooked) },
+  ]
+}
+
 function runMachine(machine: unknown): Promise<number> {
   return new Promise((resolve, reject) => {
     const actor = xstate.createActor(machine)

@@ -2,7 +2,8 @@
  * `bench/instructions.ts` counts instructions per tool step by running each HTTP variant in a
  * process of its own under valgrind. That process is tested here without valgrind (minutes under
  * it): on the built packages it runs the variant's warm-up and counted runs against the scripted
- * model server, and reports the counted runs' tool steps; an unknown variant is refused by name.
+ * model server (or in process, the design's floor beside signalbox), and reports the counted runs'
+ * tool steps; an unknown variant is refused by name.
  * No count is asserted: speed is the bench's business, not the tests'.
  */
 import { spawn } from 'node:child_process'
@@ -12,11 +13,15 @@ import { describe, expect, it } from 'vitest'
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const useDist = pathToFileURL(fileURLToPath(new URL('../../bench/loader/use-dist.mjs', import.meta.url))).href
 
-function child(args: string[], signal: AbortSignal): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function child(
+  args: string[],
+  signal: AbortSignal,
+  where: 'http' | 'in-process' = 'http',
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const p = spawn(
       process.execPath,
-      ['--expose-gc', '--import', useDist, '--import', 'tsx', 'bench/lib/instructions-child.ts', 'http', ...args],
+      ['--expose-gc', '--import', useDist, '--import', 'tsx', 'bench/lib/instructions-child.ts', where, ...args],
       { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], signal },
     )
     let stdout = ''
@@ -34,6 +39,23 @@ describe('bench/instructions.ts: the counted process', () => {
     async (variant) => {
       // One run of warm-up, two counted: only the counted runs' steps are reported.
       const out = await child([variant, '1', '2', '5'], AbortSignal.timeout(60_000))
+      expect(out.code, out.stderr).toBe(0)
+      expect(JSON.parse(out.stdout.trim().split('\n').at(-1) ?? '')).toEqual({
+        variant,
+        warmUp: 1,
+        runs: 2,
+        atOnce: 1,
+        steps: 10,
+      })
+    },
+    70_000,
+  )
+
+  // In process, the design's floor is counted beside signalbox (what the hook waits cost XState itself).
+  it.each(['floor', 'floor-hooks', 'signalbox-hooks'])(
+    '%s in process: runs on dist/ and reports its tool steps',
+    async (variant) => {
+      const out = await child([variant, '1', '2', '5'], AbortSignal.timeout(60_000), 'in-process')
       expect(out.code, out.stderr).toBe(0)
       expect(JSON.parse(out.stdout.trim().split('\n').at(-1) ?? '')).toEqual({
         variant,
