@@ -4,7 +4,8 @@ import { Handoff } from '../handoff.ts'
 import { rejectedDecisionAudit } from '../hitl/decision.ts'
 import type { ApprovalRequest, Reviewer } from '../hitl/types.ts'
 import type { AssistantMessage, Message, ToolMessage } from '../messages.ts'
-import type { ProviderResponse, ToolSpec } from '../provider/provider.ts'
+import { CALL_ABORT, type CallAbort } from '../provider/call-abort.ts'
+import type { ProviderCallOptions, ProviderResponse, ToolSpec } from '../provider/provider.ts'
 import { type LedgerToolResult, OUTCOME_UNKNOWN, resumeToolCall } from '../store/ledger.ts'
 import type { RunJournal } from '../store/run-journal.ts'
 import { type DurableQuestion, stringifyToolOutput, type Tool, type ToolContext, type ToolEmittedEvent } from '../tool.ts'
@@ -36,8 +37,11 @@ export interface PromiseWork<I = unknown, O = unknown> {
   run(args: WorkArgs<I>): Promise<O>
 }
 
-/** What promise work is given; `signal` aborts when the work's state is left. */
-export interface WorkArgs<I> {
+/**
+ * What promise work is given; `signal` aborts when the work's state is left, and so does what
+ * `onAbort` registers (`CallAbort`: told without making a signal).
+ */
+export interface WorkArgs<I> extends CallAbort {
   readonly input: I
   readonly signal: AbortSignal
   /** The run's agent: its provider, tools, hooks and reviewer. */
@@ -100,27 +104,36 @@ export function createAgentWork() {
       })
     }),
 
-    callModel: fromPromise(
-      async ({ input, signal, runtime }: WorkArgs<ModelCallInput>): Promise<ProviderResponse & { durationMs: number }> => {
-        // No tools in the input: all of the agent's (a hook changed them otherwise).
-        const tools = input.tools ?? runtime.toolSpecs
-        const started = runtime.clock.now()
-        // The events' fields are made only when someone listens for the deltas.
-        const base = runtime.events.has('text.delta') ? eventFields(input.run) : undefined
-        const onTextDelta = base
-          ? (delta: string) =>
-              runtime.events.emit({ ...base, at: runtime.clock.now(), type: 'text.delta', turn: input.turn, delta })
-          : undefined
-        const run = runKey(input.run)
-        const response = await runtime.provider.complete(
-          runtime.output
-            ? { messages: input.messages, tools, responseFormat: runtime.output.responseFormat }
-            : { messages: input.messages, tools },
-          onTextDelta ? { signal, onTextDelta, run } : { signal, run },
-        )
-        return { ...response, durationMs: runtime.clock.now() - started }
-      },
-    ),
+    callModel: fromPromise(async (args: WorkArgs<ModelCallInput>): Promise<ProviderResponse & { durationMs: number }> => {
+      const { input, runtime } = args
+      // No tools in the input: all of the agent's (a hook changed them otherwise).
+      const tools = input.tools ?? runtime.toolSpecs
+      const started = runtime.clock.now()
+      // The events' fields are made only when someone listens for the deltas.
+      const base = runtime.events.has('text.delta') ? eventFields(input.run) : undefined
+      const onTextDelta = base
+        ? (delta: string) =>
+            runtime.events.emit({ ...base, at: runtime.clock.now(), type: 'text.delta', turn: input.turn, delta })
+        : undefined
+      // The call's signal is made only if the provider reads it (a provider that spreads these
+      // options reads it); signalbox's providers are told of an abort through `CALL_ABORT`
+      // instead (call-abort.ts).
+      const options: ProviderCallOptions & { [CALL_ABORT]: CallAbort } = {
+        get signal() {
+          return args.signal
+        },
+        run: runKey(input.run),
+        [CALL_ABORT]: args,
+      }
+      if (onTextDelta) options.onTextDelta = onTextDelta
+      const response = await runtime.provider.complete(
+        runtime.output
+          ? { messages: input.messages, tools, responseFormat: runtime.output.responseFormat }
+          : { messages: input.messages, tools },
+        options,
+      )
+      return { ...response, durationMs: runtime.clock.now() - started }
+    }),
 
     beforeToolExecutionHook: fromPromise((args: WorkArgs<CallInput>) => {
       const { input } = args

@@ -93,6 +93,8 @@ class PromiseJob {
   /** Why it was stopped (a cancel), when something says. */
   #reason: unknown = undefined
   #controller: AbortController | undefined = undefined
+  /** Told of an abort without a signal (`onAbort`: see call-abort.ts). */
+  #listeners: (() => void)[] | undefined = undefined
 
   constructor(input: unknown, runtime: AgentRuntime) {
     this.input = input
@@ -109,9 +111,27 @@ class PromiseJob {
     return controller.signal
   }
 
+  onAbort(listener: () => void): () => void {
+    if (this.aborted) {
+      listener()
+      return noop
+    }
+    const listeners = (this.#listeners ??= [])
+    listeners.push(listener)
+    return () => {
+      const at = listeners.indexOf(listener)
+      if (at >= 0) listeners.splice(at, 1)
+    }
+  }
+
   abort(reason?: unknown): void {
     this.aborted = true
     this.#reason = reason
     this.#controller?.abort(reason)
+    const listeners = this.#listeners
+    this.#listeners = undefined
+    if (listeners) for (const listener of listeners) listener()
   }
 }
+
+const noop = () => {}

@@ -10,9 +10,11 @@ import type {
 } from 'openai/resources/chat/completions'
 import { AbortedError, ConfigError, ProviderError } from '../errors.ts'
 import type { AssistantMessage, ToolCall, Usage } from '../messages.ts'
+import { callAborted, callAbortOf } from './call-abort.ts'
 import { httpStatusError, notACompletion, otherCallError, unreachableError } from './endpoint-errors.ts'
 import type { Provider, ProviderCallOptions, ProviderRequest, ProviderResponse } from './provider.ts'
 import { requestJson } from './request-json.ts'
+import { RequestTie, tyingClient } from './request-tie.ts'
 import { perToolList } from './tool-lists.ts'
 
 export interface OpenAIProviderOptions {
@@ -81,6 +83,12 @@ export class OpenAIProvider implements Provider {
   #errors: Pick<OpenAISdk, 'APIConnectionError' | 'APIError' | 'APIUserAbortError'> | undefined
   /** Whether requests go as JSON text made here (`#create`); set with the client. */
   #textBody = false
+  /**
+   * Whether a call's abort is tied to the SDK's own controller of its request (`RequestTie`)
+   * rather than handed over as a signal: the client built here ties them. Off for good should a
+   * request ever go without the SDK handing its controller over.
+   */
+  #ties = false
   readonly #stream: boolean
   readonly #extraBody: Record<string, unknown>
 
@@ -110,9 +118,10 @@ export class OpenAIProvider implements Provider {
   /** The client, with the SDK loaded (once per process). */
   async #load(): Promise<OpenAI> {
     const loaded = await loadSdk()
-    // Only a client built here sends JSON text made here (see `#create`).
+    // Only a client built here sends JSON text made here (see `#create`) and ties aborts.
     this.#textBody = this.#client === undefined
-    this.#client ??= new loaded.OpenAI(this.#clientOptions)
+    this.#ties = this.#textBody
+    this.#client ??= new (tyingClient(loaded.OpenAI))(this.#clientOptions)
     this.#errors = loaded
     return this.#client
   }
@@ -127,11 +136,15 @@ export class OpenAIProvider implements Provider {
     // Some endpoints reject an empty tools array.
     if (request.tools.length > 0) fields.tools = wireTools(request.tools)
     const { messages } = request
+    let tie: RequestTie | undefined
     try {
       // After the first call, no wait: a model call per step is the hot path.
       const client = this.#errors !== undefined && this.#client !== undefined ? this.#client : await this.#load()
+      const abort = this.#ties && !('__wrapped' in client.chat.completions.create) ? callAbortOf(options) : undefined
+      if (abort !== undefined) tie = new RequestTie(abort)
       if (!this.#stream) {
-        const completion = (await this.#create(client, messages, { ...fields, stream: false }, options)) as ChatCompletion
+        const completion = (await this.#create(client, messages, { ...fields, stream: false }, options, tie)) as ChatCompletion
+        this.#checkTied(tie)
         return fromCompletion(completion, this.model, this.#where)
       }
       const streamed = this.#create(
@@ -139,8 +152,10 @@ export class OpenAIProvider implements Provider {
         messages,
         { ...fields, stream: true, stream_options: { include_usage: true } },
         options,
+        tie,
       )
       const { data: stream, response } = await (streamed as APIPromise<Stream<ChatCompletionChunk>>).withResponse()
+      this.#checkTied(tie)
       // A 200 that is not an event stream (a JSON error, a proxy's page) would read as an empty answer.
       const type = response.headers.get('content-type') ?? ''
       if (!type.includes('text/event-stream')) {
@@ -154,8 +169,15 @@ export class OpenAIProvider implements Provider {
       }
       return await assembleStream(stream, this.model, options.onTextDelta, this.#where)
     } catch (error) {
-      throw this.#classify(error, options.signal)
+      throw this.#classify(error, callAborted(options))
+    } finally {
+      tie?.untie()
     }
+  }
+
+  /** A reply came without the SDK handing its controller over: from now on, signals. */
+  #checkTied(tie: RequestTie | undefined): void {
+    if (tie !== undefined && !tie.tied) this.#ties = false
   }
 
   /**
@@ -170,21 +192,23 @@ export class OpenAIProvider implements Provider {
     client: OpenAI,
     messages: ProviderRequest['messages'],
     fields: Omit<ChatCompletionCreateParamsBase, 'messages'>,
-    { signal, run }: ProviderCallOptions,
+    callOptions: ProviderCallOptions,
+    tie: RequestTie | undefined,
   ): APIPromise<unknown> {
-    const options = { signal, maxRetries: 0 }
     if (!this.#textBody || '__wrapped' in client.chat.completions.create) {
       return client.chat.completions.create(
         { ...fields, messages: messages as ChatCompletionMessageParam[] } as ChatCompletionCreateParamsBase,
-        options,
+        { signal: callOptions.signal, maxRetries: 0 },
       ) as APIPromise<unknown>
     }
-    // A string body with a content type is sent as it is (the SDK's `buildBody`).
+    // A string body with a content type is sent as it is (the SDK's `buildBody`). A tied call
+    // hands over no signal: its abort reaches the SDK's own controller of the request.
     return client.post('/chat/completions', {
-      body: requestJson(messages, fields, run),
+      body: requestJson(messages, fields, callOptions.run),
       headers: { 'content-type': 'application/json' },
       stream: fields.stream ?? false,
-      ...options,
+      maxRetries: 0,
+      ...(tie !== undefined ? { fetchOptions: tie.fetchOptions } : { signal: callOptions.signal }),
     })
   }
 
@@ -192,9 +216,9 @@ export class OpenAIProvider implements Provider {
     return `${this.baseURL} (model "${this.model}")`
   }
 
-  #classify(error: unknown, signal: AbortSignal): Error {
+  #classify(error: unknown, aborted: boolean): Error {
     const sdkErrors = this.#errors
-    if ((sdkErrors && error instanceof sdkErrors.APIUserAbortError) || signal.aborted) {
+    if ((sdkErrors && error instanceof sdkErrors.APIUserAbortError) || aborted) {
       return new AbortedError('The model call was aborted.', error)
     }
     if (ProviderError.is(error)) return error

@@ -28,6 +28,10 @@ export interface ProviderResponse {
 }
 
 export interface ProviderCallOptions {
+  /**
+   * Aborts when the call should stop (its run cancelled). The agent makes it when it is first
+   * read (`options.signal`, or a copy of the options): read it where it is used or handed on.
+   */
   signal: AbortSignal
   /** Called for each streamed text fragment, in order. */
   onTextDelta?: (delta: string) => void

@@ -4,6 +4,7 @@
  */
 import { ProviderError } from '../errors.ts'
 import type { Message } from '../messages.ts'
+import { callAborted } from '../provider/call-abort.ts'
 import type { Provider, ProviderCallOptions, ProviderRequest, ProviderResponse } from '../provider/provider.ts'
 import { abortError, isErrorStep, type RecordedRequest, resolveReply, type Script, sleep, splitWords } from './script.ts'
 import { ScriptRunner } from './script-runner.ts'
@@ -41,8 +42,9 @@ export class ScriptedProvider implements Provider {
   }
 
   async complete(request: ProviderRequest, options: ProviderCallOptions): Promise<ProviderResponse> {
-    const { signal, onTextDelta } = options
-    if (signal.aborted) throw abortError(signal)
+    const { onTextDelta } = options
+    // The signal is read only when it is needed (an abort, a delay): see call-abort.ts.
+    if (callAborted(options)) throw abortError(options.signal)
     const recorded: RecordedRequest = {
       model: this.model,
       // A JSON round-trip: the caller keeps mutating its transcript, the record must not change.
@@ -59,8 +61,8 @@ export class ScriptedProvider implements Provider {
     if (outcome instanceof Promise) outcome = await outcome
     if (!outcome.ok) throw outcome.error
     const step = outcome.step
-    if (step.delayMs && step.delayMs > 0) await sleep(step.delayMs, signal)
-    if (signal.aborted) throw abortError(signal)
+    if (step.delayMs && step.delayMs > 0) await sleep(step.delayMs, options.signal)
+    if (callAborted(options)) throw abortError(options.signal)
     if (isErrorStep(step)) {
       const { status, message } = step.error
       throw new ProviderError(message, { status, retryable: status === 429 || status >= 500 })
