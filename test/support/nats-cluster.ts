@@ -41,13 +41,28 @@ export interface NatsClusterOptions {
   running?: number
 }
 
+/**
+ * Ports are picked free and then bound by the nodes: another process (a parallel test's server, a
+ * connection's local port) can take one in between. A node that finds its port taken fails the
+ * attempt; the nodes that did start are stopped, and the cluster starts again on other ports.
+ */
 export async function startNatsCluster(options: NatsClusterOptions = {}): Promise<NatsCluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startNatsClusterOnce(options)
+    } catch (error) {
+      if (attempt >= 3 || !/address already in use/.test(String((error as Error).message))) throw error
+    }
+  }
+}
+
+async function startNatsClusterOnce(options: NatsClusterOptions): Promise<NatsCluster> {
   const size = options.size ?? 3
   const clusterName = `sbx_${randomBytes(4).toString('hex')}`
   const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()))
   const routes = routePorts.map((port) => `nats-route://127.0.0.1:${port}`)
   const storeDirs: string[] = []
-  const nodes = await Promise.all(
+  const started = await Promise.allSettled(
     routePorts.map(async (routePort, index) => {
       const name = `n${index + 1}`
       // The store dir is in the config too: a reload refuses a config whose store dir differs from the running one.
@@ -75,6 +90,13 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
       return Object.assign(server, { name, head }) as ClusterNode & { head: string }
     }),
   )
+  const failed = started.find((result) => result.status === 'rejected')
+  if (failed !== undefined) {
+    await Promise.allSettled(started.map((result) => (result.status === 'fulfilled' ? result.value.dispose() : undefined)))
+    await Promise.allSettled(storeDirs.map((dir) => rm(dir, { recursive: true, force: true })))
+    throw failed.reason
+  }
+  const nodes = started.map((result) => (result as PromiseFulfilledResult<ClusterNode & { head: string }>).value)
   return {
     nodes,
     urls: nodes.map((node) => node.url),

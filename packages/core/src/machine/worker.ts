@@ -116,7 +116,8 @@ class PromiseJob {
       listener()
       return noop
     }
-    const listeners = (this.#listeners ??= [])
+    if (this.#listeners === undefined) this.#listeners = []
+    const listeners = this.#listeners
     listeners.push(listener)
     return () => {
       const at = listeners.indexOf(listener)

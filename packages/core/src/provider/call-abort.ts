@@ -3,7 +3,7 @@ import type { ProviderCallOptions } from './provider.ts'
 /**
  * How a model call learns it was aborted without an `AbortSignal`. On Node 20 making a signal
  * costs ~3.5 µs and hidden classes of its own (each signal's), and a run parked on its call holds
- * it (~1.6 KiB); the `openai` SDK already makes an abort controller for every request. So the agent
+ * it; the `openai` SDK already makes an abort controller for every request. So the agent
  * gives its call a `signal` made only when read, and this beside it (under `CALL_ABORT`), which
  * signalbox's own providers tie to what they would have handed the signal to. Not public: a
  * provider of one's own reads `signal`, as before.

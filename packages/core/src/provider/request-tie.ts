@@ -1,4 +1,4 @@
-import type { default as OpenAI } from 'openai'
+import type { default as OpenAIClient } from 'openai'
 import type { CallAbort } from './call-abort.ts'
 
 /** Where a request's tie rides from `client.post`'s `fetchOptions` to `fetchWithTimeout`. */
@@ -27,6 +27,8 @@ export class RequestTie {
 
   tie(controller: AbortController): void {
     this.tied = true
+    // A request sent again (a retry) is tied in place of the one before.
+    this.#untie?.()
     this.#untie = this.#abort.onAbort(() => controller.abort())
   }
 
@@ -36,16 +38,17 @@ export class RequestTie {
   }
 }
 
-type OpenAIClass = new (...args: ConstructorParameters<typeof OpenAI>) => OpenAI
+type OpenAIClass = new (...args: ConstructorParameters<typeof OpenAIClient>) => OpenAIClient
 
 /**
  * The SDK's client, tying each request that carries a `RequestTie` to the controller the SDK
  * makes for it (`fetchWithTimeout` receives it). A request without one goes as it would.
  */
 export function tyingClient(Client: OpenAIClass): OpenAIClass {
-  return class extends Client {
+  // Named as the SDK's: its User-Agent header is the client class's name (`OpenAI/JS 6.x`).
+  return class OpenAI extends Client {
     override fetchWithTimeout(
-      url: Parameters<OpenAI['fetchWithTimeout']>[0],
+      url: Parameters<OpenAIClient['fetchWithTimeout']>[0],
       init: RequestInit | undefined,
       ms: number,
       controller: AbortController,
