@@ -34,28 +34,19 @@ function child(
 }
 
 describe('bench/instructions.ts: the counted process', () => {
-  it.each(['openai', 'floor', 'signalbox'])(
-    '%s: runs its checked runs on dist/ and reports their tool steps',
-    async (variant) => {
-      // One run of warm-up, two counted: only the counted runs' steps are reported.
-      const out = await child([variant, '1', '2', '5'], AbortSignal.timeout(60_000))
-      expect(out.code, out.stderr).toBe(0)
-      expect(JSON.parse(out.stdout.trim().split('\n').at(-1) ?? '')).toEqual({
-        variant,
-        warmUp: 1,
-        runs: 2,
-        atOnce: 1,
-        steps: 10,
-      })
-    },
-    70_000,
-  )
-
   // In process, the design's floor is counted beside signalbox (what the hook waits cost XState itself).
-  it.each(['floor', 'floor-hooks', 'signalbox-hooks'])(
-    '%s in process: runs on dist/ and reports its tool steps',
-    async (variant) => {
-      const out = await child([variant, '1', '2', '5'], AbortSignal.timeout(60_000), 'in-process')
+  it.each([
+    ['http', 'openai'],
+    ['http', 'floor'],
+    ['http', 'signalbox'],
+    ['in-process', 'floor'],
+    ['in-process', 'floor-hooks'],
+    ['in-process', 'signalbox-hooks'],
+  ] as const)(
+    '%s %s: runs its checked runs on dist/ and reports their tool steps',
+    async (where, variant) => {
+      // One run of warm-up, two counted: only the counted runs' steps are reported.
+      const out = await child([variant, '1', '2', '5'], AbortSignal.timeout(60_000), where)
       expect(out.code, out.stderr).toBe(0)
       expect(JSON.parse(out.stdout.trim().split('\n').at(-1) ?? '')).toEqual({
         variant,

@@ -140,15 +140,25 @@ export class OpenAIProvider implements Provider {
     try {
       // After the first call, no wait: a model call per step is the hot path.
       const client = this.#errors !== undefined && this.#client !== undefined ? this.#client : await this.#load()
-      const abort = this.#ties && !('__wrapped' in client.chat.completions.create) ? callAbortOf(options) : undefined
+      // JSON text made here for the client built here, unless instrumentation wrapped `create`.
+      const text = this.#textBody && !('__wrapped' in client.chat.completions.create)
+      const abort = text && this.#ties ? callAbortOf(options) : undefined
       if (abort !== undefined) tie = new RequestTie(abort)
       if (!this.#stream) {
-        const completion = (await this.#create(client, messages, { ...fields, stream: false }, options, tie)) as ChatCompletion
+        const completion = (await this.#create(
+          client,
+          text,
+          messages,
+          { ...fields, stream: false },
+          options,
+          tie,
+        )) as ChatCompletion
         this.#checkTied(tie)
         return fromCompletion(completion, this.model, this.#where)
       }
       const streamed = this.#create(
         client,
+        text,
         messages,
         { ...fields, stream: true, stream_options: { include_usage: true } },
         options,
@@ -190,12 +200,13 @@ export class OpenAIProvider implements Provider {
    */
   #create(
     client: OpenAI,
+    text: boolean,
     messages: ProviderRequest['messages'],
     fields: Omit<ChatCompletionCreateParamsBase, 'messages'>,
     callOptions: ProviderCallOptions,
     tie: RequestTie | undefined,
   ): APIPromise<unknown> {
-    if (!this.#textBody || '__wrapped' in client.chat.completions.create) {
+    if (!text) {
       return client.chat.completions.create(
         { ...fields, messages: messages as ChatCompletionMessageParam[] } as ChatCompletionCreateParamsBase,
         { signal: callOptions.signal, maxRetries: 0 },

@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { createAgent, OpenAIProvider, type ProviderCallOptions, type ProviderRequest } from '@signalbox/core'
+import { createAgent, OpenAIProvider, type Provider, type ProviderCallOptions, type ProviderRequest } from '@signalbox/core'
 import { startScriptedModelServer } from '@signalbox/core/testing'
 import OpenAI from 'openai'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { waitFor } from 'xstate'
 import { RequestTie } from '../../src/provider/request-tie.ts'
 
@@ -49,6 +49,19 @@ async function nextTick(): Promise<void> {
   await new Promise<void>((resolve) => setImmediate(resolve))
 }
 
+/** Cancels a run of `provider` once its request is on `server`; the server sees it closed, unfinished. */
+async function cancelClosesRequest(server: Awaited<ReturnType<typeof holdingServer>>, provider: Provider): Promise<void> {
+  const handle = createAgent({ provider }).start('hi')
+  handle.result.catch(() => {})
+  await waitFor(handle.actor, (s) => s.hasTag('model'))
+  while (server.requests.length === 0) await nextTick()
+  handle.cancel()
+  await expect(handle.result).rejects.toMatchObject({ code: 'RUN_CANCELLED' })
+  // The server sees its request closed, unfinished: the client aborted it.
+  await server.requests[0]?.closed
+  expect(server.requests[0]?.finished()).toBe(false)
+}
+
 describe('a cancelled run closes its request', () => {
   for (const stream of [false, true]) {
     for (const given of [false, true]) {
@@ -59,15 +72,7 @@ describe('a cancelled run closes its request', () => {
           stream,
           ...(given ? { client: new OpenAI({ baseURL: server.url, apiKey: 'k', maxRetries: 0 }) } : { baseURL: server.url }),
         })
-        const handle = createAgent({ provider }).start('hi')
-        handle.result.catch(() => {})
-        await waitFor(handle.actor, (s) => s.hasTag('model'))
-        while (server.requests.length === 0) await nextTick()
-        handle.cancel()
-        await expect(handle.result).rejects.toMatchObject({ code: 'RUN_CANCELLED' })
-        // The server sees its request closed, unfinished: the client aborted it.
-        await server.requests[0]?.closed
-        expect(server.requests[0]?.finished()).toBe(false)
+        await cancelClosesRequest(server, provider)
       })
     }
   }
@@ -81,14 +86,7 @@ describe('a provider wrapping OpenAIProvider', () => {
       model: 'm',
       complete: (request: ProviderRequest, options: ProviderCallOptions) => inner.complete(request, { ...options }),
     }
-    const handle = createAgent({ provider: wrapper }).start('hi')
-    handle.result.catch(() => {})
-    await waitFor(handle.actor, (s) => s.hasTag('model'))
-    while (server.requests.length === 0) await nextTick()
-    handle.cancel()
-    await expect(handle.result).rejects.toMatchObject({ code: 'RUN_CANCELLED' })
-    await server.requests[0]?.closed
-    expect(server.requests[0]?.finished()).toBe(false)
+    await cancelClosesRequest(server, wrapper)
   })
 })
 
@@ -120,6 +118,30 @@ describe("the call's signal", () => {
     await createAgent({ provider: given }).run('b')
     expect(built.signalReads).toBe(0)
     expect(given.signalReads).toBeGreaterThan(0)
+  })
+
+  it('is handed over again, for good, once a request went without the SDK handing its controller to the tie', async () => {
+    const server = await startScriptedModelServer({ scripts: { m: [{ content: 'one' }, { content: 'two' }] } })
+    open.push(server)
+    // As an SDK that no longer sends through `fetchWithTimeout` would.
+    const bypass = vi
+      .spyOn(OpenAI.prototype as unknown as { fetchWithAuth: (...args: unknown[]) => Promise<Response> }, 'fetchWithAuth')
+      .mockImplementation(function (this: { fetch: typeof fetch }, url, init, _timeout, controller) {
+        return this.fetch.call(undefined, url as string, {
+          ...(init as RequestInit),
+          signal: (controller as AbortController).signal,
+        })
+      })
+    try {
+      const provider = new CountingProvider({ model: 'm', baseURL: server.url, stream: false })
+      await createAgent({ provider }).run('a')
+      expect(provider.signalReads).toBe(0)
+      await createAgent({ provider }).run('b')
+      expect(provider.signalReads).toBeGreaterThan(0)
+      expect(bypass).toHaveBeenCalledTimes(2)
+    } finally {
+      bypass.mockRestore()
+    }
   })
 })
 
