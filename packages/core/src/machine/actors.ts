@@ -2,7 +2,7 @@ import { untilAborted } from '../abort.ts'
 import { describeError, ProviderError, TimeoutError } from '../errors.ts'
 import { Handoff } from '../handoff.ts'
 import { rejectedDecisionAudit } from '../hitl/decision.ts'
-import type { ApprovalRequest, Reviewer } from '../hitl/types.ts'
+import type { ApprovalRequest, AuditEntry, Reviewer } from '../hitl/types.ts'
 import type { AssistantMessage, Message, ToolMessage } from '../messages.ts'
 import { CALL_ABORT, type CallAbort } from '../provider/call-abort.ts'
 import type { ProviderCallOptions, ProviderResponse, ToolSpec } from '../provider/provider.ts'
@@ -10,6 +10,7 @@ import { type LedgerToolResult, OUTCOME_UNKNOWN, resumeToolCall } from '../store
 import type { RunJournal } from '../store/run-journal.ts'
 import { type DurableQuestion, stringifyToolOutput, type Tool, type ToolContext, type ToolEmittedEvent } from '../tool.ts'
 import type { AgentMachineEvent, CurrentCall, RunInfo } from './context.ts'
+import { withLazySignal } from './lazy-signal.ts'
 import type { AgentRuntime } from './runtime.ts'
 import { failedToolResult, transferredText } from './tool-result-texts.ts'
 
@@ -75,33 +76,31 @@ export function createAgentWork() {
   return {
     // The hook works hand on the chain's promise (no `async` wrapper: one promise and one tick less
     // per hook point); the worker turns a synchronous throw into the work's error. Each hook's
-    // context is one literal of fixed shape; its signal a getter, made only if a hook reads it.
+    // context has one shape; its signal is made only if a hook reads it (lazy-signal.ts).
     beforeTurnHook: fromPromise((args: WorkArgs<TranscriptInput>) => {
       const { input } = args
-      return args.runtime.hooks.beforeTurn({
-        agentId: input.run.agentId,
-        runId: input.run.runId,
-        turn: input.turn,
-        get signal() {
-          return args.signal
-        },
-        messages: [...input.messages],
-      })
+      return args.runtime.hooks.beforeTurn(
+        withLazySignal(args, {
+          agentId: input.run.agentId,
+          runId: input.run.runId,
+          turn: input.turn,
+          messages: [...input.messages],
+        }),
+      )
     }),
 
     beforeProviderCallHook: fromPromise((args: WorkArgs<TranscriptInput>) => {
       const { input } = args
       const runtime = args.runtime
-      return runtime.hooks.beforeProviderCall({
-        agentId: input.run.agentId,
-        runId: input.run.runId,
-        turn: input.turn,
-        get signal() {
-          return args.signal
-        },
-        messages: [...input.messages],
-        tools: [...runtime.toolSpecs],
-      })
+      return runtime.hooks.beforeProviderCall(
+        withLazySignal(args, {
+          agentId: input.run.agentId,
+          runId: input.run.runId,
+          turn: input.turn,
+          messages: [...input.messages],
+          tools: [...runtime.toolSpecs],
+        }),
+      )
     }),
 
     callModel: fromPromise(async (args: WorkArgs<ModelCallInput>): Promise<ProviderResponse & { durationMs: number }> => {
@@ -118,13 +117,10 @@ export function createAgentWork() {
       // The call's signal is made only if the provider reads it (a provider that spreads these
       // options reads it); signalbox's providers are told of an abort through `CALL_ABORT`
       // instead (call-abort.ts).
-      const options: ProviderCallOptions & { [CALL_ABORT]: CallAbort } = {
-        get signal() {
-          return args.signal
-        },
+      const options: ProviderCallOptions & { [CALL_ABORT]: CallAbort } = withLazySignal(args, {
         run: runKey(input.run),
         [CALL_ABORT]: args,
-      }
+      })
       if (onTextDelta) options.onTextDelta = onTextDelta
       const response = await runtime.provider.complete(
         runtime.output
@@ -137,17 +133,16 @@ export function createAgentWork() {
 
     beforeToolExecutionHook: fromPromise((args: WorkArgs<CallInput>) => {
       const { input } = args
-      return args.runtime.hooks.beforeToolExecution({
-        agentId: input.run.agentId,
-        runId: input.run.runId,
-        turn: input.turn,
-        get signal() {
-          return args.signal
-        },
-        callId: input.call.callId,
-        toolName: input.call.toolName,
-        input: input.call.args,
-      })
+      return args.runtime.hooks.beforeToolExecution(
+        withLazySignal(args, {
+          agentId: input.run.agentId,
+          runId: input.run.runId,
+          turn: input.turn,
+          callId: input.call.callId,
+          toolName: input.call.toolName,
+          input: input.call.args,
+        }),
+      )
     }),
 
     evaluateApprovalRule: fromPromise(async ({ input, runtime }: WorkArgs<{ call: CurrentCall }>) => {
@@ -249,34 +244,32 @@ export function createAgentWork() {
 
     afterToolExecutionHook: fromPromise((args: WorkArgs<CallInput & { result: { output: string; isError: boolean } }>) => {
       const { input } = args
-      return args.runtime.hooks.afterToolExecution({
-        agentId: input.run.agentId,
-        runId: input.run.runId,
-        turn: input.turn,
-        get signal() {
-          return args.signal
-        },
-        callId: input.call.callId,
-        toolName: input.call.toolName,
-        input: input.call.args,
-        output: input.result.output,
-        isError: input.result.isError,
-      })
+      return args.runtime.hooks.afterToolExecution(
+        withLazySignal(args, {
+          agentId: input.run.agentId,
+          runId: input.run.runId,
+          turn: input.turn,
+          callId: input.call.callId,
+          toolName: input.call.toolName,
+          input: input.call.args,
+          output: input.result.output,
+          isError: input.result.isError,
+        }),
+      )
     }),
 
     afterTurnHook: fromPromise((args: WorkArgs<TranscriptInput & { reply: AssistantMessage; toolResults: ToolMessage[] }>) => {
       const { input } = args
-      return args.runtime.hooks.afterTurn({
-        agentId: input.run.agentId,
-        runId: input.run.runId,
-        turn: input.turn,
-        get signal() {
-          return args.signal
-        },
-        reply: input.reply,
-        toolResults: [...input.toolResults],
-        messages: [...input.messages],
-      })
+      return args.runtime.hooks.afterTurn(
+        withLazySignal(args, {
+          agentId: input.run.agentId,
+          runId: input.run.runId,
+          turn: input.turn,
+          reply: input.reply,
+          toolResults: [...input.toolResults],
+          messages: [...input.messages],
+        }),
+      )
     }),
   }
 }
@@ -351,12 +344,8 @@ async function runTool(
     toolSignal = AbortSignal.any([work.signal, timeout.signal])
   }
   try {
-    // One object literal of fixed shape, the optional fields set after it: spreads of conditional
-    // objects into a literal with a getter cost V8 a slow copy per field on every tool call.
-    const context: ToolContext = {
-      get signal() {
-        return toolSignal ?? work.signal
-      },
+    // One shape, the optional fields set after it; the signal made only if the tool reads it.
+    const context: ToolContext = withLazySignal(toolSignal === undefined ? work : { signal: toolSignal }, {
       callId: call.callId,
       agentId: run.agentId,
       runId: run.runId,
@@ -364,13 +353,13 @@ async function runTool(
       agentPath: run.agentPath ?? [],
       clock: runtime.clock,
       ids: runtime.ids,
-      audit: { record: (entry) => runtime.recordAudit(entry) },
+      audit: { record: (entry: AuditEntry) => runtime.recordAudit(entry) },
       // The events' fields are made when the tool first emits (most never do).
       emit: (event: ToolEmittedEvent) => {
         base ??= eventFields(run)
         return runtime.events.emit({ ...base, at: runtime.clock.now(), ...event } as Parameters<typeof runtime.events.emit>[0])
       },
-    }
+    })
     if (rerun) context.rerun = true
     if (turn !== undefined) context.turn = turn
     if (journal) context.durableQuestion = durableQuestion(journal, call.callId)

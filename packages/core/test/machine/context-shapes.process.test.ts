@@ -1,0 +1,26 @@
+import { execFile } from 'node:child_process'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import { expect, it } from 'vitest'
+
+// A context with a getter written in its literal is a dictionary-mode object on Node 20 (~0.6 µs
+// to make, slow to read): what every hook, tool and model call is handed must not be one.
+it('every context a run hands out (five hooks, the tool, the provider) has fast properties and one hidden class per kind', async () => {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--allow-natives-syntax', '--import', 'tsx', path.join(import.meta.dirname, 'fixtures', 'context-shapes.ts')],
+    { cwd: import.meta.dirname },
+  )
+  const { status, shapes } = JSON.parse(stdout.trim().split('\n').at(-1) as string)
+  expect(status).toBe('done')
+  const each = { fast: true, oneHiddenClass: true }
+  expect(shapes).toEqual({
+    beforeTurn: { count: 4, ...each },
+    beforeProviderCall: { count: 4, ...each },
+    callOptions: { count: 4, ...each },
+    beforeToolExecution: { count: 3, ...each },
+    toolContext: { count: 3, ...each },
+    afterToolExecution: { count: 3, ...each },
+    afterTurn: { count: 4, ...each },
+  })
+}, 60_000)
