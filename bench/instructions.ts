@@ -29,7 +29,7 @@
  * command ~6 min on 2 cores.
  */
 import { execFile, spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -51,6 +51,7 @@ function options() {
         'at-once': { type: 'string', default: '1' },
         'in-process': { type: 'boolean', default: false },
         keep: { type: 'string' },
+        'js-names': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h' },
       },
     })
@@ -78,7 +79,9 @@ if (values.help) {
       '--in-process the in-process variants instead (no HTTP: the ScriptedProvider; the floor on the bare responder), e.g. floor,signalbox\n' +
       '--repeat N   count each variant N times, in processes of their own (the spread between identical counts)\n' +
       '--jobs N     processes under valgrind at once (default 2)\n' +
-      '--keep DIR   keep the callgrind files there (callgrind_annotate reads them; <variant>-<i>.callgrind.2-01 is the window)',
+      '--keep DIR   keep the callgrind files there (callgrind_annotate reads them; <variant>-<i>.callgrind.2-01 is the window)\n' +
+      '--js-names   with --keep: V8 writes where it put each compiled function (--perf-basic-prof) to <variant>-<i>.perf.map,\n' +
+      '             so bench/callgrind-names.ts can name the JIT frames (the map adds a little work: name with it, count without)',
   )
   process.exit(0)
 }
@@ -99,6 +102,10 @@ const [warmUp, runs, steps, atOnce, repeat] = ['warm-up', 'runs', 'steps', 'at-o
 ]
 if (!(Number.isInteger(warmUp) && warmUp >= 0)) {
   console.error('--warm-up takes a count of runs (0 or more)')
+  process.exit(2)
+}
+if (values['js-names'] && values.keep === undefined) {
+  console.error('--js-names needs --keep DIR (the map is kept beside the callgrind files)')
   process.exit(2)
 }
 if (![runs, steps, atOnce, repeat].every((n) => Number.isInteger(n) && n >= 1)) {
@@ -157,6 +164,7 @@ async function count(variant: string, repeat: number): Promise<Count> {
     '--dump-before=uv_getrusage',
     `--callgrind-out-file=${out}`,
     process.execPath,
+    ...(values['js-names'] ? ['--perf-basic-prof'] : []),
     // Everything V8 does on the main thread, in one order: its GC and compilers have no helper
     // threads whose share moves from one process to the next.
     '--single-threaded',
@@ -181,9 +189,16 @@ async function count(variant: string, repeat: number): Promise<Count> {
     p.stdout.on('data', (chunk: Buffer) => (text += chunk))
     p.stderr.on('data', (chunk: Buffer) => (errors += chunk))
     p.once('error', reject)
-    p.once('exit', (code) =>
-      code === 0 ? resolve(text) : reject(new Error(`${variant} exited with ${code}:\n${errors.slice(-2000)}`)),
-    )
+    p.once('exit', (code) => {
+      if (code !== 0) return reject(new Error(`${variant} exited with ${code}:\n${errors.slice(-2000)}`))
+      try {
+        // valgrind runs node in its own process: the map is named after valgrind's pid.
+        if (values['js-names']) moveMap(`/tmp/perf-${p.pid}.map`, `${out.replace(/\.callgrind$/, '')}.perf.map`)
+        resolve(text)
+      } catch (error) {
+        reject(new Error(`${variant}: V8's map of compiled code was not written (${(error as Error).message})`))
+      }
+    })
   })
   const ran = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { steps?: number }
   // Two dumps, both of the main thread: anything else calling uv_getrusage would move the window.
@@ -192,6 +207,16 @@ async function count(variant: string, repeat: number): Promise<Count> {
     throw new Error(`${variant}: expected the window's two dumps on the main thread, found ${dumps.join(', ') || 'none'}`)
   }
   return { ...(await annotate(join(dir, `${variant}-${repeat}.callgrind.2-01`))), steps: ran.steps ?? Number.NaN }
+}
+
+function moveMap(from: string, to: string): void {
+  try {
+    renameSync(from, to)
+  } catch {
+    // Another filesystem (a kept directory elsewhere): copy, then remove.
+    copyFileSync(from, to)
+    rmSync(from, { force: true })
+  }
 }
 
 /** Runs the jobs `jobs` at a time. */
