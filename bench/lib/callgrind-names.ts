@@ -50,6 +50,8 @@ export interface CallgrindCosts {
    * proportion to what each call cost), the optimizing compilers stay apart.
    */
   byCause(): Map<string, number>
+  /** The own cost of the functions whose name starts with `prefix`, charged to the JavaScript functions that caused it. */
+  causesOf(prefix: string): Map<string, number>
 }
 
 // The format: `fn=(id) name` opens a function's costs (the name given once, then the id alone),
@@ -80,41 +82,50 @@ export function readCallgrind(text: string, name: (name: string) => string = (n)
     else if (line.startsWith('cfn=')) callee = idName(line, 'cfn')
     else if (line.startsWith('calls=')) inCall = true
   }
+  const into = new Map<string, { caller: string; cost: number }[]>()
+  for (const call of calls) {
+    if (call.caller === call.callee) continue
+    const edges = into.get(call.callee) ?? []
+    edges.push(call)
+    into.set(call.callee, edges)
+  }
+  // A function's share of the JavaScript (or compilers) that caused it, found up its callers in
+  // proportion to each call's cost (memoized; a root or a cycle: UNATTRIBUTED).
+  const shares = new Map<string, Map<string, number>>()
+  const sharesOf = (fn: string, seen: Set<string>): Map<string, number> => {
+    if (CAUSES.has(originOf(fn))) return new Map([[fn, 1]])
+    const known = shares.get(fn)
+    if (known) return known
+    const edges = into.get(fn) ?? []
+    const total = edges.reduce((n, e) => n + e.cost, 0)
+    if (total === 0 || seen.has(fn)) return new Map([[UNATTRIBUTED, 1]])
+    const out = new Map<string, number>()
+    seen.add(fn)
+    for (const edge of edges)
+      for (const [cause, share] of sharesOf(edge.caller, seen))
+        out.set(cause, (out.get(cause) ?? 0) + (share * edge.cost) / total)
+    seen.delete(fn)
+    shares.set(fn, out)
+    return out
+  }
+  /** The self cost of the functions `which` picks, charged to the functions that caused it. */
+  const charged = (which: (fn: string) => boolean) => {
+    const by = new Map<string, number>()
+    for (const [fn, cost] of self) {
+      if (!which(fn)) continue
+      for (const [cause, share] of sharesOf(fn, new Set())) add(by, cause, cost * share)
+    }
+    return by
+  }
   return {
     self,
     byCause() {
-      const into = new Map<string, { caller: string; cost: number }[]>()
-      for (const call of calls) {
-        if (call.caller === call.callee) continue
-        const edges = into.get(call.callee) ?? []
-        edges.push(call)
-        into.set(call.callee, edges)
-      }
-      // Each function's share of causes, found up the callers (memoized; a cycle or a root: UNATTRIBUTED).
-      const shares = new Map<string, Map<string, number>>()
-      const sharesOf = (fn: string, seen: Set<string>): Map<string, number> => {
-        const origin = originOf(fn)
-        if (CAUSES.has(origin)) return new Map([[origin, 1]])
-        const known = shares.get(fn)
-        if (known) return known
-        const edges = into.get(fn) ?? []
-        const total = edges.reduce((n, e) => n + e.cost, 0)
-        const out = new Map<string, number>()
-        if (total === 0 || seen.has(fn)) out.set(UNATTRIBUTED, 1)
-        else {
-          seen.add(fn)
-          for (const edge of edges)
-            for (const [cause, share] of sharesOf(edge.caller, seen))
-              out.set(cause, (out.get(cause) ?? 0) + (share * edge.cost) / total)
-          seen.delete(fn)
-        }
-        shares.set(fn, out)
-        return out
-      }
       const by = new Map<string, number>()
-      for (const [fn, cost] of self)
-        for (const [cause, share] of sharesOf(fn, new Set())) by.set(cause, (by.get(cause) ?? 0) + cost * share)
+      for (const [fn, cost] of charged(() => true)) add(by, fn === UNATTRIBUTED ? fn : originOf(fn), cost)
       return by
+    },
+    causesOf(prefix) {
+      return charged((fn) => fn.startsWith(prefix))
     },
     callersOf(prefix) {
       const by = new Map<string, number>()

@@ -66,6 +66,14 @@ describe('bench/callgrind-names: a callgrind file, the JIT frames named', () => 
     })
   })
 
+  it("charges one function's own cost to the JavaScript functions that caused it", () => {
+    // The runtime's 20, reached only through the builtin, split 40:10.
+    expect(Object.fromEntries(costs.causesOf('v8::internal::Runtime_'))).toEqual({
+      'microstep /x/node_modules/xstate/dist/raise.cjs.js:2150:19': 16,
+      'startWork file:///x/packages/core/dist/machine/agent-machine.js:38:20': 4,
+    })
+  })
+
   it('charges builtins and runtime to the JavaScript that called them, in proportion; a root to no one', () => {
     // The builtin's 30 and the runtime's 20 split 40:10 between xstate and signalbox.
     expect(Object.fromEntries(costs.byCause())).toEqual({
