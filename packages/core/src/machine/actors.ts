@@ -131,19 +131,9 @@ export function createAgentWork() {
       return { ...response, durationMs: runtime.clock.now() - started }
     }),
 
-    beforeToolExecutionHook: fromPromise((args: WorkArgs<CallInput>) => {
-      const { input } = args
-      return args.runtime.hooks.beforeToolExecution(
-        withLazySignal(args, {
-          agentId: input.run.agentId,
-          runId: input.run.runId,
-          turn: input.turn,
-          callId: input.call.callId,
-          toolName: input.call.toolName,
-          input: input.call.args,
-        }),
-      )
-    }),
+    beforeToolExecutionHook: fromPromise((args: WorkArgs<CallInput>) =>
+      args.runtime.hooks.beforeToolExecution(callHookContext(args)),
+    ),
 
     evaluateApprovalRule: fromPromise(async ({ input, runtime }: WorkArgs<{ call: CurrentCall }>) => {
       const rule = runtime.tools.get(input.call.toolName)?.needsApproval
@@ -243,18 +233,9 @@ export function createAgentWork() {
     }),
 
     afterToolExecutionHook: fromPromise((args: WorkArgs<CallInput & { result: { output: string; isError: boolean } }>) => {
-      const { input } = args
+      const { result } = args.input
       return args.runtime.hooks.afterToolExecution(
-        withLazySignal(args, {
-          agentId: input.run.agentId,
-          runId: input.run.runId,
-          turn: input.turn,
-          callId: input.call.callId,
-          toolName: input.call.toolName,
-          input: input.call.args,
-          output: input.result.output,
-          isError: input.result.isError,
-        }),
+        Object.assign(callHookContext(args), { output: result.output, isError: result.isError }),
       )
     }),
 
@@ -272,6 +253,19 @@ export function createAgentWork() {
       )
     }),
   }
+}
+
+/** What both tool-call hooks are told: whose run, which turn, and the call. */
+function callHookContext(args: WorkArgs<CallInput>) {
+  const { input } = args
+  return withLazySignal(args, {
+    agentId: input.run.agentId,
+    runId: input.run.runId,
+    turn: input.turn,
+    callId: input.call.callId,
+    toolName: input.call.toolName,
+    input: input.call.args,
+  })
 }
 
 /** A stored run's tool call: the ledger says whether it runs, and records how it ended. */
