@@ -27,9 +27,15 @@ interface RunBinding {
 /*
  * The runtime is not captured in the machine: each run's actor is bound to its agent's parts when
  * it is created (`bindAgentParts`), by its context's `run` record (the same object for the whole
- * run; guards and actions see only the context).
+ * run; guards and actions see only the context). The binding is a hidden property of that record,
+ * not the value of a module-wide WeakMap: V8's young-generation collections keep an entry of an
+ * old WeakMap whose value leads back to its key (the binding reaches the actor, hence the context,
+ * hence the record), so every finished run's binding outlived them until the next full GC: 21 KiB
+ * a 20-step hooked run then, 9 now (`bench/young-retention.ts`; docs/benchmarks.md, "A timed
+ * in-process figure alternates between two phases").
  */
-const byRun = new WeakMap<RunInfo, RunBinding>()
+const BINDING = Symbol('signalbox.runBinding')
+type BoundRun = RunInfo & { readonly [BINDING]?: RunBinding }
 
 /**
  * Binds a created (or restored) run's actor to its agent, before it starts, and gives it its worker
@@ -37,12 +43,14 @@ const byRun = new WeakMap<RunInfo, RunBinding>()
  */
 export function bindAgentParts(actor: AnyActorRef, parts: AgentParts): RunWorker {
   const worker = new RunWorker((event: AgentMachineEvent) => actor.send(event), parts.runtime)
-  byRun.set((actor.getSnapshot() as { context: AgentContext }).context.run, { parts, worker })
+  const run = (actor.getSnapshot() as { context: AgentContext }).context.run
+  // Not enumerable: a spread of the record, JSON and structuredClone leave it out.
+  Object.defineProperty(run, BINDING, { value: { parts, worker } satisfies RunBinding, configurable: true })
   return worker
 }
 
-export const partsOf = (context: AgentContext): AgentParts => (byRun.get(context.run) ?? unbound()).parts
-export const workerOf = (context: AgentContext): RunWorker => (byRun.get(context.run) ?? unbound()).worker
+export const partsOf = (context: AgentContext): AgentParts => ((context.run as BoundRun)[BINDING] ?? unbound()).parts
+export const workerOf = (context: AgentContext): RunWorker => ((context.run as BoundRun)[BINDING] ?? unbound()).worker
 
 /** An actor of the shared machine made outside an `Agent` has no runtime to run with. */
 export function unbound(): never {

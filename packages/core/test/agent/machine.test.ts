@@ -57,6 +57,28 @@ describe('the agent machine', () => {
     expect(errors).toEqual([expect.objectContaining({ code: 'CONFIG_INVALID' })])
   })
 
+  it('binds a run to its agent without adding anything a copy of its context carries', async () => {
+    const runs: object[] = []
+    const agent = createAgent({
+      provider: new ScriptedProvider({ script: [{ content: 'done' }] }),
+      inspect: (event) => {
+        if (event.type !== '@xstate.snapshot') return
+        const context = (event.snapshot as { context?: AgentContext }).context
+        if (context && typeof context === 'object' && 'run' in context) runs.push(context.run)
+      },
+    })
+    expect((await agent.run('hi')).status).toBe('done')
+    expect(runs.length).toBeGreaterThan(1)
+    const run = runs[0] as object
+    // The binding is the record's own, hidden: the record is the same object for the whole run.
+    expect(runs.every((r) => r === run)).toBe(true)
+    expect(Object.keys(run).sort()).toEqual(
+      ['agentId', 'agentPath', 'input', 'maxTokens', 'maxTurns', 'parentRunId', 'runId', 'runPath', 'startedAt'].sort(),
+    )
+    expect(Object.getOwnPropertySymbols({ ...run })).toEqual([])
+    expect(structuredClone(run)).toEqual(JSON.parse(JSON.stringify(run)))
+  })
+
   it('has done, failed and cancelled as its only final states', () => {
     const agent = createAgent({ provider: new ScriptedProvider({ script: [] }) })
     const finals = Object.entries(agent.machine.root.states)

@@ -1,0 +1,116 @@
+/**
+ * What outlives V8's young-generation collections after a run has finished: the old generation's
+ * growth per run, through three young collections after each batch of runs. What a run leaves
+ * there is garbage V8 only reclaims at its next full GC; the more runs leave, the sooner V8 starts
+ * allocating the loop's short-lived objects in the old generation itself (pretenuring), and the
+ * slower a step becomes (docs/benchmarks.md, "A timed in-process figure alternates").
+ *
+ *   node --import tsx bench/young-retention.ts signalbox,signalbox-hooks,floor,floor-hooks,xstate-actor,dropped-graph
+ *
+ * Each variant runs in a child of its own with a 64 MB young generation (no collection during a
+ * batch), V8's pretenuring and page promotion off (the growth is what survives, not what V8 chose
+ * to allocate old) and sweeping done inside each GC (the old generation's size is then exact); the
+ * built packages are loaded (`node bench/run.mjs --build-only` first). Variants: those of the
+ * in-process scenario and the design's floor, `xstate-actor` (an actor of a one-state machine
+ * whose context holds 4,000 messages, created and dropped: XState alone) and `dropped-graph` (the
+ * same 4,000 messages made and dropped: the probe's own floor, ~0). Prints KiB a run (median of
+ * --batches 5 batches of --batch 10 runs; a batch where V8 finished freeing earlier garbage shows
+ * the old generation shrinking, and the median leaves it out).
+ */
+import { spawnSync } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { parseArgs } from 'node:util'
+import { getHeapSpaceStatistics } from 'node:v8'
+import { median } from './lib/measure.ts'
+import { inProcessVariants } from './scenarios/in-process.ts'
+import { inProcessFloorVariants } from './scenarios/xstate-floor.ts'
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    child: { type: 'boolean', default: false },
+    steps: { type: 'string', default: '20' },
+    batch: { type: 'string', default: '10' },
+    batches: { type: 'string', default: '5' },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+})
+const ids = (positionals[0] ?? 'signalbox,signalbox-hooks,floor,floor-hooks,xstate-actor,dropped-graph').split(',')
+if (values.help) {
+  console.log('usage: node --import tsx bench/young-retention.ts [variant,...] [--steps 20] [--batch 10] [--batches 5]')
+  process.exit(0)
+}
+
+const V8_FLAGS = [
+  '--expose-gc',
+  '--no-allocation-site-pretenuring',
+  '--no-page-promotion',
+  '--no-concurrent-sweeping',
+  '--min-semi-space-size=64',
+  '--max-semi-space-size=64',
+]
+
+if (!values.child) {
+  const useDist = pathToFileURL(fileURLToPath(new URL('./loader/use-dist.mjs', import.meta.url))).href
+  const self = fileURLToPath(import.meta.url)
+  const passOn = ['--steps', values.steps as string, '--batch', values.batch as string, '--batches', values.batches as string]
+  for (const id of ids) {
+    const child = spawnSync(
+      process.execPath,
+      [...V8_FLAGS, '--import', useDist, '--import', 'tsx', self, '--child', id, ...passOn],
+      { encoding: 'utf8' },
+    )
+    if (child.status !== 0) throw new Error(`${id}: the child failed\n${child.stderr}`)
+    const { keptKiB } = JSON.parse(child.stdout.trim().split('\n').at(-1) as string) as { keptKiB: number[] }
+    console.log(
+      `${id}: ${median(keptKiB).toFixed(1)} KiB a run kept through three young collections (batches: ${keptKiB.map((k) => k.toFixed(1)).join(', ')})`,
+    )
+  }
+  process.exit(0)
+}
+
+const gc = (globalThis as { gc?: (options?: { type: 'minor' | 'major' }) => void }).gc
+if (gc === undefined) throw new Error('the child runs with --expose-gc')
+const tick = () => new Promise((resolve) => setImmediate(resolve))
+const oldSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'old_space')?.space_used_size ?? 0
+
+const id = ids[0] as string
+const messages = () => Array.from({ length: 4000 }, (_, i) => ({ role: 'user', content: `message ${i} of a run` }))
+function runOf(): () => Promise<unknown> {
+  if (id === 'dropped-graph') return async () => messages().length
+  if (id === 'xstate-actor') {
+    // The very copy of XState the agent machine runs on.
+    const xstate = createRequire(import.meta.resolve('@signalbox/core'))('xstate') as {
+      createMachine(config: object): unknown
+      createActor(machine: unknown): unknown
+    }
+    const machine = xstate.createMachine({ context: () => ({ messages: messages() }), initial: 'idle', states: { idle: {} } })
+    return async () => xstate.createActor(machine)
+  }
+  const steps = Number(values.steps)
+  const variant = [...inProcessVariants(steps), ...inProcessFloorVariants(steps)].find((v) => v.id === id)
+  if (!variant) throw new Error(`unknown variant "${id}"`)
+  return variant.run
+}
+const run = runOf()
+for (let i = 0; i < 300; i++) await run()
+
+const batch = Number(values.batch)
+const keptKiB: number[] = []
+for (let b = 0; b < Number(values.batches); b++) {
+  // A clean start: the garbage of earlier batches collected, the young generation empty.
+  gc({ type: 'major' })
+  gc({ type: 'major' })
+  await tick()
+  gc({ type: 'minor' })
+  const before = oldSpace()
+  for (let i = 0; i < batch; i++) await run()
+  await tick()
+  for (let i = 0; i < 3; i++) {
+    gc({ type: 'minor' })
+    await tick()
+  }
+  keptKiB.push((oldSpace() - before) / 1024 / batch)
+}
+console.log(JSON.stringify({ id, keptKiB }))

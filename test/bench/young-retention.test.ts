@@ -1,0 +1,46 @@
+/**
+ * What a finished run leaves behind through V8's young-generation collections
+ * (`bench/young-retention.ts`, on the built packages). XState keeps every dropped machine actor
+ * alive until the next full GC (its last snapshot with it: the design's floor leaves ~3 KiB a
+ * 20-step run); signalbox must add nothing that drags more of the run along. Its run binding used
+ * to be a WeakMap entry whose value led back to its key: V8's young collections keep such an
+ * entry, and every finished run then left ~18 KiB more than the floor (~6 now).
+ */
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { expect, it } from 'vitest'
+
+const root = fileURLToPath(new URL('../..', import.meta.url))
+
+function retention(variants: string[], signal: AbortSignal): Promise<Record<string, number>> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ['--import', 'tsx', 'bench/young-retention.ts', variants.join(','), '--batches', '5'], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      signal,
+    })
+    let stdout = ''
+    let stderr = ''
+    p.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    p.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    p.once('error', reject)
+    p.once('close', (code) => {
+      if (code !== 0) return reject(new Error(`young-retention exited ${code}: ${stderr}`))
+      const kept: Record<string, number> = {}
+      for (const line of stdout.trim().split('\n')) {
+        const match = /^([\w-]+): (-?[\d.]+) KiB a run/.exec(line)
+        if (match) kept[match[1] as string] = Number(match[2])
+      }
+      resolve(kept)
+    })
+  })
+}
+
+it('a finished run leaves little more behind through young collections than the design floor does', async () => {
+  const kept = await retention(['dropped-graph', 'floor-hooks', 'signalbox-hooks'], AbortSignal.timeout(100_000))
+  // The probe itself: 4,000 messages made and dropped leave nothing.
+  expect(kept['dropped-graph']).toBeLessThan(1)
+  expect(kept['floor-hooks']).toBeGreaterThan(0)
+  // 20 tool steps, five hooks: ~6 KiB over the floor now, ~18 with the WeakMap binding.
+  expect((kept['signalbox-hooks'] as number) - (kept['floor-hooks'] as number)).toBeLessThan(10)
+}, 110_000)
