@@ -9,13 +9,14 @@
  *
  * Each variant runs in a child of its own with a 64 MB young generation (no collection during a
  * batch), V8's pretenuring and page promotion off (the growth is what survives, not what V8 chose
- * to allocate old) and sweeping done inside each GC (the old generation's size is then exact); the
- * built packages are loaded (`node bench/run.mjs --build-only` first). Variants: those of the
+ * to allocate old), sweeping done inside each GC (the old generation's size is then exact) and no
+ * full GC of V8's own choosing, after a warm-up of --warm-up 1000 runs (the JIT's own allocations
+ * done); the built packages are loaded (`node bench/run.mjs --build-only` first). Variants: those of the
  * in-process scenario and the design's floor, `xstate-actor` (an actor of a one-state machine
  * whose context holds 4,000 messages, created and dropped: XState alone) and `dropped-graph` (the
  * same 4,000 messages made and dropped: the probe's own floor, ~0). Prints KiB a run (median of
- * --batches 5 batches of --batch 10 runs; a batch where V8 finished freeing earlier garbage shows
- * the old generation shrinking, and the median leaves it out).
+ * --batches 5 batches of --batch 10 runs; a batch the JIT still allocated in shows more, and the
+ * median leaves it out).
  */
 import { spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
@@ -33,6 +34,7 @@ const { values, positionals } = parseArgs({
     steps: { type: 'string', default: '20' },
     batch: { type: 'string', default: '10' },
     batches: { type: 'string', default: '5' },
+    'warm-up': { type: 'string', default: '1000' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 })
@@ -47,6 +49,9 @@ const V8_FLAGS = [
   '--no-allocation-site-pretenuring',
   '--no-page-promotion',
   '--no-concurrent-sweeping',
+  // No full GC of V8's own choosing during a batch (it frees earlier garbage: the old generation shrinks).
+  '--no-memory-reducer',
+  '--no-incremental-marking',
   '--min-semi-space-size=64',
   '--max-semi-space-size=64',
 ]
@@ -54,7 +59,16 @@ const V8_FLAGS = [
 if (!values.child) {
   const useDist = pathToFileURL(fileURLToPath(new URL('./loader/use-dist.mjs', import.meta.url))).href
   const self = fileURLToPath(import.meta.url)
-  const passOn = ['--steps', values.steps as string, '--batch', values.batch as string, '--batches', values.batches as string]
+  const passOn = [
+    '--steps',
+    values.steps as string,
+    '--batch',
+    values.batch as string,
+    '--batches',
+    values.batches as string,
+    '--warm-up',
+    values['warm-up'] as string,
+  ]
   for (const id of ids) {
     const child = spawnSync(
       process.execPath,
@@ -94,7 +108,7 @@ function runOf(): () => Promise<unknown> {
   return variant.run
 }
 const run = runOf()
-for (let i = 0; i < 300; i++) await run()
+for (let i = 0; i < Number(values['warm-up']); i++) await run()
 
 const batch = Number(values.batch)
 const keptKiB: number[] = []

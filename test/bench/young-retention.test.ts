@@ -4,7 +4,7 @@
  * alive until the next full GC (its last snapshot with it: the design's floor leaves ~3 KiB a
  * 20-step run); signalbox must add nothing that drags more of the run along. Its run binding used
  * to be a WeakMap entry whose value led back to its key: V8's young collections keep such an
- * entry, and every finished run then left ~18 KiB more than the floor (~6 now).
+ * entry, and every finished hooked run then left 19-23 KiB more than the floor (~7 now).
  */
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -14,7 +14,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url))
 
 function retention(variants: string[], signal: AbortSignal): Promise<Record<string, number>> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--import', 'tsx', 'bench/young-retention.ts', variants.join(','), '--batches', '5'], {
+    const p = spawn(process.execPath, ['--import', 'tsx', 'bench/young-retention.ts', variants.join(','), '--batches', '7'], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
       signal,
@@ -41,6 +41,6 @@ it('a finished run leaves little more behind through young collections than the 
   // The probe itself: 4,000 messages made and dropped leave nothing.
   expect(kept['dropped-graph']).toBeLessThan(1)
   expect(kept['floor-hooks']).toBeGreaterThan(0)
-  // 20 tool steps, five hooks: ~6 KiB over the floor now, ~18 with the WeakMap binding.
-  expect((kept['signalbox-hooks'] as number) - (kept['floor-hooks'] as number)).toBeLessThan(10)
+  // 20 tool steps, five hooks: ~7 KiB over the floor now, 19-23 with the WeakMap binding.
+  expect((kept['signalbox-hooks'] as number) - (kept['floor-hooks'] as number)).toBeLessThan(12)
 }, 110_000)
