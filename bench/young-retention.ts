@@ -14,12 +14,15 @@
  * done); the built packages are loaded (`node bench/run.mjs --build-only` first). Variants: those of the
  * in-process scenario and the design's floor, `xstate-actor` (an actor of a one-state machine
  * whose context holds 4,000 messages, created and dropped: XState alone) and `dropped-graph` (the
- * same 4,000 messages made and dropped: the probe's own floor, ~0). Prints KiB a run (median of
+ * same 4,000 messages made and dropped: the probe's own floor, ~0); `--xstate <dir>` runs
+ * `xstate-actor` on another copy of XState (e.g. one with docs/xstate-microstep.patch applied).
+ * Prints KiB a run (median of
  * --batches 5 batches of --batch 10 runs; a batch the JIT still allocated in shows more, and the
  * median leaves it out).
  */
 import { spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
+import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { getHeapSpaceStatistics } from 'node:v8'
@@ -35,6 +38,7 @@ const { values, positionals } = parseArgs({
     batch: { type: 'string', default: '10' },
     batches: { type: 'string', default: '5' },
     'warm-up': { type: 'string', default: '1000' },
+    xstate: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 })
@@ -68,6 +72,7 @@ if (!values.child) {
     values.batches as string,
     '--warm-up',
     values['warm-up'] as string,
+    ...(values.xstate ? ['--xstate', path.resolve(values.xstate)] : []),
   ]
   for (const id of ids) {
     const child = spawnSync(
@@ -94,8 +99,11 @@ const messages = () => Array.from({ length: 4000 }, (_, i) => ({ role: 'user', c
 function runOf(): () => Promise<unknown> {
   if (id === 'dropped-graph') return async () => messages().length
   if (id === 'xstate-actor') {
-    // The very copy of XState the agent machine runs on.
-    const xstate = createRequire(import.meta.resolve('@signalbox/core'))('xstate') as {
+    // The very copy of XState the agent machine runs on, or another (`--xstate <its directory>`).
+    const from = values.xstate
+      ? createRequire(path.resolve(values.xstate, 'package.json'))
+      : createRequire(import.meta.resolve('@signalbox/core'))
+    const xstate = from(values.xstate ? './dist/xstate.cjs.js' : 'xstate') as {
       createMachine(config: object): unknown
       createActor(machine: unknown): unknown
     }

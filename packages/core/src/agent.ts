@@ -356,10 +356,13 @@ export class Agent<TOutput = string, TId extends string = string> {
     /** Set when the journal could not write: the run stops here, and `result` rejects with why. */
     let lost: unknown
     if (journal) {
-      journal.onLost = (error) => {
+      // Made in a local, then stored: V8 allocates a closure written straight into a property in
+      // its old generation, where it keeps what it captured through young GCs (docs/benchmarks.md).
+      const onLost = (error: unknown) => {
         lost = error
         actor.stop()
       }
+      journal.onLost = onLost
       this.#journals?.set(runId, journal)
     }
     const result = new Promise<RunResult<TOutput>>((resolve, reject) => {
