@@ -35,8 +35,7 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs, promisify } from 'node:util'
 import { httpLoopRunners } from './scenarios/http-loops.ts'
-import { inProcessVariants } from './scenarios/in-process.ts'
-import { inProcessFloorVariants } from './scenarios/xstate-floor.ts'
+import { inProcessAndFloorVariants } from './scenarios/xstate-floor.ts'
 
 function options() {
   try {
@@ -67,7 +66,7 @@ const where = values['in-process'] ? 'in-process' : 'http'
 const VARIANTS =
   where === 'http'
     ? Object.keys(httpLoopRunners({ url: 'http://127.0.0.1:1/v1', steps: 1, withHooks: true }))
-    : [...inProcessVariants(1), ...inProcessFloorVariants(1)].map((v) => v.id)
+    : inProcessAndFloorVariants(1).map((v) => v.id)
 if (values.help) {
   console.log(
     'node --import tsx bench/instructions.ts <variant,...> [--warm-up 15] [--runs 5] [--steps 200] [--at-once 1] [--repeat 1] [--jobs 2]\n' +

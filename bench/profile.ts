@@ -11,8 +11,7 @@
  * once: `--runs 1000 --steps 5` is the in-process throughput scenario's shape).
  */
 import { parseArgs } from 'node:util'
-import { inProcessVariants } from './scenarios/in-process.ts'
-import { inProcessFloorVariants } from './scenarios/xstate-floor.ts'
+import { inProcessAndFloorVariants } from './scenarios/xstate-floor.ts'
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -23,10 +22,7 @@ const { values, positionals } = parseArgs({
   },
 })
 const id = positionals[0] ?? 'signalbox'
-const variant = [
-  ...inProcessVariants(Number(values.steps), { observed: true }),
-  ...inProcessFloorVariants(Number(values.steps)),
-].find((v) => v.id === id)
+const variant = inProcessAndFloorVariants(Number(values.steps), { observed: true }).find((v) => v.id === id)
 if (!variant) throw new Error(`unknown variant "${id}"`)
 const atOnce = Number(values.runs)
 const run =

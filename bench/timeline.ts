@@ -15,8 +15,7 @@
  */
 import { parseArgs } from 'node:util'
 import { measureInterleaved, median, nsPerStep } from './lib/measure.ts'
-import { inProcessVariants } from './scenarios/in-process.ts'
-import { inProcessFloorVariants } from './scenarios/xstate-floor.ts'
+import { inProcessAndFloorVariants } from './scenarios/xstate-floor.ts'
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -34,7 +33,7 @@ if (values.help || positionals.length === 0) {
   process.exit(positionals.length === 0 && !values.help ? 1 : 0)
 }
 const steps = Number(values.steps)
-const all = [...inProcessVariants(steps, { observed: true }), ...inProcessFloorVariants(steps)]
+const all = inProcessAndFloorVariants(steps, { observed: true })
 const variants = (positionals[0] as string).split(',').map((id) => {
   const variant = all.find((v) => v.id === id)
   if (!variant) throw new Error(`unknown variant "${id}" (known: ${all.map((v) => v.id).join(', ')})`)

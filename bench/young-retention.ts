@@ -27,8 +27,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { getHeapSpaceStatistics } from 'node:v8'
 import { median } from './lib/measure.ts'
-import { inProcessVariants } from './scenarios/in-process.ts'
-import { inProcessFloorVariants } from './scenarios/xstate-floor.ts'
+import { inProcessAndFloorVariants } from './scenarios/xstate-floor.ts'
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -111,7 +110,7 @@ function runOf(): () => Promise<unknown> {
     return async () => xstate.createActor(machine)
   }
   const steps = Number(values.steps)
-  const variant = [...inProcessVariants(steps), ...inProcessFloorVariants(steps)].find((v) => v.id === id)
+  const variant = inProcessAndFloorVariants(steps).find((v) => v.id === id)
   if (!variant) throw new Error(`unknown variant "${id}"`)
   return variant.run
 }

@@ -9,8 +9,7 @@
  * Usage: instructions-child.ts <http|in-process> <variant> <warmUp> <runs> <steps> [atOnce]
  */
 import { httpLoopRunners } from '../scenarios/http-loops.ts'
-import { inProcessVariants } from '../scenarios/in-process.ts'
-import { inProcessFloorVariants } from '../scenarios/xstate-floor.ts'
+import { inProcessAndFloorVariants } from '../scenarios/xstate-floor.ts'
 import { type BenchServer, startBenchServer } from './model-server.ts'
 
 const [where = '', id = '', warmUpArg = '', runsArg = '', stepsArg = '', atOnceArg = '1'] = process.argv.slice(2)
@@ -30,7 +29,7 @@ try {
     server = await startBenchServer('child-process')
     run = (httpLoopRunners({ url: server.url, steps, withHooks: true }) as Record<string, () => Promise<number>>)[id]
   } else {
-    run = [...inProcessVariants(steps), ...inProcessFloorVariants(steps)].find((v) => v.id === id)?.run
+    run = inProcessAndFloorVariants(steps).find((v) => v.id === id)?.run
   }
   if (!run) throw new Error(`unknown variant "${id}"`)
   const batch = async () => {

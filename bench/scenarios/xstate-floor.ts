@@ -16,6 +16,7 @@ import { cpuNsPerStep, measureInterleaved, median, type Variant } from '../lib/m
 import { buildRows, type Table } from '../lib/report.ts'
 import { benchAgent, runAgent } from '../lib/signalbox.ts'
 import { countToolResults, modelFor, nextStep, noopHooks, noopTool, PROMPT, responder } from '../lib/workload.ts'
+import { inProcessVariants } from './in-process.ts'
 import type { ScenarioOptions } from './options.ts'
 
 // Loosely typed: only what is used below.
@@ -270,6 +271,11 @@ export function inProcessFloorVariants(steps: number): Variant[] {
     { id: 'floor', label: "the design's floor (signalbox's chart in plain XState)", run: () => runMachine(plain) },
     { id: 'floor-hooks', label: "the design's floor + 5 hook points, each a wait state", run: () => runMachine(hooked) },
   ]
+}
+
+/** Every variant a tool can run in process by name: the in-process scenario's, then the floor's. */
+export function inProcessAndFloorVariants(steps: number, options: { observed?: boolean } = {}): Variant[] {
+  return [...inProcessVariants(steps, options), ...inProcessFloorVariants(steps)]
 }
 
 function runMachine(machine: unknown): Promise<number> {

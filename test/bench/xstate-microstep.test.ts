@@ -5,13 +5,14 @@
  * written straight into a property"). Both sides are checked on the copy of XState the packages
  * install: should an XState release fix it, the first assertion says so and the docs go with it.
  */
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, it } from 'vitest'
+import { youngRetention } from './young-retention-run.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const core = createRequire(path.join(root, 'packages', 'core', 'package.json'))
@@ -20,29 +21,10 @@ const installed = path.dirname(path.dirname(core.resolve('xstate')))
 const copy = mkdtempSync(path.join(tmpdir(), 'xstate-patched-'))
 afterAll(() => rmSync(copy, { recursive: true, force: true }))
 
-function keptByAnActor(xstate: string | undefined, signal: AbortSignal): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const args = [
-      '--import',
-      'tsx',
-      'bench/young-retention.ts',
-      'xstate-actor',
-      '--warm-up',
-      '300',
-      ...(xstate ? ['--xstate', xstate] : []),
-    ]
-    const p = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], signal })
-    let out = ''
-    let err = ''
-    p.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
-    p.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()))
-    p.once('error', reject)
-    p.once('close', (code) => {
-      const match = /^xstate-actor: (-?[\d.]+) KiB a run/m.exec(out)
-      if (code !== 0 || !match) return reject(new Error(`young-retention exited ${code}: ${err}`))
-      resolve(Number(match[1]))
-    })
-  })
+async function keptByAnActor(xstate: string | undefined, signal: AbortSignal): Promise<number> {
+  const kept = await youngRetention(['xstate-actor', '--warm-up', '300', ...(xstate ? ['--xstate', xstate] : [])], signal)
+  if (kept['xstate-actor'] === undefined) throw new Error('young-retention printed no xstate-actor line')
+  return kept['xstate-actor']
 }
 
 it('a dropped XState actor outlives the young collections, and not with docs/xstate-microstep.patch applied', async () => {

@@ -6,38 +6,11 @@
  * to be a WeakMap entry whose value led back to its key: V8's young collections keep such an
  * entry, and every finished hooked run then left 19-23 KiB more than the floor (~7 now).
  */
-import { spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import { expect, it } from 'vitest'
-
-const root = fileURLToPath(new URL('../..', import.meta.url))
-
-function retention(variants: string[], signal: AbortSignal): Promise<Record<string, number>> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--import', 'tsx', 'bench/young-retention.ts', variants.join(','), '--batches', '7'], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      signal,
-    })
-    let stdout = ''
-    let stderr = ''
-    p.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    p.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    p.once('error', reject)
-    p.once('close', (code) => {
-      if (code !== 0) return reject(new Error(`young-retention exited ${code}: ${stderr}`))
-      const kept: Record<string, number> = {}
-      for (const line of stdout.trim().split('\n')) {
-        const match = /^([\w-]+): (-?[\d.]+) KiB a run/.exec(line)
-        if (match) kept[match[1] as string] = Number(match[2])
-      }
-      resolve(kept)
-    })
-  })
-}
+import { youngRetention } from './young-retention-run.ts'
 
 it('a finished run leaves little more behind through young collections than the design floor does', async () => {
-  const kept = await retention(['dropped-graph', 'floor-hooks', 'signalbox-hooks'], AbortSignal.timeout(100_000))
+  const kept = await youngRetention(['dropped-graph,floor-hooks,signalbox-hooks', '--batches', '7'], AbortSignal.timeout(100_000))
   // The probe itself: 4,000 messages made and dropped leave nothing.
   expect(kept['dropped-graph']).toBeLessThan(1)
   expect(kept['floor-hooks']).toBeGreaterThan(0)

@@ -7,11 +7,12 @@
  * make such closures in a local and store the local; the places that write one straight into a
  * property are listed here, each made once for something as long-lived as the closure.
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { expect, it } from 'vitest'
+import { ROOT } from './entry-points.ts'
+import { packageSources } from './package-sources.ts'
 
-const root = path.join(import.meta.dirname, '..', '..')
 const WRITTEN_INTO_PROPERTY =
   /(\.[#\w]+|\[[^\]\n]+\])\s*=\s*(async\s+)?(\([^()\n]*\)|\w+)\s*=>|(\.[#\w]+|\[[^\]\n]+\])\s*=\s*(async\s+)?function\b/
 
@@ -27,23 +28,12 @@ const ONCE = [
   'packages/otel/src/traced-services.ts: traced.execute = (args, toolContext) => {',
 ]
 
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const file = path.join(dir, entry.name)
-    if (entry.isDirectory()) return entry.name === 'node_modules' || entry.name === 'dist' ? [] : sources(file)
-    return entry.name.endsWith('.ts') ? [file] : []
-  })
-}
-
 it('the packages write no per-run closure straight into a property (V8 would make it in its old generation)', () => {
-  const packages = readdirSync(path.join(root, 'packages'))
-  const found = packages
-    .flatMap((name) => sources(path.join(root, 'packages', name, 'src')))
-    .flatMap((file) =>
-      readFileSync(file, 'utf8')
-        .split('\n')
-        .filter((line) => WRITTEN_INTO_PROPERTY.test(line) && !/^\s*(\/\/|\*)/.test(line))
-        .map((line) => `${path.relative(root, file)}: ${line.trim()}`),
-    )
+  const found = packageSources().flatMap((file) =>
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((line) => WRITTEN_INTO_PROPERTY.test(line) && !/^\s*(\/\/|\*)/.test(line))
+      .map((line) => `${path.relative(ROOT, file)}: ${line.trim()}`),
+  )
   expect(found.sort()).toEqual([...ONCE].sort())
 })

@@ -4,31 +4,15 @@
  * schema built with it cannot mix with the protocol's zod 4 schemas (the consumer test on zod 3.25
  * catches it only after a build and an install; this catches it at once).
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { ROOT } from './entry-points.ts'
-
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const file = path.join(dir, entry.name)
-    if (entry.isDirectory()) return entry.name === 'node_modules' || entry.name === 'dist' ? [] : sources(file)
-    return entry.name.endsWith('.ts') ? [file] : []
-  })
-}
+import { packageSources } from './package-sources.ts'
 
 describe('zod imports in the packages', () => {
   it('every package source imports zod as zod/v4 or zod/v4/core', () => {
-    const packages = path.join(ROOT, 'packages')
-    const bare = readdirSync(packages)
-      .flatMap((name) => {
-        const src = path.join(packages, name, 'src')
-        try {
-          return sources(src)
-        } catch {
-          return []
-        }
-      })
+    const bare = packageSources()
       .filter((file) => /from ['"]zod['"]/.test(readFileSync(file, 'utf8')))
       .map((file) => path.relative(ROOT, file))
     expect(bare).toEqual([])
