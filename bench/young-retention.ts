@@ -14,8 +14,11 @@
  * done); the built packages are loaded (`node bench/run.mjs --build-only` first). Variants: those of the
  * in-process scenario and the design's floor, `xstate-actor` (an actor of a one-state machine
  * whose context holds 4,000 messages, created and dropped: XState alone) and `dropped-graph` (the
- * same 4,000 messages made and dropped: the probe's own floor, ~0); `--xstate <dir>` runs
- * `xstate-actor` on another copy of XState (e.g. one with docs/xstate-microstep.patch applied).
+ * same 4,000 messages made and dropped: the probe's own floor, ~0), `signalbox-hooks-4k` (the
+ * hooked agent, its tool answering 4 KiB: a run that kept its events would keep 80 KiB of them);
+ * `--xstate <dir>` runs `xstate-actor` on another copy of XState (e.g. one with
+ * docs/xstate-microstep.patch applied); `--pretenuring` leaves V8's allocation-site pretenuring on,
+ * as it is in every process users run (what it then allocates old from the start counts too).
  * Prints KiB a run (median of
  * --batches 5 batches of --batch 10 runs; a batch the JIT still allocated in shows more, and the
  * median leaves it out).
@@ -27,6 +30,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { getHeapSpaceStatistics } from 'node:v8'
 import { median } from './lib/measure.ts'
+import { modelFor, noopHooks, noopSchema, noopTool, PROMPT, responder } from './lib/workload.ts'
 import { inProcessAndFloorVariants } from './scenarios/xstate-floor.ts'
 
 const { values, positionals } = parseArgs({
@@ -38,18 +42,21 @@ const { values, positionals } = parseArgs({
     batches: { type: 'string', default: '5' },
     'warm-up': { type: 'string', default: '1000' },
     xstate: { type: 'string' },
+    pretenuring: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 })
 const ids = (positionals[0] ?? 'signalbox,signalbox-hooks,floor,floor-hooks,xstate-actor,dropped-graph').split(',')
 if (values.help) {
-  console.log('usage: node --import tsx bench/young-retention.ts [variant,...] [--steps 20] [--batch 10] [--batches 5]')
+  console.log(
+    'usage: node --import tsx bench/young-retention.ts [variant,...] [--steps 20] [--batch 10] [--batches 5] [--warm-up 1000] [--pretenuring] [--xstate DIR]',
+  )
   process.exit(0)
 }
 
 const V8_FLAGS = [
   '--expose-gc',
-  '--no-allocation-site-pretenuring',
+  ...(values.pretenuring ? [] : ['--no-allocation-site-pretenuring']),
   '--no-page-promotion',
   '--no-concurrent-sweeping',
   // No full GC of V8's own choosing during a batch (it frees earlier garbage: the old generation shrinks).
@@ -72,6 +79,7 @@ if (!values.child) {
     '--warm-up',
     values['warm-up'] as string,
     ...(values.xstate ? ['--xstate', path.resolve(values.xstate)] : []),
+    ...(values.pretenuring ? ['--pretenuring'] : []),
   ]
   for (const id of ids) {
     const child = spawnSync(
@@ -95,7 +103,7 @@ const oldSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'ol
 
 const id = ids[0] as string
 const messages = () => Array.from({ length: 4000 }, (_, i) => ({ role: 'user', content: `message ${i} of a run` }))
-function runOf(): () => Promise<unknown> {
+async function runOf(): Promise<() => Promise<unknown>> {
   if (id === 'dropped-graph') return async () => messages().length
   if (id === 'xstate-actor') {
     // The very copy of XState the agent machine runs on, or another (`--xstate <its directory>`).
@@ -110,11 +118,27 @@ function runOf(): () => Promise<unknown> {
     return async () => xstate.createActor(machine)
   }
   const steps = Number(values.steps)
+  if (id === 'signalbox-hooks-4k') return resultsOf4KiB(steps)
   const variant = inProcessAndFloorVariants(steps).find((v) => v.id === id)
   if (!variant) throw new Error(`unknown variant "${id}"`)
   return variant.run
 }
-const run = runOf()
+/** The hooked agent, its tool answering 4 KiB (a new string each call): what keeps a run's events shows. */
+async function resultsOf4KiB(steps: number): Promise<() => Promise<unknown>> {
+  const { createAgent, tool } = await import('@signalbox/core')
+  const { ScriptedProvider } = await import('@signalbox/core/testing')
+  const sized = tool({
+    name: noopTool.name,
+    description: noopTool.description,
+    schema: noopSchema,
+    execute: async () => `${'x'.repeat(4096)}${Math.random()}`,
+  })
+  const provider = new ScriptedProvider({ script: responder, model: modelFor(steps), record: false })
+  const agent = createAgent({ provider, tools: [sized], maxTurns: 1000, hooks: noopHooks })
+  return () => agent.run(PROMPT)
+}
+
+const run = await runOf()
 for (let i = 0; i < Number(values['warm-up']); i++) await run()
 
 const batch = Number(values.batch)

@@ -10,6 +10,7 @@ import {
 import type { Clock } from '../clock.ts'
 import { type AgentMachine, agentMachine } from './agent-machine.ts'
 import type { AgentInput } from './context.ts'
+import { pinActionExecutor } from './pinned-executor.ts'
 
 export type Inspect = Observer<InspectionEvent> | ((event: InspectionEvent) => void)
 
@@ -43,6 +44,12 @@ export class RunActors {
   }
 
   create(runId: string, start: RunStart): Actor<AgentMachine> {
+    const actor = this.#create(runId, start)
+    pinActionExecutor(actor)
+    return actor
+  }
+
+  #create(runId: string, start: RunStart): Actor<AgentMachine> {
     const options = { id: runId, clock: this.#clock, ...start } as { id: string; clock: Clock; input: AgentInput }
     if (this.#inspect) return createActor(agentMachine, { ...options, inspect: this.#inspect })
     if (!this.#shares) return createActor(agentMachine, options)
