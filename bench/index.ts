@@ -183,18 +183,35 @@ function show(table: Table | undefined): void {
 
 const started = process.hrtime.bigint()
 
+// signalbox's in-process scenarios first, before anything runs plain XState actors in this process
+// (the design's floor, XState's unit costs, the floor rows over HTTP): V8 decides per allocation
+// site, for the whole process, what it allocates old from the start, and plain XState actors, whose
+// every microstep keeps its actions through young collections, make it decide so for XState's own
+// sites, which signalbox's run actors share (docs/benchmarks.md, "XState's recording executor,
+// pinned"). After them an in-process figure measures that process, not signalbox.
 if (only.has('in-process')) {
   for (const steps of plan.inProcessSteps) show(await inProcessScenario(steps, options))
-}
-if (only.has('xstate')) show(await xstateFloorScenario(plan.xstateSteps, options))
-if (only.has('heap')) {
-  if (gc) show(await heapScenario(plan.heapRuns, 5))
-  else console.log('\n(heap per parked run skipped: gc is not available)')
 }
 const concurrencyOptions: ScenarioOptions = { ...options, rounds: Math.min(rounds, plan.concurrencyRounds), warmup: 1 }
 if (only.has('concurrency')) {
   const inProcessOptions = { ...concurrencyOptions, rounds: Math.min(rounds, plan.inProcessConcurrencyRounds) }
   show(await inProcessConcurrencyScenario(plan.inProcessConcurrent, plan.inProcessConcurrentSteps, inProcessOptions))
+}
+
+// Scale: agents parked on approvals (memory) and 1,000 agents at once (throughput).
+if (only.has('scale')) {
+  if (gc) for (const count of quick ? [200] : [1_000, 10_000]) for (const table of await scaleMemoryScenario([count])) show(table)
+  else console.log('\n(memory per waiting agent skipped: gc is not available)')
+  show(await scaleThroughputScenario(quick ? 100 : 1_000, quick ? 3 : 5, { ...options, rounds: Math.min(rounds, 3), warmup: 1 }))
+}
+
+// Tracing on (in-memory exporter) and off, per tool step.
+if (only.has('tracing')) show(await tracingScenario(quick ? 50 : 100, options))
+
+if (only.has('xstate')) show(await xstateFloorScenario(plan.xstateSteps, options))
+if (only.has('heap')) {
+  if (gc) show(await heapScenario(plan.heapRuns, 5))
+  else console.log('\n(heap per parked run skipped: gc is not available)')
 }
 if (only.has('http') || only.has('concurrency') || (only.has('heap') && gc)) {
   const server = await startBenchServer(serverWhere)
@@ -210,13 +227,6 @@ if (only.has('http') || only.has('concurrency') || (only.has('heap') && gc)) {
   } finally {
     await server.close()
   }
-}
-
-// Scale: agents parked on approvals (memory) and 1,000 agents at once (throughput).
-if (only.has('scale')) {
-  if (gc) for (const count of quick ? [200] : [1_000, 10_000]) for (const table of await scaleMemoryScenario([count])) show(table)
-  else console.log('\n(memory per waiting agent skipped: gc is not available)')
-  show(await scaleThroughputScenario(quick ? 100 : 1_000, quick ? 3 : 5, { ...options, rounds: Math.min(rounds, 3), warmup: 1 }))
 }
 
 // Durable runs: checkpointing per tool step by store (over HTTP), and resuming runs parked on approvals.
@@ -249,9 +259,6 @@ if (only.has('durable')) {
   console.log(`\n## Resuming ${count} runs parked on approvals\n`)
   console.log(renderResume(resume, !quick))
 }
-
-// Tracing on (in-memory exporter) and off, per tool step.
-if (only.has('tracing')) show(await tracingScenario(quick ? 50 : 100, options))
 
 // A remote approval's round trip over NATS, next to a bare request/reply in the same run.
 let approvalLatency: Awaited<ReturnType<typeof approvalLatencyScenario>> | undefined

@@ -16,7 +16,7 @@ import type { AuditLog } from './hitl/types.ts'
 import { HookChain } from './hooks.ts'
 import { type IdGenerator, randomIds } from './ids.ts'
 import { type Instrumentation, Instruments } from './instrumentation.ts'
-import { eventFields } from './machine/actors.ts'
+import { runEvent } from './machine/actors.ts'
 import { type AgentMachine, agentMachine } from './machine/agent-machine.ts'
 import { type AgentParts, bindAgentParts, createAgentParts } from './machine/agent-parts.ts'
 import type { AgentOutput, SteeringItem } from './machine/context.ts'
@@ -255,7 +255,7 @@ export class Agent<TOutput = string, TId extends string = string> {
     const { run } = actor.getSnapshot().context
     this.#instruments.run(
       () => ({ kind: 'resume', agentId: this.id, runId: run.runId, carried }),
-      () => this.#events.emit({ ...eventFields(run), at: this.#clock.now(), type: 'run.start', input: run.input, resumed: true }),
+      () => this.#events.emit(runEvent(run, this.#clock.now(), { type: 'run.start', input: run.input, resumed: true })),
     )
   }
 

@@ -1,7 +1,7 @@
 import type { AgentEvent } from '../events.ts'
 import type { ApprovalRequest, AuditEntry } from '../hitl/types.ts'
 import type { ProviderResponse } from '../provider/provider.ts'
-import { eventFields } from './actors.ts'
+import { runEvent } from './actors.ts'
 import type { AgentContext, CurrentCall } from './context.ts'
 import type { AgentRuntime } from './runtime.ts'
 
@@ -22,7 +22,7 @@ export class RunEvents {
 
   emit(context: AgentContext, body: EventBody): void {
     if (!this.runtime.events.has(body.type)) return
-    this.runtime.events.emit({ ...eventFields(context.run), at: this.runtime.clock.now(), ...body } as AgentEvent)
+    this.runtime.events.emit(runEvent(context.run, this.runtime.clock.now(), body) as AgentEvent)
   }
 
   audit(context: AgentContext, entry: Omit<AuditEntry, 'agentId' | 'runId' | 'runPath'>): void {
