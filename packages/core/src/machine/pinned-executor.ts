@@ -9,26 +9,31 @@ import type { AnyActorRef } from 'xstate'
  * GCs until the next full GC; V8 then sees the action records survive and allocates them old from
  * the start, and a step slows by a third (docs/benchmarks.md, "Closures written straight into a
  * property"). An actor reads only the snapshot of a macrostep, never its recorded actions (XState's
- * pure `transition()` records through a scope of its own), so the closure may record nothing: the
- * property becomes an accessor that always gives the original executor and ignores writes, and
- * each microstep's closure holds an empty list. Not this XState's shape (no own, writable function
- * `actionExecutor` on `_actorScope`): the actor is left as it is.
+ * pure `transition()` records through a scope of its own), so the closure may record nothing: a
+ * read of the property gives the original executor, a write is ignored, and each microstep's
+ * closure holds an empty list. Not this XState's shape (no own, writable, configurable function
+ * `actionExecutor` on a plain-object `_actorScope`): the actor is left as it is.
  */
 export function pinActionExecutor(actor: AnyActorRef): boolean {
   const scope = (actor as { _actorScope?: object })._actorScope
   const own = scope && Object.getOwnPropertyDescriptor(scope, 'actionExecutor')
-  if (!own || typeof own.value !== 'function' || !own.writable) return false
-  Object.defineProperty(scope, EXECUTOR, { value: own.value })
-  Object.defineProperty(scope, 'actionExecutor', PINNED)
+  if (!scope || !own || typeof own.value !== 'function' || !own.writable || !own.configurable) return false
+  if (Object.getPrototypeOf(scope) !== Object.prototype) return false
+  // The accessor lives on a shared prototype and the executor in a data property: redefining the
+  // scope's own property as an accessor would turn the scope into a dictionary (1 KiB a run). The
+  // executor is the literal's last property, and deleting the last property keeps an object fast.
+  delete (scope as { actionExecutor?: unknown }).actionExecutor
+  ;(scope as { [EXECUTOR]?: unknown })[EXECUTOR] = own.value
+  Object.setPrototypeOf(scope, PINNED)
   return true
 }
 
 const EXECUTOR = Symbol('signalbox.actionExecutor')
-const PINNED: PropertyDescriptor = {
-  get(this: { [EXECUTOR]: unknown }) {
-    return this[EXECUTOR]
+const PINNED = Object.create(Object.prototype, {
+  actionExecutor: {
+    get(this: { [EXECUTOR]: unknown }) {
+      return this[EXECUTOR]
+    },
+    set(_executor: unknown) {},
   },
-  set(_executor: unknown) {},
-  enumerable: true,
-  configurable: true,
-}
+}) as object
