@@ -29,8 +29,11 @@ import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { getHeapSpaceStatistics } from 'node:v8'
+import { tool } from '@signalbox/core'
+import { ScriptedProvider } from '@signalbox/core/testing'
 import { median } from './lib/measure.ts'
-import { modelFor, noopHooks, noopSchema, noopTool, PROMPT, responder } from './lib/workload.ts'
+import { benchAgent, runAgent } from './lib/signalbox.ts'
+import { modelFor, noopSchema, noopTool, responder } from './lib/workload.ts'
 import { inProcessAndFloorVariants } from './scenarios/xstate-floor.ts'
 
 const { values, positionals } = parseArgs({
@@ -103,7 +106,7 @@ const oldSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'ol
 
 const id = ids[0] as string
 const messages = () => Array.from({ length: 4000 }, (_, i) => ({ role: 'user', content: `message ${i} of a run` }))
-async function runOf(): Promise<() => Promise<unknown>> {
+function runOf(): () => Promise<unknown> {
   if (id === 'dropped-graph') return async () => messages().length
   if (id === 'xstate-actor') {
     // The very copy of XState the agent machine runs on, or another (`--xstate <its directory>`).
@@ -124,21 +127,18 @@ async function runOf(): Promise<() => Promise<unknown>> {
   return variant.run
 }
 /** The hooked agent, its tool answering 4 KiB (a new string each call): what keeps a run's events shows. */
-async function resultsOf4KiB(steps: number): Promise<() => Promise<unknown>> {
-  const { createAgent, tool } = await import('@signalbox/core')
-  const { ScriptedProvider } = await import('@signalbox/core/testing')
+function resultsOf4KiB(steps: number): () => Promise<unknown> {
   const sized = tool({
     name: noopTool.name,
     description: noopTool.description,
     schema: noopSchema,
     execute: async () => `${'x'.repeat(4096)}${Math.random()}`,
   })
-  const provider = new ScriptedProvider({ script: responder, model: modelFor(steps), record: false })
-  const agent = createAgent({ provider, tools: [sized], maxTurns: 1000, hooks: noopHooks })
-  return () => agent.run(PROMPT)
+  const agent = benchAgent(new ScriptedProvider({ script: responder, model: modelFor(steps), record: false }), true, [sized])
+  return () => runAgent(agent)
 }
 
-const run = await runOf()
+const run = runOf()
 for (let i = 0; i < Number(values['warm-up']); i++) await run()
 
 const batch = Number(values.batch)

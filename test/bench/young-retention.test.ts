@@ -21,9 +21,10 @@ it('a finished run leaves little more behind through young collections than the 
 it("a finished run's events do not outlive it through XState's microsteps, with V8's pretenuring on as users run it", async () => {
   // Each microstep, XState writes a recording closure into the actor's action executor; V8 makes
   // it old, and with it every action (its context and event) would survive the young collections,
-  // then be allocated old from the start: ~190 KiB a 20-step run of 4 KiB results, ~10 with the
-  // executor pinned (src/machine/pinned-executor.ts).
-  const kept = await youngRetention(['signalbox-hooks-4k', '--pretenuring'], AbortSignal.timeout(100_000))
+  // then be allocated old from the start: 176-202 KiB a batch's run of 20 steps of 4 KiB results
+  // without the pin; with the executor pinned (src/machine/pinned-executor.ts) 9-49, as V8's
+  // other pretenuring decisions vary from process to process.
+  const kept = await youngRetention(['signalbox-hooks-4k', '--pretenuring', '--batches', '7'], AbortSignal.timeout(100_000))
   expect(kept['signalbox-hooks-4k']).toBeGreaterThan(0)
-  expect(kept['signalbox-hooks-4k']).toBeLessThan(60)
+  expect(kept['signalbox-hooks-4k']).toBeLessThan(100)
 }, 110_000)
