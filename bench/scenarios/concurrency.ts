@@ -30,7 +30,17 @@ export async function httpConcurrencyScenario(
   options: ScenarioOptions,
 ): Promise<Table> {
   const runners = httpRunners({ url, steps, withHooks: false })
-  const order = ['fetch', 'openai', 'floor', 'signalbox', 'openaiStream', 'floorStream', 'signalboxStream', ...PEER_IDS] as const
+  const order = [
+    'fetch',
+    'openai',
+    'floor',
+    'signalbox',
+    'signalboxOnFetch',
+    'openaiStream',
+    'floorStream',
+    'signalboxStream',
+    ...PEER_IDS,
+  ] as const
   const variants: Variant[] = order.map((id) => ({ id, label: HTTP_LABELS[id], run: concurrently(runs, runners[id]) }))
   const measured = await measureInterleaved(variants, {
     rounds: options.rounds,

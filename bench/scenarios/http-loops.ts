@@ -30,8 +30,13 @@ export function httpLoopRunners({ url, steps, withHooks, model = modelFor(steps)
     return ran
   }
   const bare = (chat: Chat) => async () => checked(await runBareLoop(chat, PROMPT))
-  const agent = (stream: boolean, hooks: boolean) => {
-    const a = benchAgent(new OpenAIProvider({ baseURL: url, model, apiKey: HTTP_API_KEY, stream }), hooks)
+  // `onFetch`: the client's requests on Node's fetch (undici), as the SDK loops send theirs,
+  // instead of signalbox's default transport over node:http.
+  const agent = (stream: boolean, hooks: boolean, onFetch = false) => {
+    const a = benchAgent(
+      new OpenAIProvider({ baseURL: url, model, apiKey: HTTP_API_KEY, stream, ...(onFetch ? { fetch: globalThis.fetch } : {}) }),
+      hooks,
+    )
     return async () => checked(await runAgent(a))
   }
   return {
@@ -40,6 +45,7 @@ export function httpLoopRunners({ url, steps, withHooks, model = modelFor(steps)
     openaiStream: bare(openaiStreamChat(client, model)),
     signalbox: agent(false, false),
     signalboxStream: agent(true, false),
+    signalboxOnFetch: agent(false, false, true),
     // The loop signalbox's chart is built on, without signalbox, on the same SDK calls as the SDK loops.
     floor: designFloorRun(openaiChat(client, model), steps),
     floorStream: designFloorRun(openaiStreamChat(client, model), steps),
