@@ -48,9 +48,16 @@ export function httpStatusError(
   })
 }
 
-/** No connection to the endpoint at all (refused, DNS, timeout): transient, worth a retry. */
+/**
+ * No connection to the endpoint at all (refused, DNS, TLS, timeout): transient, worth a retry. The
+ * SDK says only "Connection error."; the socket's own reason, at the end of the cause chain, is
+ * what tells a refused port from a certificate the process does not trust.
+ */
 export function unreachableError(where: string, detail: string, cause: unknown): ProviderError {
-  return new ProviderError(`Could not reach the model endpoint ${where}: ${detail.replace(/\.+$/, '')}. Is the server running?`, {
+  const reason = rootCause(cause)
+  const said = detail.replace(/\.+$/, '')
+  const why = reason !== undefined && reason !== said && !said.includes(reason) ? ` (${reason})` : ''
+  return new ProviderError(`Could not reach the model endpoint ${where}: ${said}${why}. Is the server running?`, {
     retryable: true,
     cause,
     code: 'PROVIDER_UNREACHABLE',
@@ -110,6 +117,14 @@ export function isConnectionDrop(error: unknown): boolean {
     if (e instanceof TypeError && e.message === 'terminated') return true
   }
   return false
+}
+
+/** The message of the last error in a cause chain, when the chain has more than one. */
+function rootCause(error: unknown): string | undefined {
+  let last: unknown = error
+  for (let e = (error as { cause?: unknown })?.cause, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++)
+    last = e
+  return last !== error && last instanceof Error && last.message !== '' ? last.message : undefined
 }
 
 /** The messages of an error and its causes, joined. */
