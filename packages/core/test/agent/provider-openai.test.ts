@@ -173,7 +173,9 @@ describe('OpenAIProvider over HTTP', () => {
     const { agent, events } = agentOn(`http://127.0.0.1:${port}/v1`, { retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5 } })
     const error = await runFailure(agent.run('hi'))
     expect(error.code).toBe('PROVIDER_UNREACHABLE')
-    expect(error.message).toMatch(/Could not reach the model endpoint .*: Connection error \(connect ECONNREFUSED 127\.0\.0\.1:\d+\)\. Is the server running\?/)
+    expect(error.message).toMatch(
+      /Could not reach the model endpoint .*: Connection error \(connect ECONNREFUSED 127\.0\.0\.1:\d+\)\. Is the server running\?/,
+    )
     expect(eventsOf(events, 'model.retry')).toHaveLength(1)
   })
 

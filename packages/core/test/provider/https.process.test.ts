@@ -19,7 +19,7 @@ async function callOverTls(env: NodeJS.ProcessEnv): Promise<unknown> {
 }
 
 it('a trusted certificate: both calls answered over one TLS connection', async () => {
-  const env = { ...process.env, NODE_EXTRA_CA_CERTS: path.join(FIXTURES, 'localhost-cert.pem') }
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_EXTRA_CA_CERTS: path.join(FIXTURES, 'localhost-cert.pem') }
   delete env.NODE_TLS_REJECT_UNAUTHORIZED
   expect(await callOverTls(env)).toEqual({ replies: ['hello over TLS', 'hello over TLS'], connections: 1 })
 }, 60_000)
