@@ -109,31 +109,33 @@ const CONNECTION_CODES = new Set([
   'UND_ERR_BODY_TIMEOUT',
 ])
 
+/** An error and its causes, the error first (five at most: a chain may loop). */
+function causeChain(error: unknown): unknown[] {
+  const chain: unknown[] = []
+  for (let e = error; e && chain.length < 5; e = (e as { cause?: unknown }).cause) chain.push(e)
+  return chain
+}
+
 /** A network failure anywhere in the cause chain (undici reports a reset as `TypeError: terminated`). */
 export function isConnectionDrop(error: unknown): boolean {
-  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+  return causeChain(error).some((e) => {
     const code = (e as { code?: unknown }).code
-    if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true
-    if (e instanceof TypeError && e.message === 'terminated') return true
-  }
-  return false
+    return (typeof code === 'string' && CONNECTION_CODES.has(code)) || (e instanceof TypeError && e.message === 'terminated')
+  })
 }
 
 /** The message of the last error in a cause chain, when the chain has more than one. */
 function rootCause(error: unknown): string | undefined {
-  let last: unknown = error
-  for (let e = (error as { cause?: unknown })?.cause, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++)
-    last = e
-  return last !== error && last instanceof Error && last.message !== '' ? last.message : undefined
+  const chain = causeChain(error)
+  const last = chain.at(-1)
+  return chain.length > 1 && last instanceof Error && last.message !== '' ? last.message : undefined
 }
 
 /** The messages of an error and its causes, joined. */
 export function describeChain(error: unknown): string {
-  const parts: string[] = []
-  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    parts.push(e instanceof Error ? e.message : String(e))
-  }
-  return parts.join(': ')
+  return causeChain(error)
+    .map((e) => (e instanceof Error ? e.message : String(e)))
+    .join(': ')
 }
 
 function parseRetryAfter(headers: Headers | Record<string, string> | undefined): number | undefined {
